@@ -1,0 +1,161 @@
+/*
+ * gpuspans CUDA core: a fixed pool of CUDA event pairs, recorded on streams
+ * and harvested without ever synchronising.
+ *
+ * The CUDA driver is loaded at run time (dlopen("libcuda.so.1")); nothing
+ * links -lcuda, so a binary using this library starts on machines without a
+ * GPU and reports GS_ERR_NO_DRIVER there.
+ *
+ * Conventions for every function below:
+ * - Returns a gs_status. Nothing aborts and no C++ exception crosses this ABI.
+ * - Where a driver call failed, *cu_result (when the pointer is not NULL)
+ *   receives its CUresult; otherwise it is set to 0.
+ * - Handles (streams, contexts) are passed as integers holding the driver's
+ *   pointer value (CUstream, CUcontext). Stream 0 is the legacy default
+ *   stream.
+ * - "Capture-safe" means the call may be made while any stream of the process
+ *   is being captured into a CUDA graph without invalidating that capture.
+ */
+#ifndef GPUSPANS_GPUSPANS_H_
+#define GPUSPANS_GPUSPANS_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status of a gpuspans call. Values are stable: they are part of the ABI. */
+typedef enum gs_status {
+  GS_OK = 0,
+  GS_ERR_INVALID_ARGUMENT = 1, /* NULL pool, slot out of range, n too big */
+  GS_ERR_NO_DRIVER = 2,        /* libcuda.so.1 could not be loaded */
+  GS_ERR_MISSING_SYMBOL = 3,   /* a required driver symbol is absent */
+  GS_ERR_INIT = 4,             /* cuInit failed */
+  GS_ERR_DRIVER = 5,           /* a driver call failed; see cu_result */
+  GS_ERR_CAPTURING = 6,        /* the stream is being captured; nothing recorded */
+  GS_ERR_POOL_DEAD = 7,        /* a sticky error was seen; the pool no longer calls the driver */
+  GS_ERR_BUSY = 8,             /* an event may still be in flight; destroy refused */
+  GS_ERR_NO_MEMORY = 9         /* host allocation failed */
+} gs_status;
+
+/* A status with its detail, for the calls that are not on a hot path. */
+typedef struct gs_error {
+  int32_t status;    /* a gs_status */
+  int32_t cu_result; /* CUresult when the driver failed, else 0 */
+  char message[256]; /* NUL-terminated, human-readable, names the operation */
+} gs_error;
+
+/* State of one slot in a harvest. */
+typedef enum gs_span_state {
+  GS_SPAN_DONE = 0,      /* both events complete; duration_ns is valid */
+  GS_SPAN_IN_FLIGHT = 1, /* not complete yet; ask again in a later harvest */
+  GS_SPAN_ERROR = 2      /* the driver failed for this slot; cu_result says why */
+} gs_span_state;
+
+/* One entry of a batched harvest: slot and want_start are inputs, the rest
+ * outputs. Plain data with no pointers, so Go memory may be passed directly. */
+typedef struct gs_harvest_item {
+  uint32_t slot;       /* in: the slot to check */
+  uint32_t want_start; /* in: nonzero to also compute start_ns */
+  int32_t state;       /* out: a gs_span_state */
+  int32_t cu_result;   /* out: CUresult for GS_SPAN_ERROR, else 0 */
+  int64_t duration_ns; /* out: end - begin, for GS_SPAN_DONE */
+  int64_t start_ns;    /* out: begin on the host clock (CLOCK_REALTIME, ns since
+                          the Unix epoch), for GS_SPAN_DONE with want_start;
+                          0 when no anchor could place it */
+} gs_harvest_item;
+
+/* Opaque pool of event pairs bound to one CUDA context. */
+typedef struct gs_pool gs_pool;
+
+/* gs_status_name returns a static string naming st ("GS_ERR_CAPTURING").
+ * Thread-safe, capture-safe, never NULL. */
+const char* gs_status_name(int32_t st);
+
+/* gs_driver_load loads libcuda.so.1, resolves the symbol table and calls
+ * cuInit(0), once per process; later calls return the first outcome.
+ * Thread-safe (concurrent first calls wait for one load). err may be NULL.
+ * Capture-safe. */
+gs_status gs_driver_load(gs_error* err);
+
+/* gs_driver_error_string writes the driver's name and description of a
+ * CUresult ("CUDA_ERROR_NOT_READY: device not ready") into buf (always
+ * NUL-terminated when cap > 0). Falls back to the number when the driver is
+ * not loaded or lacks cuGetErrorName. Thread-safe, capture-safe. */
+void gs_driver_error_string(int32_t cu_result, char* buf, size_t cap);
+
+/* gs_driver_device_count reports the number of CUDA devices. Thread-safe.
+ * Capture-safe. */
+gs_status gs_driver_device_count(int32_t* count, gs_error* err);
+
+/* gs_pool_create makes a pool of `slots` event pairs (begin, end) with timing
+ * enabled, on device `device` using its primary context (retained for the
+ * pool's lifetime, so it shares memory and streams with the CUDA runtime and
+ * frameworks built on it). Creation failing part-way destroys what was made.
+ * The pool is independent of every other pool: one per device is the rule,
+ * any number per process is allowed. On success *out owns the pool; release
+ * it with gs_pool_destroy. Thread-safe. Not capture-safe (creates events). */
+gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error* err);
+
+/* gs_pool_destroy destroys the pool's events and releases its context, but
+ * only when no recorded event can still be in flight: it queries every event
+ * recorded since its last observed completion, and returns GS_ERR_BUSY (the
+ * pool stays valid, try again later) when one is not complete. A pool that
+ * saw a sticky error is released without queries. The caller must ensure no
+ * other call on the pool is running or follows. NULL is GS_OK. */
+gs_status gs_pool_destroy(gs_pool* pool, gs_error* err);
+
+/* gs_pool_slots and gs_pool_device report the pool's size and device.
+ * Thread-safe, capture-safe, no driver call. */
+uint32_t gs_pool_slots(const gs_pool* pool);
+int32_t gs_pool_device(const gs_pool* pool);
+
+/* gs_pool_is_capturing sets *capturing to 1 when `stream` is being captured
+ * (cuStreamIsCapturing, the one query that is safe during capture), else 0.
+ * Thread-safe, capture-safe. */
+gs_status gs_pool_is_capturing(gs_pool* pool, uint64_t stream, int32_t* capturing,
+                               int32_t* cu_result);
+
+/* gs_pool_record_begin / gs_pool_record_end record the begin or end event of
+ * `slot` on `stream`. Each first checks the stream: on a capturing stream
+ * nothing is recorded and GS_ERR_CAPTURING is returned (an event recorded
+ * into a capture becomes a graph node and breaks the graph). The pool's
+ * context is made current for the call and restored after.
+ * Thread-safe for distinct slots; the caller owns a slot between its begin
+ * and the harvest that reports it done (the control plane's ring ensures
+ * this). Capture-safe: refuses rather than records. A sticky error returns
+ * GS_ERR_POOL_DEAD and the pool calls the driver no more. */
+gs_status gs_pool_record_begin(gs_pool* pool, uint32_t slot, uint64_t stream,
+                               int32_t* cu_result);
+gs_status gs_pool_record_end(gs_pool* pool, uint32_t slot, uint64_t stream,
+                             int32_t* cu_result);
+
+/* gs_pool_harvest checks n slots in one call and never waits for the GPU.
+ * For each item it reports done with the elapsed nanoseconds, still in
+ * flight, or an error. Work on one stream completes in order, so the pool
+ * finds each stream's completed prefix with a few cuEventQuery calls and then
+ * calls only cuEventElapsedTime for each completed span.
+ * The thread's stream capture mode is exchanged to relaxed for the call and
+ * restored after, so a harvest never invalidates a GLOBAL-mode capture that
+ * another thread is running. Also re-anchors the host clock (see
+ * gs_pool_set_anchor_interval) when due.
+ * Not thread-safe against itself: one harvester per pool at a time;
+ * concurrent with record calls. Capture-safe. Returns GS_ERR_POOL_DEAD (and
+ * marks every item GS_SPAN_ERROR) once a sticky error was seen. */
+gs_status gs_pool_harvest(gs_pool* pool, gs_harvest_item* items, size_t n,
+                          int32_t* cu_result);
+
+/* gs_pool_set_anchor_interval sets how often harvest re-anchors the host
+ * clock, in nanoseconds (default 500 ms; values <= 0 restore the default).
+ * Start times are elapsed(anchor, begin) in float milliseconds, so a shorter
+ * interval keeps them finer (1 s of float32 ms has ~120 ns steps).
+ * Thread-safe, capture-safe, no driver call. */
+void gs_pool_set_anchor_interval(gs_pool* pool, int64_t interval_ns);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSPANS_GPUSPANS_H_ */

@@ -1,0 +1,3 @@
+module github.com/gpuspans/gpuspans
+
+go 1.19

@@ -1,0 +1,118 @@
+// Package backend defines what the control plane needs from a GPU: a fixed
+// pool of event pairs that can be recorded on streams and harvested without
+// waiting. The CUDA binding (package cuda), the simulated GPU (package sim)
+// and the counting fake (package fake) implement it.
+//
+// The interface has no blocking method on purpose: nothing the control plane
+// can call waits for the GPU.
+package backend
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Stream is a GPU stream handle as an integer (a CUstream's pointer value).
+// 0 is the legacy default stream.
+type Stream uint64
+
+// SpanState is the outcome of one slot in a harvest.
+type SpanState int32
+
+// States of a harvested slot; the values match the C core's gs_span_state.
+const (
+	Done     SpanState = 0 // both events complete; DurationNs is valid
+	InFlight SpanState = 1 // not complete; ask again in a later harvest
+	Failed   SpanState = 2 // the driver failed for this slot; Code says why
+)
+
+// String names the state.
+func (s SpanState) String() string {
+	switch s {
+	case Done:
+		return "done"
+	case InFlight:
+		return "in-flight"
+	case Failed:
+		return "failed"
+	}
+	return fmt.Sprintf("SpanState(%d)", int32(s))
+}
+
+// HarvestItem is one slot of a batched harvest. Slot and WantStart are
+// inputs; the rest are outputs. Its layout matches the C core's
+// gs_harvest_item, so the CUDA binding passes a slice of them to C without
+// copying.
+type HarvestItem struct {
+	Slot       uint32    // in: the slot to check
+	WantStart  uint32    // in: nonzero to also compute StartNs
+	State      SpanState // out
+	Code       int32     // out: driver error code when State is Failed
+	DurationNs int64     // out: end - begin, when State is Done
+	StartNs    int64     // out: begin on the host clock (Unix ns), 0 if unknown
+}
+
+// Pool is a fixed set of event pairs on one device.
+//
+// Concurrency: RecordBegin and RecordEnd may be called from any goroutine at
+// once for distinct slots; the caller owns a slot from its RecordBegin until a
+// harvest reports it Done or Failed. Harvest is called by one goroutine at a
+// time, concurrently with records. Capturing may be called from anywhere.
+// Close is called once, when no other call is running or can follow.
+type Pool interface {
+	// Device is the device ordinal the pool lives on.
+	Device() int
+	// Slots is the number of event pairs.
+	Slots() int
+	// Capturing reports whether stream is being captured into a graph. It is
+	// the one query that is safe during capture.
+	Capturing(stream Stream) (bool, error)
+	// RecordBegin records slot's begin event on stream. It returns an error
+	// wrapping ErrCapturing, and records nothing, on a capturing stream.
+	RecordBegin(slot int, stream Stream) error
+	// RecordEnd records slot's end event on stream, likewise.
+	RecordEnd(slot int, stream Stream) error
+	// Harvest fills in the outputs of items in one call, without waiting for
+	// the GPU. A non-nil error concerns the whole pool (ErrSticky: it is dead).
+	Harvest(items []HarvestItem) error
+	// Close releases the pool. It returns an error wrapping ErrBusy, and stays
+	// usable, while any recorded event may still be in flight.
+	Close() error
+}
+
+// Opener creates a pool; the control plane calls it when spans are first
+// needed (level Kernel), so nothing touches the GPU before then.
+type Opener func() (Pool, error)
+
+// Sentinel errors; backends wrap them so errors.Is works.
+var (
+	// ErrNoDriver: the GPU driver library is not present (or cgo is off).
+	ErrNoDriver = errors.New("gpuspans: CUDA driver not available")
+	// ErrCapturing: the stream is being captured; nothing was recorded.
+	ErrCapturing = errors.New("gpuspans: stream is being captured")
+	// ErrSticky: the context hit a sticky error; the pool is dead.
+	ErrSticky = errors.New("gpuspans: sticky CUDA error, pool disabled")
+	// ErrBusy: an event may still be in flight; try again later.
+	ErrBusy = errors.New("gpuspans: events still in flight")
+	// ErrBadSlot: a slot index outside the pool.
+	ErrBadSlot = errors.New("gpuspans: slot out of range")
+)
+
+// DriverError is a failed driver call.
+type DriverError struct {
+	Op   string // the operation, e.g. "cuEventRecord"
+	Code int32  // the driver's error code (CUresult)
+	Msg  string // the driver's name and description of Code
+	Kind error  // a sentinel above this error also matches, or nil
+}
+
+// Error implements error.
+func (e *DriverError) Error() string {
+	if e.Msg != "" {
+		return fmt.Sprintf("%s: %s (%d)", e.Op, e.Msg, e.Code)
+	}
+	return fmt.Sprintf("%s: CUDA error %d", e.Op, e.Code)
+}
+
+// Unwrap lets errors.Is match Kind.
+func (e *DriverError) Unwrap() error { return e.Kind }
