@@ -1,0 +1,236 @@
+#!/usr/bin/env bash
+# Prepares this machine to build gpuspans with Bazel offline.
+#
+# Reachable: the Go module proxy (whatever `go env GOPROXY` says) and
+# Debian's packages; nothing from GitHub or the Bazel mirrors. So every
+# repository that WORKSPACE would fetch with http_archive is materialised in a
+# local cache and named in a git-ignored .bazelrc.user as
+# --override_repository=NAME=DIR; the committed WORKSPACE stays an ordinary
+# online one. Idempotent: a warm run only checks and rewrites .bazelrc.user.
+#
+# Needs a host Go >= 1.21 (for GOTOOLCHAIN). As root it installs the Debian
+# packages it needs; otherwise it names the missing ones and stops.
+#
+# Environment:
+#   GPUSPANS_CACHE   where generated repositories go (default ~/.cache/gpuspans)
+set -euo pipefail
+
+RULES_GO_VERSION=v0.34.0  # last rules_go for Bazel 4.2.x (v0.35+ needs Bazel 5.1)
+GAZELLE_VERSION=v0.27.0   # last gazelle for rules_go 0.34 (0.28+ needs rules_go 0.35)
+GO_SDK_VERSION=1.19.13    # newest Go rules_go 0.34 can drive (1.20+ ships no pkg/*.a)
+# buildtools has no semver tags usable as a module; this is a pinned commit.
+BUILDTOOLS_VERSION=v0.0.0-20260904073137-eaa4d125b423
+STAMP_VERSION="rules_go=$RULES_GO_VERSION gazelle=$GAZELLE_VERSION go=$GO_SDK_VERSION buildtools=$BUILDTOOLS_VERSION v3"
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
+log() { echo "bootstrap: $*" >&2; }
+die() { echo "bootstrap: error: $*" >&2; exit 1; }
+
+# --- Debian packages ---------------------------------------------------------
+APT_PKGS=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-proto bazel-rules-java
+  protobuf-compiler libprotobuf-dev g++ git)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    log "installing Debian packages: ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >/dev/null
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    die "missing Debian packages (run as root, or: sudo apt-get install ${missing[*]})"
+  fi
+fi
+
+command -v go >/dev/null || die "no host Go on PATH (need Go >= 1.21 to fetch the Go $GO_SDK_VERSION SDK)"
+hostgo="$(GOTOOLCHAIN=local go env GOVERSION)"
+case "$hostgo" in
+  go1.2[1-9]* | go1.[3-9][0-9]* | go[2-9]*) ;;
+  *) die "host Go is $hostgo; need >= go1.21 (GOTOOLCHAIN support)" ;;
+esac
+
+mkdir -p "$CACHE"
+CACHE="$(cd "$CACHE" && pwd)"
+STAMP="$CACHE/.stamp"
+
+# Module downloads must not depend on the workspace's go.mod.
+export GOFLAGS=-mod=mod
+export GOTOOLCHAIN=local
+
+moddir() { # moddir MODULE@VERSION: prints its directory in the module cache
+  local json dir
+  json="$(cd "$CACHE" && go mod download -json "$1")" || die "cannot download $1 from the Go module proxy"
+  dir="$(printf '%s' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')"
+  [[ -n "$dir" ]] || die "cannot download $1: $json"
+  printf '%s\n' "$dir"
+}
+
+RULES_GO_DIR="$CACHE/rules_go-$RULES_GO_VERSION"
+GAZELLE_DIR="$CACHE/bazel_gazelle-$GAZELLE_VERSION"
+GO_SDK_DIR="$CACHE/go_sdk-$GO_SDK_VERSION"
+PB_DIR="$CACHE/com_google_protobuf"
+RULES_CC_DIR="$CACHE/rules_cc"
+COV_DIR="$CACHE/remote_coverage_tools"
+BIN_DIR="$CACHE/bin"
+
+if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/buildifier" ]]; then
+  log "populating $CACHE (first run; ~1 minute)"
+  rm -f "$STAMP"
+
+  # rules_go: the module zip is usable as it is; link it at a stable path.
+  ln -sfn "$(moddir "github.com/bazelbuild/rules_go@$RULES_GO_VERSION")" "$RULES_GO_DIR"
+
+  # gazelle: module zips drop vendor/, but go_repository_tools builds gazelle
+  # in GOPATH mode from vendor/; re-create it through the proxy. Debian's
+  # skylib 1.0.3 cannot load gazelle's internal test suite: drop those lines.
+  rm -rf "$GAZELLE_DIR"
+  cp -R "$(moddir "github.com/bazelbuild/bazel-gazelle@$GAZELLE_VERSION")" "$GAZELLE_DIR"
+  chmod -R u+w "$GAZELLE_DIR"
+  (cd "$GAZELLE_DIR" && go mod vendor)
+  sed -i -e '/^load(":gazelle_binary_test.bzl"/d' -e '/^gazelle_binary_test_suite()/d' \
+    "$GAZELLE_DIR/internal/BUILD.bazel"
+
+  # Go SDK: the golang.org/toolchain module; running it once makes the go
+  # command restore the executable bits the module cache strips.
+  GOROOT_SDK="$(cd "$CACHE" && GOTOOLCHAIN="go$GO_SDK_VERSION" go env GOROOT)"
+  [[ -x "$GOROOT_SDK/bin/go" ]] || die "$GOROOT_SDK/bin/go is not executable"
+  rm -rf "$GO_SDK_DIR"
+  mkdir -p "$GO_SDK_DIR"
+  for entry in "$GOROOT_SDK"/*; do ln -s "$entry" "$GO_SDK_DIR/$(basename "$entry")"; done
+  touch "$GO_SDK_DIR/ROOT" "$GO_SDK_DIR/WORKSPACE"
+  # The BUILD file rules_go's go_download_sdk would generate.
+  sed -e 's/{goos}/linux/g' -e 's/{goarch}/amd64/g' -e 's/{exe}//g' \
+    -e 's/{rules_go_repo_name}/io_bazel_rules_go/g' \
+    "$RULES_GO_DIR/go/private/BUILD.sdk.bazel" >"$GO_SDK_DIR/BUILD.bazel"
+
+  # rules_cc: Debian's 0.0.4 needs Bazel >= 5; Bazel 4's rules_cc was a thin
+  # re-export of the native rules, so generate that.
+  rm -rf "$RULES_CC_DIR"
+  mkdir -p "$RULES_CC_DIR/cc"
+  echo 'workspace(name = "rules_cc")' >"$RULES_CC_DIR/WORKSPACE"
+  : >"$RULES_CC_DIR/BUILD.bazel"
+  echo 'exports_files(["defs.bzl"])' >"$RULES_CC_DIR/cc/BUILD.bazel"
+  {
+    echo '"""Generated by tools/bootstrap.sh: the native C++ rules (Bazel 4)."""'
+    for r in cc_binary cc_import cc_library cc_proto_library cc_shared_library cc_test cc_toolchain cc_toolchain_suite; do
+      printf '\ndef %s(**attrs):\n    native.%s(**attrs)\n' "$r" "$r"
+    done
+  } >"$RULES_CC_DIR/cc/defs.bzl"
+
+  # remote_coverage_tools: every test depends on it through Bazel's own
+  # WORKSPACE suffix; Debian does not package it. Stub it: `bazel test`
+  # works, `bazel coverage` says it is unavailable (use go test -cover).
+  rm -rf "$COV_DIR"
+  mkdir -p "$COV_DIR"
+  echo 'workspace(name = "remote_coverage_tools")' >"$COV_DIR/WORKSPACE"
+  printf '#!/bin/sh\necho "coverage tools are not available offline" >&2\nexit 1\n' >"$COV_DIR/unavailable.sh"
+  chmod +x "$COV_DIR/unavailable.sh"
+  cat >"$COV_DIR/BUILD.bazel" <<'EOF'
+package(default_visibility = ["//visibility:public"])
+
+sh_binary(name = "coverage_report_generator", srcs = ["unavailable.sh"])
+
+sh_binary(name = "lcov_merger", srcs = ["unavailable.sh"])
+EOF
+
+  # buildifier, from source through the module proxy.
+  mkdir -p "$BIN_DIR"
+  (cd "$CACHE" && GOBIN="$BIN_DIR" go install "github.com/bazelbuild/buildtools/buildifier@$BUILDTOOLS_VERSION")
+
+  echo "$STAMP_VERSION" >"$STAMP"
+fi
+
+# com_google_protobuf: Debian's protoc plus its well-known .proto files,
+# regenerated every run (cheap) so a protoc upgrade is picked up.
+PROTOC="$(command -v protoc)" || die "protoc not found (apt-get install protobuf-compiler)"
+WKT=/usr/include/google/protobuf
+[[ -f "$WKT/timestamp.proto" ]] || die "$WKT/*.proto missing (apt-get install libprotobuf-dev)"
+rm -rf "$PB_DIR"
+mkdir -p "$PB_DIR/bin" "$PB_DIR/src/google/protobuf/compiler"
+ln -s "$PROTOC" "$PB_DIR/bin/protoc"
+for f in any api descriptor duration empty field_mask source_context struct timestamp type wrappers; do
+  ln -s "$WKT/$f.proto" "$PB_DIR/src/google/protobuf/$f.proto"
+done
+ln -s "$WKT/compiler/plugin.proto" "$PB_DIR/src/google/protobuf/compiler/plugin.proto"
+echo 'workspace(name = "com_google_protobuf")' >"$PB_DIR/WORKSPACE"
+printf 'def protobuf_deps():\n    pass\n' >"$PB_DIR/protobuf_deps.bzl"
+cat >"$PB_DIR/BUILD.bazel" <<EOF
+# Generated by tools/bootstrap.sh: host protoc ($("$PROTOC" --version)).
+package(default_visibility = ["//visibility:public"])
+
+sh_binary(
+    name = "protoc",
+    srcs = ["bin/protoc"],
+)
+
+WKT = {
+    "any": [],
+    "api": ["source_context", "type"],
+    "descriptor": [],
+    "duration": [],
+    "empty": [],
+    "field_mask": [],
+    "source_context": [],
+    "struct": [],
+    "timestamp": [],
+    "type": ["any", "source_context"],
+    "wrappers": [],
+}
+
+[proto_library(
+    name = name + "_proto",
+    srcs = ["src/google/protobuf/%s.proto" % name],
+    strip_import_prefix = "src",
+    deps = [d + "_proto" for d in deps],
+) for name, deps in WKT.items()]
+
+proto_library(
+    name = "compiler_plugin_proto",
+    srcs = ["src/google/protobuf/compiler/plugin.proto"],
+    strip_import_prefix = "src",
+    deps = [":descriptor_proto"],
+)
+
+filegroup(
+    name = "well_known_protos",
+    srcs = glob(["src/google/protobuf/**/*.proto"]),
+)
+EOF
+
+# Debian-packaged Starlark rule sets.
+SKYLIB_DIR=/usr/share/bazel/tools/skylib
+PLATFORMS_DIR=/usr/share/bazel/tools/platforms
+RULES_PROTO_DIR=/usr/share/bazel/rules/proto
+RULES_JAVA_DIR=/usr/share/bazel/rules/java # rules_proto_dependencies() declares it
+for d in "$SKYLIB_DIR" "$PLATFORMS_DIR" "$RULES_PROTO_DIR" "$RULES_JAVA_DIR"; do
+  [[ -d "$d" ]] || die "missing $d (apt-get install bazel-skylib bazel-platforms bazel-rules-proto bazel-rules-java)"
+done
+
+# The overrides, for this workspace and for the example consumer workspace.
+write_rc() {
+  local rc="$1"
+  {
+    echo "# Written by tools/bootstrap.sh. Machine-specific: do not commit."
+    for cmd in build query fetch; do
+      echo "$cmd --override_repository=io_bazel_rules_go=$RULES_GO_DIR"
+      echo "$cmd --override_repository=bazel_gazelle=$GAZELLE_DIR"
+      echo "$cmd --override_repository=go_sdk=$GO_SDK_DIR"
+      echo "$cmd --override_repository=com_google_protobuf=$PB_DIR"
+      echo "$cmd --override_repository=bazel_skylib=$SKYLIB_DIR"
+      echo "$cmd --override_repository=platforms=$PLATFORMS_DIR"
+      echo "$cmd --override_repository=rules_proto=$RULES_PROTO_DIR"
+      echo "$cmd --override_repository=rules_cc=$RULES_CC_DIR"
+      echo "$cmd --override_repository=rules_java=$RULES_JAVA_DIR"
+      echo "$cmd --override_repository=remote_coverage_tools=$COV_DIR"
+      echo "$cmd --repo_env=GOPROXY=$(go env GOPROXY)"
+      echo "$cmd --repo_env=GOSUMDB=$(go env GOSUMDB)"
+    done
+  } >"$rc.tmp"
+  mv "$rc.tmp" "$rc"
+}
+write_rc "$ROOT/.bazelrc.user"
+write_rc "$ROOT/examples/.bazelrc.user"
+log "ready ($CACHE); overrides in .bazelrc.user"
