@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The checks CI runs besides the test command: generated files current,
+# formatting, vet, race tests, a cgo-free build and the consumer workspace.
+# Needs tools/bootstrap.sh to have run.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
+cd "$ROOT"
+fail() { echo "checks: FAIL: $*" >&2; exit 1; }
+step() { echo "== $*"; }
+
+step "gazelle: BUILD files current"
+bazel run //:gazelle -- -mode=diff || fail "BUILD files are stale: run 'bazel run //:gazelle'"
+
+step "gazelle: deps.bzl current with go.mod"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+cp deps.bzl WORKSPACE "$tmp/"
+bazel run //:gazelle-update-repos
+if ! cmp -s deps.bzl "$tmp/deps.bzl" || ! cmp -s WORKSPACE "$tmp/WORKSPACE"; then
+  diff -u "$tmp/deps.bzl" deps.bzl || true
+  cp "$tmp/deps.bzl" "$tmp/WORKSPACE" .
+  fail "deps.bzl is stale: run 'bazel run //:gazelle-update-repos'"
+fi
+
+step "buildifier: formatting (all Starlark) and lint (MODULE.bazel)"
+"$CACHE/bin/buildifier" -mode=check -r . || fail "buildifier would reformat the files above: run '$CACHE/bin/buildifier -r .'"
+"$CACHE/bin/buildifier" -mode=check -lint=warn MODULE.bazel || fail "MODULE.bazel has lint warnings"
+
+step "protobuf: committed Go code current"
+tools/genproto.sh --check
+
+step "gofmt"
+unformatted="$(gofmt -l $(git ls-files '*.go'))"
+[[ -z "$unformatted" ]] || fail "gofmt would change: $unformatted"
+
+step "go vet"
+go vet ./...
+
+step "CGO_ENABLED=0: the API compiles without cgo"
+CGO_ENABLED=0 go build ./...
+CGO_ENABLED=0 go vet ./...
+
+step "examples/: a consumer workspace builds gpuspans as an external repository"
+(cd examples && bazel build //...)

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs what tools/gpu/stage.sh staged in .carry/gpu/ on a GPU machine: every
+# gpu test, then the driver benchmark. Writes one log and a summary to $OUT
+# (or ./out/gpu), and exits non-zero if any test failed.
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+SRC="$ROOT/.carry/gpu"
+OUTDIR="${OUT:-$ROOT/out/gpu}"
+mkdir -p "$OUTDIR"
+LOG="$OUTDIR/gpu-run.log"
+SUM="$OUTDIR/gpu-summary.txt"
+: >"$LOG"
+{
+  echo "commit: $(cat "$SRC/COMMIT" 2>/dev/null || echo unknown)"
+  echo "date: $(date -u +%FT%TZ)"
+  echo "machine: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | paste -sd';') ; $(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1) ; $(uname -r) ; $(ldd --version | head -1)"
+} | tee "$SUM"
+pass=0
+fail=0
+export GPUSPANS_GPU=1
+for t in "$SRC"/tests/*; do
+  name="$(basename "$t")"
+  echo "=== $name" >>"$LOG"
+  args=()
+  # Go test binaries carry the Go build-info magic; they want -test.v.
+  grep -qa 'Go buildinf:' "$t" && args=(-test.v -test.count=1)
+  start=$SECONDS
+  if timeout 300 "$t" "${args[@]}" >>"$LOG" 2>&1; then
+    pass=$((pass + 1)); echo "PASS $name ($((SECONDS - start)) s)" | tee -a "$SUM"
+  else
+    fail=$((fail + 1)); echo "FAIL $name ($((SECONDS - start)) s)" | tee -a "$SUM"
+  fi
+done
+if [[ -x "$SRC/bin/driver_bench" ]]; then
+  echo "=== driver_bench" >>"$LOG"
+  timeout 300 "$SRC/bin/driver_bench" 2>&1 | tee -a "$LOG" >>"$SUM"
+fi
+echo "gpu: $pass passed, $fail failed" | tee -a "$SUM"
+[[ $fail -eq 0 ]]
