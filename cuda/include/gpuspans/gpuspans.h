@@ -9,7 +9,8 @@
  * Conventions for every function below:
  * - Returns a gs_status. Nothing aborts and no C++ exception crosses this ABI.
  * - Where a driver call failed, *cu_result (when the pointer is not NULL)
- *   receives its CUresult; otherwise it is set to 0.
+ *   receives its CUresult; otherwise it is set to 0. With GS_ERR_POOL_DEAD
+ *   it receives the sticky CUresult that killed the pool.
  * - Handles (streams, contexts) are passed as integers holding the driver's
  *   pointer value (CUstream, CUcontext). Stream 0 is the legacy default
  *   stream.
@@ -66,6 +67,9 @@ typedef struct gs_harvest_item {
                           the Unix epoch), for GS_SPAN_DONE with want_start;
                           0 when no anchor could place it */
 } gs_harvest_item;
+/* Refinement: the layout above (32 bytes, no padding) is relied on by the Go
+ * binding, which passes its own identical struct; it checks this at compile
+ * time. */
 
 /* Opaque pool of event pairs bound to one CUDA context. */
 typedef struct gs_pool gs_pool;
@@ -75,7 +79,10 @@ typedef struct gs_pool gs_pool;
 const char* gs_status_name(int32_t st);
 
 /* gs_driver_load loads libcuda.so.1, resolves the symbol table and calls
- * cuInit(0), once per process; later calls return the first outcome.
+ * cuInit(0), once per process; later calls return the first outcome
+ * (gs_testing_use_fake_driver / _real_driver start over, in tests only).
+ * GS_ERR_NO_DRIVER carries dlerror()'s text, GS_ERR_MISSING_SYMBOL names the
+ * symbol, GS_ERR_INIT carries cuInit's CUresult and its name.
  * Thread-safe (concurrent first calls wait for one load). err may be NULL.
  * Capture-safe. */
 gs_status gs_driver_load(gs_error* err);
@@ -94,6 +101,9 @@ gs_status gs_driver_device_count(int32_t* count, gs_error* err);
  * enabled, on device `device` using its primary context (retained for the
  * pool's lifetime, so it shares memory and streams with the CUDA runtime and
  * frameworks built on it). Creation failing part-way destroys what was made.
+ * slots must be 1..4194304 (GS_ERR_INVALID_ARGUMENT otherwise). Besides the
+ * pairs, the pool owns 4 anchor events and a private non-blocking stream for
+ * host-clock anchors, and records the first anchor before returning.
  * The pool is independent of every other pool: one per device is the rule,
  * any number per process is allowed. On success *out owns the pool; release
  * it with gs_pool_destroy. Thread-safe. Not capture-safe (creates events). */
@@ -102,9 +112,12 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
 /* gs_pool_destroy destroys the pool's events and releases its context, but
  * only when no recorded event can still be in flight: it queries every event
  * recorded since its last observed completion, and returns GS_ERR_BUSY (the
- * pool stays valid, try again later) when one is not complete. A pool that
- * saw a sticky error is released without queries. The caller must ensure no
- * other call on the pool is running or follows. NULL is GS_OK. */
+ * pool stays valid, try again later) when one is not complete. The queries
+ * run in RELAXED capture mode, as a harvest's do. A pool that saw a sticky
+ * error is released without queries (its events are destroyed and its
+ * context released, ignoring errors). GS_ERR_DRIVER (pool still valid) if
+ * the capture-mode exchange or the context push fails. The caller must
+ * ensure no other call on the pool is running or follows. NULL is GS_OK. */
 gs_status gs_pool_destroy(gs_pool* pool, gs_error* err);
 
 /* gs_pool_slots and gs_pool_device report the pool's size and device.
@@ -114,15 +127,22 @@ int32_t gs_pool_device(const gs_pool* pool);
 
 /* gs_pool_is_capturing sets *capturing to 1 when `stream` is being captured
  * (cuStreamIsCapturing, the one query that is safe during capture), else 0.
- * Thread-safe, capture-safe. */
+ * A capture that was invalidated but not yet ended counts as capturing, and
+ * so does stream 0 when the driver answers CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+ * (the legacy stream while a blocking stream is captured). The pool's
+ * context is made current for the call, since stream 0 means the current
+ * context's legacy stream. Thread-safe, capture-safe. */
 gs_status gs_pool_is_capturing(gs_pool* pool, uint64_t stream, int32_t* capturing,
                                int32_t* cu_result);
 
 /* gs_pool_record_begin / gs_pool_record_end record the begin or end event of
  * `slot` on `stream`. Each first checks the stream: on a capturing stream
  * nothing is recorded and GS_ERR_CAPTURING is returned (an event recorded
- * into a capture becomes a graph node and breaks the graph). The pool's
- * context is made current for the call and restored after.
+ * into a capture becomes a graph node and breaks the graph), with the same
+ * rules as gs_pool_is_capturing. The pool's context is made current (pushed
+ * only when it is not already current) for the check and the record, and
+ * restored after. GS_ERR_INVALID_ARGUMENT for a NULL pool or a slot out of
+ * range.
  * Thread-safe for distinct slots; the caller owns a slot between its begin
  * and the harvest that reports it done (the control plane's ring ensures
  * this). Capture-safe: refuses rather than records. A sticky error returns
@@ -143,7 +163,18 @@ gs_status gs_pool_record_end(gs_pool* pool, uint32_t slot, uint64_t stream,
  * gs_pool_set_anchor_interval) when due.
  * Not thread-safe against itself: one harvester per pool at a time;
  * concurrent with record calls. Capture-safe. Returns GS_ERR_POOL_DEAD (and
- * marks every item GS_SPAN_ERROR) once a sticky error was seen. */
+ * marks every item GS_SPAN_ERROR) once a sticky error was seen.
+ * Per item: a slot whose begin was recorded but not yet its end is
+ * GS_SPAN_IN_FLIGHT; a slot reported done and not recorded since is done
+ * again with the same values; a slot never recorded is GS_SPAN_ERROR with
+ * CUDA_ERROR_INVALID_HANDLE. n == 0 does nothing. GS_ERR_INVALID_ARGUMENT,
+ * with no item touched, for a NULL pool, items NULL with n > 0, n > slots,
+ * or any slot out of range. GS_ERR_DRIVER, every item GS_SPAN_IN_FLIGHT and
+ * nothing queried, when the capture-mode exchange or the context push fails.
+ * Start times: record_begin tags a slot with the anchor current at that
+ * moment; an anchor becomes current once a harvest sees it complete, so
+ * spans begun before the first harvest after gs_pool_create get no start
+ * time, and a span whose anchor was replaced 4 times since gets none. */
 gs_status gs_pool_harvest(gs_pool* pool, gs_harvest_item* items, size_t n,
                           int32_t* cu_result);
 

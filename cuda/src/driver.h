@@ -1,0 +1,90 @@
+// Internal: the process-wide CUDA driver table and helpers shared by the
+// pool, the test kit and the benchmark. Not a public header.
+#ifndef GPUSPANS_CUDA_SRC_DRIVER_H_
+#define GPUSPANS_CUDA_SRC_DRIVER_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_driver_subset.h"
+#include "gpuspans/gpuspans.h"
+
+namespace gs {
+
+// X(field, exported symbol). Versioned names are the ones the driver exports
+// for the current ABI of each call; cuda.h maps the plain names to them with
+// macros, which we do not have. The plain names below have no newer version
+// with the same signature (cuEventElapsedTime_v2 drops error reporting for
+// pending work, which a harvest wants to see).
+#define GS_DRIVER_REQUIRED(X)                                      \
+  X(cuInit, "cuInit")                                              \
+  X(cuDeviceGetCount, "cuDeviceGetCount")                          \
+  X(cuDeviceGet, "cuDeviceGet")                                    \
+  X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain")          \
+  X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2")     \
+  X(cuCtxGetCurrent, "cuCtxGetCurrent")                            \
+  X(cuCtxPushCurrent, "cuCtxPushCurrent_v2")                       \
+  X(cuCtxPopCurrent, "cuCtxPopCurrent_v2")                         \
+  X(cuStreamCreate, "cuStreamCreate")                              \
+  X(cuStreamDestroy, "cuStreamDestroy_v2")                         \
+  X(cuStreamIsCapturing, "cuStreamIsCapturing")                    \
+  X(cuEventCreate, "cuEventCreate")                                \
+  X(cuEventDestroy, "cuEventDestroy_v2")                           \
+  X(cuEventRecord, "cuEventRecord")                                \
+  X(cuEventQuery, "cuEventQuery")                                  \
+  X(cuEventElapsedTime, "cuEventElapsedTime")
+
+// Optional symbols are null when absent and checked where used.
+#define GS_DRIVER_OPTIONAL(X)                                      \
+  X(cuGetErrorName, "cuGetErrorName")                              \
+  X(cuGetErrorString, "cuGetErrorString")                          \
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")
+
+struct Driver {
+#define GS_DRIVER_FIELD(field, symbol) PFN_##field field;
+  GS_DRIVER_REQUIRED(GS_DRIVER_FIELD)
+  GS_DRIVER_OPTIONAL(GS_DRIVER_FIELD)
+#undef GS_DRIVER_FIELD
+};
+
+// How the loader reaches a driver library: dlopen/dlsym for the real one,
+// the fake's own table in tests.
+struct Loader {
+  void* (*open)();                              // library handle or null
+  void* (*symbol)(void* handle, const char* name);
+  const char* (*last_error)();                  // why open failed
+};
+
+// LoadedDriver returns the driver table after a successful gs_driver_load,
+// else null. The table lives until process exit (tables of earlier test
+// loads too), so pools may keep the pointer.
+const Driver* LoadedDriver();
+
+// Symbol looks up another symbol of the loaded driver library (the test kit's
+// calls), or returns null when absent or when no driver is loaded.
+void* Symbol(const char* name);
+
+// IsSticky reports whether r leaves the context unusable: once one of these
+// is seen, every later call on the context fails the same way.
+bool IsSticky(CUresult r);
+
+// SetError fills *err (when not null) with status, cu_result and a formatted
+// message; when r != 0 the driver's name and description of r are appended.
+// Returns status.
+gs_status SetError(gs_error* err, gs_status status, CUresult r, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+// HostNowNs reads CLOCK_REALTIME in nanoseconds since the Unix epoch.
+int64_t HostNowNs();
+
+// The fake driver (fake_driver.cc) as a loader, for gs_testing_use_fake_driver.
+const Loader& FakeLoader();
+void FakeReset();
+
+// CaptureModeExchangeEnabled is false only while a test turned the exchange
+// off (gs_testing_set_capture_mode_exchange) to show what it prevents.
+bool CaptureModeExchangeEnabled();
+
+}  // namespace gs
+
+#endif  // GPUSPANS_CUDA_SRC_DRIVER_H_

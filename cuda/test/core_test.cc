@@ -1,0 +1,731 @@
+// CPU tests of the gpuspans core against the fake driver compiled into the
+// library. No GPU, no test framework: each test is a function, CHECK counts
+// failures, and the last line reads "N passed, N failed".
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpuspans/gpuspans.h"
+#include "gpuspans/gpuspans_testing.h"
+
+namespace {
+
+int g_failures = 0;
+
+#define CHECK(cond)                                                   \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      ++g_failures;                                                   \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                 \
+  } while (0)
+
+#define CHECK_EQ(a, b)                                                        \
+  do {                                                                        \
+    long long va_ = static_cast<long long>(a), vb_ = static_cast<long long>(b); \
+    if (va_ != vb_) {                                                         \
+      ++g_failures;                                                           \
+      fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", __FILE__, __LINE__, \
+              #a, #b, va_, vb_);                                              \
+    }                                                                         \
+  } while (0)
+
+// Streams are plain integers to the fake.
+constexpr uint64_t kStreamA = 0x1000, kStreamB = 0x2000;
+constexpr int64_t kMs = 1000000;
+
+gs_fake_counters Counters() {
+  gs_fake_counters c;
+  gs_testing_fake_counters(&c);
+  return c;
+}
+
+gs_pool* NewPool(uint32_t slots, int32_t device = 0) {
+  gs_pool* p = nullptr;
+  gs_error err;
+  gs_status st = gs_pool_create(device, slots, &p, &err);
+  if (st != GS_OK) fprintf(stderr, "gs_pool_create: %s: %s\n", gs_status_name(st), err.message);
+  CHECK_EQ(st, GS_OK);
+  return p;
+}
+
+void Destroy(gs_pool* p) {
+  gs_error err;
+  CHECK_EQ(gs_pool_destroy(p, &err), GS_OK);
+}
+
+void Span(gs_pool* p, uint32_t slot, uint64_t stream, int64_t work_ns) {
+  CHECK_EQ(gs_pool_record_begin(p, slot, stream, nullptr), GS_OK);
+  gs_testing_fake_stream_work(stream, work_ns);
+  CHECK_EQ(gs_pool_record_end(p, slot, stream, nullptr), GS_OK);
+}
+
+gs_harvest_item Item(uint32_t slot, uint32_t want_start = 0) {
+  gs_harvest_item it{};
+  it.slot = slot;
+  it.want_start = want_start;
+  it.state = -1;
+  return it;
+}
+
+void ExpectNoLeaks() {
+  gs_fake_counters c = Counters();
+  CHECK_EQ(c.live_events, 0);
+  CHECK_EQ(c.retained_contexts, 0);
+  CHECK_EQ(c.live_streams, 0);
+  CHECK_EQ(c.ctx_pushes, c.ctx_pops);
+}
+
+void TestNoLibrary() {
+  gs_testing_use_fake_driver();
+  gs_testing_fake_fail_open(1);
+  gs_error err;
+  CHECK_EQ(gs_driver_load(&err), GS_ERR_NO_DRIVER);
+  CHECK(strstr(err.message, "libcuda.so.1") != nullptr);
+  gs_testing_fake_fail_open(0);
+  CHECK_EQ(gs_driver_load(nullptr), GS_ERR_NO_DRIVER);  // the first outcome sticks
+  gs_pool* p = nullptr;
+  CHECK_EQ(gs_pool_create(0, 8, &p, &err), GS_ERR_NO_DRIVER);
+  CHECK(p == nullptr);
+  int32_t n = -1;
+  CHECK_EQ(gs_driver_device_count(&n, nullptr), GS_ERR_NO_DRIVER);
+  CHECK_EQ(n, 0);
+}
+
+void TestRealLoaderWithoutGpu() {
+  // On a machine without libcuda.so.1 the real loader reports it; on a GPU
+  // machine it loads.
+  gs_testing_use_real_driver();
+  gs_error err;
+  gs_status st = gs_driver_load(&err);
+  CHECK(st == GS_OK || st == GS_ERR_NO_DRIVER || st == GS_ERR_INIT);
+  if (st == GS_ERR_NO_DRIVER) CHECK(strstr(err.message, "dlopen libcuda.so.1") != nullptr);
+}
+
+void TestMissingSymbol() {
+  gs_testing_use_fake_driver();
+  gs_testing_fake_drop_symbol("cuCtxPushCurrent_v2");
+  gs_error err;
+  CHECK_EQ(gs_driver_load(&err), GS_ERR_MISSING_SYMBOL);
+  CHECK(strstr(err.message, "cuCtxPushCurrent_v2") != nullptr);
+  CHECK_EQ(Counters().inits, 0);
+}
+
+void TestOptionalSymbolMissing() {
+  gs_testing_use_fake_driver();
+  gs_testing_fake_drop_symbol("cuThreadExchangeStreamCaptureMode");
+  gs_testing_fake_drop_symbol("cuGetErrorName");
+  gs_testing_fake_drop_symbol("cuGetErrorString");
+  CHECK_EQ(gs_driver_load(nullptr), GS_OK);
+  gs_pool* p = NewPool(4);
+  Span(p, 0, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  gs_harvest_item it = Item(0);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(Counters().mode_exchanges, 0);
+  char buf[64];
+  gs_driver_error_string(600, buf, sizeof(buf));
+  CHECK(strcmp(buf, "CUDA error 600") == 0);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestInitError() {
+  gs_testing_use_fake_driver();
+  gs_testing_fake_init_result(100);
+  gs_error err;
+  CHECK_EQ(gs_driver_load(&err), GS_ERR_INIT);
+  CHECK_EQ(err.cu_result, 100);
+  CHECK(strstr(err.message, "cuInit") != nullptr);
+  CHECK(strstr(err.message, "CUDA_ERROR_NO_DEVICE") != nullptr);
+}
+
+void TestErrorStrings() {
+  gs_testing_use_fake_driver();
+  CHECK_EQ(gs_driver_load(nullptr), GS_OK);
+  char buf[128];
+  gs_driver_error_string(600, buf, sizeof(buf));
+  CHECK(strcmp(buf, "CUDA_ERROR_NOT_READY: fake driver error") == 0);
+  gs_driver_error_string(12345, buf, sizeof(buf));
+  CHECK(strcmp(buf, "CUDA error 12345") == 0);
+  gs_driver_error_string(600, buf, 5);
+  CHECK(strlen(buf) == 4);
+  CHECK(strcmp(gs_status_name(GS_ERR_CAPTURING), "GS_ERR_CAPTURING") == 0);
+  CHECK(strcmp(gs_status_name(42), "GS_STATUS_UNKNOWN") == 0);
+  int32_t n = 0;
+  CHECK_EQ(gs_driver_device_count(&n, nullptr), GS_OK);
+  CHECK_EQ(n, 1);
+}
+
+void TestCreateFailsPartWay() {
+  const uint32_t slots = 16;
+  const uint32_t total = 2 * slots + 4;
+  for (int32_t k : {1, 2, 17, 32, 33, 36}) {
+    gs_testing_use_fake_driver();
+    gs_testing_fake_fail_event_create(k, 2);
+    gs_pool* p = nullptr;
+    gs_error err;
+    CHECK_EQ(gs_pool_create(0, slots, &p, &err), GS_ERR_DRIVER);
+    CHECK(p == nullptr);
+    CHECK_EQ(err.cu_result, 2);
+    char want[64];
+    snprintf(want, sizeof(want), "event %d of %u", k, total);
+    CHECK(strstr(err.message, want) != nullptr);
+    CHECK(strstr(err.message, "CUDA_ERROR_OUT_OF_MEMORY") != nullptr);
+    CHECK_EQ(Counters().event_creates, k - 1);
+    ExpectNoLeaks();
+  }
+}
+
+void TestCreateArguments() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = nullptr;
+  gs_error err;
+  CHECK_EQ(gs_pool_create(0, 0, &p, &err), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_create(0, 1u << 30, &p, &err), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_create(0, 8, nullptr, &err), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_create(3, 8, &p, &err), GS_ERR_DRIVER);
+  CHECK_EQ(err.cu_result, 101);
+  CHECK_EQ(gs_pool_destroy(nullptr, nullptr), GS_OK);
+  CHECK_EQ(gs_pool_slots(nullptr), 0);
+  CHECK_EQ(gs_pool_device(nullptr), -1);
+  ExpectNoLeaks();
+}
+
+void TestRecordError() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  gs_testing_fake_record_result(1, 1);
+  int32_t cu = 0;
+  CHECK_EQ(gs_pool_record_begin(p, 0, kStreamA, &cu), GS_ERR_DRIVER);
+  CHECK_EQ(cu, 1);
+  CHECK_EQ(gs_pool_record_begin(p, 0, kStreamA, &cu), GS_OK);
+  CHECK_EQ(cu, 0);
+  CHECK_EQ(gs_pool_record_end(p, 0, kStreamA, &cu), GS_OK);
+  CHECK_EQ(gs_pool_record_begin(p, 4, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_record_begin(nullptr, 0, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestNotReadyThenDone() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  CHECK_EQ(gs_pool_slots(p), 4);
+  CHECK_EQ(gs_pool_device(p), 0);
+  gs_testing_fake_stream_work(kStreamA, 3 * kMs);  // earlier work: the span starts at 3 ms
+  Span(p, 1, kStreamA, 2 * kMs);
+  gs_harvest_item it = Item(1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
+  gs_error err;
+  CHECK_EQ(gs_pool_destroy(p, &err), GS_ERR_BUSY);
+  CHECK(strstr(err.message, "in flight") != nullptr);
+  gs_testing_fake_advance(4 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);  // begin done, end at 5 ms
+  gs_testing_fake_advance(kMs);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(it.duration_ns, 2 * kMs);
+  CHECK_EQ(it.cu_result, 0);
+  CHECK_EQ(it.start_ns, 0);  // not asked for
+  // Harvesting a done slot again reports the same span.
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(it.duration_ns, 2 * kMs);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestForcedResults() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  Span(p, 0, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  gs_testing_fake_force(gs_testing_pool_event(p, 0, 1), GS_FAKE_QUERY, 600, 1);
+  gs_harvest_item it = Item(0);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
+  // Query says done but elapsed says not ready: still in flight.
+  gs_testing_fake_force(gs_testing_pool_event(p, 0, 0), GS_FAKE_ELAPSED, 600, 1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
+  gs_testing_fake_force(gs_testing_pool_event(p, 0, 1), GS_FAKE_ELAPSED, 400, 1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_ERROR);
+  CHECK_EQ(it.cu_result, 400);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(it.duration_ns, kMs);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestStickyError() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(8);
+  Span(p, 0, kStreamA, kMs);
+  Span(p, 1, kStreamA, kMs);
+  gs_testing_fake_set_sticky(700);
+  int32_t cu = 0;
+  CHECK_EQ(gs_pool_record_begin(p, 2, kStreamA, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(cu, 700);
+  const int64_t calls = Counters().driver_calls;
+  CHECK_EQ(gs_pool_record_begin(p, 3, kStreamA, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(cu, 700);
+  CHECK_EQ(gs_pool_record_end(p, 3, kStreamA, &cu), GS_ERR_POOL_DEAD);
+  int32_t capturing = 1;
+  CHECK_EQ(gs_pool_is_capturing(p, kStreamA, &capturing, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(capturing, 0);
+  gs_harvest_item items[2] = {Item(0), Item(1)};
+  CHECK_EQ(gs_pool_harvest(p, items, 2, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(cu, 700);
+  for (const gs_harvest_item& it : items) {
+    CHECK_EQ(it.state, GS_SPAN_ERROR);
+    CHECK_EQ(it.cu_result, 700);
+  }
+  CHECK_EQ(Counters().driver_calls, calls);  // the dead pool called nothing
+  // Destroy of a dead pool queries nothing and releases everything.
+  gs_testing_fake_set_sticky(0);
+  const int64_t queries = Counters().event_queries;
+  Destroy(p);
+  CHECK_EQ(Counters().event_queries, queries);
+  ExpectNoLeaks();
+}
+
+void TestStickyDuringHarvest() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(8);
+  for (uint32_t s = 0; s < 4; ++s) Span(p, s, kStreamA, kMs);
+  gs_testing_fake_advance(10 * kMs);
+  gs_testing_fake_force(gs_testing_pool_event(p, 2, 1), GS_FAKE_ELAPSED, 719, 1);
+  gs_harvest_item items[4] = {Item(0), Item(1), Item(2), Item(3)};
+  int32_t cu = 0;
+  CHECK_EQ(gs_pool_harvest(p, items, 4, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(cu, 719);
+  for (const gs_harvest_item& it : items) CHECK_EQ(it.state, GS_SPAN_ERROR);
+  CHECK_EQ(Counters().mode_exchanges % 2, 0);  // the mode was restored
+  CHECK_EQ(gs_testing_fake_thread_capture_mode(), 0);
+  CHECK_EQ(gs_pool_record_begin(p, 5, kStreamA, &cu), GS_ERR_POOL_DEAD);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestCaptureRefused() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  gs_testing_fake_set_capturing(kStreamB, 0);
+  const gs_fake_counters before = Counters();
+  int32_t cu = -1;
+  CHECK_EQ(gs_pool_record_begin(p, 0, kStreamB, &cu), GS_ERR_CAPTURING);
+  CHECK_EQ(cu, 0);
+  CHECK_EQ(gs_pool_record_end(p, 0, kStreamB, &cu), GS_ERR_CAPTURING);
+  int32_t capturing = 0;
+  CHECK_EQ(gs_pool_is_capturing(p, kStreamB, &capturing, &cu), GS_OK);
+  CHECK_EQ(capturing, 1);
+  CHECK_EQ(gs_pool_is_capturing(p, kStreamA, &capturing, &cu), GS_OK);
+  CHECK_EQ(capturing, 0);
+  const gs_fake_counters after = Counters();
+  CHECK_EQ(after.event_records, before.event_records);
+  CHECK_EQ(after.records_into_capture, 0);
+  // Spans on other streams, harvested while the GLOBAL capture runs, leave
+  // it intact.
+  Span(p, 1, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  gs_harvest_item it = Item(1, 1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(Counters().captures_invalidated, 0);
+  gs_testing_fake_set_capturing(kStreamB, -1);
+  // The slot refused during capture was never recorded.
+  it = Item(0);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_ERROR);
+  CHECK_EQ(it.cu_result, 400);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestCaptureModeExchange() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(16);
+  gs_testing_fake_set_capturing(kStreamB, 0);  // a GLOBAL capture elsewhere
+  for (int round = 0; round < 5; ++round) {
+    for (uint32_t s = 0; s < 4; ++s) Span(p, s, kStreamA, kMs);
+    gs_testing_fake_advance(3 * kMs);
+    gs_harvest_item items[4] = {Item(0), Item(1), Item(2, 1), Item(3)};
+    const int64_t ex = Counters().mode_exchanges;
+    CHECK_EQ(gs_pool_harvest(p, items, 4, nullptr), GS_OK);
+    CHECK_EQ(Counters().mode_exchanges, ex + 2);
+    CHECK_EQ(gs_testing_fake_thread_capture_mode(), 0);  // GLOBAL again
+  }
+  gs_fake_counters c = Counters();
+  CHECK(c.event_queries > 0);
+  CHECK_EQ(c.unrelaxed_queries, 0);
+  CHECK_EQ(c.captures_invalidated, 0);
+  // Control: without the exchange the same harvest breaks the capture.
+  gs_testing_set_capture_mode_exchange(0);
+  Span(p, 5, kStreamA, kMs);
+  gs_testing_fake_advance(3 * kMs);
+  gs_harvest_item it = Item(5);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(Counters().captures_invalidated, 1);
+  gs_testing_set_capture_mode_exchange(1);
+  gs_testing_fake_set_capturing(kStreamB, -1);
+  // Destroy queries in RELAXED mode too.
+  gs_testing_fake_set_capturing(kStreamB, 0);
+  Span(p, 6, kStreamA, kMs);
+  const int64_t unrelaxed = Counters().unrelaxed_queries;
+  CHECK_EQ(gs_pool_destroy(p, nullptr), GS_ERR_BUSY);
+  gs_testing_fake_advance(100 * kMs);
+  Destroy(p);
+  CHECK_EQ(Counters().unrelaxed_queries, unrelaxed);
+  CHECK_EQ(Counters().captures_invalidated, 1);
+  ExpectNoLeaks();
+}
+
+void TestContextPushedOnlyWhenNeeded() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  gs_testing_fake_reset_counters();
+  Span(p, 0, kStreamA, kMs);
+  CHECK_EQ(Counters().ctx_pushes, 2);
+  CHECK_EQ(Counters().ctx_pops, 2);
+  gs_testing_fake_set_current_device(0);
+  gs_testing_fake_reset_counters();
+  Span(p, 1, kStreamA, kMs);
+  CHECK_EQ(Counters().ctx_pushes, 0);
+  gs_testing_fake_set_current_device(-1);
+  gs_testing_fake_advance(10 * kMs);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestHarvestMixed() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(16);
+  Span(p, 0, kStreamA, kMs);      // done at 1 ms
+  Span(p, 1, kStreamA, 10 * kMs); // done at 11 ms
+  Span(p, 2, kStreamB, kMs);      // done at 1 ms, query error forced
+  CHECK_EQ(gs_pool_record_begin(p, 3, kStreamB, nullptr), GS_OK);  // open: no end yet
+  Span(p, 4, kStreamB, 2 * kMs);  // done at 3 ms
+  // slot 5: never recorded
+  gs_testing_fake_advance(5 * kMs);
+  // The search of stream B queries its last end first (slot 4): an error
+  // there sends the group to item-by-item checks.
+  gs_testing_fake_force(gs_testing_pool_event(p, 4, 1), GS_FAKE_QUERY, 400, -1);
+  gs_harvest_item items[6] = {Item(4), Item(3), Item(2), Item(1), Item(0), Item(5)};
+  CHECK_EQ(gs_pool_harvest(p, items, 6, nullptr), GS_OK);
+  CHECK_EQ(items[0].state, GS_SPAN_ERROR);
+  CHECK_EQ(items[0].cu_result, 400);
+  CHECK_EQ(items[1].state, GS_SPAN_IN_FLIGHT);
+  CHECK_EQ(items[2].state, GS_SPAN_DONE);
+  CHECK_EQ(items[2].duration_ns, kMs);
+  CHECK_EQ(items[3].state, GS_SPAN_IN_FLIGHT);
+  CHECK_EQ(items[4].state, GS_SPAN_DONE);
+  CHECK_EQ(items[4].duration_ns, kMs);
+  CHECK_EQ(items[5].state, GS_SPAN_ERROR);
+  CHECK_EQ(items[5].cu_result, 400);
+  gs_testing_fake_force(gs_testing_pool_event(p, 4, 1), GS_FAKE_QUERY, 0, 0);
+  CHECK_EQ(gs_pool_record_end(p, 3, kStreamB, nullptr), GS_OK);
+  gs_testing_fake_advance(10 * kMs);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestHarvestArguments() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  gs_harvest_item items[5] = {Item(0), Item(1), Item(2), Item(3), Item(0)};
+  CHECK_EQ(gs_pool_harvest(p, items, 5, nullptr), GS_ERR_INVALID_ARGUMENT);
+  items[1].slot = 4;
+  CHECK_EQ(gs_pool_harvest(p, items, 2, nullptr), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(items[0].state, -1);  // untouched
+  CHECK_EQ(gs_pool_harvest(p, nullptr, 1, nullptr), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_harvest(nullptr, items, 1, nullptr), GS_ERR_INVALID_ARGUMENT);
+  const int64_t calls = Counters().driver_calls;
+  CHECK_EQ(gs_pool_harvest(p, nullptr, 0, nullptr), GS_OK);
+  CHECK_EQ(Counters().driver_calls, calls);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+// A model of the fake GPU, kept by the test, to check harvests against.
+struct Expected {
+  int64_t begin_ts = -1, end_ts = -1;
+};
+
+// Randomised spans, nested and interleaved on many streams (more than the
+// harvest groups), some crossing streams, harvested at random times, checked
+// against the test's own model of the fake GPU.
+void TestPrefixSearchMatchesModel() {
+  gs_testing_use_fake_driver();
+  const uint32_t slots = 512;
+  gs_pool* p = NewPool(slots);
+  std::mt19937 rng(7);
+  std::vector<uint64_t> streams;
+  for (uint64_t s = 0; s < 20; ++s) streams.push_back(0x10000 + s * 0x100);
+  std::map<uint64_t, int64_t> busy;  // the model's busy-until per stream
+  int64_t now = 0;
+  auto record_ts = [&](uint64_t stream) { return std::max(now, busy[stream]); };
+  auto work = [&](uint64_t stream, int64_t ns) {
+    gs_testing_fake_stream_work(stream, ns);
+    busy[stream] = std::max(busy[stream], now) + ns;
+  };
+  for (int round = 0; round < 40; ++round) {
+    std::vector<Expected> want(slots);
+    std::vector<uint32_t> used;
+    uint32_t next = 0;
+    // Nested spans: an outer span per stream with inner ones inside it, so end
+    // order differs from begin order.
+    const int nstreams = 1 + static_cast<int>(rng() % streams.size());
+    while (next + 8 < slots && static_cast<int>(used.size()) < 300) {
+      uint64_t s = streams[rng() % nstreams];
+      uint32_t outer = next++;
+      want[outer].begin_ts = record_ts(s);
+      CHECK_EQ(gs_pool_record_begin(p, outer, s, nullptr), GS_OK);
+      const int inner = static_cast<int>(rng() % 4);
+      for (int k = 0; k < inner; ++k) {
+        uint32_t in = next++;
+        want[in].begin_ts = record_ts(s);
+        CHECK_EQ(gs_pool_record_begin(p, in, s, nullptr), GS_OK);
+        work(s, 1000 + rng() % 100000);
+        // Some inner spans end on another stream.
+        uint64_t es = rng() % 8 == 0 ? streams[rng() % streams.size()] : s;
+        want[in].end_ts = record_ts(es);
+        CHECK_EQ(gs_pool_record_end(p, in, es, nullptr), GS_OK);
+        used.push_back(in);
+      }
+      work(s, rng() % 50000);
+      want[outer].end_ts = record_ts(s);
+      CHECK_EQ(gs_pool_record_end(p, outer, s, nullptr), GS_OK);
+      used.push_back(outer);
+      if (rng() % 3 == 0) {
+        int64_t dt = rng() % 200000;
+        gs_testing_fake_advance(dt);
+        now += dt;
+      }
+    }
+    // Harvest several times as the clock moves, in a shuffled order.
+    std::shuffle(used.begin(), used.end(), rng);
+    std::vector<gs_harvest_item> items;
+    for (uint32_t s : used) items.push_back(Item(s));
+    for (int h = 0; h < 4; ++h) {
+      const int64_t q0 = Counters().event_queries;
+      CHECK_EQ(gs_pool_harvest(p, items.data(), items.size(), nullptr), GS_OK);
+      const int64_t queries = Counters().event_queries - q0;
+      size_t done = 0;
+      for (const gs_harvest_item& it : items) {
+        const Expected& e = want[it.slot];
+        bool complete = e.begin_ts <= now && e.end_ts <= now;
+        if (complete) {
+          ++done;
+          CHECK_EQ(it.state, GS_SPAN_DONE);
+          const int64_t d = e.end_ts - e.begin_ts;
+          // Spans ending on another stream may end "before" they begin.
+          CHECK(llabs(it.duration_ns - d) <= llabs(d) / 1000000 + 1);
+        } else {
+          CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
+        }
+      }
+      // A binary search per stream (plus the anchor): far fewer queries than
+      // spans once most are done.
+      CHECK(queries <= static_cast<int64_t>(streams.size()) * 11 + 1);
+      if (h == 3) CHECK_EQ(done, items.size());
+      int64_t dt = h == 2 ? 100 * kMs : static_cast<int64_t>(rng() % (5 * kMs));
+      gs_testing_fake_advance(dt);
+      now += dt;
+    }
+  }
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestAllDoneCostsOneQueryPerStream() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4096);
+  std::vector<gs_harvest_item> items;
+  for (uint32_t s = 0; s < 4096; ++s) {
+    Span(p, s, s % 2 ? kStreamA : kStreamB, 1000);
+    items.push_back(Item(s));
+  }
+  gs_testing_fake_advance(100 * kMs);
+  gs_harvest_item warm = Item(0);
+  CHECK_EQ(gs_pool_harvest(p, &warm, 1, nullptr), GS_OK);  // promotes the anchor
+  const gs_fake_counters before = Counters();
+  CHECK_EQ(gs_pool_harvest(p, items.data(), items.size(), nullptr), GS_OK);
+  const gs_fake_counters after = Counters();
+  CHECK_EQ(after.event_queries - before.event_queries, 2);
+  CHECK_EQ(after.event_elapsed - before.event_elapsed, 4096);
+  for (const gs_harvest_item& it : items) CHECK_EQ(it.state, GS_SPAN_DONE);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestAnchorStartTimes() {
+  gs_testing_use_fake_driver();
+  struct timespec ts;
+  auto host = [&] {
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  };
+  const int64_t h0 = host();
+  gs_pool* p = NewPool(8);  // records anchor 1 at fake time 0
+  const int64_t h1 = host();
+  // Before any harvest promoted an anchor, spans get no start time.
+  Span(p, 0, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  gs_harvest_item it = Item(0, 1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);  // promotes anchor 1
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(it.start_ns, 0);
+  // The default interval (500 ms) is far off: no new anchor per harvest.
+  const int64_t records = Counters().event_records;
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(Counters().event_records, records);
+  // A span beginning at fake 2 ms + 1 ms of backlog = 3 ms after anchor 1.
+  gs_testing_fake_stream_work(kStreamA, kMs);
+  Span(p, 1, kStreamA, kMs);
+  gs_testing_fake_advance(5 * kMs);
+  it = Item(1, 1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK(it.start_ns >= h0 + 3 * kMs && it.start_ns <= h1 + 3 * kMs);
+  // Re-anchor on every harvest: a span older than the ring loses its anchor.
+  gs_pool_set_anchor_interval(p, 1);
+  gs_testing_fake_stream_work(kStreamB, 50 * kMs);
+  Span(p, 2, kStreamB, kMs);  // tagged with anchor 1, ends at 58 ms
+  for (int h = 0; h < 6; ++h) {
+    it = Item(2, 1);
+    CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+    CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
+  }
+  gs_testing_fake_advance(100 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(it.start_ns, 0);
+  // A span begun after re-anchoring is placed again: the harvest between h2
+  // and h3 records an anchor at the current fake time, the next promotes it,
+  // and the span begins at that same fake time.
+  const int64_t h2 = host();
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  const int64_t h3 = host();
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  Span(p, 3, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  it = Item(3, 1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK(it.start_ns >= h2 && it.start_ns <= h3);
+  gs_pool_set_anchor_interval(p, 0);  // back to the default
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+void TestTwoDevices() {
+  gs_testing_use_fake_driver();
+  gs_testing_fake_set_device_count(2);
+  gs_pool* a = NewPool(8, 0);
+  gs_pool* b = NewPool(8, 1);
+  CHECK_EQ(gs_pool_device(b), 1);
+  CHECK_EQ(Counters().retained_contexts, 2);
+  Span(a, 0, kStreamA, kMs);
+  Span(b, 0, kStreamB, 3 * kMs);
+  gs_testing_fake_advance(5 * kMs);
+  gs_harvest_item ia = Item(0), ib = Item(0);
+  CHECK_EQ(gs_pool_harvest(a, &ia, 1, nullptr), GS_OK);
+  CHECK_EQ(gs_pool_harvest(b, &ib, 1, nullptr), GS_OK);
+  CHECK_EQ(ia.duration_ns, kMs);
+  CHECK_EQ(ib.duration_ns, 3 * kMs);
+  Destroy(a);
+  CHECK_EQ(Counters().retained_contexts, 1);
+  Destroy(b);
+  ExpectNoLeaks();
+}
+
+void TestConcurrentRecordsAndHarvest() {
+  gs_testing_use_fake_driver();
+  const uint32_t threads = 4, per = 256;
+  gs_pool* p = NewPool(threads * per);
+  std::atomic<uint32_t> ended{0};
+  std::vector<std::thread> workers;
+  for (uint32_t t = 0; t < threads; ++t) {
+    workers.emplace_back([&, t] {
+      for (uint32_t k = 0; k < per; ++k) {
+        uint32_t slot = t * per + k;
+        uint64_t stream = 0x9000 + t;
+        if (gs_pool_record_begin(p, slot, stream, nullptr) != GS_OK) continue;
+        if (gs_pool_record_end(p, slot, stream, nullptr) == GS_OK) ended.fetch_add(1);
+      }
+    });
+  }
+  std::vector<gs_harvest_item> items;
+  for (uint32_t s = 0; s < threads * per; ++s) items.push_back(Item(s));
+  for (int h = 0; h < 50; ++h) {
+    CHECK_EQ(gs_pool_harvest(p, items.data(), items.size(), nullptr), GS_OK);
+  }
+  for (std::thread& w : workers) w.join();
+  CHECK_EQ(ended.load(), threads * per);
+  CHECK_EQ(gs_pool_harvest(p, items.data(), items.size(), nullptr), GS_OK);
+  for (const gs_harvest_item& it : items) CHECK_EQ(it.state, GS_SPAN_DONE);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+struct Test {
+  const char* name;
+  void (*fn)();
+};
+
+const Test kTests[] = {
+    {"NoLibrary", TestNoLibrary},
+    {"RealLoaderWithoutGpu", TestRealLoaderWithoutGpu},
+    {"MissingSymbol", TestMissingSymbol},
+    {"OptionalSymbolMissing", TestOptionalSymbolMissing},
+    {"InitError", TestInitError},
+    {"ErrorStrings", TestErrorStrings},
+    {"CreateFailsPartWay", TestCreateFailsPartWay},
+    {"CreateArguments", TestCreateArguments},
+    {"RecordError", TestRecordError},
+    {"NotReadyThenDone", TestNotReadyThenDone},
+    {"ForcedResults", TestForcedResults},
+    {"StickyError", TestStickyError},
+    {"StickyDuringHarvest", TestStickyDuringHarvest},
+    {"CaptureRefused", TestCaptureRefused},
+    {"CaptureModeExchange", TestCaptureModeExchange},
+    {"ContextPushedOnlyWhenNeeded", TestContextPushedOnlyWhenNeeded},
+    {"HarvestMixed", TestHarvestMixed},
+    {"HarvestArguments", TestHarvestArguments},
+    {"PrefixSearchMatchesModel", TestPrefixSearchMatchesModel},
+    {"AllDoneCostsOneQueryPerStream", TestAllDoneCostsOneQueryPerStream},
+    {"AnchorStartTimes", TestAnchorStartTimes},
+    {"TwoDevices", TestTwoDevices},
+    {"ConcurrentRecordsAndHarvest", TestConcurrentRecordsAndHarvest},
+};
+
+}  // namespace
+
+int main() {
+  int passed = 0, failed = 0;
+  for (const Test& t : kTests) {
+    const int before = g_failures;
+    t.fn();
+    const bool ok = g_failures == before;
+    printf("%s %s\n", ok ? "PASS" : "FAIL", t.name);
+    ok ? ++passed : ++failed;
+  }
+  gs_testing_use_real_driver();
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed == 0 ? 0 : 1;
+}
