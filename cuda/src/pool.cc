@@ -76,33 +76,6 @@ struct gs_pool {
 namespace gs {
 namespace {
 
-// Makes a context current for a scope unless it already is: a push and pop
-// cost little, but skipping them when the caller's thread already runs on the
-// primary context (the CUDA runtime's default) costs nothing.
-class ContextScope {
- public:
-  ContextScope() = default;
-  ContextScope(const ContextScope&) = delete;
-  ContextScope& operator=(const ContextScope&) = delete;
-  ~ContextScope() {
-    if (d_) {
-      CUcontext popped;
-      d_->cuCtxPopCurrent(&popped);
-    }
-  }
-  CUresult Enter(const Driver* d, CUcontext ctx) {
-    CUcontext cur = nullptr;
-    CUresult r = d->cuCtxGetCurrent(&cur);
-    if (r != CUDA_SUCCESS || cur == ctx) return r;
-    r = d->cuCtxPushCurrent(ctx);
-    if (r == CUDA_SUCCESS) d_ = d;
-    return r;
-  }
-
- private:
-  const Driver* d_ = nullptr;
-};
-
 // Switches the calling thread to RELAXED capture mode for a scope. In GLOBAL
 // mode (the default) an event query from any thread invalidates every GLOBAL
 // capture in progress in the process, even for events unrelated to it
