@@ -1,0 +1,250 @@
+// Package sim is a simulated GPU, so that everything above the backend runs
+// and is tested without one. Each stream is a queue: work launched on it
+// starts when the stream is free and runs for the given duration on the
+// host clock. A pool's event recorded on a stream takes the time the stream
+// will reach it (now, or when the queued work ends), and counts as complete
+// once the clock passes that time. Streams being captured run nothing and
+// refuse records, as the CUDA core does.
+//
+// A GPU and its pools are safe for concurrent use.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// Options configures a GPU.
+type Options struct {
+	Device int              // the device ordinal its pools report
+	Now    func() time.Time // the host clock; nil means time.Now (see Clock for tests)
+}
+
+// GPU is one simulated device.
+type GPU struct {
+	device int
+	now    func() time.Time
+
+	mu      sync.Mutex
+	streams map[backend.Stream]*stream
+	last    backend.Stream
+}
+
+type stream struct {
+	busyUntil int64 // Unix ns when the queued work ends
+	capturing bool
+}
+
+// New returns a GPU with only the legacy default stream, 0.
+func New(o Options) *GPU {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	return &GPU{device: o.Device, now: o.Now, streams: map[backend.Stream]*stream{0: {}}}
+}
+
+// streamLocked returns s's state; any handle is a stream, made on first use.
+func (g *GPU) streamLocked(s backend.Stream) *stream {
+	st := g.streams[s]
+	if st == nil {
+		st = &stream{}
+		g.streams[s] = st
+	}
+	return st
+}
+
+// NewStream returns a new, idle stream.
+func (g *GPU) NewStream() backend.Stream {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for {
+		g.last++
+		if _, used := g.streams[g.last]; !used {
+			g.streams[g.last] = &stream{}
+			return g.last
+		}
+	}
+}
+
+// Launch queues d of work on s: it starts when s is free (now, or when the
+// work before it ends). On a stream being captured it runs nothing, as a
+// captured launch only adds a graph node.
+func (g *GPU) Launch(s backend.Stream, d time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.streamLocked(s)
+	if st.capturing {
+		return
+	}
+	st.busyUntil = g.reachLocked(st) + int64(d)
+}
+
+// BeginCapture starts capturing s into a graph.
+func (g *GPU) BeginCapture(s backend.Stream) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.streamLocked(s).capturing = true
+}
+
+// EndCapture ends the capture of s.
+func (g *GPU) EndCapture(s backend.Stream) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.streamLocked(s).capturing = false
+}
+
+// reachLocked is when work queued on st now would start: now, or when the
+// work already queued ends.
+func (g *GPU) reachLocked(st *stream) int64 {
+	now := g.now().UnixNano()
+	if st.busyUntil > now {
+		return st.busyUntil
+	}
+	return now
+}
+
+// Opener returns an Opener of pools of slots event pairs on this GPU.
+func (g *GPU) Opener(slots int) backend.Opener {
+	return func() (backend.Pool, error) {
+		if slots <= 0 {
+			return nil, fmt.Errorf("sim: pool of %d slots: %w", slots, backend.ErrBadSlot)
+		}
+		return &pool{g: g, pairs: make([]pair, slots)}, nil
+	}
+}
+
+// event is one recorded event: the time the stream reaches it.
+type event struct {
+	at       int64
+	recorded bool
+}
+
+type pair struct{ begin, end event }
+
+// pool implements backend.Pool on a GPU. It shares the GPU's lock.
+type pool struct {
+	g      *GPU
+	pairs  []pair
+	closed bool
+}
+
+// errClosed is what calls on a closed pool return; the hub must never see it.
+var errClosed = errors.New("sim: pool used after Close")
+
+func (p *pool) Device() int { return p.g.device }
+func (p *pool) Slots() int  { return len(p.pairs) }
+
+func (p *pool) Capturing(s backend.Stream) (bool, error) {
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	if p.closed {
+		return false, errClosed
+	}
+	return p.g.streamLocked(s).capturing, nil
+}
+
+func (p *pool) RecordBegin(slot int, s backend.Stream) error { return p.record(slot, s, true) }
+func (p *pool) RecordEnd(slot int, s backend.Stream) error   { return p.record(slot, s, false) }
+
+func (p *pool) record(slot int, s backend.Stream, begin bool) error {
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	switch {
+	case p.closed:
+		return errClosed
+	case slot < 0 || slot >= len(p.pairs):
+		return fmt.Errorf("sim: record slot %d of %d: %w", slot, len(p.pairs), backend.ErrBadSlot)
+	}
+	st := p.g.streamLocked(s)
+	if st.capturing {
+		return fmt.Errorf("sim: record on stream %#x: %w", uint64(s), backend.ErrCapturing)
+	}
+	e := event{at: p.g.reachLocked(st), recorded: true}
+	if begin {
+		p.pairs[slot] = pair{begin: e}
+	} else {
+		p.pairs[slot].end = e
+	}
+	return nil
+}
+
+// Driver codes the simulated harvest reports for slots it cannot time.
+const (
+	codeInvalidValue  = 1   // CUDA_ERROR_INVALID_VALUE: slot out of range
+	codeInvalidHandle = 400 // CUDA_ERROR_INVALID_HANDLE: an event never recorded
+)
+
+func (p *pool) Harvest(items []backend.HarvestItem) error {
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	if p.closed {
+		return errClosed
+	}
+	now := p.g.now().UnixNano()
+	for k := range items {
+		it := &items[k]
+		it.Code, it.DurationNs, it.StartNs = 0, 0, 0
+		if int(it.Slot) >= len(p.pairs) {
+			it.State, it.Code = backend.Failed, codeInvalidValue
+			continue
+		}
+		pr := p.pairs[it.Slot]
+		switch {
+		case !pr.begin.recorded || !pr.end.recorded:
+			it.State, it.Code = backend.Failed, codeInvalidHandle
+		case now < pr.end.at:
+			it.State = backend.InFlight
+		default:
+			it.State = backend.Done
+			it.DurationNs = pr.end.at - pr.begin.at
+			if it.WantStart != 0 {
+				it.StartNs = pr.begin.at
+			}
+		}
+	}
+	return nil
+}
+
+func (p *pool) Close() error {
+	p.g.mu.Lock()
+	defer p.g.mu.Unlock()
+	if p.closed {
+		return errClosed
+	}
+	now := p.g.now().UnixNano()
+	for _, pr := range p.pairs {
+		if pr.begin.recorded && pr.begin.at > now || pr.end.recorded && pr.end.at > now {
+			return fmt.Errorf("sim: close: %w", backend.ErrBusy)
+		}
+	}
+	p.closed = true
+	return nil
+}
+
+// Clock is a manual host clock for deterministic tests: time moves only when
+// Advance is called. Safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a clock showing start.
+func NewClock(start time.Time) *Clock { return &Clock{t: start} }
+
+// Now returns the clock's time; pass it as Options.Now.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
