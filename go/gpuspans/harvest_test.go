@@ -1,0 +1,166 @@
+package gpuspans
+
+import (
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/fake"
+)
+
+func TestHarvestCallsOnlyHarvest(t *testing.T) {
+	h, f := kernelHub(t, Options{}, fake.Options{})
+	f.SetOutcome(func(int) (backend.SpanState, int64) { return backend.InFlight, 0 })
+	for i := 0; i < 10; i++ {
+		h.KernelEnd(h.KernelBegin(1, kernelStream))
+	}
+	h.LaneBegin(0) // open, not closed: not harvested
+	for i := 0; i < 3; i++ {
+		before := f.Calls()
+		h.Harvest()
+		if d := f.Calls().Sub(before); d.Total() != 1 || d.Harvest != 1 || d.Items != 10 {
+			t.Fatalf("harvest %d made %+v; want one Harvest of 10 items", i, d)
+		}
+	}
+	if c := snap(t, h).Counters; c.InFlight != 11 || c.Landed != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+	f.SetOutcome(nil)
+	h.Harvest()
+	if c := snap(t, h).Counters; c.InFlight != 1 || c.Landed != 10 {
+		t.Fatalf("counters %+v", c)
+	}
+	// Nothing closed: no call at all.
+	before := f.Calls()
+	h.Harvest()
+	h.BeginStep()
+	if d := f.Calls().Sub(before); d.Total() != 0 {
+		t.Errorf("idle harvests made %+v", d)
+	}
+}
+
+func TestFullRingIsOneHarvestCall(t *testing.T) {
+	h, f := kernelHub(t, Options{}, fake.Options{})
+	for i := 0; i < DefaultSlots; i++ {
+		h.KernelEnd(h.KernelBegin(1, kernelStream))
+	}
+	// The ring is full: one more is dropped, not waited for.
+	if sp := h.KernelBegin(1, kernelStream); sp != (KernelSpan{}) {
+		t.Fatal("a span began on a full ring")
+	}
+	before := f.Calls()
+	h.Harvest()
+	if d := f.Calls().Sub(before); d.Harvest != 1 || d.Items != DefaultSlots || d.Total() != 1 {
+		t.Fatalf("harvest of a full ring made %+v", d)
+	}
+	c := snap(t, h).Counters
+	if c.Landed != DefaultSlots || c.Dropped[DropSlotBusy] != 1 || c.InFlight != 0 {
+		t.Errorf("counters %+v", c)
+	}
+}
+
+func TestHarvestReturnsWhileInFlight(t *testing.T) {
+	h, gpu, clock, _ := simHub(t, Options{})
+	ks := gpu.NewStream()
+	sp := h.KernelBegin(1, ks)
+	gpu.Launch(ks, 10*time.Second)
+	h.KernelEnd(sp)
+	for i := 0; i < 5; i++ {
+		h.BeginStep()
+		clock.Advance(time.Second)
+	}
+	if c := snap(t, h).Counters; c.InFlight != 1 || c.Landed != 0 || c.Harvests != 6 {
+		t.Fatalf("while the kernel runs: %+v", c)
+	}
+	clock.Advance(5 * time.Second)
+	h.Harvest()
+	s := snap(t, h)
+	if s.Counters.Landed != 1 || s.Kernels[0].Max != 10*time.Second {
+		t.Fatalf("after it ends: %+v %+v", s.Counters, s.Kernels)
+	}
+}
+
+func TestHarvestSkipsWhenLocked(t *testing.T) {
+	h, f := kernelHub(t, Options{}, fake.Options{})
+	h.KernelEnd(h.KernelBegin(1, kernelStream))
+	h.mu.Lock() // a reader holds the lock
+	before := f.Calls()
+	h.Harvest()
+	h.BeginStep()
+	h.mu.Unlock()
+	if d := f.Calls().Sub(before); d.Harvest != 0 {
+		t.Fatalf("harvest ran under a held lock: %+v", d)
+	}
+	s := snap(t, h)
+	if s.Counters.HarvestsSkipped != 2 || s.Counters.InFlight != 1 {
+		t.Fatalf("counters %+v", s.Counters)
+	}
+	h.Harvest()
+	if c := snap(t, h).Counters; c.Landed != 1 {
+		t.Errorf("the span was lost: %+v", c)
+	}
+}
+
+func TestHarvestFindsSpansAfterDrops(t *testing.T) {
+	// A long span pins its slot while the ring wraps: later spans on that
+	// slot are dropped, the others land, and the long one lands when done.
+	const slots = 8
+	h, f := kernelHub(t, Options{Slots: slots}, fake.Options{})
+	long := h.KernelBegin(1, kernelStream) // position 0, slot 0
+	h.KernelEnd(long)
+	f.SetOutcome(func(slot int) (backend.SpanState, int64) {
+		if slot == 0 {
+			return backend.InFlight, 0
+		}
+		return backend.Done, 10
+	})
+	for round := 0; round < 5; round++ {
+		for i := 0; i < slots; i++ {
+			h.KernelEnd(h.KernelBegin(1, kernelStream))
+		}
+		h.Harvest()
+	}
+	c := snap(t, h).Counters
+	if c.Dropped[DropSlotBusy] != 5 || c.Landed != 35 || c.InFlight != 1 {
+		t.Fatalf("counters %+v", c)
+	}
+	f.SetOutcome(nil)
+	h.Harvest()
+	if c := snap(t, h).Counters; c.Landed != 36 || c.InFlight != 0 {
+		t.Fatalf("counters %+v", c)
+	}
+}
+
+func TestRecentSpans(t *testing.T) {
+	h, _ := kernelHub(t, Options{RecentSpans: 4}, fake.Options{})
+	land := func(n int) {
+		for i := 0; i < n; i++ {
+			h.KernelEnd(h.KernelBegin(uint64(i), kernelStream))
+		}
+		h.Harvest()
+	}
+	land(3)
+	got := h.RecentSpans(0, nil)
+	if len(got) != 3 || got[0].Seq != 1 || got[2].Seq != 3 || got[0].Kind != KindKernel || got[0].Step != 1 {
+		t.Fatalf("first poll %+v", got)
+	}
+	if more := h.RecentSpans(3, got[:0]); len(more) != 0 {
+		t.Fatalf("nothing new, got %+v", more)
+	}
+	land(2)
+	got = h.RecentSpans(3, got[:0])
+	if len(got) != 2 || got[0].Seq != 4 || got[1].Seq != 5 {
+		t.Fatalf("incremental poll %+v", got)
+	}
+	land(6) // seqs 6..11; the ring of 4 keeps 8..11
+	got = h.RecentSpans(5, got[:0])
+	if len(got) != 4 || got[0].Seq != 8 || got[3].Seq != 11 {
+		t.Fatalf("after overflow %+v", got)
+	}
+	if c := snap(t, h).Counters; c.RecentOverwritten != 2 {
+		t.Errorf("overwritten %d; want 2 (seqs 6 and 7)", c.RecentOverwritten)
+	}
+	if got := h.RecentSpans(100, nil); len(got) != 0 {
+		t.Errorf("a future afterSeq returned %+v", got)
+	}
+}

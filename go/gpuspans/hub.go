@@ -1,0 +1,554 @@
+package gpuspans
+
+import (
+	"errors"
+	"fmt"
+	"log"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// Bounds on what a hub holds, so that memory and exported label sets stay
+// bounded whatever the caller does.
+const (
+	MaxLanes       = 64      // lanes per hub
+	MaxDevices     = 64      // device ordinals 0..MaxDevices-1
+	MaxKernels     = 1024    // registered kernel handles, and distinct kernel names
+	MaxSlots       = 1 << 20 // Options.Slots
+	MaxRecentSpans = 1 << 20 // Options.RecentSpans
+	MaxNameLen     = 128     // bytes in a lane or kernel name
+)
+
+// Defaults for the zero Options.
+const (
+	DefaultKernelSpanEvery = 16
+	DefaultSlots           = 4096
+	DefaultRecentSpans     = 8192
+)
+
+// OtherKernel is the name every span of an unregistered kernel handle is
+// aggregated under, so that the kernel label set stays bounded.
+const OtherKernel = "other"
+
+// defaultLanes are the serve lanes of the default hub and of Options with no
+// Lanes.
+var defaultLanes = []string{"prefill", "decode"}
+
+// Options configures a Hub. The zero value is valid: lanes "prefill" and
+// "decode", level Off, and the defaults above.
+type Options struct {
+	// Lanes names the serve lanes; LaneBegin and LaneEnd take an index into
+	// it. Fixed after New. Nil means "prefill", "decode".
+	Lanes []string
+	// KernelSpanEvery arms kernel spans on one step in this many (0: 16).
+	KernelSpanEvery int
+	// Slots caps each device's span ring (0: 4096). The ring has
+	// min(Slots, pool.Slots()) slots.
+	Slots int
+	// RecentSpans is the size of the ring of recent spans (0: 8192).
+	RecentSpans int
+	// Level is the initial level.
+	Level Level
+	// Logf reports the rare events worth a line: a pool that cannot open, a
+	// sticky error, the first span error of a recorder. Nil means log.Printf.
+	Logf func(format string, args ...interface{})
+	// Now is the host clock used to time harvests. Nil means time.Now.
+	Now func() time.Time
+}
+
+// Hub is the control plane of GPU spans: the level, the step counter, one
+// recorder per device, and the aggregates that harvests land.
+//
+// All methods are safe for concurrent use. The span paths (BeginStep,
+// LaneBegin, LaneEnd, KernelBegin, KernelEnd) never block and never
+// allocate, and each starts with one inlined check (an atomic load, or
+// KernelEnd's test of its argument) that returns at once when there is
+// nothing to do, as below LevelKernel. Harvest never blocks either;
+// Snapshot, RecentSpans, Install, Uninstall and RegisterKernel take the
+// harvest lock briefly.
+type Hub struct {
+	// Read on every span path: kept apart from the counters the paths write.
+	// state and pools are plain words used only through sync/atomic
+	// functions: the typed atomics' method calls cost just enough to stop
+	// the entry points' disabled checks from inlining.
+	state uint32 // level | armedBit
+	pools int32  // opened pools not yet closed: harvests have work even below Kernel
+	set   atomic.Pointer[recorderSet]
+	_     [cacheLine]byte
+
+	step       atomic.Uint64
+	every      atomic.Int64
+	armedSteps atomic.Uint64
+	openLanes  atomic.Int64 // lane spans open on any recorder: LaneEnd has work
+
+	// Counters written on span paths, rarely: only when something goes wrong.
+	dropped         [numDropReasons]atomic.Uint64
+	errored         atomic.Uint64
+	unknownLane     atomic.Uint64
+	laneAlreadyOpen atomic.Uint64
+	badEnd          atomic.Uint64
+	stickyDisables  atomic.Uint64
+	harvestsSkipped atomic.Uint64
+
+	// Fixed at New.
+	lanes   []string
+	laneIdx map[string]int
+	slots   int
+	logf    func(format string, args ...interface{})
+	now     func() time.Time
+
+	// mu is the harvest lock. Harvest takes it with TryLock and skips when it
+	// is held; readers and control calls take it briefly. It guards all below.
+	mu                sync.Mutex
+	recs              []*recorder // every recorder not yet finished, by device, oldest first
+	begunFinished     uint64      // spans begun on recorders since finished
+	landed            uint64
+	installFailures   uint64
+	harvests          uint64
+	harvestTime       time.Duration
+	kernelIdx         map[uint64]int // handle -> index into kernelNames
+	kernelNames       []string       // [0] is OtherKernel
+	devs              [MaxDevices]*deviceAggs
+	recentCap         int
+	recent            []Span // ring, indexed by Seq % len; made at the first landing, so an idle hub holds none
+	recentSeq         uint64 // Seq of the newest span landed
+	recentRead        uint64 // highest Seq RecentSpans has returned
+	recentOverwritten uint64
+}
+
+// cacheLine pads apart words that different goroutines write.
+const cacheLine = 64
+
+// recorderSet is what the span paths see of the installed recorders: an
+// immutable value replaced whole (copy on write) by Install and Uninstall,
+// so the paths read it with one atomic load and no lock.
+type recorderSet struct {
+	current  []*recorder // the installed recorder of each device, by device
+	byDevice [MaxDevices]*recorder
+}
+
+// deviceAggs are the aggregates of one device, indexed like Hub.lanes and
+// Hub.kernelNames. Guarded by the harvest lock.
+type deviceAggs struct {
+	lanes   []Aggregate
+	kernels []Aggregate
+}
+
+// New returns a hub configured by o. It touches no GPU: pools open at the
+// first BeginStep at LevelKernel. Errors name the offending field.
+func New(o Options) (*Hub, error) {
+	lanes := o.Lanes
+	if lanes == nil {
+		lanes = defaultLanes
+	}
+	if len(lanes) > MaxLanes {
+		return nil, fmt.Errorf("gpuspans: Options.Lanes has %d lanes, more than %d", len(lanes), MaxLanes)
+	}
+	h := &Hub{
+		lanes:       append([]string(nil), lanes...),
+		laneIdx:     make(map[string]int, len(lanes)),
+		slots:       o.Slots,
+		logf:        o.Logf,
+		now:         o.Now,
+		kernelIdx:   make(map[uint64]int),
+		kernelNames: []string{OtherKernel},
+	}
+	for i, name := range h.lanes {
+		if err := checkName(name); err != nil {
+			return nil, fmt.Errorf("gpuspans: Options.Lanes[%d]: %w", i, err)
+		}
+		if _, dup := h.laneIdx[name]; dup {
+			return nil, fmt.Errorf("gpuspans: Options.Lanes[%d]: duplicate lane %q", i, name)
+		}
+		h.laneIdx[name] = i
+	}
+	every := o.KernelSpanEvery
+	switch {
+	case every == 0:
+		every = DefaultKernelSpanEvery
+	case every < 0:
+		return nil, fmt.Errorf("gpuspans: Options.KernelSpanEvery is %d, want > 0", every)
+	}
+	switch {
+	case h.slots == 0:
+		h.slots = DefaultSlots
+	case h.slots < 0 || h.slots > MaxSlots:
+		return nil, fmt.Errorf("gpuspans: Options.Slots is %d, want 1..%d", h.slots, MaxSlots)
+	}
+	recent := o.RecentSpans
+	switch {
+	case recent == 0:
+		recent = DefaultRecentSpans
+	case recent < 0 || recent > MaxRecentSpans:
+		return nil, fmt.Errorf("gpuspans: Options.RecentSpans is %d, want 1..%d", recent, MaxRecentSpans)
+	}
+	if !o.Level.valid() {
+		return nil, fmt.Errorf("gpuspans: Options.Level is %v", o.Level)
+	}
+	if h.logf == nil {
+		h.logf = log.Printf
+	}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	h.recentCap = recent
+	h.every.Store(int64(every))
+	atomic.StoreUint32(&h.state, uint32(o.Level))
+	h.set.Store(&recorderSet{})
+	return h, nil
+}
+
+// checkName validates a lane or kernel name: it becomes a label value, so it
+// must be short, valid UTF-8 and printable.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("empty name")
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("name of %d bytes, more than %d", len(name), MaxNameLen)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("name %q is not valid UTF-8", name)
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("name %q has an unprintable character", name)
+		}
+	}
+	return nil
+}
+
+var defaultHub atomic.Pointer[Hub]
+
+// Default returns the process default hub: lanes "prefill" and "decode",
+// level Off, made on first use. Safe from any goroutine.
+func Default() *Hub {
+	if h := defaultHub.Load(); h != nil {
+		return h
+	}
+	h, err := New(Options{})
+	if err != nil {
+		panic(err) // the zero Options are valid; this is a bug in New
+	}
+	if defaultHub.CompareAndSwap(nil, h) {
+		return h
+	}
+	return defaultHub.Load()
+}
+
+// SetDefault makes h the process default hub. It panics on nil, which would
+// only defer the failure to the first span. Safe from any goroutine, but
+// callers that cached Default() keep the old hub.
+func SetDefault(h *Hub) {
+	if h == nil {
+		panic("gpuspans: SetDefault(nil)")
+	}
+	defaultHub.Store(h)
+}
+
+// SetLevel sets the level. A level other than Off, Step or Kernel is an
+// error naming it, and changes nothing. Lowering below Kernel disarms kernel
+// spans in the same atomic update; raising to Kernel arms nothing until the
+// next BeginStep. Spans already open stay valid and may still be ended.
+// Safe from any goroutine.
+func (h *Hub) SetLevel(l Level) error {
+	if !l.valid() {
+		return fmt.Errorf("gpuspans: SetLevel: invalid level %v", l)
+	}
+	for {
+		old := atomic.LoadUint32(&h.state)
+		next := uint32(l)
+		if l == LevelKernel {
+			next |= old & armedBit
+		}
+		if atomic.CompareAndSwapUint32(&h.state, old, next) {
+			return nil
+		}
+	}
+}
+
+// Level returns the current level. Safe from any goroutine.
+func (h *Hub) Level() Level { return Level(atomic.LoadUint32(&h.state) & levelMask) }
+
+// SetKernelSpanEvery arms kernel spans on one step in n from the next
+// BeginStep on. n <= 0 is an error. Safe from any goroutine.
+func (h *Hub) SetKernelSpanEvery(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("gpuspans: SetKernelSpanEvery(%d): want > 0", n)
+	}
+	h.every.Store(int64(n))
+	return nil
+}
+
+// KernelSpanEvery returns the arming period in steps. Safe from any goroutine.
+func (h *Hub) KernelSpanEvery() int { return int(h.every.Load()) }
+
+// Lanes returns a copy of the lane names; index i is lane i. Safe from any
+// goroutine.
+func (h *Hub) Lanes() []string { return append([]string(nil), h.lanes...) }
+
+// LaneIndex returns the index of the lane called name, for LaneBegin and
+// LaneEnd. Safe from any goroutine.
+func (h *Hub) LaneIndex(name string) (int, bool) {
+	i, ok := h.laneIdx[name]
+	return i, ok
+}
+
+// RegisterKernel names a kernel handle (a CUfunction's pointer value) so its
+// spans aggregate under name; spans of handles never registered aggregate
+// under OtherKernel. Registering a handle again renames it from then on
+// (spans already landed keep the old name). At most MaxKernels handles and
+// MaxKernels distinct names; names are validated like lane names and may not
+// be OtherKernel. Safe from any goroutine; takes the harvest lock.
+func (h *Hub) RegisterKernel(handle uint64, name string) error {
+	if err := checkName(name); err != nil {
+		return fmt.Errorf("gpuspans: RegisterKernel(%#x): %w", handle, err)
+	}
+	if name == OtherKernel {
+		return fmt.Errorf("gpuspans: RegisterKernel(%#x): %q is reserved for unregistered kernels", handle, name)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.kernelIdx[handle]; !ok && len(h.kernelIdx) >= MaxKernels {
+		return fmt.Errorf("gpuspans: RegisterKernel(%#x, %q): %d handles registered already", handle, name, MaxKernels)
+	}
+	idx := -1
+	for i, n := range h.kernelNames {
+		if n == name {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		if len(h.kernelNames)-1 >= MaxKernels {
+			return fmt.Errorf("gpuspans: RegisterKernel(%#x, %q): %d kernel names registered already", handle, name, MaxKernels)
+		}
+		idx = len(h.kernelNames)
+		h.kernelNames = append(h.kernelNames, name)
+		for dev, d := range h.devs {
+			if d != nil {
+				d.kernels = append(d.kernels, Aggregate{Device: dev, Name: name})
+			}
+		}
+	}
+	h.kernelIdx[handle] = idx
+	return nil
+}
+
+// Install attaches a recorder for device, recording lane spans on stream and
+// opening its pool with open at the first BeginStep that finds LevelKernel
+// (so nothing touches the GPU below Kernel). It replaces the device's
+// previous recorder, which is retired: it begins no new spans, its open lane
+// spans are abandoned, its other spans still land, and its pool is closed at
+// a later harvest once none of its slots is open or in flight. Safe from any
+// goroutine; takes the harvest lock, and makes no backend call except to
+// close an idle retired pool.
+func (h *Hub) Install(device int, stream backend.Stream, open backend.Opener) error {
+	if device < 0 || device >= MaxDevices {
+		return fmt.Errorf("gpuspans: Install: device %d outside 0..%d", device, MaxDevices-1)
+	}
+	if open == nil {
+		return fmt.Errorf("gpuspans: Install(device %d): nil Opener", device)
+	}
+	r := &recorder{
+		hub:     h,
+		device:  device,
+		stream:  stream,
+		open:    open,
+		laneTok: make([]atomic.Uint64, len(h.lanes)),
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.devs[device] == nil {
+		d := &deviceAggs{
+			lanes:   make([]Aggregate, len(h.lanes)),
+			kernels: make([]Aggregate, len(h.kernelNames)),
+		}
+		for i, name := range h.lanes {
+			d.lanes[i] = Aggregate{Device: device, Name: name}
+		}
+		for i, name := range h.kernelNames {
+			d.kernels[i] = Aggregate{Device: device, Name: name}
+		}
+		h.devs[device] = d
+	}
+	i := len(h.recs)
+	for i > 0 && h.recs[i-1].device > device {
+		i--
+	}
+	h.recs = append(h.recs, nil)
+	copy(h.recs[i+1:], h.recs[i:])
+	h.recs[i] = r
+	h.replace(device, r)
+	return nil
+}
+
+// Uninstall retires device's recorder, as a replacing Install would; its
+// spans still land. A device with no recorder is left alone. Safe from any
+// goroutine; takes the harvest lock.
+func (h *Hub) Uninstall(device int) {
+	if device < 0 || device >= MaxDevices {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.replace(device, nil)
+}
+
+// replace publishes r (nil: none) as device's recorder, retires the one it
+// replaces and closes it at once if it is already idle. Caller holds h.mu.
+func (h *Hub) replace(device int, r *recorder) {
+	old := h.set.Load()
+	next := &recorderSet{byDevice: old.byDevice}
+	next.byDevice[device] = r
+	for _, c := range next.byDevice {
+		if c != nil {
+			next.current = append(next.current, c)
+		}
+	}
+	h.set.Store(next)
+	if prev := old.byDevice[device]; prev != nil {
+		prev.retire()
+		h.sweep()
+	}
+}
+
+// BeginStep marks the start of an engine step; the scheduler calls it once
+// per step, before the step's lane spans. At LevelStep it counts the step.
+// At LevelKernel it also arms kernel spans on one step in KernelSpanEvery
+// (and disarms them on the others), opens pools installed since, and
+// harvests. Below Kernel it still harvests while any pool is open, so spans
+// begun before the level dropped land and retired pools close. The first
+// step at Kernel opens the pools, which creates their events: a one-time
+// cost of milliseconds. Safe from any goroutine, but meant for one: when
+// steps race, arming follows whichever lands last. Never blocks.
+func (h *Hub) BeginStep() {
+	// Off is state 0 (Off is never armed): one test covers both words.
+	if atomic.LoadUint32(&h.state)|uint32(atomic.LoadInt32(&h.pools)) != 0 {
+		h.beginStep()
+	}
+}
+
+func (h *Hub) beginStep() {
+	s := atomic.LoadUint32(&h.state)
+	if Level(s&levelMask) == LevelOff {
+		h.Harvest()
+		return
+	}
+	step := h.step.Add(1)
+	if Level(s&levelMask) != LevelKernel {
+		if atomic.LoadInt32(&h.pools) != 0 {
+			h.Harvest()
+		}
+		return
+	}
+	h.arm(step)
+	if !h.mu.TryLock() {
+		h.harvestsSkipped.Add(1)
+		return
+	}
+	h.openPending()
+	h.harvestLocked()
+	h.mu.Unlock()
+}
+
+// arm sets the armed bit for an armed step and clears it otherwise, unless
+// the level left Kernel meanwhile (then SetLevel has cleared it already).
+func (h *Hub) arm(step uint64) {
+	armed := step%uint64(h.every.Load()) == 0
+	for {
+		old := atomic.LoadUint32(&h.state)
+		if Level(old&levelMask) != LevelKernel {
+			return
+		}
+		next := old &^ armedBit
+		if armed {
+			next |= armedBit
+		}
+		if next == old || atomic.CompareAndSwapUint32(&h.state, old, next) {
+			break
+		}
+	}
+	if armed {
+		h.armedSteps.Add(1)
+	}
+}
+
+// Harvest lands every span whose events have completed, in one backend
+// Harvest call per device, and closes idle retired pools. It never waits for
+// the GPU and never blocks: when another harvest or a reader holds the
+// harvest lock it returns at once (counted in HarvestsSkipped), and the spans
+// stay in flight for the next one. BeginStep calls it; call it directly only
+// to land spans between steps. Safe from any goroutine.
+func (h *Hub) Harvest() {
+	if !h.mu.TryLock() {
+		h.harvestsSkipped.Add(1)
+		return
+	}
+	h.harvestLocked()
+	h.mu.Unlock()
+}
+
+// openPending opens the pool of every recorder installed since the last
+// step at Kernel. Caller holds h.mu.
+func (h *Hub) openPending() {
+	for _, r := range h.recs {
+		if r.status.Load() != recPending {
+			continue
+		}
+		if err := r.openPool(h.slots); err != nil {
+			r.err.Store(&errBox{err})
+			r.status.Store(recFailed)
+			h.installFailures++
+			h.logf("gpuspans: GPU spans off on device %d: %v", r.device, err)
+			continue
+		}
+		atomic.AddInt32(&h.pools, 1)
+	}
+}
+
+// harvestLocked harvests every recorder and closes the idle retired ones.
+// Caller holds h.mu.
+func (h *Hub) harvestLocked() {
+	start := h.now()
+	for _, r := range h.recs {
+		r.harvest()
+	}
+	h.sweep()
+	h.harvests++
+	h.harvestTime += h.now().Sub(start)
+}
+
+// sweep closes and forgets the retired recorders with no slot open or in
+// flight. A pool whose Close reports ErrBusy is kept for a later sweep; any
+// other Close error is logged and the pool forgotten, since retrying cannot
+// help. Caller holds h.mu.
+func (h *Hub) sweep() {
+	kept := h.recs[:0]
+	for _, r := range h.recs {
+		if r.status.Load()&recRetired == 0 || !r.idle() {
+			kept = append(kept, r)
+			continue
+		}
+		if r.pool != nil {
+			err := r.pool.Close()
+			if errors.Is(err, backend.ErrBusy) {
+				kept = append(kept, r)
+				continue
+			}
+			if err != nil {
+				h.logf("gpuspans: closing the retired pool of device %d: %v", r.device, err)
+			}
+			atomic.AddInt32(&h.pools, -1)
+		}
+		h.begunFinished += r.seal()
+	}
+	for i := len(kept); i < len(h.recs); i++ {
+		h.recs[i] = nil
+	}
+	h.recs = kept
+}

@@ -1,0 +1,99 @@
+package gpuspans
+
+import (
+	"fmt"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// SpanKind says what a span timed.
+type SpanKind uint8
+
+// Span kinds.
+const (
+	KindLane   SpanKind = iota + 1 // the work of one serve lane in one step
+	KindKernel                     // one eager kernel launch
+)
+
+// String names the kind as a label value: "lane", "kernel".
+func (k SpanKind) String() string {
+	switch k {
+	case KindLane:
+		return "lane"
+	case KindKernel:
+		return "kernel"
+	}
+	return fmt.Sprintf("SpanKind(%d)", uint8(k))
+}
+
+// Span is one landed span, as RecentSpans returns it.
+type Span struct {
+	Seq        uint64 // landing order on the hub, from 1
+	Kind       SpanKind
+	Name       string // lane name, kernel name, or OtherKernel
+	Device     int
+	Stream     backend.Stream
+	Step       uint64 // the step counter when the span began
+	StartNs    int64  // begin on the host clock (Unix ns); 0 when the backend could not place it
+	DurationNs int64
+}
+
+// RecentSpans appends to dst, oldest first, the spans still in the recent
+// ring whose Seq is above afterSeq, and returns the extended slice. An
+// exporter polls with the last Seq it saw; spans overwritten before it asked
+// are counted in Counters.RecentOverwritten. With dst's capacity reused the
+// call allocates nothing. Safe from any goroutine; takes the harvest lock
+// briefly.
+func (h *Hub) RecentSpans(afterSeq uint64, dst []Span) []Span {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.recentSeq == 0 {
+		return dst
+	}
+	n := uint64(len(h.recent))
+	first := afterSeq + 1
+	if h.recentSeq >= n && first <= h.recentSeq-n {
+		first = h.recentSeq - n + 1
+	}
+	for seq := first; seq <= h.recentSeq; seq++ {
+		dst = append(dst, h.recent[seq%n])
+	}
+	if h.recentSeq > h.recentRead {
+		h.recentRead = h.recentSeq
+	}
+	return dst
+}
+
+// land records a span harvested Done: its aggregate and the recent ring.
+// Caller holds the harvest lock.
+func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
+	d := h.devs[device]
+	var a *Aggregate
+	if sl.kind == KindLane {
+		a = &d.lanes[sl.key]
+	} else {
+		a = &d.kernels[h.kernelIdx[sl.key]] // a missing handle is index 0, OtherKernel
+	}
+	a.observe(it.DurationNs)
+	h.landed++
+
+	if h.recent == nil {
+		h.recent = make([]Span, h.recentCap)
+	}
+	h.recentSeq++
+	n := uint64(len(h.recent))
+	e := &h.recent[h.recentSeq%n]
+	if e.Seq > h.recentRead {
+		h.recentOverwritten++
+	}
+	*e = Span{
+		Seq:        h.recentSeq,
+		Kind:       sl.kind,
+		Name:       a.Name,
+		Device:     device,
+		Stream:     sl.stream,
+		Step:       sl.step,
+		StartNs:    it.StartNs,
+		DurationNs: it.DurationNs,
+	}
+}

@@ -1,0 +1,414 @@
+package gpuspans
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// A recorder is one install on one device: a pool of event pairs and the ring
+// of slots that hands them out.
+//
+// Lifecycle (status): pending until the first step at Kernel opens the pool,
+// then open, or failed if it could not open; an open recorder turns dead on a
+// sticky error. Retirement (Install replacing it, or Uninstall) sets the
+// retired bit on top of any of these. Span paths begin spans only on an open,
+// unretired recorder, and make backend calls only while they hold a slot
+// (see begin), which is what lets sweep close the pool without a lock on
+// those paths.
+type recorder struct {
+	hub    *Hub
+	device int
+	stream backend.Stream // lane spans' stream
+	open   backend.Opener
+
+	status atomic.Uint32
+	err    atomic.Pointer[errBox] // why the recorder is failed or dead; set once
+	logged atomic.Bool            // the first span error has been logged
+
+	// laneTok[lane] is the open lane span's position+1, laneReserving while
+	// a LaneBegin is opening one, or 0.
+	laneTok []atomic.Uint64
+
+	_    [cacheLine]byte
+	next atomic.Uint64 // positions handed out: the spans begun on this recorder; nextSealed once finished
+	_    [cacheLine]byte
+
+	// Set by openPool before status turns open, read-only after: the span
+	// paths read them only after seeing status open.
+	pool  backend.Pool
+	slots []slot
+
+	// Owned by the harvest lock.
+	tail  uint64                // oldest position a harvest may still need to look at
+	items []backend.HarvestItem // the batch, preallocated to len(slots)
+}
+
+// Recorder status values, and the retired bit that may be set on any of them.
+const (
+	recPending   uint32 = 0
+	recOpen      uint32 = 1
+	recFailed    uint32 = 2
+	recDead      uint32 = 3
+	recStateMask uint32 = 0x3
+	recRetired   uint32 = 0x4
+)
+
+const laneReserving = ^uint64(0)
+
+// nextSealed is set in recorder.next when sweep finishes the recorder and
+// adds its count to the hub's total. A span path that loaded the recorder
+// before it was retired and hands out a position after that sees the bit and
+// gives up without counting anything, so the total stays exact. Positions
+// never reach it (2^62 spans).
+const nextSealed = uint64(1) << 62
+
+// errBox lets an error live in an atomic.Pointer.
+type errBox struct{ err error }
+
+// A slot is one event pair of the ring. Its word packs the position that
+// last claimed it (plus one; 0: never claimed) and its state. Positions only
+// grow in a slot's word, so a (position, state) pair names one span for good
+// and a stale token can never match a later span.
+//
+// The other fields are written by the slot's owner between claiming it
+// (free -> opening) and publishing it (-> open), and read by whoever sees
+// the published state, so the word's atomic operations order them.
+type slot struct {
+	word   atomic.Uint64
+	stream backend.Stream
+	key    uint64 // lane index or kernel handle
+	step   uint64 // the step the span began in
+	kind   SpanKind
+	_      [cacheLine - 33]byte // adjacent slots go to different goroutines
+}
+
+// Slot states. A span moves free -> opening -> open -> closing -> closed ->
+// free; any step may fall back to free when a call fails or the recorder is
+// off.
+const (
+	slotFree    uint64 = 0 // no span; may be claimed
+	slotOpening uint64 = 1 // claimed; the begin event is being recorded
+	slotOpen    uint64 = 2 // the begin event is recorded; waiting for the end
+	slotClosing uint64 = 3 // the end event is being recorded
+	slotClosed  uint64 = 4 // both recorded; a harvest will land it
+
+	slotStateMask uint64 = 0x7
+	slotPosShift         = 3
+)
+
+func pack(pos, state uint64) uint64 { return (pos+1)<<slotPosShift | state }
+
+// openPool opens the pool and sizes the ring; on success the recorder turns
+// open. Called once, under the harvest lock.
+func (r *recorder) openPool(maxSlots int) error {
+	pool, err := r.open()
+	if err != nil {
+		return fmt.Errorf("opening the event pool: %w", err)
+	}
+	if pool == nil {
+		return errors.New("opening the event pool: the opener returned no pool and no error")
+	}
+	n := pool.Slots()
+	if dev := pool.Device(); dev != r.device || n <= 0 {
+		// Nothing was recorded on it, so Close cannot find events in flight.
+		_ = pool.Close()
+		return fmt.Errorf("the opener returned a pool for device %d with %d slots", dev, n)
+	}
+	if n > maxSlots {
+		n = maxSlots
+	}
+	r.slots = make([]slot, n)
+	r.items = make([]backend.HarvestItem, 0, n)
+	r.pool = pool
+	r.status.Store(recOpen)
+	return nil
+}
+
+// begin claims the next slot in turn and records its begin event on stream.
+// It returns the span's position, or false when the span was dropped (and
+// counted).
+//
+// Every backend call happens while the slot is claimed, and the recorder's
+// status is read again after the claim: sweep retires a recorder before it
+// checks that every slot is free, so either sweep sees this claim and keeps
+// the pool open, or this path sees the retirement and backs out without a
+// backend call. Either way no call reaches a closed pool.
+func (r *recorder) begin(kind SpanKind, key uint64, stream backend.Stream) (uint64, bool) {
+	h := r.hub
+	n := uint64(len(r.slots))
+	pos := r.next.Add(1) - 1
+	if pos&nextSealed != 0 {
+		return 0, false
+	}
+	i := pos % n
+	sl := &r.slots[i]
+	w := sl.word.Load()
+	if w&slotStateMask != slotFree || w>>slotPosShift > pos ||
+		!sl.word.CompareAndSwap(w, pack(pos, slotOpening)) {
+		// Still in use by an older span, or taken by a newer one while this
+		// path was preempted: drop rather than wait.
+		h.dropped[DropSlotBusy].Add(1)
+		return 0, false
+	}
+	sl.kind, sl.key, sl.stream, sl.step = kind, key, stream, h.step.Load()
+	if r.status.Load() != recOpen {
+		r.release(sl, pos, &h.dropped[DropRetired])
+		return 0, false
+	}
+	capturing, err := r.pool.Capturing(stream)
+	if err == nil && capturing {
+		r.release(sl, pos, &h.dropped[DropCapturing])
+		return 0, false
+	}
+	if err == nil {
+		err = r.pool.RecordBegin(int(i), stream)
+	}
+	if err != nil {
+		r.spanFailed(sl, pos, err)
+		return 0, false
+	}
+	sl.word.Store(pack(pos, slotOpen))
+	return pos, true
+}
+
+// end records the end event of the span at pos, if that span is open; it
+// reports whether it was. A dead recorder frees the slot without a backend
+// call. A retired one still records: the span began before retirement and
+// its slot keeps the pool open.
+func (r *recorder) end(pos uint64) bool {
+	i := pos % uint64(len(r.slots))
+	sl := &r.slots[i]
+	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotClosing)) {
+		return false
+	}
+	if r.status.Load()&recStateMask == recDead {
+		r.release(sl, pos, &r.hub.errored)
+		return true
+	}
+	if err := r.pool.RecordEnd(int(i), sl.stream); err != nil {
+		r.spanFailed(sl, pos, err)
+		return true
+	}
+	sl.word.Store(pack(pos, slotClosed))
+	return true
+}
+
+// release frees the slot of a span that will not land and counts it. The
+// slot is freed before the count so that a snapshot, which reads the counts
+// before it scans the slots, never sees the span twice.
+func (r *recorder) release(sl *slot, pos uint64, counter *atomic.Uint64) {
+	sl.word.Store(pack(pos, slotFree))
+	counter.Add(1)
+}
+
+// spanFailed releases a span whose record call failed: a capturing stream is
+// a drop, a sticky error kills the recorder, anything else is an error
+// (logged the first time).
+func (r *recorder) spanFailed(sl *slot, pos uint64, err error) {
+	h := r.hub
+	switch {
+	case errors.Is(err, backend.ErrCapturing):
+		r.release(sl, pos, &h.dropped[DropCapturing])
+		return
+	case errors.Is(err, backend.ErrSticky):
+		r.kill(err)
+	default:
+		r.logFirst(err)
+	}
+	r.release(sl, pos, &h.errored)
+}
+
+// logFirst logs the recorder's first span error; later ones are only counted,
+// so a failing driver cannot flood the log.
+func (r *recorder) logFirst(err error) {
+	if r.logged.CompareAndSwap(false, true) {
+		r.hub.logf("gpuspans: span error on device %d (later ones are counted, not logged): %v", r.device, err)
+	}
+}
+
+// kill turns an open recorder dead after a sticky error: no backend call
+// follows until it is retired and its pool closed. Logged and counted once.
+func (r *recorder) kill(err error) {
+	if !r.err.CompareAndSwap(nil, &errBox{err}) {
+		return
+	}
+	for {
+		old := r.status.Load()
+		if r.status.CompareAndSwap(old, old&recRetired|recDead) {
+			break
+		}
+	}
+	r.hub.stickyDisables.Add(1)
+	r.hub.logf("gpuspans: GPU spans off on device %d until it is installed again: %v", r.device, err)
+}
+
+// retire stops new spans and abandons open lane spans: nobody would end them,
+// since LaneEnd only sees installed recorders, and their stream may be gone
+// with the engine that replaced it. Caller holds the harvest lock.
+func (r *recorder) retire() {
+	for {
+		old := r.status.Load()
+		if r.status.CompareAndSwap(old, old|recRetired) {
+			break
+		}
+	}
+	for lane := range r.laneTok {
+		r.abandonLane(lane)
+	}
+}
+
+// abandonLane frees lane's open span without ending it, if it still has one.
+// The begin event may be in flight; the pool's Close refuses (ErrBusy) until
+// it completes.
+func (r *recorder) abandonLane(lane int) {
+	tok := &r.laneTok[lane]
+	t := tok.Load()
+	if t == 0 || t == laneReserving || !tok.CompareAndSwap(t, 0) {
+		return
+	}
+	r.hub.openLanes.Add(-1)
+	pos := t - 1
+	sl := &r.slots[pos%uint64(len(r.slots))]
+	if sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
+		r.hub.dropped[DropRetired].Add(1)
+	}
+}
+
+// laneBegin opens lane's span on the recorder's stream unless one is open.
+func (r *recorder) laneBegin(lane int) {
+	tok := &r.laneTok[lane]
+	if !tok.CompareAndSwap(0, laneReserving) {
+		r.hub.laneAlreadyOpen.Add(1)
+		return
+	}
+	pos, ok := r.begin(KindLane, uint64(lane), r.stream)
+	if !ok {
+		tok.Store(0)
+		return
+	}
+	tok.Store(pos + 1)
+	r.hub.openLanes.Add(1)
+	// retire may have scanned the lanes while this one was reserving.
+	if r.status.Load()&recRetired != 0 {
+		r.abandonLane(lane)
+	}
+}
+
+// laneEnd ends lane's span, if one is open.
+func (r *recorder) laneEnd(lane int) {
+	tok := &r.laneTok[lane]
+	t := tok.Load()
+	if t == 0 || t == laneReserving || !tok.CompareAndSwap(t, 0) {
+		return
+	}
+	r.hub.openLanes.Add(-1)
+	r.end(t - 1)
+}
+
+// seal marks the recorder finished and returns the number of spans begun on
+// it. Caller holds the harvest lock and has seen the recorder retired and
+// idle.
+func (r *recorder) seal() uint64 {
+	for {
+		n := r.next.Load()
+		if r.next.CompareAndSwap(n, n|nextSealed) {
+			return n
+		}
+	}
+}
+
+// idle reports whether no slot is claimed: nothing open, nothing in flight.
+// Caller holds the harvest lock.
+func (r *recorder) idle() bool {
+	for i := range r.slots {
+		if r.slots[i].word.Load()&slotStateMask != slotFree {
+			return false
+		}
+	}
+	return true
+}
+
+// inFlight counts the claimed slots: the recorder's spans begun and not yet
+// landed, dropped or errored.
+func (r *recorder) inFlight() uint64 {
+	var n uint64
+	for i := range r.slots {
+		if r.slots[i].word.Load()&slotStateMask != slotFree {
+			n++
+		}
+	}
+	return n
+}
+
+// harvest submits the closed slots between the oldest position that may
+// still need one and the newest hand-out to the pool in one call, and lands,
+// leaves or fails each. Caller holds the harvest lock.
+func (r *recorder) harvest() {
+	n := uint64(len(r.slots))
+	if n == 0 {
+		return
+	}
+	h := r.hub
+	head := r.next.Load()
+	start := r.tail
+	if head-start > n {
+		start = head - n // every slot is in the window once
+	}
+	tail := head
+	items := r.items[:0]
+	i := start % n
+	for p := start; p < head; p, i = p+1, i+1 {
+		if i == n {
+			i = 0
+		}
+		w := r.slots[i].word.Load()
+		held := w >> slotPosShift // position+1 of the span that holds or last held the slot
+		if w&slotStateMask == slotFree {
+			// held <= p: position p has not claimed its slot. Either its claim
+			// was dropped or it is still being made; keep looking from p.
+			if held <= p && p < tail {
+				tail = p
+			}
+			continue
+		}
+		if held-1 <= p && held-1 < tail {
+			tail = held - 1
+		}
+		if w&slotStateMask == slotClosed {
+			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: 1})
+		}
+	}
+	r.tail = tail
+	if len(items) == 0 {
+		return
+	}
+	var err error
+	if r.status.Load()&recStateMask == recDead {
+		err = r.err.Load().err // no backend call once dead
+	} else if err = r.pool.Harvest(items); err != nil {
+		if errors.Is(err, backend.ErrSticky) {
+			r.kill(err)
+		} else {
+			r.logFirst(err)
+		}
+	}
+	for k := range items {
+		it := &items[k]
+		sl := &r.slots[it.Slot]
+		pos := sl.word.Load()>>slotPosShift - 1
+		switch {
+		case err != nil || it.State == backend.Failed:
+			if err == nil && !r.logged.Load() {
+				r.logFirst(fmt.Errorf("harvest: slot %d failed with driver code %d", it.Slot, it.Code))
+			}
+			r.release(sl, pos, &h.errored)
+		case it.State == backend.Done:
+			h.land(r.device, sl, it)
+			sl.word.Store(pack(pos, slotFree))
+		}
+		// InFlight: left closed for the next harvest.
+	}
+}

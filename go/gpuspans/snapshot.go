@@ -1,0 +1,221 @@
+package gpuspans
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// DropReason is why a begun span was dropped before it could land.
+type DropReason int
+
+// Drop reasons, indexing Counters.Dropped.
+const (
+	// DropSlotBusy: the ring's next slot still held an older span (a long
+	// kernel, or harvests too rare for the span rate).
+	DropSlotBusy DropReason = iota
+	// DropCapturing: the stream was being captured into a graph ("capture
+	// skipped"); nothing was recorded, or the end could not be.
+	DropCapturing
+	// DropRetired: the recorder was retired or dead as the span began, or
+	// the span was an open lane span of a retired recorder.
+	DropRetired
+	numDropReasons
+)
+
+// NumDropReasons is the number of DropReason values.
+const NumDropReasons = int(numDropReasons)
+
+// String names the reason as a label value: "slot_busy", "capturing",
+// "retired".
+func (d DropReason) String() string {
+	switch d {
+	case DropSlotBusy:
+		return "slot_busy"
+	case DropCapturing:
+		return "capturing"
+	case DropRetired:
+		return "retired"
+	}
+	return fmt.Sprintf("DropReason(%d)", int(d))
+}
+
+// Counters are the hub's totals since New. Every span begun ends up in
+// exactly one of Landed, Dropped, InFlight and Errored, so in a snapshot
+// taken while no span call is running,
+//
+//	Begun == Landed + DroppedTotal() + InFlight + Errored
+//
+// InFlight is counted from the slots themselves, not derived from the other
+// counters, so the identity is a real check. With span calls running
+// concurrently each counter is exact and the right side can only lag:
+// Begun >= Landed + DroppedTotal() + InFlight + Errored.
+type Counters struct {
+	Begun    uint64                 // spans that reached a recorder and took a ring position
+	Landed   uint64                 // spans harvested with a duration
+	Dropped  [NumDropReasons]uint64 // spans given up before landing, by DropReason
+	Errored  uint64                 // spans a backend call failed for
+	InFlight uint64                 // spans holding a slot: open, or ended and awaiting a harvest
+
+	LaneAlreadyOpen uint64 // LaneBegin calls on a lane already open (ignored)
+	UnknownLane     uint64 // LaneBegin calls with an index outside Lanes() (ignored)
+	BadEnd          uint64 // KernelEnd calls with a span not open on this hub (ignored)
+
+	InstallFailures uint64 // pools that could not be opened
+	StickyDisables  uint64 // recorders turned off by a sticky error
+
+	Harvests          uint64        // harvests run
+	HarvestsSkipped   uint64        // harvests skipped because the harvest lock was held
+	HarvestTime       time.Duration // total time spent in harvests
+	RecentOverwritten uint64        // recent spans overwritten before RecentSpans returned them
+}
+
+// DroppedTotal is the sum of Dropped over all reasons.
+func (c *Counters) DroppedTotal() uint64 {
+	var n uint64
+	for _, d := range c.Dropped {
+		n += d
+	}
+	return n
+}
+
+// DeviceState is the state of a device's recorder.
+type DeviceState int
+
+// Device states.
+const (
+	DevicePending  DeviceState = iota // installed; the pool opens at the first step at Kernel
+	DeviceOpen                        // recording spans
+	DeviceFailed                      // the pool could not be opened; spans are off (Err says why)
+	DeviceDead                        // a sticky error turned spans off until the next Install (Err says why)
+	DeviceRetiring                    // replaced or uninstalled; its last spans are landing before its pool closes
+)
+
+// String names the state as a label value.
+func (s DeviceState) String() string {
+	switch s {
+	case DevicePending:
+		return "pending"
+	case DeviceOpen:
+		return "open"
+	case DeviceFailed:
+		return "failed"
+	case DeviceDead:
+		return "dead"
+	case DeviceRetiring:
+		return "retiring"
+	}
+	return fmt.Sprintf("DeviceState(%d)", int(s))
+}
+
+// DeviceStatus describes one recorder. A device being replaced has two: the
+// retiring one first, then the installed one.
+type DeviceStatus struct {
+	Device   int
+	State    DeviceState
+	Err      error // why the recorder is failed or dead (errors.Is works: backend.ErrNoDriver, backend.ErrSticky), else nil
+	Stream   backend.Stream
+	Slots    int    // ring slots; 0 until the pool opens
+	InFlight uint64 // slots held
+}
+
+// Snapshot is a consistent view of a hub, for exporters. Reuse one with
+// SnapshotInto to avoid allocating.
+type Snapshot struct {
+	Level           Level
+	KernelSpanEvery int
+	Step            uint64 // steps counted (at LevelStep and above)
+	ArmedSteps      uint64 // steps armed for kernel spans
+	Counters        Counters
+	Devices         []DeviceStatus // by device
+	Lanes           []Aggregate    // by device, then lane; lanes with no span are left out
+	Kernels         []Aggregate    // by device, then registration order; kernels with no span are left out
+}
+
+// Snapshot returns a new snapshot. Safe from any goroutine; takes the
+// harvest lock briefly (a harvest due meanwhile is skipped, not delayed, and
+// span paths never wait).
+func (h *Hub) Snapshot() Snapshot {
+	var s Snapshot
+	h.SnapshotInto(&s)
+	return s
+}
+
+// SnapshotInto fills s, reusing its slices, so that a steady exporter
+// allocates nothing. Safe from any goroutine, like Snapshot; s must not be
+// shared with a concurrent reader.
+func (h *Hub) SnapshotInto(s *Snapshot) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.Level = h.Level()
+	s.KernelSpanEvery = h.KernelSpanEvery()
+	s.Step = h.step.Load()
+	s.ArmedSteps = h.armedSteps.Load()
+
+	// Outcome counters first, then the slots, then the hand-outs: span
+	// paths free a slot before counting its outcome and take a position
+	// before claiming a slot, so in this order no span is seen twice.
+	c := &s.Counters
+	c.Landed = h.landed
+	for i := range c.Dropped {
+		c.Dropped[i] = h.dropped[i].Load()
+	}
+	c.Errored = h.errored.Load()
+	c.InFlight = 0
+	s.Devices = s.Devices[:0]
+	for _, r := range h.recs {
+		n := r.inFlight()
+		c.InFlight += n
+		st := r.status.Load()
+		ds := DeviceStatus{Device: r.device, Stream: r.stream, Slots: len(r.slots), InFlight: n}
+		switch {
+		case st&recRetired != 0:
+			ds.State = DeviceRetiring
+		case st == recPending:
+			ds.State = DevicePending
+		case st == recOpen:
+			ds.State = DeviceOpen
+		case st == recFailed:
+			ds.State = DeviceFailed
+		default:
+			ds.State = DeviceDead
+		}
+		if e := r.err.Load(); e != nil {
+			ds.Err = e.err
+		}
+		s.Devices = append(s.Devices, ds)
+	}
+	c.Begun = h.begunFinished
+	for _, r := range h.recs {
+		c.Begun += r.next.Load()
+	}
+
+	c.LaneAlreadyOpen = h.laneAlreadyOpen.Load()
+	c.UnknownLane = h.unknownLane.Load()
+	c.BadEnd = h.badEnd.Load()
+	c.InstallFailures = h.installFailures
+	c.StickyDisables = h.stickyDisables.Load()
+	c.Harvests = h.harvests
+	c.HarvestsSkipped = h.harvestsSkipped.Load()
+	c.HarvestTime = h.harvestTime
+	c.RecentOverwritten = h.recentOverwritten
+
+	s.Lanes = s.Lanes[:0]
+	s.Kernels = s.Kernels[:0]
+	for _, d := range h.devs {
+		if d == nil {
+			continue
+		}
+		for i := range d.lanes {
+			if d.lanes[i].Count > 0 {
+				s.Lanes = append(s.Lanes, d.lanes[i])
+			}
+		}
+		for i := range d.kernels {
+			if d.kernels[i].Count > 0 {
+				s.Kernels = append(s.Kernels, d.kernels[i])
+			}
+		}
+	}
+}

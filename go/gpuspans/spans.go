@@ -1,0 +1,157 @@
+package gpuspans
+
+import (
+	"sync/atomic"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// The span entry points below are each split in two: an exported function
+// small enough for the compiler to inline, holding only the check that
+// returns when there is nothing to do, and an unexported rest. Inlined, the
+// disabled path costs the caller one atomic load and a branch.
+
+// LaneBegin opens lane's span on every installed device's stream, at
+// LevelKernel. It is meant to bracket the work the scheduler queues for the
+// lane in one step, with LaneEnd. An index outside Lanes() is ignored and
+// counted (UnknownLane). A lane already open on a device stays open with its
+// first begin, and the second begin is ignored and counted
+// (LaneAlreadyOpen): reopening would lose the span that is running. Safe
+// from any goroutine; never blocks or allocates.
+func (h *Hub) LaneBegin(lane int) {
+	if Level(atomic.LoadUint32(&h.state)&levelMask) == LevelKernel {
+		h.laneBegin(lane)
+	}
+}
+
+func (h *Hub) laneBegin(lane int) {
+	if uint(lane) >= uint(len(h.lanes)) {
+		h.unknownLane.Add(1)
+		return
+	}
+	for _, r := range h.set.Load().current {
+		if r.status.Load() == recOpen {
+			r.laneBegin(lane)
+		}
+	}
+}
+
+// LaneEnd ends lane's span on every installed device where one is open. A
+// lane with no open span (its begin was dropped, made before the level rose,
+// or given an unknown index) is left alone. It acts at any level, so a span
+// begun at Kernel ends with its step even if the level dropped meanwhile,
+// instead of staying open until the level comes back. With no lane span open
+// anywhere it returns after one atomic load. Safe from any goroutine; never
+// blocks or allocates.
+func (h *Hub) LaneEnd(lane int) {
+	if h.openLanes.Load() != 0 {
+		h.laneEnd(lane)
+	}
+}
+
+func (h *Hub) laneEnd(lane int) {
+	if uint(lane) >= uint(len(h.lanes)) {
+		return
+	}
+	for _, r := range h.set.Load().current {
+		r.laneEnd(lane)
+	}
+}
+
+// KernelSpan is a kernel span opened by KernelBegin, to hand to KernelEnd.
+// The zero KernelSpan is what KernelBegin returns when it opens nothing;
+// ending it does nothing. A KernelSpan is a small value: copy it freely, end
+// it once.
+type KernelSpan struct {
+	r   *recorder
+	gen uint64 // the span's ring position + 1
+}
+
+// KernelBegin opens a span around the launch of kernel (a handle named with
+// RegisterKernel, or any value, then aggregated as OtherKernel) on stream, on
+// the lowest installed device, when this step is armed for kernel spans.
+// Call it just before the launch and KernelEnd just after. It opens nothing
+// on a stream being captured into a graph (counted in
+// Dropped[DropCapturing]): an event recorded into a capture would break the
+// graph. Safe from any goroutine; never blocks or allocates. Every non-zero
+// KernelSpan must be ended: an unended one holds its slot, and a retired
+// recorder's pool, for good.
+func (h *Hub) KernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
+	if atomic.LoadUint32(&h.state)&armedBit == 0 {
+		return KernelSpan{}
+	}
+	return h.kernelBegin(kernel, stream)
+}
+
+func (h *Hub) kernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
+	cur := h.set.Load().current
+	if len(cur) == 0 {
+		return KernelSpan{}
+	}
+	return cur[0].kernelBegin(kernel, stream)
+}
+
+// KernelEnd closes a span KernelBegin opened on this hub. A span opened
+// before a replacing Install still ends and lands: its retired recorder keeps
+// its pool open for it. A span ended already, or opened by another hub, does
+// nothing and is counted (BadEnd); the zero KernelSpan does nothing and is
+// not counted, since ending it is the normal pattern on unarmed steps. It
+// acts at any level: a span begun at Kernel ends even if the level dropped.
+// Safe from any goroutine; never blocks or allocates.
+func (h *Hub) KernelEnd(s KernelSpan) {
+	if s.r != nil {
+		h.kernelEnd(s)
+	}
+}
+
+func (h *Hub) kernelEnd(s KernelSpan) {
+	if s.r.hub != h || !s.r.end(s.gen-1) {
+		h.badEnd.Add(1)
+	}
+}
+
+// DeviceSpans opens kernel spans on one device, for processes that drive
+// several GPUs. Get one from Hub.Device (like a nil *Hub, the zero
+// DeviceSpans is not usable); it is a small value, safe to copy and to use
+// from any goroutine.
+type DeviceSpans struct {
+	h      *Hub
+	device int
+}
+
+// Device returns the kernel span opener for device. A device outside
+// 0..MaxDevices-1, or with nothing installed, opens no spans. Safe from any
+// goroutine.
+func (h *Hub) Device(device int) DeviceSpans { return DeviceSpans{h: h, device: device} }
+
+// KernelBegin is Hub.KernelBegin on d's device; end the span with
+// Hub.KernelEnd. Safe from any goroutine; never blocks or allocates.
+func (d DeviceSpans) KernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
+	if atomic.LoadUint32(&d.h.state)&armedBit == 0 {
+		return KernelSpan{}
+	}
+	return d.kernelBegin(kernel, stream)
+}
+
+func (d DeviceSpans) kernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
+	if uint(d.device) >= MaxDevices {
+		return KernelSpan{}
+	}
+	r := d.h.set.Load().byDevice[d.device]
+	if r == nil {
+		return KernelSpan{}
+	}
+	return r.kernelBegin(kernel, stream)
+}
+
+// kernelBegin opens a kernel span on the recorder, if it is open.
+func (r *recorder) kernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
+	if r.status.Load() != recOpen {
+		return KernelSpan{}
+	}
+	pos, ok := r.begin(KindKernel, kernel, stream)
+	if !ok {
+		return KernelSpan{}
+	}
+	return KernelSpan{r: r, gen: pos + 1}
+}
