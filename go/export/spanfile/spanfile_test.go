@@ -1,0 +1,493 @@
+package spanfile
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protodelim"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/sim"
+	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
+)
+
+var epoch = time.Unix(1_700_000_000, 0)
+
+func fixedClock() time.Time { return epoch }
+
+// hubSnapshot runs a hub on a simulated GPU (device 0) next to a device
+// whose pool cannot open (device 1), and returns its snapshot and spans.
+func hubSnapshot(t testing.TB) (gpuspans.Snapshot, []gpuspans.Span) {
+	t.Helper()
+	clock := sim.NewClock(epoch)
+	h, err := gpuspans.New(gpuspans.Options{
+		Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Now: clock.Now,
+		Logf: func(string, ...interface{}) {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Device: 0, Now: clock.Now})
+	const stream = backend.Stream(0x10)
+	if err := h.Install(0, stream, gpu.Opener(64)); err != nil {
+		t.Fatal(err)
+	}
+	broken := fake.New(fake.Options{Device: 1, OpenErr: fmt.Errorf("open: %w", backend.ErrNoDriver)})
+	if err := h.Install(1, 0, broken.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RegisterKernel(0xa1, "attention"); err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; step < 3; step++ {
+		h.BeginStep()
+		h.LaneBegin(0)
+		ks := h.KernelBegin(0xa1, stream)
+		gpu.Launch(stream, time.Duration(10+step)*time.Microsecond)
+		h.KernelEnd(ks)
+		ks = h.KernelBegin(0xff, stream)
+		gpu.Launch(stream, 3*time.Microsecond)
+		h.KernelEnd(ks)
+		h.LaneEnd(0)
+		clock.Advance(time.Millisecond)
+	}
+	h.Harvest()
+	s := h.Snapshot()
+	if s.Counters.Landed != 9 || len(s.Devices) != 2 || s.Devices[1].Err == nil {
+		t.Fatalf("unexpected hub state: %+v", s)
+	}
+	return s, h.RecentSpans(0, nil)
+}
+
+// handSnapshot sets every field, including the ones a short hub run leaves
+// at zero.
+func handSnapshot() gpuspans.Snapshot {
+	s := gpuspans.Snapshot{
+		Level: gpuspans.LevelStep, KernelSpanEvery: 7, Step: 100, ArmedSteps: 14,
+		Counters: gpuspans.Counters{
+			Begun: 1, Landed: 2, Dropped: [gpuspans.NumDropReasons]uint64{3, 4, 5}, Errored: 6, InFlight: 7,
+			LaneAlreadyOpen: 8, UnknownLane: 9, BadEnd: 10, InstallFailures: 11, StickyDisables: 12,
+			Harvests: 13, HarvestsSkipped: 14, HarvestTime: 15 * time.Millisecond, RecentOverwritten: 16,
+		},
+		Devices: []gpuspans.DeviceStatus{
+			{Device: 3, State: gpuspans.DeviceRetiring, Stream: 1, Slots: 8, InFlight: 2},
+			{Device: 3, State: gpuspans.DeviceDead, Err: errors.New("cuEventRecord: illegal address (700)"), Stream: 2, Slots: 8},
+			{Device: 4, State: gpuspans.DevicePending},
+		},
+		Lanes:   []gpuspans.Aggregate{{Device: 3, Name: "decode", Count: 2, Sum: 3000, Min: 1000, Max: 2000}},
+		Kernels: []gpuspans.Aggregate{{Device: 3, Name: "other", Count: 1, Sum: 7e9, Min: 7e9, Max: 7e9}},
+	}
+	s.Lanes[0].Buckets[0], s.Lanes[0].Buckets[1] = 1, 1
+	s.Kernels[0].Buckets[gpuspans.NumBuckets-2] = 1
+	return s
+}
+
+// errText replaces errors by their text, since that is what a span file
+// keeps of them.
+func errText(s gpuspans.Snapshot) gpuspans.Snapshot {
+	devs := append([]gpuspans.DeviceStatus(nil), s.Devices...)
+	for i := range devs {
+		if devs[i].Err != nil {
+			devs[i].Err = errors.New(devs[i].Err.Error())
+		}
+	}
+	s.Devices = devs
+	return s
+}
+
+func manySpans(n int) []gpuspans.Span {
+	spans := make([]gpuspans.Span, n)
+	for i := range spans {
+		spans[i] = gpuspans.Span{
+			Seq: uint64(i + 1), Kind: gpuspans.KindKernel, Name: "k", Device: i % 3,
+			Stream: backend.Stream(0x7f0000000000 + i), Step: uint64(i / 10),
+			StartNs: epoch.UnixNano() + int64(i)*1000, DurationNs: int64(i),
+		}
+	}
+	spans[0].StartNs = 0 // not placed on the host clock
+	spans[n-1].Kind = gpuspans.KindLane
+	return spans
+}
+
+func readAll(t testing.TB, data []byte, opts ...Option) ([]*gpuspansv1.Record, error) {
+	t.Helper()
+	r := NewReader(bytes.NewReader(data), opts...)
+	var recs []*gpuspansv1.Record
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return recs, nil
+		}
+		if err != nil {
+			return recs, err
+		}
+		recs = append(recs, rec)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	hubSnap, hubSpans := hubSnapshot(t)
+	hand := handSnapshot()
+	spans := manySpans(spansPerRecord + 5)
+
+	var buf bytes.Buffer
+	w := NewWriter(&buf, WithClock(fixedClock))
+	for _, err := range []error{
+		w.WriteSpans("host-a", hubSpans),
+		w.WriteSnapshot(&hubSnap),
+		w.WriteSpans("host-b", spans),
+		w.WriteSpans("host-b", nil),
+		w.WriteSnapshot(&hand),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := readAll(t, buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 6 {
+		t.Fatalf("read %d records, want 6 (header, 3 batches, 2 snapshots)", len(recs))
+	}
+	if h := recs[0].GetHeader(); h.GetSchema() != Schema || h.GetCreatedUnixNanos() != epoch.UnixNano() {
+		t.Errorf("header = %v", h)
+	}
+
+	var gotSpans []gpuspans.Span
+	var gotSnaps []gpuspans.Snapshot
+	for _, rec := range recs[1:] {
+		switch {
+		case rec.GetSpans() != nil:
+			b := rec.GetSpans()
+			if b.GetWrittenUnixNanos() != epoch.UnixNano() || len(b.GetSpans()) > spansPerRecord {
+				t.Errorf("batch from %q: written %d, %d spans", b.GetSource(), b.GetWrittenUnixNanos(), len(b.GetSpans()))
+			}
+			for _, p := range b.GetSpans() {
+				if want := p.GetStartUnixNanos() + p.GetDurationNanos(); p.GetStartUnixNanos() != 0 && p.GetEndUnixNanos() != want {
+					t.Errorf("span %d: end %d, want %d", p.GetSeq(), p.GetEndUnixNanos(), want)
+				}
+				s, err := SpanFromProto(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotSpans = append(gotSpans, s)
+			}
+		case rec.GetSnapshot() != nil:
+			s, taken, err := SnapshotFromProto(rec.GetSnapshot())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !taken.Equal(epoch) {
+				t.Errorf("snapshot taken %v, want %v", taken, epoch)
+			}
+			gotSnaps = append(gotSnaps, s)
+		default:
+			t.Fatalf("unexpected record %v", rec)
+		}
+	}
+	if want := append(append([]gpuspans.Span(nil), hubSpans...), spans...); !reflect.DeepEqual(gotSpans, want) {
+		t.Errorf("spans differ after the round trip:\ngot  %+v\nwant %+v", gotSpans[:3], want[:3])
+	}
+	for i, want := range []gpuspans.Snapshot{hubSnap, hand} {
+		if !reflect.DeepEqual(gotSnaps[i], errText(want)) {
+			t.Errorf("snapshot %d differs after the round trip:\ngot  %+v\nwant %+v", i, gotSnaps[i], want)
+		}
+	}
+}
+
+// TestDelimitedFraming checks the package doc's promise: the stock
+// delimited reader reads a span file.
+func TestDelimitedFraming(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if err := w.WriteSpans("x", manySpans(3)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(&buf)
+	var n int
+	for {
+		var rec gpuspansv1.Record
+		err := protodelim.UnmarshalFrom(br, &rec)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if n != 2 {
+		t.Errorf("protodelim read %d records, want 2", n)
+	}
+}
+
+func TestEmpty(t *testing.T) {
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if err := w.WriteSpans("x", nil); err != nil || buf.Len() != 0 {
+		t.Fatalf("WriteSpans(nil) = %v, wrote %d bytes", err, buf.Len())
+	}
+	r := NewReader(&buf)
+	for i := 0; i < 2; i++ {
+		if rec, err := r.Next(); err != io.EOF {
+			t.Fatalf("Next on empty input = %v, %v; want io.EOF", rec, err)
+		}
+	}
+}
+
+func TestConcatenated(t *testing.T) {
+	var a, b bytes.Buffer
+	if err := NewWriter(&a).WriteSpans("a", manySpans(2)); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewWriter(&b).WriteSpans("b", manySpans(3)); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := readAll(t, append(a.Bytes(), b.Bytes()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 4 || recs[2].GetHeader() == nil || recs[3].GetSpans().GetSource() != "b" {
+		t.Errorf("concatenated files read as %v", recs)
+	}
+}
+
+// record frames a record as a span file does.
+func record(r *gpuspansv1.Record) []byte {
+	b, err := proto.Marshal(r)
+	if err != nil {
+		panic(err)
+	}
+	return append(protowire.AppendVarint(nil, uint64(len(b))), b...)
+}
+
+func header(schema string) []byte {
+	return record(&gpuspansv1.Record{Record: &gpuspansv1.Record_Header{Header: &gpuspansv1.Header{Schema: schema}}})
+}
+
+func TestCorrupt(t *testing.T) {
+	hdr := header(Schema)
+	off := len(hdr)
+	spans := record(&gpuspansv1.Record{Record: &gpuspansv1.Record_Spans{Spans: &gpuspansv1.SpanBatch{Source: strings.Repeat("s", 100)}}})
+	body := len(spans) - 1 // a one-byte length
+	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
+
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		opts    []Option
+		records int    // read before the error
+		want    string // the error
+		eof     bool   // the error wraps io.ErrUnexpectedEOF
+	}{
+		{
+			name: "no header", data: spans,
+			want: "spanfile: offset 0: not a span file: the first record is not a header",
+		},
+		{
+			name: "text", data: []byte("hello, world\n"),
+			want: "spanfile: offset 0: truncated record: want 104 bytes, have 12", eof: true,
+		},
+		{
+			name: "other schema", data: header("gpuspans.v2"),
+			want: `spanfile: offset 0: span file schema "gpuspans.v2", want "gpuspans.v1"`,
+		},
+		{
+			name: "truncated record", data: cat(hdr, protowire.AppendVarint(nil, 500), make([]byte, 20)), records: 1,
+			want: fmt.Sprintf("spanfile: offset %d: truncated record: want 500 bytes, have 20: unexpected EOF", off), eof: true,
+		},
+		{
+			name: "truncated length", data: cat(hdr, []byte{0x80, 0x80}), records: 1,
+			want: fmt.Sprintf("spanfile: offset %d: truncated record length: have 2 bytes of a varint: unexpected EOF", off), eof: true,
+		},
+		{
+			name: "length overflow", data: cat(hdr, bytes.Repeat([]byte{0xff}, 11)), records: 1,
+			want: fmt.Sprintf("spanfile: offset %d: bad record length: varint overflows 64 bits", off),
+		},
+		{
+			name: "length over the default limit", data: cat(hdr, protowire.AppendVarint(nil, DefaultMaxRecordSize+1)), records: 1,
+			want: fmt.Sprintf("spanfile: offset %d: record of %d bytes exceeds the limit of %d", off, DefaultMaxRecordSize+1, DefaultMaxRecordSize),
+		},
+		{
+			name: "length over a set limit", data: cat(hdr, spans), opts: []Option{WithMaxRecordSize(body - 1)}, records: 1,
+			want: fmt.Sprintf("spanfile: offset %d: record of %d bytes exceeds the limit of %d", off, body, body-1),
+		},
+		{
+			name: "bad protobuf", data: cat(hdr, []byte{2, 0xff, 0xff}), records: 1,
+			want: fmt.Sprintf("spanfile: offset %d: bad record of 2 bytes: proto:", off),
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			recs, err := readAll(t, tc.data, tc.opts...)
+			if len(recs) != tc.records || err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("read %d records, then error %v\nwant %d records, then %s", len(recs), err, tc.records, tc.want)
+			}
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Errorf("error %v is not a *FormatError", err)
+			}
+			if got := errors.Is(err, io.ErrUnexpectedEOF); got != tc.eof {
+				t.Errorf("errors.Is(err, io.ErrUnexpectedEOF) = %v, want %v", got, tc.eof)
+			}
+		})
+	}
+}
+
+// TestTruncatedEverywhere cuts a real file at every byte: the reader gives
+// every whole record before the cut, then io.EOF at a record boundary or an
+// unexpected-EOF error naming the cut record's offset.
+func TestTruncatedEverywhere(t *testing.T) {
+	snap, spans := hubSnapshot(t)
+	var buf bytes.Buffer
+	w := NewWriter(&buf)
+	if err := w.WriteSpans("x", spans); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	data := buf.Bytes()
+	var ends []int // where each record ends
+	r := NewReader(bytes.NewReader(data))
+	for {
+		if _, err := r.Next(); err != nil {
+			break
+		}
+		ends = append(ends, int(r.Offset()))
+	}
+	if len(ends) != 3 || ends[2] != len(data) {
+		t.Fatalf("record ends %v in %d bytes", ends, len(data))
+	}
+	for cut := 0; cut < len(data); cut++ {
+		whole, start := 0, 0
+		for whole < len(ends) && ends[whole] <= cut {
+			start = ends[whole]
+			whole++
+		}
+		recs, err := readAll(t, data[:cut])
+		if len(recs) != whole {
+			t.Fatalf("cut at %d: read %d records, want %d", cut, len(recs), whole)
+		}
+		if cut == start {
+			if err != nil {
+				t.Fatalf("cut at a record boundary %d: %v, want io.EOF", cut, err)
+			}
+			continue
+		}
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Offset != int64(start) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("cut at %d: error %v, want a truncation at offset %d", cut, err, start)
+		}
+	}
+}
+
+// TestBadLengthAllocation: a record claiming the largest allowed length
+// makes the reader allocate about what the input holds, not the claim.
+func TestBadLengthAllocation(t *testing.T) {
+	data := append(header(Schema), protowire.AppendVarint(nil, DefaultMaxRecordSize)...)
+	data = append(data, make([]byte, 1000)...)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readAll(t, data)
+	runtime.ReadMemStats(&after)
+	if err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("err = %v, want a truncated record", err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Errorf("reading a truncated %d-byte record allocated %d bytes", DefaultMaxRecordSize, got)
+	}
+}
+
+func TestReaderSticky(t *testing.T) {
+	r := NewReader(bytes.NewReader([]byte{0xff}))
+	_, err1 := r.Next()
+	_, err2 := r.Next()
+	if err1 == nil || err1 != err2 {
+		t.Errorf("errors %v then %v, want the same error twice", err1, err2)
+	}
+}
+
+type failWriter struct{ n int }
+
+func (f *failWriter) Write(p []byte) (int, error) {
+	if f.n == 0 {
+		return 0, errors.New("disk full")
+	}
+	f.n--
+	return len(p), nil
+}
+
+func TestWriterErrors(t *testing.T) {
+	fw := &failWriter{n: 1}
+	w := NewWriter(fw)
+	if err := w.WriteSpans("x", manySpans(1)); err != nil {
+		t.Fatal(err)
+	}
+	err := w.WriteSpans("x", manySpans(1))
+	if err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("write to a full disk: %v", err)
+	}
+	fw.n = 10
+	if err2 := w.WriteSpans("x", manySpans(1)); err2 != err {
+		t.Errorf("after a failed write: %v, want the same error %v", err2, err)
+	}
+
+	var buf bytes.Buffer
+	w = NewWriter(&buf, WithMaxRecordSize(200))
+	snap := handSnapshot()
+	if err := w.WriteSnapshot(&snap); err == nil || !strings.Contains(err.Error(), "exceeds the limit of 200") {
+		t.Errorf("oversized snapshot: %v", err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("an oversized first record left %d bytes", buf.Len())
+	}
+	if err := w.WriteSpans("x", manySpans(1)); err != nil {
+		t.Errorf("after an oversized record: %v", err)
+	}
+	if recs, err := readAll(t, buf.Bytes()); err != nil || len(recs) != 2 {
+		t.Errorf("read back %d records, %v", len(recs), err)
+	}
+}
+
+func TestConversionErrors(t *testing.T) {
+	if _, err := SpanFromProto(&gpuspansv1.Span{Seq: 4, Kind: 9}); err == nil ||
+		err.Error() != "spanfile: span seq 4: unknown span kind 9" {
+		t.Errorf("unknown kind: %v", err)
+	}
+	good := func() *gpuspansv1.Snapshot { s := handSnapshot(); return SnapshotToProto(&s, epoch) }
+	for _, tc := range []struct {
+		name   string
+		change func(*gpuspansv1.Snapshot)
+		want   string
+	}{
+		{"level", func(p *gpuspansv1.Snapshot) { p.Level = 0 }, "spanfile: snapshot: unknown level LEVEL_UNSPECIFIED"},
+		{"state", func(p *gpuspansv1.Snapshot) { p.Devices[2].State = "asleep" }, `spanfile: snapshot: device 4: unknown device state "asleep"`},
+		{"kind", func(p *gpuspansv1.Snapshot) { p.Aggregates[0].Kind = 0 }, `spanfile: snapshot: aggregate "decode" on device 3: unknown kind SPAN_KIND_UNSPECIFIED`},
+		{"bound", func(p *gpuspansv1.Snapshot) { p.Aggregates[1].BucketUpperNanos[3] = 7 },
+			`spanfile: snapshot: aggregate "other" on device 3: histogram bound 3 is 7ns, want 10000ns`},
+		{"buckets", func(p *gpuspansv1.Snapshot) { p.Aggregates[0].BucketCounts = nil },
+			`spanfile: snapshot: aggregate "decode" on device 3: histogram of 22 bounds and 0 counts, want 22 and 23`},
+	} {
+		p := good()
+		tc.change(p)
+		if _, _, err := SnapshotFromProto(p); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: got %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	if _, taken, err := SnapshotFromProto(&gpuspansv1.Snapshot{Level: gpuspansv1.Level_LEVEL_OFF}); err != nil || !taken.IsZero() {
+		t.Errorf("minimal snapshot: taken %v, %v", taken, err)
+	}
+}
