@@ -1,0 +1,455 @@
+package prom
+
+import (
+	"bytes"
+	"fmt"
+	"net/http/httptest"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/sim"
+)
+
+const stream = backend.Stream(0x10)
+
+// noDriver is a long error, to check that the reason label is cut.
+var noDriver = fmt.Errorf("%w: libcuda.so.1: cannot open shared object file: No such file or directory (searched /usr/lib/x86_64-linux-gnu, /usr/local/cuda/lib64)", backend.ErrNoDriver)
+
+// servedHub runs two steps of known GPU work on a simulated device 0, next
+// to a device whose pool cannot open (1) and one that hits a sticky error
+// at its first span (2):
+//
+//	step 1 (not armed): prefill 150us, decode 3us
+//	step 2 (armed):     prefill = attention 40us + unregistered kernel 8us,
+//	                    decode = attention 2us
+//
+// and makes one call of each kind the hub ignores and counts.
+func servedHub(t testing.TB) *gpuspans.Hub {
+	t.Helper()
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	h, err := gpuspans.New(gpuspans.Options{
+		Level: gpuspans.LevelKernel, KernelSpanEvery: 2, Now: clock.Now,
+		Logf: func(string, ...interface{}) {},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Device: 0, Now: clock.Now})
+	failed := fake.New(fake.Options{Device: 1, OpenErr: noDriver, Errorf: t.Errorf})
+	sticky := fake.New(fake.Options{Device: 2, StickyAfter: 1, Errorf: t.Errorf})
+	for dev, open := range []backend.Opener{gpu.Opener(64), failed.Opener(), sticky.Opener()} {
+		if err := h.Install(dev, stream, open); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.RegisterKernel(0xa1, "attention"); err != nil {
+		t.Fatal(err)
+	}
+	prefill, _ := h.LaneIndex("prefill")
+	decode, _ := h.LaneIndex("decode")
+	kernel := func(handle uint64, d time.Duration) gpuspans.KernelSpan {
+		ks := h.KernelBegin(handle, stream)
+		gpu.Launch(stream, d)
+		h.KernelEnd(ks)
+		return ks
+	}
+
+	h.BeginStep()
+	h.LaneBegin(prefill)
+	gpu.Launch(stream, 150*time.Microsecond)
+	h.LaneEnd(prefill)
+	h.LaneBegin(decode)
+	gpu.Launch(stream, 3*time.Microsecond)
+	h.LaneEnd(decode)
+	clock.Advance(time.Millisecond)
+
+	h.BeginStep()
+	h.LaneBegin(prefill)
+	h.LaneBegin(prefill) // already open: counted
+	kernel(0xa1, 40*time.Microsecond)
+	ks := kernel(0xff, 8*time.Microsecond)
+	h.KernelEnd(ks) // ended twice: counted
+	h.LaneEnd(prefill)
+	h.LaneBegin(decode)
+	kernel(0xa1, 2*time.Microsecond)
+	h.LaneEnd(decode)
+	h.LaneBegin(7) // no such lane: counted
+	clock.Advance(time.Millisecond)
+	h.Harvest()
+	return h
+}
+
+// bucketLines is the exposition of one classic histogram series whose
+// spans fall in the buckets with the given upper bounds (seconds, as
+// printed), one span each, in order.
+func bucketLines(name, labels string, sum string, spans ...string) string {
+	var b strings.Builder
+	var cum int
+	for _, d := range gpuspans.BucketBounds() {
+		le := fmt.Sprint(d.Seconds())
+		for len(spans) > 0 && spans[0] == le {
+			cum++
+			spans = spans[1:]
+		}
+		fmt.Fprintf(&b, "%s_bucket{%s,le=%q} %d\n", name, labels, le, cum)
+	}
+	fmt.Fprintf(&b, "%s_bucket{%s,le=\"+Inf\"} %d\n%s_sum{%s} %s\n%s_count{%s} %d\n", name, labels, cum, name, labels, sum, name, labels, cum)
+	return b.String()
+}
+
+func TestCollect(t *testing.T) {
+	c := NewCollector(servedHub(t))
+	want := `
+# HELP gpuspans_lane_duration_seconds GPU time of a serve lane's work in one step.
+# TYPE gpuspans_lane_duration_seconds histogram
+` + bucketLines("gpuspans_lane_duration_seconds", `device="0",lane="prefill"`, "0.000198", "5e-05", "0.0002") +
+		bucketLines("gpuspans_lane_duration_seconds", `device="0",lane="decode"`, "5e-06", "2e-06", "5e-06") + `
+# HELP gpuspans_kernel_duration_seconds GPU time of one kernel launch, on steps armed for kernel spans.
+# TYPE gpuspans_kernel_duration_seconds histogram
+` + bucketLines("gpuspans_kernel_duration_seconds", `device="0",kernel="other"`, "8e-06", "1e-05") +
+		bucketLines("gpuspans_kernel_duration_seconds", `device="0",kernel="attention"`, "4.2e-05", "2e-06", "5e-05") + `
+# HELP gpuspans_spans_begun_total Spans that took a ring slot: landed + dropped + errored + in flight.
+# TYPE gpuspans_spans_begun_total counter
+gpuspans_spans_begun_total 8
+# HELP gpuspans_spans_landed_total Spans harvested with a duration.
+# TYPE gpuspans_spans_landed_total counter
+gpuspans_spans_landed_total 7
+# HELP gpuspans_spans_dropped_total Spans given up before landing, by reason (capturing: the stream was being captured into a graph).
+# TYPE gpuspans_spans_dropped_total counter
+gpuspans_spans_dropped_total{reason="capturing"} 0
+gpuspans_spans_dropped_total{reason="retired"} 0
+gpuspans_spans_dropped_total{reason="slot_busy"} 0
+# HELP gpuspans_spans_errored_total Spans a driver call failed for.
+# TYPE gpuspans_spans_errored_total counter
+gpuspans_spans_errored_total 1
+# HELP gpuspans_spans_in_flight Spans holding a slot: open, or ended and awaiting a harvest.
+# TYPE gpuspans_spans_in_flight gauge
+gpuspans_spans_in_flight 0
+# HELP gpuspans_unknown_lane_calls_total LaneBegin and LaneEnd calls with a lane index outside the hub's lanes (ignored).
+# TYPE gpuspans_unknown_lane_calls_total counter
+gpuspans_unknown_lane_calls_total 1
+# HELP gpuspans_lane_already_open_calls_total LaneBegin calls on a lane already open (ignored).
+# TYPE gpuspans_lane_already_open_calls_total counter
+gpuspans_lane_already_open_calls_total 1
+# HELP gpuspans_bad_end_calls_total KernelEnd calls with a span not open on this hub (ignored).
+# TYPE gpuspans_bad_end_calls_total counter
+gpuspans_bad_end_calls_total 1
+# HELP gpuspans_install_failures_total Event pools that could not be opened.
+# TYPE gpuspans_install_failures_total counter
+gpuspans_install_failures_total 1
+# HELP gpuspans_sticky_disables_total Recorders turned off by a sticky CUDA error.
+# TYPE gpuspans_sticky_disables_total counter
+gpuspans_sticky_disables_total 1
+# HELP gpuspans_level Telemetry level: 0 off, 1 step, 2 kernel.
+# TYPE gpuspans_level gauge
+gpuspans_level 2
+# HELP gpuspans_level_info Telemetry level by name; always 1.
+# TYPE gpuspans_level_info gauge
+gpuspans_level_info{level="kernel"} 1
+# HELP gpuspans_kernel_span_every Kernel spans are armed on one step in this many.
+# TYPE gpuspans_kernel_span_every gauge
+gpuspans_kernel_span_every 2
+# HELP gpuspans_steps_total Engine steps counted (at level step and above).
+# TYPE gpuspans_steps_total counter
+gpuspans_steps_total 2
+# HELP gpuspans_armed_steps_total Steps armed for kernel spans.
+# TYPE gpuspans_armed_steps_total counter
+gpuspans_armed_steps_total 1
+# HELP gpuspans_harvests_total Harvests run.
+# TYPE gpuspans_harvests_total counter
+gpuspans_harvests_total 3
+# HELP gpuspans_harvests_skipped_total Harvests skipped because the harvest lock was held.
+# TYPE gpuspans_harvests_skipped_total counter
+gpuspans_harvests_skipped_total 0
+# HELP gpuspans_harvest_seconds_total Host time spent in harvests.
+# TYPE gpuspans_harvest_seconds_total counter
+gpuspans_harvest_seconds_total 0
+# HELP gpuspans_recent_spans_overwritten_total Spans overwritten in the hub's recent-span ring before any reader read them.
+# TYPE gpuspans_recent_spans_overwritten_total counter
+gpuspans_recent_spans_overwritten_total 0
+# HELP gpuspans_device_up 1 if the device's installed recorder is recording spans, else 0.
+# TYPE gpuspans_device_up gauge
+gpuspans_device_up{device="0"} 1
+gpuspans_device_up{device="1"} 0
+gpuspans_device_up{device="2"} 0
+# HELP gpuspans_device_info State of the device's recorder (pending, open, failed, dead, retiring) and why spans are off; always 1.
+# TYPE gpuspans_device_info gauge
+gpuspans_device_info{device="0",reason="",state="open"} 1
+gpuspans_device_info{device="1",reason="opening the event pool: gpuspans: CUDA driver not available: libcuda.so.1: cannot open shared object file: No such file ",state="failed"} 1
+gpuspans_device_info{device="2",reason="RecordBegin: CUDA_ERROR_ILLEGAL_ADDRESS (fake) (700)",state="dead"} 1
+`
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+	problems, err := testutil.CollectAndLint(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// TestDeviceReplaced: a device with a retiring recorder and a new one has
+// one series of each device metric, describing the new one, and once
+// uninstalled, the newest retiring one.
+func TestDeviceReplaced(t *testing.T) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Now: clock.Now, Logf: func(string, ...interface{}) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	install := func() {
+		if err := h.Install(0, stream, gpu.Opener(8)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install()
+	h.BeginStep()
+	h.LaneBegin(0)
+	gpu.Launch(stream, time.Second) // in flight: the pool cannot close yet
+	h.LaneEnd(0)
+	install()
+	install()
+	c := NewCollector(h)
+	want := func(state string) string {
+		return `
+# HELP gpuspans_device_up 1 if the device's installed recorder is recording spans, else 0.
+# TYPE gpuspans_device_up gauge
+gpuspans_device_up{device="0"} 0
+# HELP gpuspans_device_info State of the device's recorder (pending, open, failed, dead, retiring) and why spans are off; always 1.
+# TYPE gpuspans_device_info gauge
+gpuspans_device_info{device="0",reason="",state="` + state + `"} 1
+`
+	}
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("pending")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
+		t.Error(err)
+	}
+	h.Uninstall(0)
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("retiring")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestReason(t *testing.T) {
+	long := strings.Repeat("é", MaxReasonLen) // two bytes each
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{nil, ""},
+		{fmt.Errorf("short"), "short"},
+		{fmt.Errorf("%s", long), long[:MaxReasonLen]},
+		{fmt.Errorf("x%s", long), "x" + long[:MaxReasonLen-2]}, // not cut inside a character
+		{fmt.Errorf("bad \xff byte"), "bad \uFFFD byte"},
+	} {
+		if got := reason(tc.err); got != tc.want {
+			t.Errorf("reason(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestNativeHistograms(t *testing.T) {
+	h := servedHub(t)
+	c := NewCollector(h, WithNativeHistograms(1.1))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	got := gatherNative(t, reg)
+	for _, tc := range []struct {
+		family, series string
+		count          uint64
+		sum            float64
+	}{
+		{"gpuspans_native_lane_duration_seconds", `device="0",lane="prefill"`, 2, 198e-6},
+		{"gpuspans_native_lane_duration_seconds", `device="0",lane="decode"`, 2, 5e-6},
+		{"gpuspans_native_kernel_duration_seconds", `device="0",kernel="attention"`, 2, 42e-6},
+		{"gpuspans_native_kernel_duration_seconds", `device="0",kernel="other"`, 1, 8e-6},
+	} {
+		m := got[tc.family+"{"+tc.series+"}"]
+		if m == nil {
+			t.Errorf("no series %s{%s}", tc.family, tc.series)
+			continue
+		}
+		hist := m.GetHistogram()
+		if hist.GetSampleCount() != tc.count || !near(hist.GetSampleSum(), tc.sum) {
+			t.Errorf("%s{%s}: count %d, sum %g; want %d, %g", tc.family, tc.series, hist.GetSampleCount(), hist.GetSampleSum(), tc.count, tc.sum)
+		}
+		if hist.GetSchema() != 3 || len(hist.GetPositiveSpan()) == 0 {
+			t.Errorf("%s{%s}: schema %d, %d spans: not a native histogram at factor 1.1", tc.family, tc.series, hist.GetSchema(), len(hist.GetPositiveSpan()))
+		}
+		var inBuckets uint64
+		var v int64
+		for _, d := range hist.GetPositiveDelta() {
+			v += d
+			inBuckets += uint64(v)
+		}
+		if inBuckets+hist.GetZeroCount() != tc.count {
+			t.Errorf("%s{%s}: %d spans in buckets, want %d", tc.family, tc.series, inBuckets, tc.count)
+		}
+	}
+	if m := got["gpuspans_native_missed_spans_total{}"]; m.GetCounter().GetValue() != 0 {
+		t.Errorf("missed %v spans, want 0", m.GetCounter().GetValue())
+	}
+	// The classic families are unchanged by the option.
+	if n := testutil.CollectAndCount(c, "gpuspans_lane_duration_seconds"); n != 2 {
+		t.Errorf("%d classic lane series, want 2", n)
+	}
+
+	// Spans are observed once, however often the hub is scraped.
+	got = gatherNative(t, reg)
+	if n := got["gpuspans_native_lane_duration_seconds{"+`device="0",lane="prefill"`+"}"].GetHistogram().GetSampleCount(); n != 2 {
+		t.Errorf("after a second scrape: count %d, want 2", n)
+	}
+}
+
+// TestNativeMissed: spans overwritten in the recent ring before a scrape
+// are counted, not observed.
+func TestNativeMissed(t *testing.T) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, RecentSpans: 4, Now: clock.Now, Logf: func(string, ...interface{}) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	if err := h.Install(0, stream, gpu.Opener(64)); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCollector(h, WithNativeHistograms(1.1))
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	steps := func(n int) {
+		for i := 0; i < n; i++ {
+			h.BeginStep()
+			h.LaneBegin(0)
+			gpu.Launch(stream, time.Microsecond)
+			h.LaneEnd(0)
+			clock.Advance(time.Millisecond)
+		}
+		h.Harvest()
+	}
+	check := func(count, missed uint64) {
+		t.Helper()
+		got := gatherNative(t, reg)
+		if n := got[`gpuspans_native_lane_duration_seconds{device="0",lane="prefill"}`].GetHistogram().GetSampleCount(); n != count {
+			t.Errorf("native count %d, want %d", n, count)
+		}
+		if m := got["gpuspans_native_missed_spans_total{}"].GetCounter().GetValue(); m != float64(missed) {
+			t.Errorf("missed %v, want %d", m, missed)
+		}
+	}
+	steps(3)
+	check(3, 0)
+	steps(10) // 10 spans land; the ring keeps the last 4
+	check(7, 6)
+}
+
+func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
+
+// gatherNative gathers reg and indexes the native families' series by
+// family{labels}.
+func gatherNative(t *testing.T, reg prometheus.Gatherer) map[string]*dto.Metric {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(map[string]*dto.Metric)
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "gpuspans_native_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
+			}
+			out[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = m
+		}
+	}
+	return out
+}
+
+// TestConcurrentCollect scrapes while the hub runs; run it with -race.
+func TestConcurrentCollect(t *testing.T) {
+	h := servedHub(t)
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(h, WithNativeHistograms(1.1)))
+	var wg sync.WaitGroup
+	for g := 0; g < 3; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 20; i++ {
+				if _, err := reg.Gather(); err != nil {
+					t.Error(err)
+					return
+				}
+				h.BeginStep()
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestPromtool runs `promtool check metrics` on what /metrics serves, when
+// promtool is installed (Debian: apt-get install prometheus).
+func TestPromtool(t *testing.T) {
+	path, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Skip("promtool not on PATH")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(servedHub(t), WithNativeHistograms(1.1)))
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.PanicOnError}).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	if rec.Code != 200 || !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/plain") {
+		t.Fatalf("/metrics: %d, %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
+	cmd := exec.Command(path, "check", "metrics")
+	cmd.Stdin = rec.Body
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("promtool check metrics: %v\n%s", err, out)
+	}
+}
+
+// BenchmarkCollect measures one scrape's Collect, metrics discarded.
+// Allocations are the const metrics themselves; the snapshot is reused.
+func BenchmarkCollect(b *testing.B) {
+	for _, native := range []bool{false, true} {
+		b.Run(fmt.Sprintf("native=%v", native), func(b *testing.B) {
+			var opts []Option
+			if native {
+				opts = append(opts, WithNativeHistograms(1.1))
+			}
+			c := NewCollector(servedHub(b), opts...)
+			ch := make(chan prometheus.Metric, 128)
+			done := make(chan struct{})
+			go func() {
+				for range ch {
+				}
+				close(done)
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				c.Collect(ch)
+			}
+			b.StopTimer()
+			close(ch)
+			<-done
+		})
+	}
+}
