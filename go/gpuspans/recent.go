@@ -26,7 +26,8 @@ func (k SpanKind) String() string {
 	return fmt.Sprintf("SpanKind(%d)", uint8(k))
 }
 
-// Span is one landed span, as RecentSpans returns it.
+// Span is one landed span, as RecentSpans returns it: a plain value owned
+// by the caller.
 type Span struct {
 	Seq        uint64 // landing order on the hub, from 1
 	Kind       SpanKind

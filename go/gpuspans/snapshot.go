@@ -121,7 +121,10 @@ type DeviceStatus struct {
 }
 
 // Snapshot is a consistent view of a hub, for exporters. Reuse one with
-// SnapshotInto to avoid allocating.
+// SnapshotInto to avoid allocating. A Snapshot and everything in it are
+// plain values owned by the caller: the hub never touches them once
+// SnapshotInto returns (the names in it are immutable strings the hub
+// shares).
 type Snapshot struct {
 	Level           Level
 	KernelSpanEvery int
