@@ -530,7 +530,7 @@ func (h *Hub) harvestLocked() {
 func (h *Hub) sweep() {
 	kept := h.recs[:0]
 	for _, r := range h.recs {
-		if r.status.Load()&recRetired == 0 || !r.idle() {
+		if r.status.Load()&recRetired == 0 || r.inFlight() != 0 {
 			kept = append(kept, r)
 			continue
 		}

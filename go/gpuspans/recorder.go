@@ -320,17 +320,6 @@ func (r *recorder) seal() uint64 {
 	}
 }
 
-// idle reports whether no slot is claimed: nothing open, nothing in flight.
-// Caller holds the harvest lock.
-func (r *recorder) idle() bool {
-	for i := range r.slots {
-		if r.slots[i].word.Load()&slotStateMask != slotFree {
-			return false
-		}
-	}
-	return true
-}
-
 // inFlight counts the claimed slots: the recorder's spans begun and not yet
 // landed, dropped or errored.
 func (r *recorder) inFlight() uint64 {
