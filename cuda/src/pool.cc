@@ -31,6 +31,10 @@ constexpr uint8_t kQueryEach = 0xFF;    // more streams than kMaxGroups
 // not yet, so a harvest reports the span in flight whatever the events say.
 constexpr uint32_t kBeginPending = 1, kEndPending = 2, kOpen = 4;
 
+}  // namespace
+
+// Slot and Anchor are in gs, not in an anonymous namespace, because
+// gs_pool (which has external linkage) holds them.
 struct Slot {
   CUevent begin = nullptr;
   CUevent end = nullptr;
@@ -49,7 +53,6 @@ struct Anchor {
   int64_t host_ns = 0;
 };
 
-}  // namespace
 }  // namespace gs
 
 struct gs_pool {

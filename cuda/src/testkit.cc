@@ -67,12 +67,6 @@ $L_done:
   X(cuGraphDestroy, "cuGraphDestroy")                          \
   X(cuGraphExecDestroy, "cuGraphExecDestroy")
 
-struct KitDriver {
-#define GS_KIT_FIELD(field, name) PFN_##field field;
-  GS_KIT_SYMBOLS(GS_KIT_FIELD)
-#undef GS_KIT_FIELD
-};
-
 template <typename T>
 T* Handle(uint64_t v) {
   return reinterpret_cast<T*>(v);
@@ -84,6 +78,14 @@ uint64_t Value(T* p) {
 }
 
 }  // namespace
+
+// In gs, not an anonymous namespace: gs_kit (external linkage) holds one.
+struct KitDriver {
+#define GS_KIT_FIELD(field, name) PFN_##field field;
+  GS_KIT_SYMBOLS(GS_KIT_FIELD)
+#undef GS_KIT_FIELD
+};
+
 }  // namespace gs
 
 struct gs_kit {
