@@ -25,15 +25,15 @@ int64_t SteadyNs() {
 }
 
 // PerSpan runs setup (untimed), then body (timed), kRepeats times, and
-// returns the best time per span: the floor, as noise only adds.
+// returns the best time per span for n spans: the floor, as noise only adds.
 double PerSpan(const std::function<void()>& setup, const std::function<void()>& body,
-               const std::function<void()>& teardown) {
+               const std::function<void()>& teardown, uint32_t n = kSpans) {
   double best = 1e30;
   for (int r = 0; r < kRepeats; ++r) {
     setup();
     int64_t t0 = SteadyNs();
     body();
-    best = std::min(best, static_cast<double>(SteadyNs() - t0) / kSpans);
+    best = std::min(best, static_cast<double>(SteadyNs() - t0) / n);
     teardown();
   }
   return best;
@@ -78,23 +78,28 @@ int main() {
   for (uint32_t i = 0; i < kSpans; ++i) items[i].slot = i;
   auto nothing = [] {};
   auto sync = [&] { gs_kit_sync(kit, stream, nullptr); };
-  auto raw_records = [&] {
-    for (uint32_t i = 0; i < kSpans; ++i) {
+  auto raw_records_n = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
       d->cuEventRecord(begin[i], s);
       d->cuEventRecord(end[i], s);
     }
   };
-  auto lib_records = [&] {
-    for (uint32_t i = 0; i < kSpans; ++i) {
+  auto lib_records_n = [&](uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
       gs_pool_record_begin(pool, i, stream, nullptr);
       gs_pool_record_end(pool, i, stream, nullptr);
     }
   };
+  auto raw_records = [&] { raw_records_n(kSpans); };
+  auto lib_records = [&] { lib_records_n(kSpans); };
   auto raw_done = [&] { raw_records(); sync(); };
   auto lib_done = [&] { lib_records(); sync(); };
-  // Spans queued behind a long kernel, so every one is in flight.
-  auto raw_blocked = [&] { gs_kit_spin(kit, stream, 20000000, 0, nullptr); raw_records(); };
-  auto lib_blocked = [&] { gs_kit_spin(kit, stream, 20000000, 0, nullptr); lib_records(); };
+  // Spans queued behind a long kernel, so every one is in flight when
+  // harvested. Few of them: past a few thousand commands the stream's queue
+  // is full and cuEventRecord blocks until the kernel ends.
+  constexpr uint32_t kBlocked = 256;
+  auto raw_blocked = [&] { gs_kit_spin(kit, stream, 50000000, 0, nullptr); raw_records_n(kBlocked); };
+  auto lib_blocked = [&] { gs_kit_spin(kit, stream, 50000000, 0, nullptr); lib_records_n(kBlocked); };
   float ms = 0;
   CUstreamCaptureStatus cs;
   int32_t capturing = 0;
@@ -133,12 +138,13 @@ int main() {
       PerSpan(lib_done, [&] { gs_pool_harvest(pool, items.data(), kSpans, nullptr); }, nothing));
   Row("harvest done spans: one call per span", raw_harvest,
       PerSpan(lib_done, [&] { for (uint32_t i = 0; i < kSpans; ++i) gs_pool_harvest(pool, &items[i], 1, nullptr); }, nothing));
-  Row("harvest in-flight spans: one batch",
-      PerSpan(raw_blocked, [&] { for (uint32_t i = 0; i < kSpans; ++i) d->cuEventQuery(end[i]); }, sync),
-      PerSpan(lib_blocked, [&] { gs_pool_harvest(pool, items.data(), kSpans, nullptr); }, [&] {
+  Row("harvest in-flight spans: one batch of 256",
+      PerSpan(raw_blocked, [&] { for (uint32_t i = 0; i < kBlocked; ++i) d->cuEventQuery(end[i]); }, sync,
+              kBlocked),
+      PerSpan(lib_blocked, [&] { gs_pool_harvest(pool, items.data(), kBlocked, nullptr); }, [&] {
         sync();
-        gs_pool_harvest(pool, items.data(), kSpans, nullptr);
-      }));
+        gs_pool_harvest(pool, items.data(), kBlocked, nullptr);
+      }, kBlocked));
   // A thread whose current context is not the pool's pays a push and a pop.
   d->cuCtxPopCurrent(&ctx);
   Row("record begin + end, context not current", PerSpan(nothing, [&] {

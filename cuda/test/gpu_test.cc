@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <atomic>
@@ -72,16 +73,19 @@ struct Device {
 };
 
 // Spin kernels of known length, each inside a span, with earlier work queued
-// on the stream so the begin event waits for it rather than for the launch
-// (otherwise the span includes the host's launch latency). The span must
-// match the kernel's own %globaltimer reading within 2 us.
+// on the stream so the begin event waits for that work rather than for the
+// launch (otherwise the span includes the host's launch latency). Events
+// also time the GPU's own gaps between the begin event, the kernel and the
+// end event, a fixed offset measured here with a zero-length spin. The
+// span, less that offset, must match the kernel's own %globaltimer reading
+// within 2 us at every length: no drift, no scale error.
 void TestSpanMatchesKernelTimer() {
   Device dev;
   if (!dev.Open(0, 64)) return;
-  const int64_t lengths[] = {100 * kUs, 1 * kMs, 10 * kMs};
-  const int kRepeats = 5;
+  const int64_t lengths[] = {0, 100 * kUs, 1 * kMs, 10 * kMs};
+  const int kLengths = 4, kRepeats = 5;
   uint64_t timers = 0;
-  if (!Ok(gs_kit_alloc(dev.kit, 16 * 3 * kRepeats, &timers, &dev.err), dev.err, "alloc")) return;
+  if (!Ok(gs_kit_alloc(dev.kit, 16 * kLengths * kRepeats, &timers, &dev.err), dev.err, "alloc")) return;
   // Harvests (of the unused slot 0) promote the pool's first anchor, so the
   // spans below get start times.
   gs_harvest_item warm{};
@@ -108,47 +112,64 @@ void TestSpanMatchesKernelTimer() {
   REQUIRE_OK(gs_pool_harvest(dev.pool, items.data(), items.size(), nullptr));
   std::vector<uint64_t> t(2 * items.size());
   REQUIRE_OK(gs_kit_read(dev.kit, timers, t.data(), 16 * items.size(), &dev.err));
+  std::vector<int64_t> offsets;
   for (size_t i = 0; i < items.size(); ++i) {
     const gs_harvest_item& it = items[i];
     const int64_t len = lengths[i / kRepeats];
     const int64_t kernel = static_cast<int64_t>(t[2 * i + 1] - t[2 * i]);
     const int64_t error = it.duration_ns - kernel;
-    printf("  spin %6lld us: span %9lld ns, kernel %9lld ns, error %+6lld ns, start - kernel start %+lld ns\n",
+    if (len == 0) offsets.push_back(error);
+    printf("  spin %6lld us: span %9lld ns, kernel %9lld ns, span - kernel %+6lld ns, "
+           "start - kernel start %+lld ns\n",
            static_cast<long long>(len / kUs), static_cast<long long>(it.duration_ns),
            static_cast<long long>(kernel), static_cast<long long>(error),
            static_cast<long long>(it.start_ns - static_cast<int64_t>(t[2 * i])));
     if (it.state != GS_SPAN_DONE) Fail("span " + std::to_string(i) + " not done");
-    if (llabs(error) > 2 * kUs) Fail("span " + std::to_string(i) + " off by " + std::to_string(error) + " ns");
     if (it.start_ns == 0) Fail("span " + std::to_string(i) + " has no start time");
+  }
+  std::sort(offsets.begin(), offsets.end());
+  const int64_t offset = offsets[offsets.size() / 2];
+  printf("  fixed offset (median, zero-length kernel): %lld ns\n", static_cast<long long>(offset));
+  if (offset < 0 || offset > 10 * kUs) Fail("offset " + std::to_string(offset) + " ns outside 0..10 us");
+  for (size_t i = 0; i < items.size(); ++i) {
+    const int64_t kernel = static_cast<int64_t>(t[2 * i + 1] - t[2 * i]);
+    const int64_t error = items[i].duration_ns - kernel - offset;
+    if (llabs(error) > 2 * kUs) Fail("span " + std::to_string(i) + " off by " + std::to_string(error) + " ns");
   }
   gs_kit_free(dev.kit, timers, nullptr);
 }
 
-// A harvest while a 50 ms kernel runs returns at once and reports the span in
-// flight; destroy refuses until it is done.
+// A harvest while a long kernel runs returns at once and reports the spans
+// queued behind it in flight; destroy refuses until they are done. Few
+// spans: with a full command queue cuEventRecord itself blocks until the
+// GPU catches up, which would let the kernel finish first.
 void TestHarvestDoesNotWait() {
   Device dev;
-  if (!dev.Open(0, 4096)) return;
-  // Many spans queued behind the long kernel, all on one stream.
+  const uint32_t kSpans = 256;
+  if (!dev.Open(0, kSpans)) return;
+  int64_t t0 = SteadyNs();
   REQUIRE_OK(gs_pool_record_begin(dev.pool, 0, dev.stream, nullptr));
-  if (!Ok(gs_kit_spin(dev.kit, dev.stream, 50 * kMs, 0, &dev.err), dev.err, "spin")) return;
+  if (!Ok(gs_kit_spin(dev.kit, dev.stream, 200 * kMs, 0, &dev.err), dev.err, "spin")) return;
   REQUIRE_OK(gs_pool_record_end(dev.pool, 0, dev.stream, nullptr));
-  std::vector<gs_harvest_item> items(4096);
-  for (uint32_t s = 1; s < 4096; ++s) {
+  for (uint32_t s = 1; s < kSpans; ++s) {
     REQUIRE_OK(gs_pool_record_begin(dev.pool, s, dev.stream, nullptr));
     REQUIRE_OK(gs_pool_record_end(dev.pool, s, dev.stream, nullptr));
   }
-  for (uint32_t s = 0; s < 4096; ++s) items[s].slot = s;
-  int64_t t0 = SteadyNs();
+  const int64_t recording = SteadyNs() - t0;
+  std::vector<gs_harvest_item> items(kSpans);
+  for (uint32_t s = 0; s < kSpans; ++s) items[s].slot = s;
+  t0 = SteadyNs();
   REQUIRE_OK(gs_pool_harvest(dev.pool, items.data(), 1, nullptr));
-  int64_t one = SteadyNs() - t0;
+  const int64_t one = SteadyNs() - t0;
   t0 = SteadyNs();
   REQUIRE_OK(gs_pool_harvest(dev.pool, items.data(), items.size(), nullptr));
-  int64_t all = SteadyNs() - t0;
-  printf("  harvest during a 50 ms kernel: 1 span %lld ns, 4096 spans %lld ns\n",
-         static_cast<long long>(one), static_cast<long long>(all));
+  const int64_t all = SteadyNs() - t0;
+  printf("  during a 200 ms kernel: recording %u spans took %lld us; harvest of 1 span %lld ns, of %u spans %lld ns\n",
+         kSpans, static_cast<long long>(recording / kUs), static_cast<long long>(one), kSpans,
+         static_cast<long long>(all));
+  if (recording > 100 * kMs) Fail("recording blocked for " + std::to_string(recording / kUs) + " us");
   if (one > 100 * kUs) Fail("harvest of 1 took " + std::to_string(one) + " ns");
-  if (all > 100 * kUs) Fail("harvest of 4096 took " + std::to_string(all) + " ns");
+  if (all > 100 * kUs) Fail("harvest of all took " + std::to_string(all) + " ns");
   for (const gs_harvest_item& it : items) {
     if (it.state != GS_SPAN_IN_FLIGHT) {
       Fail("a span was not in flight during the kernel");
@@ -157,7 +178,11 @@ void TestHarvestDoesNotWait() {
   }
   gs_error err{};
   gs_status st = gs_pool_destroy(dev.pool, &err);
-  if (st != GS_ERR_BUSY) Fail(std::string("destroy during the kernel: ") + gs_status_name(st));
+  if (st != GS_ERR_BUSY) {
+    Fail(std::string("destroy during the kernel: ") + gs_status_name(st));
+    if (st == GS_OK) dev.pool = nullptr;
+    return;
+  }
   REQUIRE_OK(gs_kit_sync(dev.kit, dev.stream, &dev.err));
   REQUIRE_OK(gs_pool_harvest(dev.pool, items.data(), items.size(), nullptr));
   for (const gs_harvest_item& it : items) {
@@ -166,7 +191,7 @@ void TestHarvestDoesNotWait() {
       break;
     }
   }
-  printf("  span around the 50 ms kernel: %lld ns\n", static_cast<long long>(items[0].duration_ns));
+  printf("  span around the 200 ms kernel: %lld ns\n", static_cast<long long>(items[0].duration_ns));
 }
 
 // Recording on a capturing stream is refused, records nothing, and the
@@ -204,7 +229,9 @@ struct CaptureRun {
 
 // One thread runs `n` GLOBAL-mode captures (two kernels each, then end,
 // instantiate, launch) while another records lane spans on its own stream
-// and harvests continuously.
+// and harvests continuously. Lane spans time a 20 us kernel and at most 32
+// are open at once, so most harvests find spans in flight and the
+// harvester spends its time querying, the calls a capture must survive.
 CaptureRun RunCapturesWithHarvester(Device& dev, int n) {
   CaptureRun run;
   uint64_t lane = 0;
@@ -216,11 +243,11 @@ CaptureRun RunCapturesWithHarvester(Device& dev, int n) {
     std::vector<uint32_t> free_slots;
     for (uint32_t s = 0; s < slots; ++s) free_slots.push_back(s);
     while (!stop.load()) {
-      if (!free_slots.empty()) {
+      if (!free_slots.empty() && items.size() < 32) {
         uint32_t s = free_slots.back();
         free_slots.pop_back();
         gs_pool_record_begin(dev.pool, s, lane, nullptr);
-        gs_kit_empty(dev.kit, lane, nullptr);
+        gs_kit_spin(dev.kit, lane, 20 * kUs, 0, nullptr);
         gs_pool_record_end(dev.pool, s, lane, nullptr);
         gs_harvest_item it{};
         it.slot = s;
@@ -376,7 +403,8 @@ const Test kTests[] = {
 
 }  // namespace
 
-int main() {
+// Runs every test, or those whose name contains argv[1].
+int main(int argc, char** argv) {
   gs_error err{};
   if (gs_driver_load(&err) != GS_OK) {
     printf("FAIL driver: %s\n0 passed, 1 failed\n", err.message);
@@ -384,6 +412,7 @@ int main() {
   }
   int passed = 0, failed = 0;
   for (const Test& t : kTests) {
+    if (argc > 1 && !strstr(t.name, argv[1])) continue;
     g_why.clear();
     printf("RUN  %s\n", t.name);
     fflush(stdout);
