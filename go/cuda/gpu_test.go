@@ -1,0 +1,148 @@
+//go:build cgo
+
+package cuda
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// GPU tests: they use the real driver and skip unless GPUSPANS_GPU=1 (set by
+// tools/gpu/run.sh on the GPU machine; Bazel selects them by tag).
+
+type gpu struct {
+	kit    *Kit
+	pool   *Pool
+	stream backend.Stream
+}
+
+func openGPU(t *testing.T, slots int) *gpu {
+	t.Helper()
+	if os.Getenv("GPUSPANS_GPU") != "1" {
+		t.Skip("set GPUSPANS_GPU=1 to run GPU tests")
+	}
+	UseRealDriverForTesting()
+	if err := Load(); err != nil {
+		t.Fatal(err)
+	}
+	g := &gpu{}
+	var err error
+	if g.kit, err = NewKit(0); err != nil {
+		t.Fatal(err)
+	}
+	if g.pool, err = Open(0, slots); err != nil {
+		t.Fatal(err)
+	}
+	if g.stream, err = g.kit.NewStream(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := g.kit.Sync(g.stream); err != nil {
+			t.Error(err)
+		}
+		items := make([]backend.HarvestItem, slots)
+		for i := range items {
+			items[i].Slot = uint32(i)
+		}
+		_ = g.pool.Harvest(items)
+		if err := g.pool.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		_ = g.kit.DestroyStream(g.stream)
+		_ = g.kit.Close()
+	})
+	return g
+}
+
+// A span around a spin kernel matches the kernel's own %globaltimer reading
+// up to the fixed cost of the events around it (a few microseconds).
+func TestGPUSpinMeasured(t *testing.T) {
+	g := openGPU(t, 16)
+	timer, err := g.kit.NewTimer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timer.Free()
+	for i, d := range []time.Duration{100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond} {
+		must(t, g.kit.Spin(g.stream, 200*time.Microsecond, nil)) // the begin event waits on this, not on the launch
+		must(t, g.pool.RecordBegin(i, g.stream))
+		must(t, g.kit.Spin(g.stream, d, timer))
+		must(t, g.pool.RecordEnd(i, g.stream))
+		must(t, g.kit.Sync(g.stream))
+		start, end, err := timer.Read()
+		must(t, err)
+		items := []backend.HarvestItem{{Slot: uint32(i)}}
+		must(t, g.pool.Harvest(items))
+		kernel := int64(end - start)
+		diff := items[0].DurationNs - kernel
+		t.Logf("spin %v: span %d ns, kernel %d ns, span - kernel %+d ns", d, items[0].DurationNs, kernel, diff)
+		if items[0].State != backend.Done || diff < 0 || diff > 10000 {
+			t.Errorf("spin %v: %+v, kernel %d ns", d, items[0], kernel)
+		}
+	}
+}
+
+// Recording on a capturing stream is refused and the capture still ends
+// well; harvests from another goroutine meanwhile do not break it.
+func TestGPUCaptureSafety(t *testing.T) {
+	g := openGPU(t, 64)
+	lane, err := g.kit.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.kit.DestroyStream(lane)
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		items := []backend.HarvestItem{{Slot: 1}}
+		harvests := 0
+		for {
+			select {
+			case <-stop:
+				done <- harvests
+				return
+			default:
+			}
+			_ = g.pool.RecordBegin(1, lane)
+			_ = g.kit.Empty(lane)
+			_ = g.pool.RecordEnd(1, lane)
+			for items[0].State = backend.InFlight; items[0].State == backend.InFlight; harvests++ {
+				if err := g.pool.Harvest(items); err != nil {
+					t.Error(err)
+					break
+				}
+			}
+		}
+	}()
+	// A GLOBAL capture must end on the thread that began it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	for i := 0; i < 200; i++ {
+		must(t, g.kit.CaptureBegin(g.stream, CaptureGlobal))
+		if err := g.pool.RecordBegin(0, g.stream); !errors.Is(err, backend.ErrCapturing) {
+			t.Errorf("RecordBegin during capture: %v", err)
+		}
+		if c, err := g.pool.Capturing(g.stream); !c || err != nil {
+			t.Errorf("Capturing during capture: %v, %v", c, err)
+		}
+		must(t, g.kit.Spin(g.stream, time.Microsecond, nil))
+		must(t, g.kit.Empty(g.stream))
+		graph, err := g.kit.CaptureEnd(g.stream)
+		if err != nil {
+			t.Fatalf("capture %d: %v", i, err)
+		}
+		exec, err := g.kit.Instantiate(graph)
+		must(t, err)
+		must(t, g.kit.Launch(exec, g.stream))
+		must(t, g.kit.DestroyGraphExec(exec))
+		must(t, g.kit.DestroyGraph(graph))
+	}
+	close(stop)
+	t.Logf("200 GLOBAL captures, %d harvests alongside", <-done)
+	must(t, g.kit.Sync(lane))
+}

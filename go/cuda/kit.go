@@ -1,0 +1,170 @@
+//go:build cgo
+
+package cuda
+
+/*
+#include <stdint.h>
+#include "gpuspans/gpuspans_testkit.h"
+*/
+import "C"
+
+import (
+	"time"
+	"unsafe"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// Kit is the GPU test kit: streams, a %globaltimer spin kernel that can
+// report its own start and end, an empty kernel, and graph capture. It is
+// for GPU tests, benchmarks and demos, never for production paths (Sync and
+// Timer.Read wait for the GPU). Its methods may be called from any
+// goroutine; a capture in CaptureGlobal or CaptureThreadLocal mode must end
+// on the OS thread that began it, so lock the goroutine to its thread
+// (runtime.LockOSThread) around CaptureBegin and CaptureEnd.
+type Kit struct {
+	k      *C.gs_kit
+	device int
+}
+
+// Timer is device memory for one spin kernel's own %globaltimer readings.
+type Timer struct {
+	k    *Kit
+	dptr C.uint64_t
+}
+
+// NewKit loads the driver, retains device's primary context and loads the
+// kit's kernels (PTX, compiled by the driver). It fails, wrapping
+// backend.ErrNoDriver, with the fake driver, which has no kernels.
+func NewKit(device int) (*Kit, error) {
+	var k *C.gs_kit
+	var e C.gs_error
+	if C.gs_kit_create(C.int32_t(device), &k, &e) != C.GS_OK {
+		return nil, errorOf("NewKit", &e)
+	}
+	return &Kit{k: k, device: device}, nil
+}
+
+// kitCall runs one kit call and turns its status into an error.
+func kitCall(op string, call func(*C.gs_error) C.gs_status) error {
+	var e C.gs_error
+	if call(&e) != C.GS_OK {
+		return errorOf(op, &e)
+	}
+	return nil
+}
+
+// Close unloads the kernels and releases the context. Destroy the kit's
+// streams, timers and graphs first.
+func (k *Kit) Close() error {
+	err := kitCall("Kit.Close", func(e *C.gs_error) C.gs_status { return C.gs_kit_destroy(k.k, e) })
+	k.k = nil
+	return err
+}
+
+// NewStream creates a non-blocking stream; destroy it with DestroyStream.
+func (k *Kit) NewStream() (backend.Stream, error) {
+	var s C.uint64_t
+	err := kitCall("Kit.NewStream", func(e *C.gs_error) C.gs_status { return C.gs_kit_stream_create(k.k, &s, e) })
+	return backend.Stream(s), err
+}
+
+// DestroyStream destroys a stream made by NewStream.
+func (k *Kit) DestroyStream(s backend.Stream) error {
+	return kitCall("Kit.DestroyStream", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_stream_destroy(k.k, C.uint64_t(s), e)
+	})
+}
+
+// Spin launches a one-thread kernel on s that busy-waits d on %globaltimer.
+// With a non-nil t the kernel writes its first and last readings there.
+func (k *Kit) Spin(s backend.Stream, d time.Duration, t *Timer) error {
+	var dptr C.uint64_t
+	if t != nil {
+		dptr = t.dptr
+	}
+	return kitCall("Kit.Spin", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_spin(k.k, C.uint64_t(s), C.uint64_t(d), dptr, e)
+	})
+}
+
+// Empty launches the empty kernel on s.
+func (k *Kit) Empty(s backend.Stream) error {
+	return kitCall("Kit.Empty", func(e *C.gs_error) C.gs_status { return C.gs_kit_empty(k.k, C.uint64_t(s), e) })
+}
+
+// Sync waits until s has finished its work. Tests only: gpuspans itself
+// never waits for the GPU.
+func (k *Kit) Sync(s backend.Stream) error {
+	return kitCall("Kit.Sync", func(e *C.gs_error) C.gs_status { return C.gs_kit_sync(k.k, C.uint64_t(s), e) })
+}
+
+// NewTimer allocates zeroed device memory for one kernel's readings; free
+// it with Timer.Free.
+func (k *Kit) NewTimer() (*Timer, error) {
+	var dptr C.uint64_t
+	err := kitCall("Kit.NewTimer", func(e *C.gs_error) C.gs_status { return C.gs_kit_alloc(k.k, 16, &dptr, e) })
+	if err != nil {
+		return nil, err
+	}
+	return &Timer{k: k, dptr: dptr}, nil
+}
+
+// Read returns the kernel's first and last %globaltimer readings in ns
+// (zero if no kernel wrote them). Sync the kernel's stream first.
+func (t *Timer) Read() (start, end uint64, err error) {
+	var v [2]uint64
+	err = kitCall("Timer.Read", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_read(t.k.k, t.dptr, unsafe.Pointer(&v[0]), 16, e)
+	})
+	return v[0], v[1], err
+}
+
+// Free releases the timer's device memory.
+func (t *Timer) Free() error {
+	return kitCall("Timer.Free", func(e *C.gs_error) C.gs_status { return C.gs_kit_free(t.k.k, t.dptr, e) })
+}
+
+// CaptureBegin starts capturing s into a graph in mode.
+func (k *Kit) CaptureBegin(s backend.Stream, mode CaptureMode) error {
+	return kitCall("Kit.CaptureBegin", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_capture_begin(k.k, C.uint64_t(s), C.int32_t(mode), e)
+	})
+}
+
+// CaptureEnd ends the capture of s and returns its graph; destroy it with
+// DestroyGraph. An error with Code 901 (CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+// means something broke the capture.
+func (k *Kit) CaptureEnd(s backend.Stream) (Graph, error) {
+	var g C.uint64_t
+	err := kitCall("Kit.CaptureEnd", func(e *C.gs_error) C.gs_status { return C.gs_kit_capture_end(k.k, C.uint64_t(s), &g, e) })
+	return Graph(g), err
+}
+
+// Instantiate makes an executable graph; destroy it with DestroyGraphExec.
+func (k *Kit) Instantiate(g Graph) (GraphExec, error) {
+	var x C.uint64_t
+	err := kitCall("Kit.Instantiate", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_graph_instantiate(k.k, C.uint64_t(g), &x, e)
+	})
+	return GraphExec(x), err
+}
+
+// Launch launches an executable graph on s.
+func (k *Kit) Launch(x GraphExec, s backend.Stream) error {
+	return kitCall("Kit.Launch", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_graph_launch(k.k, C.uint64_t(x), C.uint64_t(s), e)
+	})
+}
+
+// DestroyGraph destroys a graph from CaptureEnd.
+func (k *Kit) DestroyGraph(g Graph) error {
+	return kitCall("Kit.DestroyGraph", func(e *C.gs_error) C.gs_status { return C.gs_kit_graph_destroy(k.k, C.uint64_t(g), e) })
+}
+
+// DestroyGraphExec destroys an executable graph from Instantiate.
+func (k *Kit) DestroyGraphExec(x GraphExec) error {
+	return kitCall("Kit.DestroyGraphExec", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_graph_exec_destroy(k.k, C.uint64_t(x), e)
+	})
+}
