@@ -206,9 +206,9 @@ func TestHarvestFailedItems(t *testing.T) {
 
 func TestStickyError(t *testing.T) {
 	var log logSink
-	// Calls: Capturing, RecordBegin, RecordEnd for the first span; the
-	// fourth call (the second span's Capturing) is sticky.
-	h, f := kernelHub(t, Options{Logf: log.logf}, fake.Options{StickyAfter: 3})
+	// Calls: RecordBegin, RecordEnd for the first span; the third call (the
+	// second span's RecordBegin) is sticky.
+	h, f := kernelHub(t, Options{Logf: log.logf}, fake.Options{StickyAfter: 2})
 	h.KernelEnd(h.KernelBegin(1, kernelStream))
 	open := h.KernelBegin(1, kernelStream)
 	if open != (KernelSpan{}) {
@@ -248,8 +248,8 @@ func TestStickyError(t *testing.T) {
 }
 
 func TestStickyHarvest(t *testing.T) {
-	// Three record calls succeed; the harvest is the sticky call.
-	h, f := kernelHub(t, Options{}, fake.Options{StickyAfter: 3})
+	// Two record calls succeed; the harvest is the sticky call.
+	h, f := kernelHub(t, Options{}, fake.Options{StickyAfter: 2})
 	h.KernelEnd(h.KernelBegin(1, kernelStream))
 	h.Harvest()
 	h.Harvest()
@@ -261,9 +261,9 @@ func TestStickyHarvest(t *testing.T) {
 
 func TestStickyOpenSpanEnds(t *testing.T) {
 	// A span open when another span's call turns sticky ends without a call.
-	h, f := kernelHub(t, Options{}, fake.Options{StickyAfter: 2})
-	open := h.KernelBegin(1, kernelStream)                          // calls 1, 2
-	if sp := h.KernelBegin(1, kernelStream); sp != (KernelSpan{}) { // call 3: sticky
+	h, f := kernelHub(t, Options{}, fake.Options{StickyAfter: 1})
+	open := h.KernelBegin(1, kernelStream)                          // call 1
+	if sp := h.KernelBegin(1, kernelStream); sp != (KernelSpan{}) { // call 2: sticky
 		t.Fatal("span through a sticky error")
 	}
 	before := f.Calls()

@@ -158,15 +158,10 @@ func (r *recorder) begin(kind SpanKind, key uint64, stream backend.Stream) (uint
 		r.release(sl, pos, &h.dropped[DropRetired])
 		return 0, false
 	}
-	capturing, err := r.pool.Capturing(stream)
-	if err == nil && capturing {
-		r.release(sl, pos, &h.dropped[DropCapturing])
-		return 0, false
-	}
-	if err == nil {
-		err = r.pool.RecordBegin(int(i), stream)
-	}
-	if err != nil {
+	// The pool checks the stream itself and refuses with ErrCapturing (a
+	// drop, see spanFailed): asking Capturing first would cost a second
+	// crossing into the driver on every span.
+	if err := r.pool.RecordBegin(int(i), stream); err != nil {
 		r.spanFailed(sl, pos, err)
 		return 0, false
 	}
