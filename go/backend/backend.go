@@ -56,7 +56,9 @@ type HarvestItem struct {
 //
 // Concurrency: RecordBegin and RecordEnd may be called from any goroutine at
 // once for distinct slots; the caller owns a slot from its RecordBegin until a
-// harvest reports it Done or Failed. Harvest is called by one goroutine at a
+// harvest reports it Done or Failed, or until a record call on it failed (it
+// may then record the slot again: re-recording an event is legal, and Close
+// still checks that nothing is in flight). Harvest is called by one goroutine at a
 // time, concurrently with records. Capturing may be called from anywhere.
 // Close is called once, when no other call is running or can follow.
 type Pool interface {
