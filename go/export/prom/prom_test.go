@@ -47,7 +47,10 @@ func servedHub(t testing.TB) *gpuspans.Hub {
 	}
 	gpu := sim.New(sim.Options{Device: 0, Now: clock.Now})
 	failed := fake.New(fake.Options{Device: 1, OpenErr: noDriver, Errorf: t.Errorf})
-	sticky := fake.New(fake.Options{Device: 2, StickyAfter: 1, Errorf: t.Errorf})
+	sticky := fake.New(fake.Options{Device: 2, Errorf: t.Errorf})
+	sticky.SetRecordError(func(fake.Op, int, backend.Stream) error {
+		return &backend.DriverError{Op: "cuEventRecord", Code: 700, Msg: "CUDA_ERROR_ILLEGAL_ADDRESS", Kind: backend.ErrSticky}
+	})
 	for dev, open := range []backend.Opener{gpu.Opener(64), failed.Opener(), sticky.Opener()} {
 		if err := h.Install(dev, stream, open); err != nil {
 			t.Fatal(err)
@@ -187,7 +190,7 @@ gpuspans_device_up{device="2"} 0
 # TYPE gpuspans_device_info gauge
 gpuspans_device_info{device="0",reason="",state="open"} 1
 gpuspans_device_info{device="1",reason="opening the event pool: gpuspans: CUDA driver not available: libcuda.so.1: cannot open shared object file: No such file ",state="failed"} 1
-gpuspans_device_info{device="2",reason="RecordBegin: CUDA_ERROR_ILLEGAL_ADDRESS (fake) (700)",state="dead"} 1
+gpuspans_device_info{device="2",reason="cuEventRecord: CUDA_ERROR_ILLEGAL_ADDRESS (700)",state="dead"} 1
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)
