@@ -1,6 +1,7 @@
 package gpuspans
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -162,5 +163,8 @@ func TestRecentSpans(t *testing.T) {
 	}
 	if got := h.RecentSpans(100, nil); len(got) != 0 {
 		t.Errorf("a future afterSeq returned %+v", got)
+	}
+	if got := h.RecentSpans(math.MaxUint64, nil); len(got) != 0 {
+		t.Errorf("afterSeq MaxUint64 returned %+v", got)
 	}
 }

@@ -48,7 +48,7 @@ type Span struct {
 func (h *Hub) RecentSpans(afterSeq uint64, dst []Span) []Span {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.recentSeq == 0 {
+	if afterSeq >= h.recentSeq {
 		return dst
 	}
 	n := uint64(len(h.recent))
