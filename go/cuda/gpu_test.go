@@ -59,6 +59,15 @@ func openGPU(t *testing.T, slots int) *gpu {
 	return g
 }
 
+// gpuMust keeps this file independent of cuda_test.go: Bazel builds the GPU
+// tests as their own target.
+func gpuMust(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A span around a spin kernel matches the kernel's own %globaltimer reading
 // up to the fixed cost of the events around it (a few microseconds).
 func TestGPUSpinMeasured(t *testing.T) {
@@ -69,15 +78,15 @@ func TestGPUSpinMeasured(t *testing.T) {
 	}
 	defer timer.Free()
 	for i, d := range []time.Duration{100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond} {
-		must(t, g.kit.Spin(g.stream, 200*time.Microsecond, nil)) // the begin event waits on this, not on the launch
-		must(t, g.pool.RecordBegin(i, g.stream))
-		must(t, g.kit.Spin(g.stream, d, timer))
-		must(t, g.pool.RecordEnd(i, g.stream))
-		must(t, g.kit.Sync(g.stream))
+		gpuMust(t, g.kit.Spin(g.stream, 200*time.Microsecond, nil)) // the begin event waits on this, not on the launch
+		gpuMust(t, g.pool.RecordBegin(i, g.stream))
+		gpuMust(t, g.kit.Spin(g.stream, d, timer))
+		gpuMust(t, g.pool.RecordEnd(i, g.stream))
+		gpuMust(t, g.kit.Sync(g.stream))
 		start, end, err := timer.Read()
-		must(t, err)
+		gpuMust(t, err)
 		items := []backend.HarvestItem{{Slot: uint32(i)}}
-		must(t, g.pool.Harvest(items))
+		gpuMust(t, g.pool.Harvest(items))
 		kernel := int64(end - start)
 		diff := items[0].DurationNs - kernel
 		t.Logf("spin %v: span %d ns, kernel %d ns, span - kernel %+d ns", d, items[0].DurationNs, kernel, diff)
@@ -123,26 +132,26 @@ func TestGPUCaptureSafety(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for i := 0; i < 200; i++ {
-		must(t, g.kit.CaptureBegin(g.stream, CaptureGlobal))
+		gpuMust(t, g.kit.CaptureBegin(g.stream, CaptureGlobal))
 		if err := g.pool.RecordBegin(0, g.stream); !errors.Is(err, backend.ErrCapturing) {
 			t.Errorf("RecordBegin during capture: %v", err)
 		}
 		if c, err := g.pool.Capturing(g.stream); !c || err != nil {
 			t.Errorf("Capturing during capture: %v, %v", c, err)
 		}
-		must(t, g.kit.Spin(g.stream, time.Microsecond, nil))
-		must(t, g.kit.Empty(g.stream))
+		gpuMust(t, g.kit.Spin(g.stream, time.Microsecond, nil))
+		gpuMust(t, g.kit.Empty(g.stream))
 		graph, err := g.kit.CaptureEnd(g.stream)
 		if err != nil {
 			t.Fatalf("capture %d: %v", i, err)
 		}
 		exec, err := g.kit.Instantiate(graph)
-		must(t, err)
-		must(t, g.kit.Launch(exec, g.stream))
-		must(t, g.kit.DestroyGraphExec(exec))
-		must(t, g.kit.DestroyGraph(graph))
+		gpuMust(t, err)
+		gpuMust(t, g.kit.Launch(exec, g.stream))
+		gpuMust(t, g.kit.DestroyGraphExec(exec))
+		gpuMust(t, g.kit.DestroyGraph(graph))
 	}
 	close(stop)
 	t.Logf("200 GLOBAL captures, %d harvests alongside", <-done)
-	must(t, g.kit.Sync(lane))
+	gpuMust(t, g.kit.Sync(lane))
 }
