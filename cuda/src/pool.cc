@@ -80,9 +80,12 @@ namespace gs {
 namespace {
 
 // Switches the calling thread to RELAXED capture mode for a scope. In GLOBAL
-// mode (the default) an event query from any thread invalidates every GLOBAL
-// capture in progress in the process, even for events unrelated to it
-// (pytorch/pytorch #104555); in RELAXED mode the query is allowed.
+// mode (the default) an event query from any thread can invalidate a GLOBAL
+// capture in progress elsewhere in the process, even for unrelated events
+// (pytorch/pytorch #104555); in RELAXED mode the query is allowed. On an
+// H200 with driver 580, queries racing captures without this switch broke
+// about a quarter of them, or crashed inside cuEventQuery
+// (cuda/test/gpu_test.cc, CapturesSurviveHarvests); with it, none.
 class RelaxedCaptureMode {
  public:
   RelaxedCaptureMode() = default;

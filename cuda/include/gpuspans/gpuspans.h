@@ -142,7 +142,9 @@ gs_status gs_pool_is_capturing(gs_pool* pool, uint64_t stream, int32_t* capturin
  * rules as gs_pool_is_capturing. The pool's context is made current (pushed
  * only when it is not already current) for the check and the record, and
  * restored after. GS_ERR_INVALID_ARGUMENT for a NULL pool or a slot out of
- * range.
+ * range. Like any enqueue, cuEventRecord blocks the host while the stream's
+ * command queue is full (seen with some thousands of commands queued behind
+ * a long kernel): a few spans per kernel are fine, thousands are not.
  * Thread-safe for distinct slots; the caller owns a slot between its begin
  * and the harvest that reports it done (the control plane's ring ensures
  * this). Capture-safe: refuses rather than records. A sticky error returns
