@@ -1,0 +1,325 @@
+//go:build cgo
+
+package cuda_test
+
+import (
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// The seed's behaviours end to end through the public API on a real stream:
+// lane spans every step, kernel spans on one step in N, a CUDA graph
+// captured and replayed on the kernel stream, and harvests that never wait.
+// GPU only: skipped unless GPUSPANS_GPU=1.
+
+const (
+	e2eSteps     = 400
+	e2eEvery     = 4
+	e2eKernels   = 3
+	e2eSpin      = 40 * time.Microsecond
+	e2eSpinSlack = 30 * time.Microsecond // launch latency inside a kernel pair
+)
+
+func gpuOnly(t *testing.T) {
+	t.Helper()
+	if os.Getenv("GPUSPANS_GPU") != "1" {
+		t.Skip("set GPUSPANS_GPU=1 to run GPU tests")
+	}
+	cuda.UseRealDriverForTesting()
+	if err := cuda.Load(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// engine is one device's share of the test: a kit, a lane stream and a
+// kernel stream.
+type engine struct {
+	kit          *cuda.Kit
+	lane, kernel backend.Stream
+}
+
+func newEngine(t *testing.T, device int) *engine {
+	t.Helper()
+	e := &engine{}
+	var err error
+	if e.kit, err = cuda.NewKit(device); err != nil {
+		t.Fatal(err)
+	}
+	if e.lane, err = e.kit.NewStream(); err != nil {
+		t.Fatal(err)
+	}
+	if e.kernel, err = e.kit.NewStream(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.kit.Sync(e.lane)
+		_ = e.kit.Sync(e.kernel)
+		_ = e.kit.DestroyStream(e.lane)
+		_ = e.kit.DestroyStream(e.kernel)
+		_ = e.kit.Close()
+	})
+	return e
+}
+
+func TestGPUHubEndToEnd(t *testing.T) {
+	gpuOnly(t)
+	e := newEngine(t, 0)
+	var logs []string
+	h, err := gpuspans.New(gpuspans.Options{
+		Lanes:           []string{"prefill", "decode"},
+		Level:           gpuspans.LevelKernel,
+		KernelSpanEvery: e2eEvery,
+		Logf:            func(f string, a ...interface{}) { logs = append(logs, f) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < e2eKernels; i++ {
+		if err := h.RegisterKernel(uint64(100+i), "spin"+string(rune('a'+i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Install(0, e.lane, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
+		t.Fatal(err)
+	}
+
+	// A graph of two spins, captured once on the kernel stream. While the
+	// capture runs, kernel spans on that stream must be refused.
+	runtime.LockOSThread()
+	if err := h.SetKernelSpanEvery(1); err != nil { // arm step 1
+		t.Fatal(err)
+	}
+	h.BeginStep() // opens the pool; step 1, armed
+	if err := h.SetKernelSpanEvery(e2eEvery); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kit.CaptureBegin(e.kernel, cuda.CaptureGlobal); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		sp := h.KernelBegin(100, e.kernel)
+		if sp != (gpuspans.KernelSpan{}) {
+			t.Error("kernel span opened on a capturing stream")
+		}
+		if err := e.kit.Spin(e.kernel, 10*time.Microsecond, nil); err != nil {
+			t.Fatal(err)
+		}
+		h.KernelEnd(sp)
+	}
+	g, err := e.kit.CaptureEnd(e.kernel)
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatalf("capture broken: %v", err)
+	}
+	x, err := e.kit.Instantiate(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = e.kit.Sync(e.kernel)
+		_ = e.kit.DestroyGraphExec(x)
+		_ = e.kit.DestroyGraph(g)
+	}()
+
+	var slowest time.Duration
+	for step := 0; step < e2eSteps; step++ {
+		start := time.Now()
+		h.BeginStep()
+		if d := time.Since(start); d > slowest {
+			slowest = d
+		}
+		for lane := 0; lane < 2; lane++ {
+			h.LaneBegin(lane)
+			if err := e.kit.Spin(e.lane, e2eSpin, nil); err != nil {
+				t.Fatal(err)
+			}
+			h.LaneEnd(lane)
+		}
+		for k := 0; k < e2eKernels; k++ {
+			sp := h.KernelBegin(uint64(100+k), e.kernel)
+			if err := e.kit.Spin(e.kernel, e2eSpin, nil); err != nil {
+				t.Fatal(err)
+			}
+			h.KernelEnd(sp)
+		}
+		if err := e.kit.Launch(x, e.kernel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Harvest until everything landed (the GPU needs a moment to drain).
+	if err := e.kit.Sync(e.lane); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kit.Sync(e.kernel); err != nil {
+		t.Fatal(err)
+	}
+	h.Harvest()
+
+	s := h.Snapshot()
+	c := s.Counters
+	t.Logf("counters %+v; slowest BeginStep %v; logs %q", c, slowest, logs)
+	if c.Begun != c.Landed+c.DroppedTotal()+c.InFlight+c.Errored {
+		t.Errorf("accounting: %+v", c)
+	}
+	if c.Errored != 0 || c.InFlight != 0 || c.Dropped[gpuspans.DropSlotBusy] != 0 {
+		t.Errorf("spans lost: %+v", c)
+	}
+	if got := c.Dropped[gpuspans.DropCapturing]; got != 2 {
+		t.Errorf("capture refusals %d, want 2", got)
+	}
+	// Steps: the capture step (armed), then e2eSteps, armed when
+	// step % every == 0.
+	armed := int(s.ArmedSteps) - 1
+	if want := (e2eSteps + 1) / e2eEvery; armed != want {
+		t.Errorf("armed loop steps %d, want %d", armed, want)
+	}
+	var lanes, kernels uint64
+	for _, a := range s.Lanes {
+		lanes += a.Count
+		checkSpinAggregate(t, "lane "+a.Name, a)
+		if a.Count != e2eSteps {
+			t.Errorf("lane %s landed %d spans, want %d", a.Name, a.Count, e2eSteps)
+		}
+	}
+	for _, a := range s.Kernels {
+		kernels += a.Count
+		checkSpinAggregate(t, "kernel "+a.Name, a)
+	}
+	if want := uint64(e2eKernels * armed); kernels != want {
+		t.Errorf("kernel spans landed %d, want %d (armed steps %d)", kernels, want, armed)
+	}
+	if lanes+kernels != c.Landed {
+		t.Errorf("aggregates hold %d spans, counters say %d", lanes+kernels, c.Landed)
+	}
+	// Recent spans carry host-clock start times close to now.
+	now := time.Now().UnixNano()
+	recent := h.RecentSpans(0, nil)
+	placed := 0
+	for _, sp := range recent {
+		if sp.StartNs != 0 {
+			placed++
+			if age := now - sp.StartNs; age < 0 || age > int64(time.Minute) {
+				t.Errorf("span %d starts %v from now", sp.Seq, time.Duration(age))
+			}
+		}
+	}
+	if placed < len(recent)/2 {
+		t.Errorf("only %d of %d recent spans placed on the host clock", placed, len(recent))
+	}
+}
+
+// checkSpinAggregate checks that spans of e2eSpin kernels measured about
+// e2eSpin: never less, and no more than launch latency above.
+func checkSpinAggregate(t *testing.T, what string, a gpuspans.Aggregate) {
+	t.Helper()
+	t.Logf("%s: n=%d min=%v p50=%v max=%v", what, a.Count, a.Min, a.Quantile(0.5), a.Max)
+	if a.Min < e2eSpin || a.Quantile(0.5) > e2eSpin+e2eSpinSlack {
+		t.Errorf("%s: min %v p50 %v for %v kernels", what, a.Min, a.Quantile(0.5), e2eSpin)
+	}
+}
+
+// TestGPUHubHarvestDoesNotWait: a harvest while a 50 ms kernel runs returns
+// at once and leaves its span in flight.
+func TestGPUHubHarvestDoesNotWait(t *testing.T) {
+	gpuOnly(t)
+	e := newEngine(t, 0)
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Install(0, e.lane, cuda.Opener(0, 64)); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	sp := h.KernelBegin(1, e.kernel)
+	if err := e.kit.Spin(e.kernel, 50*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.KernelEnd(sp)
+	start := time.Now()
+	h.Harvest()
+	took := time.Since(start)
+	s := h.Snapshot()
+	t.Logf("harvest during a 50 ms kernel took %v; in flight %d", took, s.Counters.InFlight)
+	if s.Counters.InFlight != 1 || s.Counters.Landed != 0 {
+		t.Errorf("counters %+v", s.Counters)
+	}
+	if took > 5*time.Millisecond {
+		t.Errorf("harvest took %v: it waited for the GPU", took)
+	}
+	if err := e.kit.Sync(e.kernel); err != nil {
+		t.Fatal(err)
+	}
+	h.Harvest()
+	if s := h.Snapshot(); s.Counters.Landed != 1 || s.Kernels[0].Max < 50*time.Millisecond {
+		t.Errorf("after the kernel: %+v", s.Counters)
+	}
+}
+
+// TestGPUHubTwoDevices: one process, a pool per GPU, spans carry the right
+// device. Skipped on a machine with one GPU.
+func TestGPUHubTwoDevices(t *testing.T) {
+	gpuOnly(t)
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 2 {
+		t.Skipf("%d device(s)", n)
+	}
+	engines := []*engine{newEngine(t, 0), newEngine(t, 1)}
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d, e := range engines {
+		if err := h.Install(d, e.lane, cuda.Opener(d, 256)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const steps = 50
+	for step := 0; step < steps; step++ {
+		h.BeginStep()
+		h.LaneBegin(0)
+		for d, e := range engines {
+			if err := e.kit.Spin(e.lane, 20*time.Microsecond, nil); err != nil {
+				t.Fatal(err)
+			}
+			// Device 1 runs kernels twice as long, so a mix-up shows.
+			sp := h.Device(d).KernelBegin(7, e.kernel)
+			if err := e.kit.Spin(e.kernel, time.Duration(d+1)*100*time.Microsecond, nil); err != nil {
+				t.Fatal(err)
+			}
+			h.KernelEnd(sp)
+		}
+		h.LaneEnd(0)
+	}
+	for _, e := range engines {
+		_ = e.kit.Sync(e.lane)
+		_ = e.kit.Sync(e.kernel)
+	}
+	h.Harvest()
+	s := h.Snapshot()
+	t.Logf("counters %+v", s.Counters)
+	if len(s.Kernels) != 2 || len(s.Lanes) != 2 {
+		t.Fatalf("kernels %+v lanes %+v", s.Kernels, s.Lanes)
+	}
+	for _, a := range s.Kernels {
+		want := time.Duration(a.Device+1) * 100 * time.Microsecond
+		t.Logf("device %d kernel: n=%d min=%v max=%v", a.Device, a.Count, a.Min, a.Max)
+		if a.Count != steps || a.Min < want || a.Max > want+e2eSpinSlack+20*time.Microsecond {
+			t.Errorf("device %d: %d spans, min %v max %v; want about %v", a.Device, a.Count, a.Min, a.Max, want)
+		}
+	}
+	for _, a := range s.Lanes {
+		if a.Count != steps {
+			t.Errorf("device %d lane: %d spans", a.Device, a.Count)
+		}
+	}
+}
