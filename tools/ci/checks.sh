@@ -30,6 +30,9 @@ step "buildifier: formatting (all Starlark) and lint (MODULE.bazel)"
 step "protobuf: committed Go code current"
 tools/genproto.sh --check
 
+step "go/cuda/core_amalgamation.cc current with cuda/"
+tools/amalgamate.sh --check
+
 step "gofmt"
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
 [[ -z "$unformatted" ]] || fail "gofmt would change: $unformatted"
