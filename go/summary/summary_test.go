@@ -1,0 +1,195 @@
+package summary
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/export/spanfile"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/sim"
+)
+
+func TestDuration(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0ns"},
+		{850, "850ns"},
+		{1000, "1.00us"},
+		{12345, "12.3us"},
+		{999_400, "999us"},
+		{1_049_000, "1.05ms"},
+		{2_500_000_000, "2.50s"},
+		{120 * time.Second, "120s"},
+		{-1500, "-1.50us"},
+	} {
+		if got := Duration(c.d); got != c.want {
+			t.Errorf("Duration(%d) = %q, want %q", int64(c.d), got, c.want)
+		}
+	}
+}
+
+func TestWrite(t *testing.T) {
+	rows := []Row{
+		{Kind: gpuspans.KindLane, Name: "prefill", Count: 300, P50: 834 * time.Microsecond, P99: 1040 * time.Microsecond, Max: 1050 * time.Microsecond},
+		{Kind: gpuspans.KindKernel, Name: "attn_prefill", Count: 18, P50: 438 * time.Microsecond, P99: 523 * time.Microsecond, Max: 525 * time.Microsecond},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"kind    name          count    p50     p99     max\n" +
+		"lane    prefill         300  834us  1.04ms  1.05ms\n" +
+		"kernel  attn_prefill     18  438us   523us   525us\n" +
+		"p50 and p99 are interpolated within the hub's 1-2-5 histogram buckets; max is exact.\n"
+	if b.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
+	}
+}
+
+func TestWriteDeviceColumnOnlyWithSeveralDevices(t *testing.T) {
+	rows := []Row{
+		{Kind: gpuspans.KindLane, Name: "decode", Device: 0, Count: 1, P50: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond},
+		{Kind: gpuspans.KindLane, Name: "decode", Device: 1, Count: 1, P50: time.Millisecond, P99: time.Millisecond, Max: time.Millisecond},
+	}
+	var b bytes.Buffer
+	if err := Write(&b, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := "" +
+		"kind  name    gpu  count     p50     p99     max\n" +
+		"lane  decode    0      1  1.00ms  1.00ms  1.00ms\n" +
+		"lane  decode    1      1  1.00ms  1.00ms  1.00ms\n"
+	if got := b.String(); got[:len(want)] != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestWriteEmpty(t *testing.T) {
+	var b bytes.Buffer
+	if err := Write(&b, nil); err != nil || b.String() != "no spans landed\n" {
+		t.Errorf("Write(nil) = %q, %v", b.String(), err)
+	}
+}
+
+// runHub drives a hub on a simulated GPU with a manual clock and returns
+// it with every span it landed, read as a span-file writer reads them.
+func runHub(t *testing.T) (*gpuspans.Hub, []gpuspans.Span) {
+	t.Helper()
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	stream := gpu.NewStream()
+	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 2, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Install(0, stream, gpu.Opener(64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.RegisterKernel(7, "attn"); err != nil {
+		t.Fatal(err)
+	}
+	var spans []gpuspans.Span
+	var last uint64
+	for step := 0; step < 200; step++ {
+		hub.BeginStep()
+		for lane := 0; lane < 2; lane++ {
+			hub.LaneBegin(lane)
+			sp := hub.KernelBegin(7, stream)
+			gpu.Launch(stream, time.Duration(50+step*lane)*time.Microsecond)
+			hub.KernelEnd(sp)
+			gpu.Launch(stream, time.Duration(100+3*step)*time.Microsecond)
+			hub.LaneEnd(lane)
+		}
+		clock.Advance(10 * time.Millisecond)
+		spans = hub.RecentSpans(last, spans)
+		if len(spans) > 0 {
+			last = spans[len(spans)-1].Seq
+		}
+	}
+	hub.Harvest()
+	spans = hub.RecentSpans(last, spans)
+	return hub, spans
+}
+
+// The same spans give the same table from a hub snapshot and from a span
+// file: the demo's exit summary and "gpuspans trace summary" agree.
+func TestSpanFileMatchesSnapshot(t *testing.T) {
+	hub, spans := runHub(t)
+	var file bytes.Buffer
+	w := spanfile.NewWriter(&file)
+	if err := w.WriteSpans("test", spans); err != nil {
+		t.Fatal(err)
+	}
+	snap := hub.Snapshot()
+	if err := w.WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	rows, st, err := ReadSpanFile(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Spans != uint64(len(spans)) || st.Snapshots != 1 || st.FromSnapshot {
+		t.Errorf("stats %+v, want %d spans and one snapshot", st, len(spans))
+	}
+	want := FromSnapshot(&snap)
+	if len(want) != 3 { // prefill, decode and attn
+		t.Fatalf("snapshot rows %+v", want)
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Errorf("span file rows\n%+v\nsnapshot rows\n%+v", rows, want)
+	}
+}
+
+func TestReadSpanFileSnapshotOnly(t *testing.T) {
+	hub, _ := runHub(t)
+	snap := hub.Snapshot()
+	var file bytes.Buffer
+	if err := spanfile.NewWriter(&file).WriteSnapshot(&snap); err != nil {
+		t.Fatal(err)
+	}
+	rows, st, err := ReadSpanFile(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.FromSnapshot || !reflect.DeepEqual(rows, FromSnapshot(&snap)) {
+		t.Errorf("rows %+v, stats %+v: want the snapshot's", rows, st)
+	}
+}
+
+func TestReadSpanFileTruncated(t *testing.T) {
+	_, spans := runHub(t)
+	var file bytes.Buffer
+	w := spanfile.NewWriter(&file)
+	if err := w.WriteSpans("a", spans[:10]); err != nil {
+		t.Fatal(err)
+	}
+	whole := file.Len()
+	if err := w.WriteSpans("b", spans[10:]); err != nil {
+		t.Fatal(err)
+	}
+	cut := file.Bytes()[:whole+20]
+	rows, st, err := ReadSpanFile(bytes.NewReader(cut))
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("error %v, want one wrapping io.ErrUnexpectedEOF", err)
+	}
+	var n uint64
+	for _, r := range rows {
+		n += r.Count
+	}
+	if st.Spans != 10 || n != 10 {
+		t.Errorf("read %d spans into rows counting %d, want the 10 before the cut", st.Spans, n)
+	}
+}
+
+func TestReadSpanFileNotASpanFile(t *testing.T) {
+	if _, _, err := ReadSpanFile(bytes.NewReader([]byte("{\"traceEvents\":[]}"))); err == nil {
+		t.Error("a JSON file read as a span file without error")
+	}
+}
