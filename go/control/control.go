@@ -1,0 +1,385 @@
+// Package control serves a hub's runtime controls over HTTP, for operators
+// who need to turn GPU spans up or down on a running server:
+//
+//	GET         /control/level              the level: off, step or kernel
+//	PUT or POST /control/level              set it
+//	GET         /control/kernel_span_every  arm kernel spans on one step in N
+//	PUT or POST /control/kernel_span_every  set N (1..MaxKernelSpanEvery)
+//
+// A request body is plain text ("kernel", "8"; surrounding white space
+// ignored) unless its Content-Type is application/json, in which case it is
+// an object with the one field named like the endpoint:
+// {"level":"kernel"}, {"kernel_span_every":8}. Responses are plain text
+// ("kernel\n") unless the request's body was JSON or its Accept header asks
+// for application/json; then they are the same JSON objects, and errors are
+// {"error":"..."}.
+//
+// Status codes: 200 with the value now in force; 400 for a value that does
+// not parse or is out of range, with the reason; 401 when a token is
+// configured and the request has no bearer token; 403 when it has the wrong
+// one; 405 for another method (the Allow header lists the right ones); 413
+// for a body over Options.MaxBody bytes.
+//
+// Exposure: these endpoints change what a production server records, so
+// CheckListen refuses a listener that other hosts can reach unless a token
+// is set, and the token, once set, is required on every request, compared
+// in constant time.
+package control
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// Paths of the endpoints.
+const (
+	LevelPath           = "/control/level"
+	KernelSpanEveryPath = "/control/kernel_span_every"
+)
+
+// DefaultMaxBody is Options.MaxBody's default: a value is a few bytes.
+const DefaultMaxBody = 1 << 10
+
+// MaxKernelSpanEvery bounds kernel_span_every: a period of a million steps
+// is hours of serving between armed steps, so anything larger is a typo.
+const MaxKernelSpanEvery = 1_000_000
+
+// Options configures the endpoints.
+type Options struct {
+	// Token, when not empty, is required on every request as
+	// "Authorization: Bearer <token>".
+	Token string
+	// MaxBody bounds request bodies in bytes (0: DefaultMaxBody).
+	MaxBody int64
+	// Logf, when set, is told of every change: what, from what, to what, and
+	// the client's address.
+	Logf func(format string, args ...interface{})
+}
+
+// Mux is where Register adds its handlers; *http.ServeMux is one.
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
+// Register adds the endpoints for hub to mux. The handlers are safe for
+// concurrent use; they call only the hub's setters and getters, which are.
+func Register(mux Mux, hub *gpuspans.Hub, o Options) {
+	if o.MaxBody <= 0 {
+		o.MaxBody = DefaultMaxBody
+	}
+	a := &api{hub: hub, o: o}
+	if o.Token != "" {
+		sum := sha256.Sum256([]byte(o.Token))
+		a.tokenSum = sum[:]
+	}
+	mux.Handle(LevelPath, a.endpoint("level", a.getLevel, a.setLevel))
+	mux.Handle(KernelSpanEveryPath, a.endpoint("kernel_span_every", a.getEvery, a.setEvery))
+}
+
+// CheckListen reports whether serving the endpoints on addr is allowed: a
+// loopback address always is, any other only with a token. addr is the
+// bound address (net.Listener.Addr), so "localhost" and ":0" have been
+// resolved to the address actually used. Safe from any goroutine.
+func CheckListen(addr net.Addr, token string) error {
+	if token != "" {
+		return nil
+	}
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("control: %v is not a loopback address: other hosts could change the telemetry level; set a token (--token or GPUSPANS_TOKEN) or listen on 127.0.0.1", addr)
+}
+
+// api holds the endpoints' shared state, fixed at Register.
+type api struct {
+	hub      *gpuspans.Hub
+	o        Options
+	tokenSum []byte // SHA-256 of the token, or nil when none is required
+}
+
+// httpError is an error with the status it maps to.
+type httpError struct {
+	status int
+	msg    string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func badRequest(format string, args ...interface{}) error {
+	return &httpError{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+// endpoint serves one control: GET reads it with get; PUT and POST parse
+// the body for field and apply it with set, which returns the old value.
+func (a *api) endpoint(field string, get func() string, set func(contentType string, body []byte) (old, now string, err error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		asJSON := wantsJSON(r)
+		if err := a.authorize(r); err != nil {
+			if e := (*httpError)(nil); errors.As(err, &e) && e.status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="gpuspans control"`)
+			}
+			a.fail(w, asJSON, err)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet, http.MethodHead:
+			a.reply(w, asJSON, field, get())
+		case http.MethodPut, http.MethodPost:
+			body, err := readBody(w, r, a.o.MaxBody)
+			if err != nil {
+				a.fail(w, asJSON, err)
+				return
+			}
+			old, now, err := set(r.Header.Get("Content-Type"), body)
+			if err != nil {
+				a.fail(w, asJSON, err)
+				return
+			}
+			if a.o.Logf != nil && old != now {
+				a.o.Logf("control: %s %s -> %s (from %s)", field, old, now, r.RemoteAddr)
+			}
+			a.reply(w, asJSON, field, now)
+		default:
+			w.Header().Set("Allow", "GET, HEAD, PUT, POST")
+			a.fail(w, asJSON, &httpError{http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed: GET reads %s, PUT or POST sets it", r.Method, field)})
+		}
+	})
+}
+
+// authorize checks the bearer token, when one is required. Both sides are
+// hashed first so that the constant-time comparison does not leak the
+// token's length either.
+func (a *api) authorize(r *http.Request) error {
+	if a.tokenSum == nil {
+		return nil
+	}
+	auth := r.Header.Get("Authorization")
+	scheme, tok, ok := strings.Cut(auth, " ")
+	if auth == "" || !ok || !strings.EqualFold(scheme, "Bearer") {
+		return &httpError{http.StatusUnauthorized, "a bearer token is required: Authorization: Bearer <token>"}
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	if subtle.ConstantTimeCompare(sum[:], a.tokenSum) != 1 {
+		return &httpError{http.StatusForbidden, "wrong token"}
+	}
+	return nil
+}
+
+// readBody reads at most max bytes of the body; more is a 413.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength > max {
+		return nil, tooLarge(max)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, tooLarge(max)
+		}
+		return nil, badRequest("reading the body: %v", err)
+	}
+	return body, nil
+}
+
+func tooLarge(max int64) error {
+	return &httpError{http.StatusRequestEntityTooLarge, fmt.Sprintf("body over %d bytes", max)}
+}
+
+func (a *api) getLevel() string { return a.hub.Level().String() }
+
+func (a *api) setLevel(contentType string, body []byte) (string, string, error) {
+	l, err := ParseLevelRequest(contentType, body)
+	if err != nil {
+		return "", "", err
+	}
+	old := a.hub.Level()
+	if err := a.hub.SetLevel(l); err != nil {
+		return "", "", badRequest("%v", err)
+	}
+	return old.String(), l.String(), nil
+}
+
+func (a *api) getEvery() string { return strconv.Itoa(a.hub.KernelSpanEvery()) }
+
+func (a *api) setEvery(contentType string, body []byte) (string, string, error) {
+	n, err := ParseKernelSpanEveryRequest(contentType, body)
+	if err != nil {
+		return "", "", err
+	}
+	old := a.hub.KernelSpanEvery()
+	if err := a.hub.SetKernelSpanEvery(n); err != nil {
+		return "", "", badRequest("%v", err)
+	}
+	return strconv.Itoa(old), strconv.Itoa(n), nil
+}
+
+// ParseLevelRequest reads a level from a request body of the given
+// Content-Type, as the level endpoint does. Errors say what was wrong and
+// what is expected. Safe from any goroutine.
+func ParseLevelRequest(contentType string, body []byte) (gpuspans.Level, error) {
+	var v struct {
+		Level *string `json:"level"`
+	}
+	text, err := valueText(contentType, body, "level", &v, func() (string, bool) {
+		if v.Level == nil {
+			return "", false
+		}
+		return *v.Level, true
+	})
+	if err != nil {
+		return 0, err
+	}
+	l, err := gpuspans.ParseLevel(text)
+	if err != nil {
+		return 0, badRequest("bad level %q: want off, step or kernel", truncate(text))
+	}
+	return l, nil
+}
+
+// ParseKernelSpanEveryRequest reads kernel_span_every from a request body
+// of the given Content-Type, as its endpoint does: a decimal integer in
+// 1..MaxKernelSpanEvery. Errors say what was wrong and what is expected.
+// Safe from any goroutine.
+func ParseKernelSpanEveryRequest(contentType string, body []byte) (int, error) {
+	var v struct {
+		Every *json.Number `json:"kernel_span_every"`
+	}
+	text, err := valueText(contentType, body, "kernel_span_every", &v, func() (string, bool) {
+		if v.Every == nil {
+			return "", false
+		}
+		return v.Every.String(), true
+	})
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
+	if err != nil || n < 1 || n > MaxKernelSpanEvery {
+		return 0, badRequest("bad kernel_span_every %q: want an integer from 1 to %d", truncate(text), MaxKernelSpanEvery)
+	}
+	return int(n), nil
+}
+
+// valueText returns the value's text: the body itself for plain text, or
+// the field of a JSON object (decoded into v and read back with get).
+func valueText(contentType string, body []byte, field string, v interface{}, get func() (string, bool)) (string, error) {
+	if !isJSON(contentType) {
+		if !utf8Printable(body) {
+			return "", badRequest("the body is not printable text; send the %s as plain text or as JSON {%q: ...}", field, field)
+		}
+		return strings.TrimSpace(string(body)), nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		return "", badRequest("bad JSON body: %v; want {%q: ...}", err, field)
+	}
+	if dec.More() {
+		return "", badRequest("bad JSON body: data after the object")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return "", badRequest("bad JSON body: data after the object")
+	}
+	text, ok := get()
+	if !ok {
+		return "", badRequest("JSON body has no %q field", field)
+	}
+	return text, nil
+}
+
+// isJSON reports whether a Content-Type is application/json (parameters
+// such as charset allowed).
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// wantsJSON reports whether the response should be JSON: the request sent
+// JSON or asked for it.
+func wantsJSON(r *http.Request) bool {
+	if isJSON(r.Header.Get("Content-Type")) {
+		return true
+	}
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		if mt, _, err := mime.ParseMediaType(strings.TrimSpace(part)); err == nil && mt == "application/json" {
+			return true
+		}
+	}
+	return false
+}
+
+// utf8Printable reports whether b is text a person could have typed: valid
+// UTF-8 without control characters other than white space.
+func utf8Printable(b []byte) bool {
+	s := string(b)
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' || r == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// truncate shortens s for an error message, so a large bad value is not
+// echoed back whole.
+func truncate(s string) string {
+	const max = 32
+	if len(s) <= max {
+		return s
+	}
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}
+
+func (a *api) reply(w http.ResponseWriter, asJSON bool, field, value string) {
+	if !asJSON {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, value+"\n")
+		return
+	}
+	var v interface{} = value
+	if n, err := strconv.Atoi(value); err == nil {
+		v = n
+	}
+	writeJSON(w, http.StatusOK, map[string]interface{}{field: v})
+}
+
+func (a *api) fail(w http.ResponseWriter, asJSON bool, err error) {
+	status := http.StatusInternalServerError
+	var e *httpError
+	if errors.As(err, &e) {
+		status = e.status
+	}
+	if !asJSON {
+		http.Error(w, err.Error(), status)
+		return
+	}
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v interface{}) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
