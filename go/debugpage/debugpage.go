@@ -1,0 +1,141 @@
+// Package debugpage serves a live page of a hub for people: per-lane and
+// per-kernel latency histograms drawn as inline SVG on the server (no
+// JavaScript library, no external asset: it works offline and behind any
+// proxy), the count/p50/p99/max table, drops and errors, the level, the
+// kernel span period and armed ratio, and every device's state and reason.
+// The page refreshes itself: a few lines of inline script fetch the page
+// again and swap its live part, with a meta refresh when scripts are off.
+// It also serves the same snapshot as JSON for scripts.
+package debugpage
+
+import (
+	"bytes"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// Paths of the page and of its JSON.
+const (
+	Path         = "/debug/gpuspans"
+	SnapshotPath = "/debug/gpuspans/snapshot.json"
+)
+
+// DefaultRefresh is how often the page refreshes itself unless
+// Options.Refresh says otherwise.
+const DefaultRefresh = 2 * time.Second
+
+// maxRefresh bounds the ?refresh= query parameter.
+const maxRefresh = 10 * time.Minute
+
+// Options configures the page.
+type Options struct {
+	// Backend is one line saying what the hub records from ("simulated GPU",
+	// "CUDA device 0"), shown at the top.
+	Backend string
+	// Refresh is how often the page reloads its data (0: DefaultRefresh; < 0:
+	// never). A request may override it with ?refresh=<seconds>, 0 to stop.
+	Refresh time.Duration
+	// Now is the clock the page is stamped with (nil: time.Now).
+	Now func() time.Time
+}
+
+// Mux is where Register adds its handlers; *http.ServeMux is one.
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
+// Register adds the page (Path) and its JSON (SnapshotPath) for hub to
+// mux. The handlers are safe for concurrent use: each request takes one
+// hub snapshot (the harvest lock, briefly) and renders it.
+func Register(mux Mux, hub *gpuspans.Hub, o Options) {
+	if o.Refresh == 0 {
+		o.Refresh = DefaultRefresh
+	}
+	if o.Refresh < 0 {
+		o.Refresh = 0
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &server{hub: hub, o: o, lanes: hub.Lanes()}
+	mux.Handle(Path, http.HandlerFunc(s.page))
+	mux.Handle(SnapshotPath, http.HandlerFunc(s.snapshot))
+}
+
+type server struct {
+	hub   *gpuspans.Hub
+	o     Options
+	lanes []string
+}
+
+// readOnly answers anything but GET and HEAD with 405, and reports whether
+// the request may go on.
+func readOnly(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	w.Header().Set("Allow", "GET, HEAD")
+	http.Error(w, "method "+r.Method+" not allowed: this page is read-only; see /control/ to change settings", http.StatusMethodNotAllowed)
+	return false
+}
+
+// Content-Security-Policy of the page: everything it needs is inline, and
+// the only request its script makes is for the page itself.
+const csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+func (s *server) page(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	o := s.o
+	if v := r.URL.Query().Get("refresh"); v != "" {
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(secs >= 0 && secs <= maxRefresh.Seconds()) { // also refuses NaN
+			http.Error(w, "bad refresh "+strconv.Quote(v)+": want seconds from 0 (off) to 600", http.StatusBadRequest)
+			return
+		}
+		o.Refresh = time.Duration(secs * float64(time.Second))
+	}
+	snap := s.hub.Snapshot()
+	p := newPage(&snap, s.lanes, &o, o.Now())
+	p.Host = r.Host
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, p); err != nil {
+		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Security-Policy", csp)
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(buf.Bytes())
+}
+
+func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
+	if !readOnly(w, r) {
+		return
+	}
+	snap := s.hub.Snapshot()
+	b, err := json.MarshalIndent(toJSON(&snap, s.o.Backend, s.o.Now()), "", "  ")
+	if err != nil {
+		http.Error(w, "encoding the snapshot: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, _ = w.Write(append(b, '\n'))
+}
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"f":    func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
+	"pct":  func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
+	"secs": func(ms int64) string { return strconv.FormatInt((ms+999)/1000, 10) },
+}).Parse(pageHTML))

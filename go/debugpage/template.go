@@ -1,0 +1,141 @@
+package debugpage
+
+// pageHTML is the page template. Everything inside <main id="live"> is
+// what the refresh swaps; the script only fetches this same page, so the
+// server stays the one place that renders.
+const pageHTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}{{if .Backend}}: {{.Backend}}{{end}}</title>
+{{if .RefreshMS}}<noscript><meta http-equiv="refresh" content="{{secs .RefreshMS}}"></noscript>{{end}}
+<style>
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+header{display:flex;gap:1em;align-items:baseline;padding:.6em 1.2em;background:#1d2330;color:#fff}
+header h1{font-size:1.2em;margin:0}
+header .backend{opacity:.8}
+#status{margin-left:auto;font-size:.9em;opacity:.8}
+#status.stale{color:#ffb4a8;opacity:1}
+main{padding:0 1.2em 1em}
+h2{font-size:1.05em;margin:1.2em 0 .4em}
+.facts{display:flex;flex-wrap:wrap;gap:.5em 1.6em;margin:.8em 0}
+.facts div{background:#fff;border:1px solid #dde1e8;border-radius:6px;padding:.35em .8em}
+.facts b{display:block;font-size:1.15em}
+.facts span{font-size:.85em;color:#5b6474}
+.grid{display:flex;flex-wrap:wrap;gap:.8em}
+figure{margin:0;background:#fff;border:1px solid #dde1e8;border-radius:6px;padding:.5em .6em}
+figcaption{font-size:.9em;margin-bottom:.2em}
+figcaption span{color:#5b6474}
+svg.hist .bar{fill:#4a7bd0}
+svg.hist .bar.over{fill:#c0504d}
+svg.hist .bar:hover{fill:#2a4f93}
+svg.hist .axis{stroke:#8a93a3;stroke-width:1}
+svg.hist text{font-size:10px;fill:#5b6474}
+svg.hist .marker{stroke-width:1.2;stroke-dasharray:3 2}
+svg.hist .marker.p50{stroke:#2e8b57}
+svg.hist .marker.p99{stroke:#d2691e}
+svg.hist text.p50{fill:#2e8b57}
+svg.hist text.p99{fill:#d2691e}
+table{border-collapse:collapse;background:#fff;border:1px solid #dde1e8}
+th,td{padding:.25em .7em;border-bottom:1px solid #eceef2;text-align:right}
+th{background:#eef0f4;font-weight:600}
+td.l,th.l{text-align:left}
+td.help{text-align:left;color:#5b6474;font-size:.9em}
+.nonzero{color:#b3261e;font-weight:600}
+.state-open{color:#2e8b57;font-weight:600}
+.state-failed,.state-dead{color:#b3261e;font-weight:600}
+code{background:#eef0f4;padding:.1em .3em;border-radius:3px}
+footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
+</style>
+</head>
+<body>
+<header><h1>gpuspans</h1>{{if .Backend}}<span class="backend">{{.Backend}}</span>{{end}}<span id="status">{{if .RefreshMS}}live, every {{secs .RefreshMS}} s{{else}}not refreshing{{end}}</span></header>
+<main id="live" data-updated="{{.Time}}">
+<div class="facts">
+<div><span>level</span><b id="level">{{.Snap.Level}}</b></div>
+<div><span>kernel spans armed</span><b id="kernel-span-every">1 step in {{.Snap.KernelSpanEvery}}</b></div>
+<div><span>armed ratio</span><b id="armed-ratio">{{pct .Snap.ArmedRatio}}</b><span>{{.ArmedText}}</span></div>
+<div><span>steps</span><b>{{.Snap.Step}}</b></div>
+<div><span>spans landed</span><b>{{.Snap.Counters.Landed}}</b><span>of {{.Snap.Counters.Begun}} begun</span></div>
+<div><span>in flight</span><b>{{.Snap.Counters.InFlight}}</b></div>
+<div><span>errored</span><b{{if .Snap.Counters.Errored}} class="nonzero"{{end}}>{{.Snap.Counters.Errored}}</b></div>
+<div><span>updated</span><b>{{.Time}}</b></div>
+</div>
+
+<h2>Lane latency</h2>
+<div class="grid">{{range .Lanes}}{{template "hist" .}}{{end}}</div>
+
+<h2>Kernel latency</h2>
+{{if .Kernels}}<div class="grid">{{range .Kernels}}{{template "hist" .}}{{end}}</div>
+{{else}}<p>No kernel span yet: they are recorded on one step in {{.Snap.KernelSpanEvery}}, at level kernel.</p>{{end}}
+
+<h2>Summary</h2>
+{{if .Rows}}<table id="summary">
+<tr><th class="l">kind</th><th class="l">name</th>{{if .Multi}}<th>gpu</th>{{end}}<th>count</th><th>p50</th><th>p99</th><th>max</th><th>mean</th></tr>
+{{range .Rows}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Name}}</td>{{if $.Multi}}<td>{{.Device}}</td>{{end}}<td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Max}}</td><td>{{.Mean}}</td></tr>
+{{end}}</table>
+<p><small>Since the hub started. p50 and p99 are interpolated within the 1-2-5 buckets drawn above; max and mean are exact.</small></p>
+{{else}}<p>No span has landed yet.</p>{{end}}
+
+<h2>Drops and errors</h2>
+<table id="drops">
+<tr><th class="l">counter</th><th>spans</th><th class="l">meaning</th></tr>
+{{range .Dropped}}<tr><td class="l">dropped: {{.Name}}</td><td{{if .Value}} class="nonzero"{{end}}>{{.Value}}</td><td class="help">{{.Help}}</td></tr>
+{{end}}<tr><td class="l">errored</td><td{{if .Snap.Counters.Errored}} class="nonzero"{{end}}>{{.Snap.Counters.Errored}}</td><td class="help">a driver call failed for the span (the first failure is logged)</td></tr>
+{{range .Misuse}}<tr><td class="l">{{.Name}}</td><td{{if .Value}} class="nonzero"{{end}}>{{.Value}}</td><td class="help">{{.Help}}</td></tr>
+{{end}}<tr><td class="l">harvests</td><td>{{.Snap.Counters.Harvests}}</td><td class="help">{{.Snap.Counters.HarvestsSkipped}} skipped because the harvest lock was held; never waiting for the GPU</td></tr>
+</table>
+
+<h2>Devices</h2>
+{{if .Snap.Devices}}<table id="devices">
+<tr><th>gpu</th><th class="l">state</th><th>slots</th><th>in flight</th><th class="l">stream</th><th class="l">reason</th></tr>
+{{range .Snap.Devices}}<tr><td>{{.Device}}</td><td class="l state-{{.State}}">{{.State}}</td><td>{{.Slots}}</td><td>{{.InFlight}}</td><td class="l"><code>{{printf "%#x" .Stream}}</code></td><td class="l">{{.Reason}}</td></tr>
+{{end}}</table>
+{{else}}<p>No device installed.</p>{{end}}
+</main>
+<footer>
+<p>Change settings at run time (plain text body, or JSON with <code>Content-Type: application/json</code>; add <code>-H "Authorization: Bearer $GPUSPANS_TOKEN"</code> when the server has a token):<br>
+<code>curl -X PUT --data step http://{{.Host}}/control/level</code> &nbsp;
+<code>curl -X PUT --data 4 http://{{.Host}}/control/kernel_span_every</code></p>
+<p>Also: <a href="/metrics">/metrics</a> (Prometheus) · <a href="/debug/gpuspans/snapshot.json">snapshot.json</a> · <a href="?refresh=0">stop refreshing</a></p>
+</footer>
+<script>
+(function () {
+  var ms = {{.RefreshMS}};
+  if (!ms) return;
+  var status = document.getElementById("status");
+  setInterval(function () {
+    fetch(location.href, {cache: "no-store"}).then(function (r) {
+      if (!r.ok) throw new Error("HTTP " + r.status);
+      return r.text();
+    }).then(function (t) {
+      var next = new DOMParser().parseFromString(t, "text/html").getElementById("live");
+      var cur = document.getElementById("live");
+      if (next && cur) cur.replaceWith(next);
+      status.textContent = "live, every " + ms / 1000 + " s";
+      status.className = "";
+    }).catch(function (e) {
+      status.textContent = "not updating (" + e.message + "); showing " + document.getElementById("live").dataset.updated;
+      status.className = "stale";
+    });
+  }, ms);
+})();
+</script>
+</body>
+</html>
+{{define "hist"}}<figure>
+<figcaption><b>{{.Label}}</b> <span>{{.Count}} spans{{if .Count}} · p50 {{.P50}} · p99 {{.P99}} · max {{.Max}}{{end}}</span></figcaption>
+<svg class="hist" data-kind="{{.Kind}}" data-name="{{.Name}}" data-device="{{.Device}}" data-count="{{.Count}}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="{{.Kind}} {{.Label}}: histogram of {{.Count}} span durations">
+<line class="axis" x1="{{.PlotLeft}}" y1="{{.Base}}" x2="{{.PlotRight}}" y2="{{.Base}}"/>
+<line class="axis" x1="{{.PlotLeft}}" y1="{{.PlotTop}}" x2="{{.PlotLeft}}" y2="{{.Base}}"/>
+<text x="{{.PlotLeft}}" y="{{.PlotTop}}" dx="-4" dy="4" text-anchor="end">{{.YMax}}</text>
+<text x="{{.PlotLeft}}" y="{{.Base}}" dx="-4" text-anchor="end">0</text>
+{{range .Bars}}<rect class="bar{{if .Overflowing}} over{{end}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" data-count="{{.Count}}"><title>{{.Title}}</title></rect>
+{{if .Label}}<text x="{{f .LabelX}}" y="{{$.TickY}}" text-anchor="middle">{{.Label}}</text>
+{{end}}{{end}}{{range .Markers}}<line class="marker {{.Name}}" x1="{{f .X}}" y1="{{$.PlotTop}}" x2="{{f .X}}" y2="{{$.Base}}"><title>{{.Name}} {{.Value}}</title></line>
+<text class="{{.Name}}" x="{{f .X}}" y="{{$.PlotTop}}" dy="-5" text-anchor="{{.Anchor}}">{{.Name}}</text>
+{{end}}{{if not .Count}}<text x="{{.PlotLeft}}" y="{{.PlotTop}}" dx="12" dy="30">no spans yet</text>
+{{end}}</svg>
+</figure>
+{{end}}`

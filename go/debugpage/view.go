@@ -1,0 +1,320 @@
+package debugpage
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/summary"
+)
+
+// Histogram geometry, in SVG user units. The plot leaves room on the left
+// for the count axis and below for the bucket labels.
+const (
+	svgWidth   = 420
+	svgHeight  = 150
+	plotLeft   = 44
+	plotRight  = 10
+	plotTop    = 18
+	plotBottom = 30
+	minBars    = 6 // at least this many buckets are drawn, so one bar is not the whole chart
+)
+
+// page is what the HTML template renders.
+type page struct {
+	Title     string
+	Backend   string
+	Host      string // the request's Host, for the control examples
+	Time      string
+	RefreshMS int64
+	Snap      snapshotJSON
+	ArmedText string
+	Multi     bool
+	Lanes     []hist
+	Kernels   []hist
+	Rows      []row
+	Dropped   []named
+	Misuse    []named
+}
+
+type named struct {
+	Name, Help string
+	Value      uint64
+}
+
+type row struct {
+	Kind, Name, Device, Count, P50, P99, Max, Mean string
+}
+
+// hist is one histogram, drawn as an inline SVG bar chart over the hub's
+// 1-2-5 buckets.
+type hist struct {
+	Kind, Name string
+	Device     int
+	Label      string
+	Count      uint64
+	P50, P99   string
+	Max        string
+	Width      int
+	Height     int
+	PlotLeft   int
+	PlotRight  int // x of the plot's right edge
+	PlotTop    int
+	Base       int // y of the x axis
+	TickY      int // y of the bucket labels
+	YMax       uint64
+	Bars       []bar
+	Markers    []marker
+}
+
+type bar struct {
+	X, Y, W, H  float64
+	LabelX      float64
+	Label       string // the bucket's upper bound, under the bar; empty to skip
+	Title       string // tooltip
+	Count       uint64
+	Overflowing bool
+}
+
+type marker struct {
+	X      float64
+	Name   string
+	Value  string
+	Anchor string // p50's label sits left of its line and p99's right, so close ones stay legible
+}
+
+// bucketLabel names bucket i by its upper bound ("<=1ms"), the last one by
+// its lower bound.
+func bucketLabel(bounds []time.Duration, i int) string {
+	if i >= len(bounds) {
+		return ">" + summary.Duration(bounds[len(bounds)-1])
+	}
+	return summary.Duration(bounds[i])
+}
+
+// bucketRange picks the buckets to draw: the non-empty ones with one empty
+// neighbour each side, widened to minBars.
+func bucketRange(a *gpuspans.Aggregate) (lo, hi int) {
+	lo, hi = -1, -1
+	for i, c := range a.Buckets {
+		if c == 0 {
+			continue
+		}
+		if lo < 0 {
+			lo = i
+		}
+		hi = i
+	}
+	if lo < 0 {
+		return 0, minBars - 1
+	}
+	if lo > 0 {
+		lo--
+	}
+	if hi < gpuspans.NumBuckets-1 {
+		hi++
+	}
+	for hi-lo+1 < minBars {
+		if lo > 0 {
+			lo--
+		}
+		if hi-lo+1 < minBars && hi < gpuspans.NumBuckets-1 {
+			hi++
+		}
+	}
+	return lo, hi
+}
+
+// newHist lays out the histogram of a; a nil a draws empty axes for a lane
+// with no span yet.
+func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpuspans.Aggregate) hist {
+	h := hist{
+		Kind: kind.String(), Name: name, Device: device, Label: name,
+		Width: svgWidth, Height: svgHeight,
+		PlotLeft: plotLeft, PlotRight: svgWidth - plotRight, PlotTop: plotTop,
+		Base: svgHeight - plotBottom, TickY: svgHeight - plotBottom + 14,
+	}
+	if multi {
+		h.Label = fmt.Sprintf("%s (GPU %d)", name, device)
+	}
+	empty := gpuspans.Aggregate{}
+	if a == nil {
+		a = &empty
+	}
+	h.Count = a.Count
+	bounds := gpuspans.BucketBounds()
+	lo, hi := bucketRange(a)
+	n := hi - lo + 1
+	plotW := float64(h.PlotRight - h.PlotLeft)
+	plotH := float64(h.Base - h.PlotTop)
+	slot := plotW / float64(n)
+	for i := lo; i <= hi; i++ {
+		if c := a.Buckets[i]; c > h.YMax {
+			h.YMax = c
+		}
+	}
+	every := 1
+	if n > 10 {
+		every = 2
+	}
+	for i := lo; i <= hi; i++ {
+		c := a.Buckets[i]
+		x := float64(h.PlotLeft) + float64(i-lo)*slot
+		height := 0.0
+		if h.YMax > 0 {
+			height = plotH * float64(c) / float64(h.YMax)
+		}
+		if c > 0 && height < 1 {
+			height = 1 // a bucket with any span stays visible
+		}
+		var lower string
+		if i == 0 {
+			lower = "0"
+		} else {
+			lower = summary.Duration(bounds[i-1])
+		}
+		title := fmt.Sprintf("%s: %d spans in (%s, %s]", name, c, lower, bucketLabel(bounds, i))
+		if i >= len(bounds) {
+			title = fmt.Sprintf("%s: %d spans above %s", name, c, lower)
+		}
+		b := bar{
+			X: x + 1, W: slot - 2, Y: float64(h.Base) - height, H: height,
+			LabelX: x + slot/2, Title: title, Count: c, Overflowing: i >= len(bounds),
+		}
+		if (i-lo)%every == 0 {
+			b.Label = bucketLabel(bounds, i)
+		}
+		h.Bars = append(h.Bars, b)
+	}
+	if a.Count > 0 {
+		p50, p99 := a.Quantile(0.5), a.Quantile(0.99)
+		h.P50, h.P99, h.Max = summary.Duration(p50), summary.Duration(p99), summary.Duration(a.Max)
+		for _, m := range []struct {
+			name, anchor string
+			v            time.Duration
+		}{{"p50", "end", p50}, {"p99", "start", p99}} {
+			h.Markers = append(h.Markers, marker{
+				X:    float64(h.PlotLeft) + position(bounds, m.v, lo)*slot,
+				Name: m.name, Value: summary.Duration(m.v), Anchor: m.anchor,
+			})
+		}
+	}
+	return h
+}
+
+// position places v on the bucket axis, in bucket widths from bucket lo's
+// left edge: the bucket that holds it, plus the linear fraction within it,
+// as Aggregate.Quantile interpolates.
+func position(bounds []time.Duration, v time.Duration, lo int) float64 {
+	i := 0
+	for i < len(bounds) && v > bounds[i] {
+		i++
+	}
+	var left, right time.Duration
+	if i > 0 {
+		left = bounds[i-1]
+	}
+	if i < len(bounds) {
+		right = bounds[i]
+	} else {
+		right = 2 * left // the overflow bucket: draw it as one more doubling
+	}
+	frac := 0.0
+	if right > left {
+		frac = float64(v-left) / float64(right-left)
+	}
+	if frac > 1 {
+		frac = 1
+	}
+	return float64(i-lo) + frac
+}
+
+// rowOf is a table row of an aggregate.
+func rowOf(kind gpuspans.SpanKind, a *gpuspans.Aggregate) row {
+	mean := time.Duration(0)
+	if a.Count > 0 {
+		mean = a.Sum / time.Duration(a.Count)
+	}
+	return row{
+		Kind: kind.String(), Name: a.Name, Device: strconv.Itoa(a.Device),
+		Count: strconv.FormatUint(a.Count, 10),
+		P50:   summary.Duration(a.Quantile(0.5)), P99: summary.Duration(a.Quantile(0.99)),
+		Max: summary.Duration(a.Max), Mean: summary.Duration(mean),
+	}
+}
+
+// newPage builds the page of snapshot s of a hub with the given lanes.
+func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *page {
+	p := &page{
+		Title:     "gpuspans",
+		Backend:   o.Backend,
+		Time:      now.Format("15:04:05"),
+		RefreshMS: o.Refresh.Milliseconds(),
+		Snap:      toJSON(s, o.Backend, now),
+	}
+	devices := map[int]bool{}
+	var order []int
+	addDev := func(d int) {
+		if !devices[d] {
+			devices[d] = true
+			order = append(order, d)
+		}
+	}
+	for _, d := range s.Devices {
+		addDev(d.Device)
+	}
+	for _, a := range s.Lanes {
+		addDev(a.Device)
+	}
+	for _, a := range s.Kernels {
+		addDev(a.Device)
+	}
+	p.Multi = len(order) > 1
+	if len(order) == 0 {
+		order = []int{0} // nothing installed yet: draw the lanes empty
+	}
+	for _, d := range order {
+		for _, name := range lanes {
+			var agg *gpuspans.Aggregate
+			for i := range s.Lanes {
+				if s.Lanes[i].Device == d && s.Lanes[i].Name == name {
+					agg = &s.Lanes[i]
+				}
+			}
+			p.Lanes = append(p.Lanes, newHist(gpuspans.KindLane, name, d, p.Multi, agg))
+		}
+	}
+	for i := range s.Kernels {
+		a := &s.Kernels[i]
+		p.Kernels = append(p.Kernels, newHist(gpuspans.KindKernel, a.Name, a.Device, p.Multi, a))
+	}
+	for i := range s.Lanes {
+		p.Rows = append(p.Rows, rowOf(gpuspans.KindLane, &s.Lanes[i]))
+	}
+	for i := range s.Kernels {
+		p.Rows = append(p.Rows, rowOf(gpuspans.KindKernel, &s.Kernels[i]))
+	}
+	if s.Step > 0 {
+		p.ArmedText = fmt.Sprintf("%d of %d steps armed (%.1f%%)", s.ArmedSteps, s.Step, 100*float64(s.ArmedSteps)/float64(s.Step))
+	} else {
+		p.ArmedText = "no step counted yet"
+	}
+	c := &s.Counters
+	help := map[gpuspans.DropReason]string{
+		gpuspans.DropSlotBusy:  "the ring's next slot still held an older span: kernels too long, or harvests too rare",
+		gpuspans.DropCapturing: "the stream was being captured into a CUDA graph: nothing was recorded, so the capture stays intact",
+		gpuspans.DropRetired:   "the device's recorder was being replaced or removed",
+	}
+	for r := 0; r < gpuspans.NumDropReasons; r++ {
+		p.Dropped = append(p.Dropped, named{Name: gpuspans.DropReason(r).String(), Help: help[gpuspans.DropReason(r)], Value: c.Dropped[r]})
+	}
+	p.Misuse = []named{
+		{"lane already open", "LaneBegin on a lane already open (ignored)", c.LaneAlreadyOpen},
+		{"unknown lane", "LaneBegin with an index outside the hub's lanes (ignored)", c.UnknownLane},
+		{"bad end", "KernelEnd of a span not open on this hub (ignored)", c.BadEnd},
+		{"install failures", "event pools that could not be opened", c.InstallFailures},
+		{"sticky disables", "recorders turned off by a sticky CUDA error", c.StickyDisables},
+	}
+	return p
+}
