@@ -1,7 +1,12 @@
 // driver_bench: the raw CUDA driver floor against gpuspans, per span, in the
 // same run on the same stream (GPU needed). The project's overhead is judged
 // as the ratio of the two columns.
+//
+// Prints a markdown table. With --json PATH it also writes the rows, and the
+// floor they imply, as JSON for bench/run.sh: the floor of one span is two
+// cuEventRecord plus one cuEventQuery and one cuEventElapsedTime.
 #include <stdio.h>
+#include <string.h>
 
 #include <algorithm>
 #include <chrono>
@@ -39,8 +44,49 @@ double PerSpan(const std::function<void()>& setup, const std::function<void()>& 
   return best;
 }
 
-void Row(const char* what, double raw, double lib) {
-  printf("| %-44s | %9.0f | %9.0f | %5.2f |\n", what, raw, lib, lib / raw);
+// A measured row: ns per span on the host, raw driver and gpuspans.
+struct Result {
+  const char* id;  // stable key for the JSON
+  const char* what;
+  double raw;
+  double lib;
+};
+
+std::vector<Result> g_rows;
+
+void Row(const char* id, const char* what, double raw, double lib) {
+  printf("| %-44s | %9.0f | %9.0f | %5.2f |\n", what, raw, lib, raw > 0 ? lib / raw : 0.0);
+  g_rows.push_back({id, what, raw, lib});
+}
+
+double Find(const char* id, bool lib) {
+  for (const Result& r : g_rows) {
+    if (strcmp(r.id, id) == 0) return lib ? r.lib : r.raw;
+  }
+  return 0;
+}
+
+// WriteJSON writes the rows and the derived floor; the ids and what-strings
+// are ASCII literals without quotes or backslashes, so they need no escaping.
+bool WriteJSON(const char* path, double launch_only) {
+  FILE* f = fopen(path, "w");
+  if (f == nullptr) return false;
+  const double record = Find("record", false), harvest = Find("harvest_batch", false);
+  fprintf(f, "{\n  \"tool\": \"driver_bench\",\n  \"spans\": %u,\n  \"repeats\": %d,\n", kSpans, kRepeats);
+  fprintf(f, "  \"unit\": \"ns per span on the host, best of repeats\",\n  \"rows\": [\n");
+  for (size_t i = 0; i < g_rows.size(); ++i) {
+    const Result& r = g_rows[i];
+    fprintf(f, "    {\"id\": \"%s\", \"what\": \"%s\", \"raw_ns\": %.1f, \"lib_ns\": %.1f, \"ratio\": %.4f}%s\n",
+            r.id, r.what, r.raw, r.lib, r.raw > 0 ? r.lib / r.raw : 0.0, i + 1 < g_rows.size() ? "," : "");
+  }
+  fprintf(f, "  ],\n");
+  fprintf(f, "  \"launch_only_ns\": %.1f,\n", launch_only);
+  fprintf(f, "  \"floor\": {\"span_ns\": %.1f, \"record_ns\": %.1f, \"harvest_ns\": %.1f, \"launch_in_span_ns\": %.1f},\n",
+          record + harvest, record, harvest, Find("launch_in_span", false));
+  fprintf(f, "  \"lib\": {\"span_ns\": %.1f, \"record_ns\": %.1f, \"harvest_ns\": %.1f, \"launch_in_span_ns\": %.1f}\n}\n",
+          Find("record", true) + Find("harvest_batch", true), Find("record", true), Find("harvest_batch", true),
+          Find("launch_in_span", true));
+  return fclose(f) == 0;
 }
 
 int Fail(const char* what, const gs_error& err) {
@@ -50,7 +96,16 @@ int Fail(const char* what, const gs_error& err) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const char* json = nullptr;
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
+      json = argv[++i];
+    } else {
+      fprintf(stderr, "usage: driver_bench [--json PATH]\n");
+      return 2;
+    }
+  }
   gs_error err{};
   if (gs_driver_load(&err) != GS_OK) return Fail("load", err);
   const gs::Driver* d = gs::LoadedDriver();
@@ -105,16 +160,23 @@ int main() {
   int32_t capturing = 0;
   lib_done();  // warm up: JIT, first records, anchor
   gs_pool_harvest(pool, items.data(), kSpans, nullptr);
+  // The raw side must really work, or its floor would be the cost of failing.
+  raw_done();
+  if (d->cuEventQuery(end[kSpans - 1]) != CUDA_SUCCESS ||
+      d->cuEventElapsedTime(&ms, begin[kSpans - 1], end[kSpans - 1]) != CUDA_SUCCESS) {
+    fprintf(stderr, "driver_bench: raw events did not complete\n");
+    return 1;
+  }
 
   printf("driver_bench: %u spans per measurement, best of %d, ns per span on the host\n", kSpans, kRepeats);
   printf("| %-44s | %9s | %9s | %5s |\n", "operation", "driver", "gpuspans", "ratio");
   printf("|%s|%s|%s|%s|\n", std::string(46, '-').c_str(), std::string(11, '-').c_str(),
          std::string(11, '-').c_str(), std::string(7, '-').c_str());
-  Row("capture check",
+  Row("capture_check", "capture check",
       PerSpan(nothing, [&] { for (uint32_t i = 0; i < kSpans; ++i) d->cuStreamIsCapturing(s, &cs); }, nothing),
       PerSpan(nothing, [&] { for (uint32_t i = 0; i < kSpans; ++i) gs_pool_is_capturing(pool, stream, &capturing, nullptr); }, nothing));
-  Row("record begin + end", PerSpan(nothing, raw_records, sync), PerSpan(nothing, lib_records, sync));
-  Row("launch empty kernel inside a span",
+  Row("record", "record begin + end", PerSpan(nothing, raw_records, sync), PerSpan(nothing, lib_records, sync));
+  Row("launch_in_span", "launch empty kernel inside a span",
       PerSpan(nothing, [&] {
         for (uint32_t i = 0; i < kSpans; ++i) {
           d->cuEventRecord(begin[i], s);
@@ -134,11 +196,11 @@ int main() {
       if (d->cuEventQuery(end[i]) == CUDA_SUCCESS) d->cuEventElapsedTime(&ms, begin[i], end[i]);
     }
   }, nothing);
-  Row("harvest done spans: one batch", raw_harvest,
+  Row("harvest_batch", "harvest done spans: one batch", raw_harvest,
       PerSpan(lib_done, [&] { gs_pool_harvest(pool, items.data(), kSpans, nullptr); }, nothing));
-  Row("harvest done spans: one call per span", raw_harvest,
+  Row("harvest_per_call", "harvest done spans: one call per span", raw_harvest,
       PerSpan(lib_done, [&] { for (uint32_t i = 0; i < kSpans; ++i) gs_pool_harvest(pool, &items[i], 1, nullptr); }, nothing));
-  Row("harvest in-flight spans: one batch of 256",
+  Row("harvest_inflight", "harvest in-flight spans: one batch of 256",
       PerSpan(raw_blocked, [&] { for (uint32_t i = 0; i < kBlocked; ++i) d->cuEventQuery(end[i]); }, sync,
               kBlocked),
       PerSpan(lib_blocked, [&] { gs_pool_harvest(pool, items.data(), kBlocked, nullptr); }, [&] {
@@ -147,12 +209,20 @@ int main() {
       }, kBlocked));
   // A thread whose current context is not the pool's pays a push and a pop.
   d->cuCtxPopCurrent(&ctx);
-  Row("record begin + end, context not current", PerSpan(nothing, [&] {
+  Row("record_ctx_not_current", "record begin + end, context not current", PerSpan(nothing, [&] {
         d->cuCtxPushCurrent(ctx);
         raw_records();
         d->cuCtxPopCurrent(&ctx);
       }, sync), PerSpan(nothing, lib_records, sync));
   d->cuCtxPushCurrent(ctx);
+  const double launch_only = PerSpan(nothing, [&] {
+    for (uint32_t i = 0; i < kSpans; ++i) gs_kit_empty(kit, stream, nullptr);
+  }, sync);
+  printf("launch empty kernel alone: %.0f ns\n", launch_only);
+  if (json != nullptr && !WriteJSON(json, launch_only)) {
+    fprintf(stderr, "driver_bench: cannot write %s\n", json);
+    return 1;
+  }
 
   for (uint32_t i = 0; i < kSpans; ++i) {
     d->cuEventDestroy(begin[i]);
