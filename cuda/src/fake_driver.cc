@@ -242,6 +242,9 @@ CUresult FakeEventDestroy(CUevent event) {
   FAKE_BEGIN();
   FakeEvent* e = Find(s, event);
   if (!e) return CUDA_ERROR_INVALID_HANDLE;
+  // The real driver defers the release of an event still in flight; the
+  // pool must never rely on that (gs_pool_destroy refuses while busy).
+  if (e->recorded && !e->captured && e->ts > s.now) ++s.n.destroys_in_flight;
   s.events.erase(e);
   delete e;
   ++s.n.event_destroys;

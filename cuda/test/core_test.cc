@@ -83,6 +83,7 @@ void ExpectNoLeaks() {
   CHECK_EQ(c.retained_contexts, 0);
   CHECK_EQ(c.live_streams, 0);
   CHECK_EQ(c.ctx_pushes, c.ctx_pops);
+  CHECK_EQ(c.destroys_in_flight, 0);
 }
 
 void TestNoLibrary() {
@@ -301,6 +302,11 @@ void TestStickyError() {
   const int64_t queries = Counters().event_queries;
   Destroy(p);
   CHECK_EQ(Counters().event_queries, queries);
+  // Three of its spans' events (all but the first begin, at time 0) were
+  // still in flight by the fake clock: a dead context runs nothing more, so
+  // they are released without asking.
+  CHECK_EQ(Counters().destroys_in_flight, 3);
+  gs_testing_fake_reset_counters();
   ExpectNoLeaks();
 }
 
@@ -318,6 +324,140 @@ void TestStickyDuringHarvest() {
   CHECK_EQ(Counters().mode_exchanges % 2, 0);  // the mode was restored
   CHECK_EQ(gs_testing_fake_thread_capture_mode(), 0);
   CHECK_EQ(gs_pool_record_begin(p, 5, kStreamA, &cu), GS_ERR_POOL_DEAD);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+// A record that fails between a span's begin and its end leaves the pool
+// usable: the slot reports in flight (its begin is open) until the caller
+// records it again, which the backend contract allows after a failed record.
+void TestRecordEndFailsMidSpan() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  CHECK_EQ(gs_pool_record_begin(p, 0, kStreamA, nullptr), GS_OK);
+  gs_testing_fake_stream_work(kStreamA, kMs);
+  gs_testing_fake_record_result(1, 1);  // CUDA_ERROR_INVALID_VALUE, once
+  int32_t cu = 0;
+  CHECK_EQ(gs_pool_record_end(p, 0, kStreamA, &cu), GS_ERR_DRIVER);
+  CHECK_EQ(cu, 1);
+  gs_testing_fake_advance(5 * kMs);
+  gs_harvest_item it = Item(0);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, &cu), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
+  // The slot records again from the start and lands.
+  Span(p, 0, kStreamA, 2 * kMs);
+  gs_testing_fake_advance(5 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, &cu), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(it.duration_ns, 2 * kMs);
+  // A sticky code from the end record kills the pool, though the driver
+  // itself would answer later calls: the pool makes none.
+  CHECK_EQ(gs_pool_record_begin(p, 1, kStreamA, nullptr), GS_OK);
+  gs_testing_fake_record_result(700, 1);
+  CHECK_EQ(gs_pool_record_end(p, 1, kStreamA, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(cu, 700);
+  const int64_t calls = Counters().driver_calls;
+  CHECK_EQ(gs_pool_record_begin(p, 2, kStreamA, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(cu, 700);
+  it = Item(1);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, &cu), GS_ERR_POOL_DEAD);
+  CHECK_EQ(it.state, GS_SPAN_ERROR);
+  CHECK_EQ(it.cu_result, 700);
+  CHECK_EQ(Counters().driver_calls, calls);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
+// The first anchor's record failing fails the create, releasing everything.
+void TestCreateFailsAtAnchor() {
+  gs_testing_use_fake_driver();
+  gs_testing_fake_record_result(2, 1);
+  gs_pool* p = nullptr;
+  gs_error err;
+  CHECK_EQ(gs_pool_create(0, 8, &p, &err), GS_ERR_DRIVER);
+  CHECK(p == nullptr);
+  CHECK_EQ(err.cu_result, 2);
+  CHECK(strstr(err.message, "anchor") != nullptr);
+  ExpectNoLeaks();
+}
+
+// Destroy refuses while any recorded event is in flight, and succeeds at the
+// first attempt after the last one completes; a refused destroy releases
+// nothing. Spans end at different times on several streams, some with open
+// begins whose ends are never recorded.
+void TestNoEventDestroyedInFlight() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(32);
+  const int64_t live = Counters().live_events;
+  std::mt19937 rng(3);
+  int64_t last = 0;
+  std::map<uint64_t, int64_t> busy;
+  for (uint32_t s = 0; s < 24; ++s) {
+    const uint64_t stream = 0x7000 + (rng() % 4) * 0x10;
+    const int64_t work = (1 + rng() % 20) * kMs;
+    if (s % 6 == 5) {
+      // Begin only: its event completes when the work queued before it does.
+      last = std::max(last, busy[stream]);
+      CHECK_EQ(gs_pool_record_begin(p, s, stream, nullptr), GS_OK);
+      gs_testing_fake_stream_work(stream, work);
+    } else {
+      Span(p, s, stream, work);
+    }
+    busy[stream] += work;
+    if (s % 6 != 5) last = std::max(last, busy[stream]);
+  }
+  // The last event to complete is a begin whose end is never recorded,
+  // queued behind work on a stream of its own.
+  const uint64_t lone = 0x7F00;
+  gs_testing_fake_stream_work(lone, last + 7 * kMs);
+  CHECK_EQ(gs_pool_record_begin(p, 31, lone, nullptr), GS_OK);
+  last += 7 * kMs;
+  int attempts = 0;
+  for (int64_t now = 0;; now += kMs / 2) {
+    gs_error err;
+    const gs_status st = gs_pool_destroy(p, &err);
+    ++attempts;
+    if (now < last) {
+      CHECK_EQ(st, GS_ERR_BUSY);
+      CHECK_EQ(Counters().live_events, live);
+    } else {
+      CHECK_EQ(st, GS_OK);
+      break;
+    }
+    if (st != GS_ERR_BUSY) break;
+    gs_testing_fake_advance(kMs / 2);
+  }
+  CHECK(attempts > 2);
+  ExpectNoLeaks();
+}
+
+// A sticky error seen by destroy's own queries releases the pool at once.
+void TestStickyDuringDestroy() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  Span(p, 0, kStreamA, kMs);
+  gs_testing_fake_force(gs_testing_pool_event(p, 0, 0), GS_FAKE_QUERY, 700, -1);
+  CHECK_EQ(gs_pool_destroy(p, nullptr), GS_OK);
+  CHECK_EQ(Counters().destroys_in_flight, 1);  // the end; see TestStickyError
+  gs_testing_fake_reset_counters();
+  ExpectNoLeaks();
+}
+
+// After a sticky error, a new pool (the control plane's re-install) works:
+// the old pool's death is its own.
+void TestNewPoolAfterSticky() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  gs_testing_fake_set_sticky(719);
+  CHECK_EQ(gs_pool_record_begin(p, 0, kStreamA, nullptr), GS_ERR_POOL_DEAD);
+  gs_testing_fake_set_sticky(0);
+  Destroy(p);
+  p = NewPool(4);
+  Span(p, 0, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  gs_harvest_item it = Item(0);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
   Destroy(p);
   ExpectNoLeaks();
 }
@@ -702,6 +842,11 @@ const Test kTests[] = {
     {"ForcedResults", TestForcedResults},
     {"StickyError", TestStickyError},
     {"StickyDuringHarvest", TestStickyDuringHarvest},
+    {"RecordEndFailsMidSpan", TestRecordEndFailsMidSpan},
+    {"CreateFailsAtAnchor", TestCreateFailsAtAnchor},
+    {"NoEventDestroyedInFlight", TestNoEventDestroyedInFlight},
+    {"StickyDuringDestroy", TestStickyDuringDestroy},
+    {"NewPoolAfterSticky", TestNewPoolAfterSticky},
     {"CaptureRefused", TestCaptureRefused},
     {"CaptureModeExchange", TestCaptureModeExchange},
     {"ContextPushedOnlyWhenNeeded", TestContextPushedOnlyWhenNeeded},

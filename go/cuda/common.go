@@ -69,4 +69,5 @@ type FakeCounters struct {
 	CtxPops             int64
 	RetainedContexts    int64 // primary context retains minus releases
 	LiveStreams         int64 // created and not destroyed
+	DestroysInFlight    int64 // events destroyed while recorded and not complete: must stay 0 but after a sticky error
 }

@@ -148,6 +148,7 @@ func (*FakeDriver) Counters() FakeCounters {
 		CtxPops:             int64(c.ctx_pops),
 		RetainedContexts:    int64(c.retained_contexts),
 		LiveStreams:         int64(c.live_streams),
+		DestroysInFlight:    int64(c.destroys_in_flight),
 	}
 }
 

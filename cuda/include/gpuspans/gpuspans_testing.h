@@ -149,6 +149,8 @@ typedef struct gs_fake_counters {
   int64_t ctx_pops;
   int64_t retained_contexts;    /* primary context retains minus releases */
   int64_t live_streams;         /* created and not destroyed */
+  int64_t destroys_in_flight;   /* events destroyed while recorded and not complete: must stay
+                                   0, but for a pool released after a sticky error */
 } gs_fake_counters;
 
 /* gs_testing_fake_counters copies the counters into *out. */
