@@ -1,0 +1,197 @@
+package demo
+
+import (
+	"fmt"
+	"math/rand"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// Lane names of the demo engine, in step order.
+const (
+	LanePrefill = "prefill"
+	LaneDecode  = "decode"
+)
+
+// EngineConfig is the shape of the demo engine's steps.
+type EngineConfig struct {
+	Prefill Kernels // launched in the prefill lane, in order, every step
+	Decode  Kernels // launched in the decode lane, in order, every step
+	// Graph is captured once into a CUDA graph at start and replayed at the
+	// end of the decode lane every step, as serving engines replay captured
+	// decode steps. Empty: no graph.
+	Graph Kernels
+	// Jitter varies each launch's duration uniformly by up to this fraction
+	// either way (0.25: 75% to 125%), so histograms have a shape. 0..0.9.
+	Jitter float64
+	// Seed seeds the jitter, so runs are repeatable.
+	Seed int64
+}
+
+// launch is one kernel of a lane, with the handle it is registered under.
+type launch struct {
+	handle uint64
+	k      Kernel
+}
+
+// Engine is the demo serving loop's step: a prefill lane and a decode lane,
+// each a few kernels, with lane spans every step and kernel spans on armed
+// steps, exactly as a serving engine drives a hub. It is driven by one
+// goroutine; the hub it drives may be read and controlled from any other.
+type Engine struct {
+	hub      *gpuspans.Hub
+	gpu      GPU
+	prefill  []launch
+	decode   []launch
+	graph    []launch
+	lanes    [2]int // hub lane indices of prefill and decode
+	jitter   float64
+	rng      *rand.Rand
+	captured bool
+}
+
+// NewEngine registers the kernels of cfg with hub and returns the engine.
+// The hub must have the lanes LanePrefill and LaneDecode, and a recorder
+// for gpu installed. Kernel handles are small integers standing in for the
+// CUfunction pointers a real engine would pass: the spin kernel behind them
+// is the same function whatever its name.
+func NewEngine(hub *gpuspans.Hub, gpu GPU, cfg EngineConfig) (*Engine, error) {
+	if cfg.Jitter < 0 || cfg.Jitter > 0.9 {
+		return nil, fmt.Errorf("demo: jitter %v outside 0..0.9", cfg.Jitter)
+	}
+	e := &Engine{hub: hub, gpu: gpu, jitter: cfg.Jitter, rng: rand.New(rand.NewSource(cfg.Seed))}
+	for i, name := range []string{LanePrefill, LaneDecode} {
+		idx, ok := hub.LaneIndex(name)
+		if !ok {
+			return nil, fmt.Errorf("demo: the hub has no lane %q", name)
+		}
+		e.lanes[i] = idx
+	}
+	handles := map[string]uint64{}
+	register := func(ks Kernels) ([]launch, error) {
+		out := make([]launch, 0, len(ks))
+		for _, k := range ks {
+			h, ok := handles[k.Name]
+			if !ok {
+				h = uint64(len(handles) + 1)
+				if err := hub.RegisterKernel(h, k.Name); err != nil {
+					return nil, fmt.Errorf("demo: kernel %q: %w", k.Name, err)
+				}
+				handles[k.Name] = h
+			}
+			out = append(out, launch{handle: h, k: k})
+		}
+		return out, nil
+	}
+	var err error
+	if e.prefill, err = register(cfg.Prefill); err != nil {
+		return nil, err
+	}
+	if e.decode, err = register(cfg.Decode); err != nil {
+		return nil, err
+	}
+	if e.graph, err = register(cfg.Graph); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// CaptureResult says how a capture went.
+type CaptureResult struct {
+	Kernels int // launches captured into the graph
+	// Refused is how many kernel spans the hub declined to record on the
+	// capturing stream (counted as dropped, reason capturing): an event
+	// recorded into a capture would have broken the graph.
+	Refused uint64
+}
+
+// Capture captures the graph kernels into a graph on the engine's stream,
+// with kernel spans around each launch exactly as on an eager step. It
+// runs as a step of its own, armed on purpose (kernel_span_every is 1 for
+// that step), so that the hub faces a capturing stream: with the level at
+// Kernel every one of those spans must be refused, and the capture must
+// end intact. A capture is made once; without graph kernels it does
+// nothing.
+func (e *Engine) Capture() (CaptureResult, error) {
+	var res CaptureResult
+	if len(e.graph) == 0 || e.captured {
+		return res, nil
+	}
+	every := e.hub.KernelSpanEvery()
+	if err := e.hub.SetKernelSpanEvery(1); err != nil {
+		return res, err
+	}
+	e.hub.BeginStep()
+	// Restore the period before anything can fail, so the next step uses it.
+	_ = e.hub.SetKernelSpanEvery(every)
+	before := e.hub.Snapshot().Counters.Dropped[gpuspans.DropCapturing]
+	if err := e.gpu.BeginCapture(); err != nil {
+		return res, fmt.Errorf("demo: capture: %w", err)
+	}
+	var launchErr error
+	stream := e.gpu.Stream()
+	for _, l := range e.graph {
+		sp := e.hub.KernelBegin(l.handle, stream)
+		launchErr = e.gpu.Launch(l.k.Duration)
+		e.hub.KernelEnd(sp)
+		if launchErr != nil {
+			break
+		}
+		res.Kernels++
+	}
+	endErr := e.gpu.EndCapture()
+	if launchErr != nil {
+		return res, fmt.Errorf("demo: launch during capture: %w", launchErr)
+	}
+	if endErr != nil {
+		return res, fmt.Errorf("demo: capture: %w", endErr)
+	}
+	e.captured = true
+	res.Refused = e.hub.Snapshot().Counters.Dropped[gpuspans.DropCapturing] - before
+	return res, nil
+}
+
+// Step runs one engine step: BeginStep, the prefill lane's kernels, the
+// decode lane's kernels and graph replay, then a wait for the GPU (the
+// engine reading back its tokens). Each lane is bracketed by a lane span
+// and each eager launch by a kernel span, which opens only on armed steps.
+func (e *Engine) Step() error {
+	e.hub.BeginStep()
+	if err := e.lane(e.lanes[0], e.prefill, false); err != nil {
+		return err
+	}
+	if err := e.lane(e.lanes[1], e.decode, e.captured); err != nil {
+		return err
+	}
+	if err := e.gpu.Wait(); err != nil {
+		return fmt.Errorf("demo: waiting for the step: %w", err)
+	}
+	return nil
+}
+
+func (e *Engine) lane(idx int, kernels []launch, replay bool) error {
+	stream := e.gpu.Stream()
+	e.hub.LaneBegin(idx)
+	// LaneEnd runs whatever happens: an open lane span would be counted as
+	// in flight until the recorder is replaced.
+	defer e.hub.LaneEnd(idx)
+	for _, l := range kernels {
+		d := l.k.Duration
+		if e.jitter > 0 {
+			d = time.Duration(float64(d) * (1 + e.jitter*(2*e.rng.Float64()-1)))
+		}
+		sp := e.hub.KernelBegin(l.handle, stream)
+		err := e.gpu.Launch(d)
+		e.hub.KernelEnd(sp)
+		if err != nil {
+			return fmt.Errorf("demo: launching %s: %w", l.k.Name, err)
+		}
+	}
+	if replay {
+		if err := e.gpu.Replay(); err != nil {
+			return fmt.Errorf("demo: replaying the graph: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package demo
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuspans/gpuspans/go/control"
+	"github.com/gpuspans/gpuspans/go/debugpage"
+	"github.com/gpuspans/gpuspans/go/export/prom"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// HandlerOptions configures NewHandler.
+type HandlerOptions struct {
+	Backend string // what the hub records from, for the live page
+	Token   string // the control endpoints' bearer token, or "" for none
+	// Logf is told of every change made through the control endpoints.
+	Logf func(format string, args ...interface{})
+}
+
+// NewHandler returns the HTTP surface a serving binary exposes for hub:
+// /metrics (the hub's collector and the Go runtime and process collectors,
+// on a registry of their own), the live page and its JSON under
+// /debug/gpuspans, and the control endpoints under /control/. "/" redirects
+// to the live page. The handler is safe for concurrent use.
+func NewHandler(hub *gpuspans.Hub, o HandlerOptions) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		prom.NewCollector(hub),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	debugpage.Register(mux, hub, debugpage.Options{Backend: o.Backend})
+	control.Register(mux, hub, control.Options{Token: o.Token, Logf: o.Logf})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		http.Redirect(w, r, debugpage.Path, http.StatusFound)
+	})
+	return mux
+}
