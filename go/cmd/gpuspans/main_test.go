@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/export/spanfile"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/sim"
+)
+
+func runCmd(args ...string) (code int, stdout, stderr string) {
+	var o, e bytes.Buffer
+	code = run(args, &o, &e)
+	return code, o.String(), e.String()
+}
+
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{nil, 2, "", "Usage:"},
+		{[]string{"help"}, 0, "gpuspans demo [flags]", ""},
+		{[]string{"--help"}, 0, "gpuspans trace summary FILE", ""},
+		{[]string{"serve"}, 2, "", `unknown command "serve"`},
+		{[]string{"demo", "--help"}, 0, "-kernel_span_every", ""},
+		{[]string{"demo", "-h"}, 0, "Usage: gpuspans demo [flags]", ""},
+		{[]string{"demo", "--rate=fast"}, 2, "", "invalid value"},
+		{[]string{"demo", "--level=loud"}, 2, "", "unknown level"},
+		{[]string{"demo", "--prefill=attn"}, 2, "", "want name=duration"},
+		{[]string{"demo", "extra"}, 2, "", `unexpected argument "extra"`},
+		{[]string{"trace", "--help"}, 0, "gpuspans trace summary FILE", ""},
+		{[]string{"trace"}, 2, "", "want one span file"},
+		{[]string{"trace", "a", "b"}, 2, "", "want one span file"},
+		{[]string{"bench", "--help"}, 0, "testing.Benchmark", ""},
+		{[]string{"bench", "now"}, 2, "", "unexpected argument"},
+	} {
+		code, out, errOut := runCmd(c.args...)
+		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("gpuspans %q: exit %d, stdout %.200q, stderr %.200q; want %d, %q, %q", c.args, code, out, errOut, c.code, c.stdout, c.stderr)
+		}
+	}
+}
+
+// writeSpanFile writes the spans of a short simulated run.
+func writeSpanFile(t *testing.T) string {
+	t.Helper()
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	stream := gpu.NewStream()
+	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Now: clock.Now, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Install(0, stream, gpu.Opener(64)); err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.RegisterKernel(1, "attn"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		hub.BeginStep()
+		hub.LaneBegin(1)
+		sp := hub.KernelBegin(1, stream)
+		gpu.Launch(stream, 300*time.Microsecond)
+		hub.KernelEnd(sp)
+		hub.LaneEnd(1)
+		clock.Advance(time.Millisecond)
+	}
+	hub.Harvest()
+	path := filepath.Join(t.TempDir(), "run.spans")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spanfile.NewWriter(f).WriteSpans("test", hub.RecentSpans(0, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestTrace(t *testing.T) {
+	in := writeSpanFile(t)
+	code, out, errOut := runCmd("trace", in)
+	want := strings.TrimSuffix(in, ".spans") + ".trace.json"
+	if code != 0 || !strings.Contains(out, "40 spans written to "+want) {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	var tr struct {
+		TraceEvents []map[string]interface{} `json:"traceEvents"`
+	}
+	raw, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &tr); err != nil || len(tr.TraceEvents) < 40 {
+		t.Errorf("trace: %v, %d events", err, len(tr.TraceEvents))
+	}
+	// Flags after the file, and "-" for standard output.
+	code, out, _ = runCmd("trace", in, "-o", "-")
+	if code != 0 || !strings.HasPrefix(out, `{"traceEvents":[`) {
+		t.Errorf("trace -o -: exit %d, %.60q", code, out)
+	}
+}
+
+func TestTraceSummary(t *testing.T) {
+	in := writeSpanFile(t)
+	for _, args := range [][]string{{"trace", "summary", in}, {"trace", "--summary", in}, {"trace", in, "--summary"}} {
+		code, out, errOut := runCmd(args...)
+		if code != 0 || !strings.Contains(out, "40 spans") || !strings.Contains(out, "lane    decode     20  300us  300us  300us") {
+			t.Errorf("%q: exit %d\n%s%s", args, code, out, errOut)
+		}
+	}
+}
+
+func TestTraceBadInput(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.spans")
+	if err := os.WriteFile(bad, []byte("not a span file at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd("trace", "summary", bad); code != 1 || !strings.Contains(errOut, "spanfile") {
+		t.Errorf("summary of junk: exit %d, %q", code, errOut)
+	}
+	if code, _, errOut := runCmd("trace", bad, "-o", filepath.Join(t.TempDir(), "x.json")); code != 1 || !strings.Contains(errOut, "spanfile") {
+		t.Errorf("trace of junk: exit %d, %q", code, errOut)
+	}
+	if code, _, _ := runCmd("trace", filepath.Join(t.TempDir(), "missing.spans")); code != 1 {
+		t.Errorf("trace of a missing file: exit %d", code)
+	}
+}
+
+func TestDemoCommand(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "t.json")
+	spans := filepath.Join(dir, "s.spans")
+	code, out, errOut := runCmd("demo", "--backend=sim", "--steps=40", "--rate=0", "--listen=", "--trace="+trace, "--spans="+spans,
+		"--prefill=a=20us", "--decode=b=10us", "--graph=", "--kernel_span_every=2")
+	if code != 0 {
+		t.Fatalf("exit %d: %s%s", code, out, errOut)
+	}
+	if !strings.HasPrefix(out, "gpuspans demo: using the simulated GPU") {
+		t.Errorf("first line: %.100q", out)
+	}
+	for _, s := range []string{"stopped (--steps) after 40 steps", "lane    prefill", "kernel  a"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	// The span file's summary is the table the demo printed.
+	code, sum, _ := runCmd("trace", "summary", spans)
+	table := sum[strings.Index(sum, "\n")+1:]
+	if code != 0 || !strings.Contains(out, table) {
+		t.Errorf("trace summary (exit %d)\n%s\nis not the demo's table\n%s", code, table, out)
+	}
+}
+
+func TestDemoRefusesPublicListenWithoutToken(t *testing.T) {
+	t.Setenv("GPUSPANS_TOKEN", "")
+	code, _, errOut := runCmd("demo", "--backend=sim", "--steps=1", "--listen=0.0.0.0:0", "--trace=")
+	if code != 1 || !strings.Contains(errOut, "not a loopback address") {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+	t.Setenv("GPUSPANS_TOKEN", "from-env")
+	if code, out, errOut := runCmd("demo", "--backend=sim", "--steps=1", "--listen=0.0.0.0:0", "--trace="); code != 0 {
+		t.Errorf("with GPUSPANS_TOKEN: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestBenchCommand(t *testing.T) {
+	code, out, errOut := runCmd("bench", "--backend=none", "--benchtime=1ms", "--harvest_spans=16", "--harvest_rounds=1")
+	if code != 0 || !strings.Contains(out, "enabled/kernel-span/nop") || !strings.Contains(errOut, "measuring harvest/sim") {
+		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}

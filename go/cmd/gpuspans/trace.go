@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpuspans/gpuspans/go/export/trace"
+	"github.com/gpuspans/gpuspans/go/summary"
+)
+
+const traceDescription = `Converts a span file (written by "gpuspans demo --spans" or any program
+using go/export/spanfile) to a timeline trace in Chrome Trace Event JSON, which
+https://ui.perfetto.dev and chrome://tracing open: one process per GPU, one
+track per lane and per kernel stream. FILE "-" reads standard input.
+
+"gpuspans trace summary FILE" (or --summary) prints the per-lane and
+per-kernel latency table instead, the same table the demo prints on exit.
+(For a span file named "summary", write ./summary.)
+`
+
+func traceCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("trace", "gpuspans trace [-o OUT] FILE | gpuspans trace summary FILE", traceDescription)
+	out := fs.String("o", "", `output trace file; "-" for standard output (default: FILE without its extension, plus .trace.json)`)
+	sum := fs.Bool("summary", false, "print the latency table instead of writing a trace")
+	pos, code, ok := parseFlags(fs, args, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if len(pos) > 0 && pos[0] == "summary" {
+		*sum = true
+		pos = pos[1:]
+	}
+	if len(pos) != 1 {
+		fmt.Fprintf(stderr, "trace: want one span file, got %d arguments (see gpuspans trace --help)\n", len(pos))
+		return 2
+	}
+	in, closeIn, err := openInput(pos[0], os.Stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuspans trace: %v\n", err)
+		return 1
+	}
+	defer closeIn()
+	if *sum {
+		return traceSummary(in, pos[0], stdout, stderr)
+	}
+	return traceConvert(in, pos[0], *out, stdout, stderr)
+}
+
+func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
+	if name == "-" {
+		return stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { _ = f.Close() }, nil
+}
+
+func traceSummary(in io.Reader, name string, stdout, stderr io.Writer) int {
+	rows, st, err := summary.ReadSpanFile(in)
+	if st.FromSnapshot {
+		fmt.Fprintf(stdout, "%s: no spans; the table is the file's last snapshot (of %d)\n", name, st.Snapshots)
+	} else {
+		fmt.Fprintf(stdout, "%s: %d spans\n", name, st.Spans)
+	}
+	if werr := summary.Write(stdout, rows); werr != nil && err == nil {
+		err = werr
+	}
+	if st.Unknown > 0 {
+		fmt.Fprintf(stdout, "%d spans of a kind this version does not know were skipped\n", st.Unknown)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuspans trace summary: %s: %v (the table covers what was read before it)\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+// defaultTraceName is where "gpuspans trace FILE" writes: next to FILE, with
+// .trace.json for its extension.
+func defaultTraceName(in string) string {
+	if in == "-" {
+		return "-"
+	}
+	return strings.TrimSuffix(in, filepath.Ext(in)) + ".trace.json"
+}
+
+func traceConvert(in io.Reader, name, out string, stdout, stderr io.Writer) int {
+	if out == "" {
+		out = defaultTraceName(name)
+	}
+	var dst io.Writer = stdout
+	var f *os.File
+	if out != "-" {
+		var err error
+		if f, err = os.Create(out); err != nil {
+			fmt.Fprintf(stderr, "gpuspans trace: %v\n", err)
+			return 1
+		}
+		dst = f
+	}
+	counts, err := trace.FromSpanFile(dst, in, trace.Options{})
+	if f != nil {
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	// On a bad record the trace still holds valid JSON with the spans before
+	// it, which is worth keeping; say so along with the error.
+	report := stderr
+	if out != "-" {
+		report = stdout
+	}
+	fmt.Fprintf(report, "%s: %d spans written to %s", name, counts.Written, out)
+	if counts.Unplaced > 0 || counts.Unknown > 0 {
+		fmt.Fprintf(report, " (left out: %d without a host start time, %d of an unknown kind)", counts.Unplaced, counts.Unknown)
+	}
+	fmt.Fprintln(report)
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuspans trace: %s: %v (the trace holds the spans read before it)\n", name, err)
+		return 1
+	}
+	return 0
+}
