@@ -46,3 +46,6 @@ CGO_ENABLED=0 go vet ./...
 
 step "examples/: a consumer workspace builds gpuspans as an external repository"
 (cd examples && bazel build //...)
+
+step "C++ core CPU tests under AddressSanitizer and UBSan"
+bazel test --config=asan //cuda:core_test
