@@ -108,6 +108,7 @@ type Pool struct {
 
 	running   atomic.Int64 // calls in progress, to catch a Close that overlaps one
 	scripted  atomic.Int64 // calls counted towards StickyAfter
+	stickyNow atomic.Bool  // SetSticky(true): every call fails
 	sticky    atomic.Bool  // a sticky error has been returned
 	closed    atomic.Bool
 	busyLeft  atomic.Int64
@@ -171,6 +172,12 @@ func (p *Pool) SetRecordError(f RecordErrorFunc) {
 	p.recordErr.Store(&f)
 }
 
+// SetSticky makes every later call to Capturing, RecordBegin, RecordEnd and
+// Harvest fail with an error wrapping backend.ErrSticky (true), like a CUDA
+// context after a fault, or stops that (false). Calls made after one failed
+// so are counted in CallsAfterSticky either way.
+func (p *Pool) SetSticky(on bool) { p.stickyNow.Store(on) }
+
 // SetCapturing marks stream as being captured (or not).
 func (p *Pool) SetCapturing(stream backend.Stream, capturing bool) {
 	p.capMu.Lock()
@@ -228,13 +235,11 @@ func (p *Pool) enter(op string) error {
 	if p.closed.Load() {
 		p.violate("%s after Close", op)
 	}
-	if p.o.StickyAfter <= 0 {
-		return nil
-	}
 	if p.sticky.Load() {
 		p.afterSticky.Add(1)
 	}
-	if p.scripted.Add(1) > p.o.StickyAfter {
+	scripted := p.o.StickyAfter > 0 && p.scripted.Add(1) > p.o.StickyAfter
+	if scripted || p.stickyNow.Load() {
 		p.sticky.Store(true)
 		return &backend.DriverError{Op: op, Code: 700, Msg: "CUDA_ERROR_ILLEGAL_ADDRESS (fake)", Kind: backend.ErrSticky}
 	}

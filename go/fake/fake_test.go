@@ -105,6 +105,28 @@ func TestSticky(t *testing.T) {
 	}
 }
 
+func TestSetSticky(t *testing.T) {
+	p := New(Options{Slots: 2, Errorf: t.Errorf})
+	must(t, p.RecordBegin(0, 1))
+	must(t, p.RecordEnd(0, 1))
+	p.SetSticky(true)
+	if err := p.RecordBegin(1, 1); !errors.Is(err, backend.ErrSticky) {
+		t.Fatalf("RecordBegin after SetSticky: %v", err)
+	}
+	items := []backend.HarvestItem{{Slot: 0}}
+	if err := p.Harvest(items); !errors.Is(err, backend.ErrSticky) {
+		t.Errorf("Harvest: %v", err)
+	}
+	if c := p.Calls(); c.CallsAfterSticky != 1 {
+		t.Errorf("calls %+v", c)
+	}
+	p.SetSticky(false)
+	must(t, p.RecordBegin(1, 1))
+	if c := p.Calls(); c.CallsAfterSticky != 2 {
+		t.Errorf("calls %+v", c)
+	}
+}
+
 func TestViolations(t *testing.T) {
 	var reported []string
 	p := New(Options{Slots: 2, Errorf: func(f string, a ...interface{}) { reported = append(reported, f) }})
