@@ -81,9 +81,9 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 <h2>Drops and errors</h2>
 <table id="drops">
 <tr><th class="l">counter</th><th>spans</th><th class="l">meaning</th></tr>
-{{range .Dropped}}<tr><td class="l">dropped: {{.Name}}</td><td{{if .Value}} class="nonzero"{{end}}>{{.Value}}</td><td class="help">{{.Help}}</td></tr>
+{{range .Dropped}}<tr><td class="l">dropped: {{.Name}}</td><td{{if and .Value .Alarm}} class="nonzero"{{end}}>{{.Value}}</td><td class="help">{{.Help}}</td></tr>
 {{end}}<tr><td class="l">errored</td><td{{if .Snap.Counters.Errored}} class="nonzero"{{end}}>{{.Snap.Counters.Errored}}</td><td class="help">a driver call failed for the span (the first failure is logged)</td></tr>
-{{range .Misuse}}<tr><td class="l">{{.Name}}</td><td{{if .Value}} class="nonzero"{{end}}>{{.Value}}</td><td class="help">{{.Help}}</td></tr>
+{{range .Misuse}}<tr><td class="l">{{.Name}}</td><td{{if and .Value .Alarm}} class="nonzero"{{end}}>{{.Value}}</td><td class="help">{{.Help}}</td></tr>
 {{end}}<tr><td class="l">harvests</td><td>{{.Snap.Counters.Harvests}}</td><td class="help">{{.Snap.Counters.HarvestsSkipped}} skipped because the harvest lock was held; never waiting for the GPU</td></tr>
 </table>
 
@@ -113,7 +113,7 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
       var next = new DOMParser().parseFromString(t, "text/html").getElementById("live");
       var cur = document.getElementById("live");
       if (next && cur) cur.replaceWith(next);
-      status.textContent = "live, every " + ms / 1000 + " s";
+      status.textContent = "live, every " + ms / 1000 + " s; updated " + next.dataset.updated;
       status.className = "";
     }).catch(function (e) {
       status.textContent = "not updating (" + e.message + "); showing " + document.getElementById("live").dataset.updated;
@@ -132,8 +132,8 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 <text x="{{.PlotLeft}}" y="{{.PlotTop}}" dx="-4" dy="4" text-anchor="end">{{.YMax}}</text>
 <text x="{{.PlotLeft}}" y="{{.Base}}" dx="-4" text-anchor="end">0</text>
 {{range .Bars}}<rect class="bar{{if .Overflowing}} over{{end}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" data-count="{{.Count}}"><title>{{.Title}}</title></rect>
-{{if .Label}}<text x="{{f .LabelX}}" y="{{$.TickY}}" text-anchor="middle">{{.Label}}</text>
-{{end}}{{end}}{{range .Markers}}<line class="marker {{.Name}}" x1="{{f .X}}" y1="{{$.PlotTop}}" x2="{{f .X}}" y2="{{$.Base}}"><title>{{.Name}} {{.Value}}</title></line>
+{{end}}{{range .Ticks}}<line class="axis" x1="{{f .X}}" y1="{{$.Base}}" x2="{{f .X}}" y2="{{$.TickMark}}"/><text x="{{f .X}}" y="{{$.TickY}}" text-anchor="middle">{{.Label}}</text>
+{{end}}{{range .Markers}}<line class="marker {{.Name}}" x1="{{f .X}}" y1="{{$.PlotTop}}" x2="{{f .X}}" y2="{{$.Base}}"><title>{{.Name}} {{.Value}}</title></line>
 <text class="{{.Name}}" x="{{f .X}}" y="{{$.PlotTop}}" dy="-5" text-anchor="{{.Anchor}}">{{.Name}}</text>
 {{end}}{{if not .Count}}<text x="{{.PlotLeft}}" y="{{.PlotTop}}" dx="12" dy="30">no spans yet</text>
 {{end}}</svg>

@@ -15,7 +15,7 @@ const (
 	svgWidth   = 420
 	svgHeight  = 150
 	plotLeft   = 44
-	plotRight  = 10
+	plotRight  = 24
 	plotTop    = 18
 	plotBottom = 30
 	minBars    = 6 // at least this many buckets are drawn, so one bar is not the whole chart
@@ -41,6 +41,7 @@ type page struct {
 type named struct {
 	Name, Help string
 	Value      uint64
+	Alarm      bool // a nonzero value means something is wrong (not so for capturing: that is the safety working)
 }
 
 type row struct {
@@ -63,15 +64,22 @@ type hist struct {
 	PlotTop    int
 	Base       int // y of the x axis
 	TickY      int // y of the bucket labels
+	TickMark   int // y where a tick mark below the axis ends
 	YMax       uint64
 	Bars       []bar
+	Ticks      []tick
 	Markers    []marker
+}
+
+// tick labels a bucket edge on the x axis: the edges are where the 1-2-5
+// bounds lie, so a bar reads as "between these two".
+type tick struct {
+	X     float64
+	Label string
 }
 
 type bar struct {
 	X, Y, W, H  float64
-	LabelX      float64
-	Label       string // the bucket's upper bound, under the bar; empty to skip
 	Title       string // tooltip
 	Count       uint64
 	Overflowing bool
@@ -133,7 +141,7 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 		Kind: kind.String(), Name: name, Device: device, Label: name,
 		Width: svgWidth, Height: svgHeight,
 		PlotLeft: plotLeft, PlotRight: svgWidth - plotRight, PlotTop: plotTop,
-		Base: svgHeight - plotBottom, TickY: svgHeight - plotBottom + 14,
+		Base: svgHeight - plotBottom, TickY: svgHeight - plotBottom + 16, TickMark: svgHeight - plotBottom + 4,
 	}
 	if multi {
 		h.Label = fmt.Sprintf("%s (GPU %d)", name, device)
@@ -156,7 +164,13 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 	}
 	every := 1
 	if n > 10 {
-		every = 2
+		every = 2 // keep labels from overlapping
+	}
+	edge := func(i int) string { // the lower edge of bucket i
+		if i == 0 {
+			return "0"
+		}
+		return summary.Duration(bounds[i-1])
 	}
 	for i := lo; i <= hi; i++ {
 		c := a.Buckets[i]
@@ -168,24 +182,22 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 		if c > 0 && height < 1 {
 			height = 1 // a bucket with any span stays visible
 		}
-		var lower string
-		if i == 0 {
-			lower = "0"
-		} else {
-			lower = summary.Duration(bounds[i-1])
-		}
+		lower := edge(i)
 		title := fmt.Sprintf("%s: %d spans in (%s, %s]", name, c, lower, bucketLabel(bounds, i))
 		if i >= len(bounds) {
 			title = fmt.Sprintf("%s: %d spans above %s", name, c, lower)
 		}
-		b := bar{
+		h.Bars = append(h.Bars, bar{
 			X: x + 1, W: slot - 2, Y: float64(h.Base) - height, H: height,
-			LabelX: x + slot/2, Title: title, Count: c, Overflowing: i >= len(bounds),
-		}
+			Title: title, Count: c, Overflowing: i >= len(bounds),
+		})
 		if (i-lo)%every == 0 {
-			b.Label = bucketLabel(bounds, i)
+			h.Ticks = append(h.Ticks, tick{X: x, Label: lower})
 		}
-		h.Bars = append(h.Bars, b)
+	}
+	if (n%every) == 0 && hi < len(bounds) {
+		// The right edge of the last bar, unless it is the open-ended one.
+		h.Ticks = append(h.Ticks, tick{X: float64(h.PlotRight), Label: summary.Duration(bounds[hi])})
 	}
 	if a.Count > 0 {
 		p50, p99 := a.Quantile(0.5), a.Quantile(0.99)
@@ -307,14 +319,17 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 		gpuspans.DropRetired:   "the device's recorder was being replaced or removed",
 	}
 	for r := 0; r < gpuspans.NumDropReasons; r++ {
-		p.Dropped = append(p.Dropped, named{Name: gpuspans.DropReason(r).String(), Help: help[gpuspans.DropReason(r)], Value: c.Dropped[r]})
+		p.Dropped = append(p.Dropped, named{
+			Name: gpuspans.DropReason(r).String(), Help: help[gpuspans.DropReason(r)], Value: c.Dropped[r],
+			Alarm: gpuspans.DropReason(r) != gpuspans.DropCapturing,
+		})
 	}
 	p.Misuse = []named{
-		{"lane already open", "LaneBegin on a lane already open (ignored)", c.LaneAlreadyOpen},
-		{"unknown lane", "LaneBegin with an index outside the hub's lanes (ignored)", c.UnknownLane},
-		{"bad end", "KernelEnd of a span not open on this hub (ignored)", c.BadEnd},
-		{"install failures", "event pools that could not be opened", c.InstallFailures},
-		{"sticky disables", "recorders turned off by a sticky CUDA error", c.StickyDisables},
+		{"lane already open", "LaneBegin on a lane already open (ignored)", c.LaneAlreadyOpen, true},
+		{"unknown lane", "LaneBegin with an index outside the hub's lanes (ignored)", c.UnknownLane, true},
+		{"bad end", "KernelEnd of a span not open on this hub (ignored)", c.BadEnd, true},
+		{"install failures", "event pools that could not be opened", c.InstallFailures, true},
+		{"sticky disables", "recorders turned off by a sticky CUDA error", c.StickyDisables, true},
 	}
 	return p
 }

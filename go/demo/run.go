@@ -132,6 +132,7 @@ type Result struct {
 	Snapshot    gpuspans.Snapshot // the hub's last snapshot
 	Capture     CaptureResult     // the graph capture at start
 	TraceSpans  uint64            // spans written to the trace
+	Unplaced    uint64            // spans left out of the trace: the backend gave no host start time
 	FileSpans   uint64            // spans written to the span file
 	StoppedWhy  string            // "interrupted", "--steps", "--duration" or the error
 	HTTPAddress net.Addr          // where the HTTP surface was served, or nil
@@ -250,7 +251,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 
 	res.Snapshot = hub.Snapshot()
 	written, werr := outs.finish(&res.Snapshot)
-	res.TraceSpans, res.FileSpans = written.trace, written.file
+	res.TraceSpans, res.Unplaced, res.FileSpans = written.trace, written.unplaced, written.file
 	if werr != nil && err == nil {
 		err = werr
 	}
@@ -370,7 +371,14 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 		}
 	}
 	if outs.tracePath != "" {
-		con.Printf("trace: %d spans written to %s (open it in https://ui.perfetto.dev or chrome://tracing)", res.TraceSpans, outs.tracePath)
+		left := ""
+		if res.Unplaced > 0 {
+			// The CUDA pool places a span on the host clock through the
+			// anchor current when it began: spans begun before the pool's
+			// first anchor completed have none.
+			left = fmt.Sprintf("; %d left out, with no host start time", res.Unplaced)
+		}
+		con.Printf("trace: %d spans written to %s%s (open it in https://ui.perfetto.dev or chrome://tracing)", res.TraceSpans, outs.tracePath, left)
 	}
 	if outs.spansPath != "" {
 		con.Printf("span file: %d spans written to %s (gpuspans trace summary %s)", res.FileSpans, outs.spansPath, outs.spansPath)
@@ -478,7 +486,7 @@ func (o *outputs) add(spans []gpuspans.Span) {
 	}
 }
 
-type written struct{ trace, file uint64 }
+type written struct{ trace, unplaced, file uint64 }
 
 // finish writes the trace and closes both files; the span file ends with
 // the hub's final snapshot.
@@ -519,7 +527,7 @@ func (o *outputs) finish(s *gpuspans.Snapshot) (written, error) {
 			_ = os.Remove(f.Name())
 			keep(fmt.Errorf("writing the trace: %w", err))
 		} else {
-			w.trace = tw.Counts().Written
+			w.trace, w.unplaced = tw.Counts().Written, tw.Counts().Unplaced
 		}
 	}
 	return w, first

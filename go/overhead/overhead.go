@@ -103,13 +103,13 @@ func Run(o Options) (rows []Row, note string, err error) {
 		rows = append(rows, Row{Name: name, What: what, NsOp: float64(r.T.Nanoseconds()) / float64(r.N), Allocs: r.AllocsPerOp()})
 		return nil
 	}
-	harvest := func(name, what string, open backend.Opener, stream backend.Stream) error {
+	harvest := func(name, what string, open backend.Opener, stream backend.Stream, settle func()) error {
 		progress(name)
 		if err := setBenchtime(fmt.Sprintf("%dx", o.HarvestRounds)); err != nil {
 			return err
 		}
 		var failed error
-		r := testing.Benchmark(func(b *testing.B) { failed = benchHarvest(b, open, stream, o.HarvestSpans) })
+		r := testing.Benchmark(func(b *testing.B) { failed = benchHarvest(b, open, stream, o.HarvestSpans, settle) })
 		if failed != nil {
 			return fmt.Errorf("overhead: %s: %w", name, failed)
 		}
@@ -140,10 +140,10 @@ func Run(o Options) (rows []Row, note string, err error) {
 			return rows, "", err
 		}
 	}
-	if err := harvest("harvest/nop", fmt.Sprintf("one Harvest landing %d spans, backend that does nothing", o.HarvestSpans), nopOpener, 1); err != nil {
+	if err := harvest("harvest/nop", fmt.Sprintf("one Harvest landing %d spans, backend that does nothing", o.HarvestSpans), nopOpener, 1, nil); err != nil {
 		return rows, "", err
 	}
-	if err := harvest("harvest/sim", fmt.Sprintf("one Harvest landing %d spans, simulated GPU", o.HarvestSpans), g.Opener(o.HarvestSpans), simStream); err != nil {
+	if err := harvest("harvest/sim", fmt.Sprintf("one Harvest landing %d spans, simulated GPU", o.HarvestSpans), g.Opener(o.HarvestSpans), simStream, simSettle); err != nil {
 		return rows, "", err
 	}
 
@@ -174,7 +174,7 @@ func Run(o Options) (rows []Row, note string, err error) {
 		gpu.benchEmpty); err != nil {
 		return rows, "", err
 	}
-	if err := harvest("harvest/cuda", fmt.Sprintf("one Harvest landing %d spans of real CUDA events", o.HarvestSpans), cuda.Opener(o.Device, o.HarvestSpans), gpu.stream); err != nil {
+	if err := harvest("harvest/cuda", fmt.Sprintf("one Harvest landing %d spans of real CUDA events", o.HarvestSpans), cuda.Opener(o.Device, o.HarvestSpans), gpu.stream, gpu.settle); err != nil {
 		return rows, "", err
 	}
 	return rows, "", nil
@@ -280,10 +280,15 @@ func benchBeginStep(b *testing.B) {
 	}
 }
 
+// simSettle lets the simulated GPU's events complete: the simulator
+// completes an event once the host clock has passed it.
+func simSettle() { time.Sleep(time.Millisecond) }
+
 // benchHarvest times harvests that each land spans spans; filling the ring
-// before each is not timed. It returns an error rather than failing b, so
-// the caller can say which row broke.
-func benchHarvest(b *testing.B, open backend.Opener, stream backend.Stream, spans int) error {
+// and letting its events complete (settle, when not nil) is not timed. It
+// returns an error rather than failing b, so the caller can say which row
+// broke.
+func benchHarvest(b *testing.B, open backend.Opener, stream backend.Stream, spans int, settle func()) error {
 	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: spans, Logf: b.Logf})
 	if err != nil {
 		return err
@@ -304,10 +309,12 @@ func benchHarvest(b *testing.B, open backend.Opener, stream backend.Stream, span
 		for j := 0; j < spans; j++ {
 			h.KernelEnd(h.KernelBegin(1, stream))
 		}
-		// Real events complete asynchronously: let them, untimed, so the
-		// timed harvest lands them all rather than finding some in flight.
+		// Events complete asynchronously: let them, untimed, so the timed
+		// harvest lands them all rather than finding some in flight.
+		if settle != nil {
+			settle()
+		}
 		before := h.Snapshot().Counters.Landed
-		time.Sleep(time.Millisecond)
 		b.StartTimer()
 		h.Harvest()
 		b.StopTimer()
@@ -409,6 +416,10 @@ func (g *gpuRig) benchEmpty(b *testing.B) {
 	b.StopTimer()
 	_ = g.kit.Sync(g.stream)
 }
+
+// settle waits for the rig's stream, so every event recorded on it is
+// complete.
+func (g *gpuRig) settle() { _ = g.kit.Sync(g.stream) }
 
 func (g *gpuRig) close() {
 	_ = g.kit.Sync(g.stream)
