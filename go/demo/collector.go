@@ -15,6 +15,7 @@ import (
 // takes the hub's harvest lock only briefly.
 type collector struct {
 	hub         *gpuspans.Hub
+	eng         *Engine
 	outs        *outputs
 	con         *console
 	statusEvery time.Duration
@@ -28,18 +29,18 @@ type collector struct {
 	// Status line state, owned by the goroutine.
 	snap       gpuspans.Snapshot
 	prevT      time.Time
-	prevStep   uint64
+	prevStep   uint64 // engine steps at the previous status
 	prevLanded uint64
 }
 
-func newCollector(hub *gpuspans.Hub, outs *outputs, con *console, statusEvery time.Duration) *collector {
+func newCollector(hub *gpuspans.Hub, eng *Engine, outs *outputs, con *console, statusEvery time.Duration) *collector {
 	if statusEvery == 0 {
 		statusEvery = 5 * time.Second
 		if con.tty {
 			statusEvery = 500 * time.Millisecond
 		}
 	}
-	return &collector{hub: hub, outs: outs, con: con, statusEvery: statusEvery, quit: make(chan struct{}), prevT: time.Now()}
+	return &collector{hub: hub, eng: eng, outs: outs, con: con, statusEvery: statusEvery, quit: make(chan struct{}), prevT: time.Now()}
 }
 
 // run polls and prints until stop. ctx only ends the status line early.
@@ -90,14 +91,16 @@ func (c *collector) status() {
 		dt = 1
 	}
 	k := &s.Counters
-	c.con.Status(statusLine(s, float64(s.Step-c.prevStep)/dt, float64(k.Landed-c.prevLanded)/dt))
-	c.prevT, c.prevStep, c.prevLanded = now, s.Step, k.Landed
+	steps := c.eng.Steps()
+	c.con.Status(statusLine(s, steps, float64(steps-c.prevStep)/dt, float64(k.Landed-c.prevLanded)/dt))
+	c.prevT, c.prevStep, c.prevLanded = now, steps, k.Landed
 }
 
-// statusLine is the live status: progress, rates, the counters that say
+// statusLine is the live status: the engine's progress (its own step
+// count: the hub counts none at level off), rates, the counters that say
 // whether telemetry keeps up, and the settings in force.
-func statusLine(s *gpuspans.Snapshot, stepsPerSec, landedPerSec float64) string {
+func statusLine(s *gpuspans.Snapshot, steps uint64, stepsPerSec, landedPerSec float64) string {
 	k := &s.Counters
 	return fmt.Sprintf("step %d | %.1f steps/s | spans landed %d (+%.0f/s) | dropped %d | errored %d | in flight %d | level %s, kernel spans 1 step in %d",
-		s.Step, stepsPerSec, k.Landed, landedPerSec, k.DroppedTotal(), k.Errored, k.InFlight, s.Level, s.KernelSpanEvery)
+		steps, stepsPerSec, k.Landed, landedPerSec, k.DroppedTotal(), k.Errored, k.InFlight, s.Level, s.KernelSpanEvery)
 }

@@ -435,10 +435,10 @@ func TestOpenGPU(t *testing.T) {
 }
 
 func TestStatusLine(t *testing.T) {
-	s := gpuspans.Snapshot{Level: gpuspans.LevelKernel, KernelSpanEvery: 16, Step: 1234}
+	s := gpuspans.Snapshot{Level: gpuspans.LevelKernel, KernelSpanEvery: 16, Step: 99}
 	s.Counters.Landed, s.Counters.InFlight, s.Counters.Dropped[gpuspans.DropCapturing] = 2468, 2, 3
 	want := "step 1234 | 99.9 steps/s | spans landed 2468 (+250/s) | dropped 3 | errored 0 | in flight 2 | level kernel, kernel spans 1 step in 16"
-	if got := statusLine(&s, 99.94, 249.6); got != want {
+	if got := statusLine(&s, 1234, 99.94, 249.6); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
@@ -465,5 +465,28 @@ func TestConsoleOnATerminal(t *testing.T) {
 	want := eraseLine + "s1" + eraseLine + "log\ns1" + eraseLine + "s2\n"
 	if b.String() != want {
 		t.Errorf("got %q\nwant %q", b.String(), want)
+	}
+}
+
+// At level off the hub counts no step; the status line still shows the
+// engine's progress.
+func TestStatusCountsEngineStepsAtLevelOff(t *testing.T) {
+	cfg := fastConfig(t)
+	cfg.Level = gpuspans.LevelOff
+	cfg.Rate = 1000
+	cfg.Duration = 400 * time.Millisecond
+	cfg.StatusEvery = 100 * time.Millisecond
+	cfg.Listen, cfg.TracePath, cfg.SpansPath = "", "", ""
+	var out syncBuffer
+	res, err := Run(context.Background(), cfg, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Snapshot.Step != 0 {
+		t.Errorf("hub counted %d steps at level off", res.Snapshot.Step)
+	}
+	m := regexp.MustCompile(`(?m)^step ([1-9][0-9]*) \| [0-9.]+ steps/s .* level off,`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Errorf("no status line with engine steps at level off:\n%s", out.String())
 	}
 }

@@ -3,6 +3,7 @@ package demo
 import (
 	"fmt"
 	"math/rand"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -49,6 +50,7 @@ type Engine struct {
 	jitter   float64
 	rng      *rand.Rand
 	captured bool
+	steps    atomic.Uint64 // engine steps run, whatever the level (the hub counts only at step and above)
 }
 
 // NewEngine registers the kernels of cfg with hub and returns the engine.
@@ -167,8 +169,12 @@ func (e *Engine) Step() error {
 	if err := e.gpu.Wait(); err != nil {
 		return fmt.Errorf("demo: waiting for the step: %w", err)
 	}
+	e.steps.Add(1)
 	return nil
 }
+
+// Steps returns the number of steps run. Safe from any goroutine.
+func (e *Engine) Steps() uint64 { return e.steps.Load() }
 
 func (e *Engine) lane(idx int, kernels []launch, replay bool) error {
 	stream := e.gpu.Stream()

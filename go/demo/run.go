@@ -218,7 +218,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 	}
 	con.Printf("%s; %s", stopHow(&cfg), outs.describe())
 
-	col := newCollector(hub, outs, con, cfg.StatusEvery)
+	col := newCollector(hub, eng, outs, con, cfg.StatusEvery)
 	colDone := make(chan struct{})
 	go func() { col.run(ctx); close(colDone) }()
 
