@@ -1,0 +1,584 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// --- accuracy ---------------------------------------------------------------
+
+type accCase struct {
+	SpinNs  int64  `json:"spin_ns"`
+	Queue   string `json:"queue"` // busy: a 200 us spin is queued ahead of the span; idle: nothing is
+	N       int    `json:"n"`
+	Missing int    `json:"missing"` // samples whose span did not land
+
+	KernelNsP50 float64 `json:"kernel_ns_p50"` // the kernel's own %globaltimer interval
+	SpanNsP50   float64 `json:"span_ns_p50"`
+	ErrNsP50    float64 `json:"err_ns_p50"` // span - kernel, signed
+	ErrNsMin    float64 `json:"err_ns_min"`
+	ErrNsMax    float64 `json:"err_ns_max"`
+	RawAbsNsMax float64 `json:"raw_abs_ns_max"`
+
+	OffsetNs     float64 `json:"offset_ns"`       // the median error of spin 0 on the same queue
+	CorrAbsNsP50 float64 `json:"corr_abs_ns_p50"` // |span - kernel - offset|
+	CorrAbsNsMax float64 `json:"corr_abs_ns_max"`
+
+	Within2usRaw       bool `json:"within_2us_raw"`       // max |span - kernel| <= 2 us
+	Within2usCorrected bool `json:"within_2us_corrected"` // max |span - kernel - offset| <= 2 us
+
+	KernelNs []int64 `json:"kernel_ns"`
+	SpanNs   []int64 `json:"span_ns"`
+}
+
+type accuracyResult struct {
+	Method string    `json:"method"`
+	Cases  []accCase `json:"cases"`
+	// Over the busy-queue cases of at least 100 us.
+	MeetsRaw       bool `json:"meets_2us_at_100us_raw"`
+	MeetsCorrected bool `json:"meets_2us_at_100us_corrected"`
+	Truncated      bool `json:"truncated,omitempty"`
+}
+
+func runAccuracy(e *env) (interface{}, string, error) {
+	g, err := e.newGPU(0)
+	if err != nil {
+		return nil, "", err
+	}
+	defer g.Close()
+	r, err := newRig(g, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.close()
+	h, err := newHub(0, r.lane, 256)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeHub(h, r)
+	t, err := g.NewTimer()
+	if err != nil {
+		return nil, "", err
+	}
+	defer t.Free()
+	k := r.streams[0]
+	res := &accuracyResult{Method: "per sample: BeginStep; [busy: spin 200 us, no span]; KernelBegin; spin d writing its own " +
+		"first and last %globaltimer; KernelEnd; sync; harvest; error = span - kernel. Offset: the median error of spin 0 " +
+		"on the same queue, subtracted for the corrected figures"}
+	var lastSeq uint64
+	var spans []gpuspans.Span
+	sample := func(d time.Duration, busy bool) (kernel, span int64, ok bool, err error) {
+		h.BeginStep()
+		if busy {
+			if err := g.Spin(k, 200*time.Microsecond, nil); err != nil {
+				return 0, 0, false, err
+			}
+		}
+		sp := h.KernelBegin(kSpin, k)
+		if sp == (gpuspans.KernelSpan{}) {
+			return 0, 0, false, fmt.Errorf("no kernel span opened: %+v", h.Snapshot().Counters)
+		}
+		if err := g.Spin(k, d, t); err != nil {
+			h.KernelEnd(sp)
+			return 0, 0, false, err
+		}
+		h.KernelEnd(sp)
+		if err := g.Sync(k); err != nil {
+			return 0, 0, false, err
+		}
+		start, end, err := t.Read()
+		if err != nil {
+			return 0, 0, false, err
+		}
+		h.Harvest()
+		spans = h.RecentSpans(lastSeq, spans[:0])
+		for _, s := range spans {
+			lastSeq = s.Seq
+			if s.Kind == gpuspans.KindKernel && s.Name == "spin" {
+				span, ok = s.DurationNs, true
+			}
+		}
+		return int64(end - start), span, ok, nil
+	}
+	for i := 0; i < 3; i++ { // warm up: the pool opens, the kernel is compiled
+		if _, _, _, err := sample(10*time.Microsecond, true); err != nil {
+			return nil, "", err
+		}
+	}
+	many, few := e.scale(50, 3), e.scale(10, 2)
+	plan := []struct {
+		d    time.Duration
+		busy bool
+		n    int
+	}{
+		{0, true, many}, {10 * time.Microsecond, true, many}, {100 * time.Microsecond, true, many},
+		{time.Millisecond, true, many}, {10 * time.Millisecond, true, few},
+		{0, false, e.scale(20, 2)}, {100 * time.Microsecond, false, e.scale(20, 2)},
+	}
+	offset := map[bool]float64{}
+	res.MeetsRaw, res.MeetsCorrected = true, true
+	judged := 0
+	for _, p := range plan {
+		if e.late() {
+			res.Truncated = true
+			break
+		}
+		c := accCase{SpinNs: int64(p.d), Queue: "idle", N: p.n}
+		if p.busy {
+			c.Queue = "busy"
+		}
+		var kernels, spansNs, errs []float64
+		for i := 0; i < p.n; i++ {
+			kernel, span, ok, err := sample(p.d, p.busy)
+			if err != nil {
+				return res, "", fmt.Errorf("spin %v: %w", p.d, err)
+			}
+			if !ok {
+				c.Missing++
+				continue
+			}
+			c.KernelNs = append(c.KernelNs, kernel)
+			c.SpanNs = append(c.SpanNs, span)
+			kernels = append(kernels, float64(kernel))
+			spansNs = append(spansNs, float64(span))
+			errs = append(errs, float64(span-kernel))
+		}
+		if len(errs) == 0 {
+			return res, "", fmt.Errorf("spin %v: no span landed", p.d)
+		}
+		if p.d == 0 {
+			offset[p.busy] = median(errs)
+		}
+		c.OffsetNs = offset[p.busy]
+		c.KernelNsP50, c.SpanNsP50 = median(kernels), median(spansNs)
+		c.ErrNsP50, c.ErrNsMin, c.ErrNsMax = median(errs), minOf(errs), maxOf(errs)
+		var corr, raw []float64
+		for _, x := range errs {
+			raw = append(raw, absF(x))
+			corr = append(corr, absF(x-c.OffsetNs))
+		}
+		c.RawAbsNsMax = maxOf(raw)
+		c.CorrAbsNsP50, c.CorrAbsNsMax = median(corr), maxOf(corr)
+		c.Within2usRaw = c.RawAbsNsMax <= 2000
+		c.Within2usCorrected = c.CorrAbsNsMax <= 2000
+		if p.busy && p.d >= 100*time.Microsecond {
+			judged++
+			res.MeetsRaw = res.MeetsRaw && c.Within2usRaw
+			res.MeetsCorrected = res.MeetsCorrected && c.Within2usCorrected
+		}
+		res.Cases = append(res.Cases, c)
+	}
+	if judged == 0 {
+		res.MeetsRaw, res.MeetsCorrected = false, false
+	}
+	return res, "", nil
+}
+
+// --- safety -----------------------------------------------------------------
+
+type safetyPhase struct {
+	Name  string `json:"name"`
+	What  string `json:"what"`
+	Steps int    `json:"steps"`
+
+	Captures           int    `json:"captures"`
+	CapturesOK         int    `json:"captures_ok"`
+	Invalidated901     int    `json:"invalidated_901"` // CaptureEnd failed with CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: must be 0
+	OtherCaptureErrors int    `json:"other_capture_errors"`
+	LaunchErrorsInCapt int    `json:"launch_errors_in_capture"`
+	FirstError         string `json:"first_error,omitempty"`
+	GraphLaunches      int    `json:"graph_launches"`
+
+	KernelBeginsInCapture int    `json:"kernel_begins_in_capture"` // KernelBegin calls on the capturing stream
+	SpansOpenedInCapture  int    `json:"spans_opened_in_capture"`  // of those, spans opened: must be 0
+	DroppedCapturing      uint64 `json:"dropped_capturing"`        // Dropped[DropCapturing]: must equal the calls
+
+	EagerSpansLanded uint64 `json:"eager_kernel_spans_landed"` // kernel spans outside the captures: want Steps
+	LaneSpansLanded  uint64 `json:"lane_spans_landed"`         // want Steps
+	Errored          uint64 `json:"errored"`
+	DroppedSlotBusy  uint64 `json:"dropped_slot_busy"`
+	InFlightAtEnd    uint64 `json:"in_flight_at_end"`
+	Harvests         uint64 `json:"harvests"`
+	HarvestsSkipped  uint64 `json:"harvests_skipped"`
+	OK               bool   `json:"ok"`
+}
+
+type safetyResult struct {
+	Mode           string        `json:"mode"`
+	Harvester      string        `json:"harvester"`
+	HarvesterCalls int64         `json:"harvester_calls"`
+	Phases         []safetyPhase `json:"phases"`
+	// Over the phases that follow the documented rules (the first two).
+	OK        bool `json:"ok"`
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+func runSafety(e *env) (interface{}, string, error) {
+	g, err := e.newGPU(0)
+	if err != nil {
+		return nil, "", err
+	}
+	defer g.Close()
+	r, err := newRig(g, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.close()
+	h, err := newHub(0, r.lane, gpuspans.DefaultSlots, "prefill", "decode")
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeHub(h, r)
+	k := r.streams[0]
+	h.BeginStep() // opens the pool
+	settle(h, r)
+
+	// A GLOBAL capture must end on the thread that began it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	res := &safetyResult{
+		Mode:      "CU_STREAM_CAPTURE_MODE_GLOBAL on the kernel stream, from the loop's (locked) thread",
+		Harvester: "a second goroutine calls Hub.Harvest in a loop during every phase",
+	}
+	var harvesterCalls int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			h.Harvest()
+			atomic.AddInt64(&harvesterCalls, 1)
+			runtime.Gosched()
+		}
+	}()
+	stopHarvester := func() {
+		if stop != nil {
+			close(stop)
+			<-done
+			stop = nil
+		}
+	}
+	defer stopHarvester()
+
+	// capture captures one empty kernel on k, trying a kernel span around
+	// it, and returns the graph (0 when the capture failed, counted).
+	capture := func(p *safetyPhase, inside func()) cuda.Graph {
+		p.Captures++
+		if err := g.CaptureBegin(k, cuda.CaptureGlobal); err != nil {
+			p.OtherCaptureErrors++
+			if p.FirstError == "" {
+				p.FirstError = "CaptureBegin: " + err.Error()
+			}
+			return 0
+		}
+		p.KernelBeginsInCapture++
+		sp := h.KernelBegin(kCaptured, k)
+		if sp != (gpuspans.KernelSpan{}) {
+			p.SpansOpenedInCapture++
+		}
+		if err := g.Empty(k); err != nil {
+			p.LaunchErrorsInCapt++
+		}
+		h.KernelEnd(sp)
+		if inside != nil {
+			inside()
+		}
+		graph, err := g.CaptureEnd(k)
+		if err != nil {
+			if cudaCode(err) == 901 {
+				p.Invalidated901++
+			} else {
+				p.OtherCaptureErrors++
+			}
+			if p.FirstError == "" {
+				p.FirstError = "CaptureEnd: " + err.Error()
+			}
+			return 0
+		}
+		p.CapturesOK++
+		return graph
+	}
+	launch := func(p *safetyPhase, graph cuda.Graph, destroy bool) error {
+		x, err := g.Instantiate(graph)
+		if err != nil {
+			return err
+		}
+		if err := g.Launch(x, k); err != nil {
+			return err
+		}
+		p.GraphLaunches++
+		if destroy { // freed by the driver once the launch completes
+			if err := g.DestroyGraphExec(x); err != nil {
+				return err
+			}
+			return g.DestroyGraph(graph)
+		}
+		return nil
+	}
+	eager := func(p *safetyPhase) error {
+		h.BeginStep()
+		h.LaneBegin(1)
+		if err := g.Empty(r.lane); err != nil {
+			return err
+		}
+		sp := h.KernelBegin(kEmpty, k)
+		if err := g.Empty(k); err != nil {
+			return err
+		}
+		h.KernelEnd(sp)
+		return nil
+	}
+
+	type phaseFn func(p *safetyPhase, step int) error
+	var once cuda.Graph
+	var onceExec cuda.GraphExec
+	phases := []struct {
+		name, what string
+		steps      int
+		judged     bool
+		step       phaseFn
+	}{
+		{"capture_per_step", "every step: eager kernel span, then a capture of one kernel (KernelBegin tried inside), " +
+			"instantiate, launch; the decode lane span on the lane stream is open across the capture",
+			e.scale(1000, 20), true, func(p *safetyPhase, step int) error {
+				if err := eager(p); err != nil {
+					return err
+				}
+				if graph := capture(p, nil); graph != 0 {
+					if err := launch(p, graph, true); err != nil {
+						return err
+					}
+				}
+				h.LaneEnd(1)
+				return nil
+			}},
+		{"capture_once_replay", "one capture before the loop (KernelBegin tried inside); every step: eager kernel span, " +
+			"graph launch, lane span", e.scale(1000, 20), true, func(p *safetyPhase, step int) error {
+			if step == 0 {
+				graph := capture(p, nil)
+				if graph == 0 {
+					return fmt.Errorf("the one capture failed: %s", p.FirstError)
+				}
+				x, err := g.Instantiate(graph)
+				if err != nil {
+					return err
+				}
+				once, onceExec = graph, x
+			}
+			if err := eager(p); err != nil {
+				return err
+			}
+			if err := g.Launch(onceExec, k); err != nil {
+				return err
+			}
+			p.GraphLaunches++
+			h.LaneEnd(1)
+			return nil
+		}},
+		{"lane_end_inside_capture", "as capture_per_step, but the capturing thread ends the lane span (an event record " +
+			"on the uncaptured lane stream) and launches on the lane stream inside its own GLOBAL capture: informational",
+			e.scale(200, 10), false, func(p *safetyPhase, step int) error {
+				if err := eager(p); err != nil {
+					return err
+				}
+				graph := capture(p, func() {
+					h.LaneEnd(1)
+					if err := g.Empty(r.lane); err != nil {
+						p.LaunchErrorsInCapt++
+					}
+				})
+				if graph != 0 {
+					return launch(p, graph, true)
+				}
+				return nil
+			}},
+	}
+	res.OK = true
+	for _, ph := range phases {
+		if e.late() {
+			res.Truncated = true
+			res.OK = false
+			break
+		}
+		p := safetyPhase{Name: ph.name, What: ph.what, Steps: ph.steps}
+		before := settle(h, r)
+		for i := 0; i < ph.steps; i++ {
+			if err := ph.step(&p, i); err != nil {
+				res.Phases = append(res.Phases, p)
+				return res, "", fmt.Errorf("%s step %d: %w", ph.name, i, err)
+			}
+		}
+		after := settle(h, r)
+		if onceExec != 0 {
+			_ = g.DestroyGraphExec(onceExec)
+			_ = g.DestroyGraph(once)
+			once, onceExec = 0, 0
+		}
+		c0, c1 := before.Counters, after.Counters
+		p.DroppedCapturing = c1.Dropped[gpuspans.DropCapturing] - c0.Dropped[gpuspans.DropCapturing]
+		p.DroppedSlotBusy = c1.Dropped[gpuspans.DropSlotBusy] - c0.Dropped[gpuspans.DropSlotBusy]
+		p.Errored = c1.Errored - c0.Errored
+		p.InFlightAtEnd = c1.InFlight
+		p.Harvests = c1.Harvests - c0.Harvests
+		p.HarvestsSkipped = c1.HarvestsSkipped - c0.HarvestsSkipped
+		p.EagerSpansLanded = aggCount(after.Kernels, "empty") - aggCount(before.Kernels, "empty")
+		p.LaneSpansLanded = aggCount(after.Lanes, "decode") - aggCount(before.Lanes, "decode")
+		p.OK = p.Invalidated901 == 0 && p.OtherCaptureErrors == 0 && p.SpansOpenedInCapture == 0 &&
+			p.DroppedCapturing == uint64(p.KernelBeginsInCapture) && p.Errored == 0 &&
+			p.EagerSpansLanded == uint64(p.Steps) && p.LaneSpansLanded == uint64(p.Steps)
+		if ph.judged {
+			res.OK = res.OK && p.OK
+		}
+		res.Phases = append(res.Phases, p)
+	}
+	stopHarvester()
+	res.HarvesterCalls = atomic.LoadInt64(&harvesterCalls)
+	return res, "", nil
+}
+
+// aggCount sums the counts of the aggregates called name, over devices.
+func aggCount(aggs []gpuspans.Aggregate, name string) uint64 {
+	var n uint64
+	for _, a := range aggs {
+		if a.Name == name {
+			n += a.Count
+		}
+	}
+	return n
+}
+
+// --- multigpu ---------------------------------------------------------------
+
+type multiDevice struct {
+	Device        int     `json:"device"`
+	WantNs        float64 `json:"want_ns"` // the device's spin length
+	KernelSpans   uint64  `json:"kernel_spans"`
+	MinNs         float64 `json:"min_ns"`
+	P50Ns         float64 `json:"p50_ns"`
+	MaxNs         float64 `json:"max_ns"`
+	LaneSpans     uint64  `json:"lane_spans"`
+	Misattributed int     `json:"misattributed"` // recent kernel spans closer to another device's length
+	OK            bool    `json:"ok"`
+}
+
+type multiResult struct {
+	Devices   int           `json:"devices"`
+	Steps     int           `json:"steps"`
+	Method    string        `json:"method"`
+	PerDevice []multiDevice `json:"per_device"`
+	OK        bool          `json:"ok"`
+}
+
+func runMultiGPU(e *env) (interface{}, string, error) {
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		return nil, "", err
+	}
+	if n < 2 {
+		return nil, fmt.Sprintf("%d GPU", n), nil
+	}
+	if n > 8 {
+		n = 8
+	}
+	steps := e.scale(50, 5)
+	res := &multiResult{Devices: n, Steps: steps, Method: "one hub, a pool and a lane stream per device; per step: BeginStep, " +
+		"LaneBegin, on each device a 20 us lane spin and a kernel span around a spin of (device+1) x 100 us, LaneEnd"}
+	h, err := gpuspans.New(gpuspans.Options{Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: logf})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := h.RegisterKernel(kSpin, "spin"); err != nil {
+		return nil, "", err
+	}
+	var gpus []gpu
+	var rigs []*rig
+	defer func() {
+		for d := range rigs {
+			h.Uninstall(d)
+		}
+		settle(h, rigs...)
+		for _, r := range rigs {
+			r.close()
+		}
+		for _, g := range gpus {
+			_ = g.Close()
+		}
+	}()
+	want := func(d int) time.Duration { return time.Duration(d+1) * 100 * time.Microsecond }
+	for d := 0; d < n; d++ {
+		g, err := e.newGPU(d)
+		if err != nil {
+			return nil, "", fmt.Errorf("device %d: %w", d, err)
+		}
+		gpus = append(gpus, g)
+		r, err := newRig(g, 1)
+		if err != nil {
+			return nil, "", fmt.Errorf("device %d: %w", d, err)
+		}
+		rigs = append(rigs, r)
+		if err := h.Install(d, r.lane, cuda.Opener(d, 256)); err != nil {
+			return nil, "", err
+		}
+	}
+	for step := 0; step < steps; step++ {
+		h.BeginStep()
+		h.LaneBegin(0)
+		for d, r := range rigs {
+			if err := r.g.Spin(r.lane, 20*time.Microsecond, nil); err != nil {
+				return nil, "", fmt.Errorf("device %d: %w", d, err)
+			}
+			sp := h.Device(d).KernelBegin(kSpin, r.streams[0])
+			if err := r.g.Spin(r.streams[0], want(d), nil); err != nil {
+				return nil, "", fmt.Errorf("device %d: %w", d, err)
+			}
+			h.KernelEnd(sp)
+		}
+		h.LaneEnd(0)
+	}
+	s := settle(h, rigs...)
+	recent := h.RecentSpans(0, nil)
+	res.OK = true
+	for d := 0; d < n; d++ {
+		md := multiDevice{Device: d, WantNs: ns(want(d))}
+		for _, a := range s.Kernels {
+			if a.Device == d && a.Name == "spin" {
+				md.KernelSpans, md.MinNs, md.P50Ns, md.MaxNs = a.Count, ns(a.Min), ns(a.Quantile(0.5)), ns(a.Max)
+			}
+		}
+		for _, a := range s.Lanes {
+			if a.Device == d {
+				md.LaneSpans += a.Count
+			}
+		}
+		for _, sp := range recent {
+			if sp.Kind != gpuspans.KindKernel || sp.Device != d {
+				continue
+			}
+			nearest, dist := 0, -1.0
+			for o := 0; o < n; o++ {
+				if x := absF(float64(sp.DurationNs) - ns(want(o))); dist < 0 || x < dist {
+					nearest, dist = o, x
+				}
+			}
+			if nearest != d {
+				md.Misattributed++
+			}
+		}
+		md.OK = md.KernelSpans == uint64(steps) && md.LaneSpans == uint64(steps) && md.MinNs >= md.WantNs &&
+			md.P50Ns <= md.WantNs+50000 && md.Misattributed == 0
+		res.OK = res.OK && md.OK
+		res.PerDevice = append(res.PerDevice, md)
+	}
+	return res, "", nil
+}

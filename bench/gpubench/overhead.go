@@ -1,0 +1,724 @@
+package main
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// Kernel handles the hub aggregates by name.
+const (
+	kEmpty    = 1
+	kSpin     = 2
+	kCaptured = 3
+)
+
+// rig is one device's streams for a serving-loop step: a lane stream and
+// one kernel stream per launching goroutine, with the goroutines parked
+// between steps.
+type rig struct {
+	g       gpu
+	lane    backend.Stream
+	streams []backend.Stream
+
+	body  func(w int) // what each goroutine does in a step; set while they are parked
+	start []chan struct{}
+	wg    sync.WaitGroup
+
+	mu  sync.Mutex
+	err errs
+}
+
+func newRig(g gpu, goroutines int) (*rig, error) {
+	r := &rig{g: g}
+	var err error
+	if r.lane, err = g.NewStream(); err != nil {
+		return nil, err
+	}
+	for i := 0; i < goroutines; i++ {
+		s, err := g.NewStream()
+		if err != nil {
+			r.close()
+			return nil, err
+		}
+		r.streams = append(r.streams, s)
+	}
+	if goroutines > 1 {
+		r.start = make([]chan struct{}, goroutines)
+		for w := range r.start {
+			r.start[w] = make(chan struct{}, 1)
+			go func(w int) {
+				for range r.start[w] {
+					r.body(w)
+					r.wg.Done()
+				}
+			}(w)
+		}
+	}
+	return r, nil
+}
+
+// fanOut runs body on every goroutine (inline for one) and waits.
+func (r *rig) fanOut() {
+	if r.start == nil {
+		r.body(0)
+		return
+	}
+	r.wg.Add(len(r.start))
+	for _, c := range r.start {
+		c <- struct{}{}
+	}
+	r.wg.Wait()
+}
+
+// fail keeps the first error a goroutine met.
+func (r *rig) fail(what string, err error) {
+	if err == nil {
+		return
+	}
+	r.mu.Lock()
+	r.err.add(what, err)
+	r.mu.Unlock()
+}
+
+func (r *rig) firstErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err.err
+}
+
+func (r *rig) syncAll() error {
+	if err := r.g.Sync(r.lane); err != nil {
+		return err
+	}
+	for _, s := range r.streams {
+		if err := r.g.Sync(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// timeSteps runs step steps times, timing each on the host and syncing
+// every stream after it, untimed, so each step starts on an idle GPU with
+// an empty queue and never blocks on a full one. Returns ns per step.
+func (r *rig) timeSteps(steps int, step func()) (float64, error) {
+	var total time.Duration
+	for i := 0; i < steps; i++ {
+		t0 := time.Now()
+		step()
+		total += time.Since(t0)
+		if err := r.syncAll(); err != nil {
+			return 0, err
+		}
+	}
+	if err := r.firstErr(); err != nil {
+		return 0, err
+	}
+	return ns(total) / float64(steps), nil
+}
+
+func (r *rig) close() {
+	for _, c := range r.start {
+		close(c)
+	}
+	_ = r.syncAll()
+	_ = r.g.DestroyStream(r.lane)
+	for _, s := range r.streams {
+		_ = r.g.DestroyStream(s)
+	}
+}
+
+// newHub makes a hub at LevelKernel, every step armed, with the kernels
+// named, installed on device with lane stream lane.
+func newHub(device int, lane backend.Stream, slots int, lanes ...string) (*gpuspans.Hub, error) {
+	if len(lanes) == 0 {
+		lanes = []string{"decode"}
+	}
+	h, err := gpuspans.New(gpuspans.Options{Lanes: lanes, Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: logf})
+	if err != nil {
+		return nil, err
+	}
+	for k, name := range map[uint64]string{kEmpty: "empty", kSpin: "spin", kCaptured: "captured"} {
+		if err := h.RegisterKernel(k, name); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.Install(device, lane, cuda.Opener(device, slots)); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// logf keeps the hub's rare log lines on stderr, in the section's log.
+func logf(format string, args ...interface{}) {
+	fmt.Fprintf(stderrLog, "gpuspans: "+format+"\n", args...)
+}
+
+// settle lands everything in flight: sync every rig, then harvest until
+// nothing is in flight or a second has passed.
+func settle(h *gpuspans.Hub, rigs ...*rig) gpuspans.Snapshot {
+	for _, r := range rigs {
+		_ = r.syncAll()
+	}
+	deadline := time.Now().Add(time.Second)
+	for {
+		h.Harvest()
+		s := h.Snapshot()
+		if s.Counters.InFlight == 0 || time.Now().After(deadline) {
+			return s
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// closeHub retires the hub's recorders and lands their spans, so their
+// pools close.
+func closeHub(h *gpuspans.Hub, r *rig, devices ...int) {
+	if len(devices) == 0 {
+		devices = []int{0}
+	}
+	for _, d := range devices {
+		h.Uninstall(d)
+	}
+	settle(h, r)
+}
+
+// --- overhead ---------------------------------------------------------------
+
+type variant struct {
+	StepNsMin    float64   `json:"step_ns_min"`
+	StepNsMedian float64   `json:"step_ns_median"`
+	StepNsReps   []float64 `json:"step_ns_reps"`
+}
+
+func newVariant(reps []float64) variant {
+	return variant{StepNsMin: minOf(reps), StepNsMedian: median(reps), StepNsReps: reps}
+}
+
+type overheadRow struct {
+	KernelSpansPerStep int     `json:"kernel_spans_per_step"`
+	LaneSpansPerStep   int     `json:"lane_spans_per_step"`
+	Goroutines         int     `json:"goroutines"`
+	Steps              int     `json:"steps"`
+	Repeats            int     `json:"repeats"`
+	None               variant `json:"none"` // launches only, no telemetry call
+	Pool               variant `json:"pool"` // cuda.Pool directly: records around launches, one Harvest per step
+	Hub                variant `json:"hub"`  // BeginStep, LaneBegin/End, KernelBegin/End
+
+	LaunchNsPerKernel     float64 `json:"launch_ns_per_kernel"`        // none / kernel spans
+	HubNsPerSpan          float64 `json:"hub_ns_per_span"`             // (hub - none) / spans, best repeats
+	HubNsPerSpanMedian    float64 `json:"hub_ns_per_span_median"`      // the same from median repeats
+	PoolNsPerSpan         float64 `json:"pool_ns_per_span"`            // (pool - none) / spans, best repeats
+	BeginStepNsMean       float64 `json:"begin_step_ns_mean"`          // BeginStep (arm + harvest) per step, timed hub runs
+	BeginStepNsMax        float64 `json:"begin_step_ns_max"`           //
+	HarvestNsPerStep      float64 `json:"harvest_ns_per_step"`         // Counters.HarvestTime / Harvests, timed hub runs
+	SpansPerHarvest       float64 `json:"spans_per_harvest"`           // landed / harvests
+	Begun                 uint64  `json:"begun"`                       // hub counters over the timed runs
+	Landed                uint64  `json:"landed"`                      //
+	DroppedSlotBusy       uint64  `json:"dropped_slot_busy"`           //
+	DroppedCapturing      uint64  `json:"dropped_capturing"`           //
+	Errored               uint64  `json:"errored"`                     //
+	PoolDone              uint64  `json:"pool_done"`                   // pool variant: items harvested done
+	PoolNotDone           uint64  `json:"pool_not_done"`               // pool variant: items harvested in flight or failed
+	PoolHarvestCallsPerSt int     `json:"pool_harvest_calls_per_step"` //
+}
+
+type overheadResult struct {
+	Kernel    string        `json:"kernel"`
+	Method    string        `json:"method"`
+	Rows      []overheadRow `json:"rows"`
+	Truncated bool          `json:"truncated,omitempty"`
+}
+
+func runOverhead(e *env) (interface{}, string, error) {
+	g, err := e.newGPU(0)
+	if err != nil {
+		return nil, "", err
+	}
+	defer g.Close()
+	res := &overheadResult{
+		Kernel: "empty kernel, one thread (gs_kit_empty), each goroutine on its own non-blocking stream",
+		Method: "each step timed on the host from its first call to its last, every stream synced after it untimed; " +
+			"variants interleaved, best and median of the repeats; a span is a kernel span or the step's lane span",
+	}
+	budget := e.scale(24576, 256)
+	repeats := e.scale(3, 2)
+	for _, goroutines := range []int{1, 4} {
+		for _, n := range []int{8, 64, 512} {
+			if e.late() {
+				res.Truncated = true
+				return res, "", nil
+			}
+			steps := budget / n
+			if steps < 16 {
+				steps = 16
+			}
+			if steps > 3000 {
+				steps = 3000
+			}
+			row, err := overheadConfig(g, n, goroutines, steps, repeats)
+			if err != nil {
+				return res, "", fmt.Errorf("%d spans per step, %d goroutines: %w", n, goroutines, err)
+			}
+			res.Rows = append(res.Rows, row)
+		}
+	}
+	return res, "", nil
+}
+
+func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, error) {
+	row := overheadRow{KernelSpansPerStep: n, LaneSpansPerStep: 1, Goroutines: goroutines, Steps: steps, Repeats: repeats, PoolHarvestCallsPerSt: 1}
+	r, err := newRig(g, goroutines)
+	if err != nil {
+		return row, err
+	}
+	defer r.close()
+	per := n / goroutines
+	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
+	if err != nil {
+		return row, err
+	}
+	defer closeHub(h, r)
+	pool, err := cuda.Open(0, n+1)
+	if err != nil {
+		return row, err
+	}
+	defer func() {
+		_ = r.syncAll()
+		_ = pool.Close()
+	}()
+	items := make([]backend.HarvestItem, n+1)
+	for i := range items {
+		items[i].Slot = uint32(i)
+	}
+
+	// The goroutines' bodies are made once: a closure made in a timed
+	// step would cost an allocation there.
+	noneBody := func(w int) {
+		s := r.streams[w]
+		for i := 0; i < per; i++ {
+			r.fail("launch", g.Empty(s))
+		}
+	}
+	poolBody := func(w int) {
+		s := r.streams[w]
+		for i := 0; i < per; i++ {
+			slot := w*per + i
+			r.fail("pool record", pool.RecordBegin(slot, s))
+			r.fail("launch", g.Empty(s))
+			r.fail("pool record", pool.RecordEnd(slot, s))
+		}
+	}
+	hubBody := func(w int) {
+		s := r.streams[w]
+		for i := 0; i < per; i++ {
+			sp := h.KernelBegin(kEmpty, s)
+			r.fail("launch", g.Empty(s))
+			h.KernelEnd(sp)
+		}
+	}
+	none := func() {
+		r.body = noneBody
+		r.fanOut()
+	}
+	var poolDone, poolNotDone uint64
+	poolStep := func() {
+		r.fail("pool harvest", pool.Harvest(items))
+		for i := range items {
+			if items[i].State == backend.Done {
+				poolDone++
+			} else {
+				poolNotDone++
+			}
+		}
+		r.fail("pool record", pool.RecordBegin(n, r.lane))
+		r.body = poolBody
+		r.fanOut()
+		r.fail("pool record", pool.RecordEnd(n, r.lane))
+	}
+	var beginSum, beginMax time.Duration
+	hubStep := func() {
+		t0 := time.Now()
+		h.BeginStep()
+		d := time.Since(t0)
+		beginSum += d
+		if d > beginMax {
+			beginMax = d
+		}
+		h.LaneBegin(0)
+		r.body = hubBody
+		r.fanOut()
+		h.LaneEnd(0)
+	}
+
+	// Warm up every path (the hub's pool opens at its first step), then
+	// time the variants interleaved.
+	warm := steps / 10
+	if warm < 3 {
+		warm = 3
+	}
+	for _, f := range []func(){none, poolStep, hubStep} {
+		if _, err := r.timeSteps(warm, f); err != nil {
+			return row, err
+		}
+	}
+	h.Harvest()
+	before := h.Snapshot().Counters
+	poolDone, poolNotDone, beginSum, beginMax = 0, 0, 0, 0
+	var noneReps, poolReps, hubReps []float64
+	for rep := 0; rep < repeats; rep++ {
+		for _, v := range []struct {
+			f    func()
+			reps *[]float64
+		}{{none, &noneReps}, {poolStep, &poolReps}, {hubStep, &hubReps}} {
+			t, err := r.timeSteps(steps, v.f)
+			if err != nil {
+				return row, err
+			}
+			*v.reps = append(*v.reps, t)
+		}
+	}
+	h.Harvest() // the last step's spans
+	after := h.Snapshot().Counters
+	row.None, row.Pool, row.Hub = newVariant(noneReps), newVariant(poolReps), newVariant(hubReps)
+	spans := float64(n + 1)
+	row.LaunchNsPerKernel = row.None.StepNsMin / float64(n)
+	row.HubNsPerSpan = (row.Hub.StepNsMin - row.None.StepNsMin) / spans
+	row.HubNsPerSpanMedian = (row.Hub.StepNsMedian - row.None.StepNsMedian) / spans
+	row.PoolNsPerSpan = (row.Pool.StepNsMin - row.None.StepNsMin) / spans
+	hubSteps := float64(steps * repeats)
+	row.BeginStepNsMean = ns(beginSum) / hubSteps
+	row.BeginStepNsMax = ns(beginMax)
+	harvests := float64(after.Harvests - before.Harvests)
+	row.HarvestNsPerStep = div(ns(after.HarvestTime-before.HarvestTime), harvests)
+	row.Begun = after.Begun - before.Begun
+	row.Landed = after.Landed - before.Landed
+	row.SpansPerHarvest = div(float64(row.Landed), harvests)
+	row.DroppedSlotBusy = after.Dropped[gpuspans.DropSlotBusy] - before.Dropped[gpuspans.DropSlotBusy]
+	row.DroppedCapturing = after.Dropped[gpuspans.DropCapturing] - before.Dropped[gpuspans.DropCapturing]
+	row.Errored = after.Errored - before.Errored
+	row.PoolDone, row.PoolNotDone = poolDone, poolNotDone
+	return row, nil
+}
+
+// --- disabled ---------------------------------------------------------------
+
+type disabledResult struct {
+	Loop         string             `json:"loop"`
+	Steps        int                `json:"steps"`
+	Repeats      int                `json:"repeats"`
+	KernelsStep  int                `json:"kernels_per_step"`
+	Variants     map[string]variant `json:"variants"` // none, off, step
+	OffMinusNone float64            `json:"off_minus_none_ns_per_step"`
+	StepMinus    float64            `json:"step_minus_none_ns_per_step"`
+	NoiseNs      float64            `json:"noise_ns_per_step"` // max - min of the no-telemetry repeats
+	OffInNoise   bool               `json:"off_within_noise"`
+	StepInNoise  bool               `json:"step_within_noise"`
+	PoolsOpened  bool               `json:"pools_opened"` // must stay false below Kernel
+	Begun        uint64             `json:"begun"`        // must stay 0
+	// Per call, in a tight loop without launches (best of 3).
+	MicroNs map[string]float64 `json:"micro_ns"`
+}
+
+func runDisabled(e *env) (interface{}, string, error) {
+	g, err := e.newGPU(0)
+	if err != nil {
+		return nil, "", err
+	}
+	defer g.Close()
+	r, err := newRig(g, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.close()
+	h, err := gpuspans.New(gpuspans.Options{Lanes: []string{"decode"}, Level: gpuspans.LevelOff, KernelSpanEvery: 1, Logf: logf})
+	if err != nil {
+		return nil, "", err
+	}
+	if err := h.Install(0, r.lane, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
+		return nil, "", err
+	}
+	const kernels = 8
+	steps, repeats := e.scale(2000, 20), e.scale(5, 3)
+	k := r.streams[0]
+	none := func() {
+		for i := 0; i < kernels; i++ {
+			r.fail("launch", g.Empty(k))
+		}
+	}
+	served := func() {
+		h.BeginStep()
+		h.LaneBegin(0)
+		for i := 0; i < kernels; i++ {
+			sp := h.KernelBegin(kEmpty, k)
+			r.fail("launch", g.Empty(k))
+			h.KernelEnd(sp)
+		}
+		h.LaneEnd(0)
+	}
+	res := &disabledResult{
+		Loop:  "per step: BeginStep, LaneBegin, 8 x (KernelBegin, empty kernel, KernelEnd), LaneEnd; stream synced after each step, untimed",
+		Steps: steps, Repeats: repeats, KernelsStep: kernels, Variants: map[string]variant{},
+	}
+	runs := []struct {
+		name  string
+		level gpuspans.Level
+		f     func()
+	}{{"none", gpuspans.LevelOff, none}, {"off", gpuspans.LevelOff, served}, {"step", gpuspans.LevelStep, served}}
+	reps := map[string][]float64{}
+	for _, v := range runs { // warm up
+		_ = h.SetLevel(v.level)
+		if _, err := r.timeSteps(steps/10+1, v.f); err != nil {
+			return nil, "", err
+		}
+	}
+	for rep := 0; rep < repeats; rep++ {
+		for _, v := range runs {
+			_ = h.SetLevel(v.level)
+			t, err := r.timeSteps(steps, v.f)
+			if err != nil {
+				return nil, "", err
+			}
+			reps[v.name] = append(reps[v.name], t)
+		}
+	}
+	for name, x := range reps {
+		res.Variants[name] = newVariant(x)
+	}
+	none0 := res.Variants["none"]
+	res.NoiseNs = maxOf(reps["none"]) - minOf(reps["none"])
+	res.OffMinusNone = res.Variants["off"].StepNsMedian - none0.StepNsMedian
+	res.StepMinus = res.Variants["step"].StepNsMedian - none0.StepNsMedian
+	res.OffInNoise = absF(res.OffMinusNone) <= res.NoiseNs
+	res.StepInNoise = absF(res.StepMinus) <= res.NoiseNs
+
+	// The calls alone: what the loop above pays per call below Kernel.
+	iters := e.scale(5000000, 10000)
+	best := func(f func(n int)) float64 {
+		b := 0.0
+		for i := 0; i < 3; i++ {
+			t0 := time.Now()
+			f(iters)
+			if t := ns(time.Since(t0)) / float64(iters); i == 0 || t < b {
+				b = t
+			}
+		}
+		return b
+	}
+	var sink uint64
+	res.MicroNs = map[string]float64{}
+	res.MicroNs["empty_loop"] = best(func(n int) {
+		for i := 0; i < n; i++ {
+			sink += uint64(i)
+		}
+	})
+	for _, lv := range []gpuspans.Level{gpuspans.LevelOff, gpuspans.LevelStep} {
+		_ = h.SetLevel(lv)
+		res.MicroNs["span_calls_"+lv.String()] = best(func(n int) {
+			for i := 0; i < n; i++ {
+				h.LaneBegin(0)
+				sp := h.KernelBegin(kEmpty, k)
+				h.KernelEnd(sp)
+				h.LaneEnd(0)
+			}
+		})
+		res.MicroNs["begin_step_"+lv.String()] = best(func(n int) {
+			for i := 0; i < n; i++ {
+				h.BeginStep()
+			}
+		})
+	}
+	_ = sink
+	s := h.Snapshot()
+	res.Begun = s.Counters.Begun
+	for _, d := range s.Devices {
+		if d.State != gpuspans.DevicePending {
+			res.PoolsOpened = true
+		}
+	}
+	return res, "", nil
+}
+
+// --- ceiling ----------------------------------------------------------------
+
+type ceilingLevel struct {
+	SpansPerStep    int     `json:"spans_per_step"` // kernel spans, over all goroutines
+	Steps           int     `json:"steps"`
+	ElapsedS        float64 `json:"elapsed_s"`
+	Begun           uint64  `json:"begun"`
+	Landed          uint64  `json:"landed"` // harvested by the timed steps' BeginStep
+	DroppedSlotBusy uint64  `json:"dropped_slot_busy"`
+	Errored         uint64  `json:"errored"`
+	LandedPerS      float64 `json:"landed_per_s"`
+	BegunPerS       float64 `json:"begun_per_s"`
+	MaxInFlight     uint64  `json:"in_flight_at_end"`
+}
+
+type ceilingResult struct {
+	Pool           string         `json:"pool"`
+	Goroutines     int            `json:"goroutines"`
+	Method         string         `json:"method"`
+	Levels         []ceilingLevel `json:"levels"`
+	CeilingPerS    float64        `json:"ceiling_landed_per_s"`   // best rate of a level without drops
+	CeilingAtSpans int            `json:"ceiling_spans_per_step"` // that level
+	FirstDropSpans int            `json:"first_drop_spans_per_step"`
+	DropCounters   string         `json:"drop_counters"`
+	Truncated      bool           `json:"truncated,omitempty"`
+}
+
+func runCeiling(e *env) (interface{}, string, error) {
+	g, err := e.newGPU(0)
+	if err != nil {
+		return nil, "", err
+	}
+	defer g.Close()
+	goroutines := 4
+	r, err := newRig(g, goroutines)
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.close()
+	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeHub(h, r)
+	res := &ceilingResult{
+		Pool:       fmt.Sprintf("default: %d slots (gpuspans.DefaultSlots)", gpuspans.DefaultSlots),
+		Goroutines: goroutines,
+		Method: "per step: BeginStep (harvest), then each goroutine launches its share of empty kernels, each in a kernel span, " +
+			"on its own stream; no sync inside a level; spans per step double until Dropped[DropSlotBusy] > 0",
+		DropCounters: "Counters.Dropped[gpuspans.DropSlotBusy] (Prometheus: gpuspans_spans_dropped_total{reason=\"slot_busy\"}); " +
+			"also Counters.InFlight, Counters.Begun == Landed + DroppedTotal() + InFlight + Errored",
+	}
+	levelTime := time.Duration(e.scale(300, 20)) * time.Millisecond
+	// Warm up: open the pool.
+	h.BeginStep()
+	settle(h, r)
+	for n := 256; n <= 16384; n *= 2 {
+		if e.late() {
+			res.Truncated = true
+			break
+		}
+		per := n / goroutines
+		r.body = func(w int) {
+			s := r.streams[w]
+			for i := 0; i < per; i++ {
+				sp := h.KernelBegin(kEmpty, s)
+				r.fail("launch", g.Empty(s))
+				h.KernelEnd(sp)
+			}
+		}
+		before := h.Snapshot().Counters
+		lv := ceilingLevel{SpansPerStep: n}
+		t0 := time.Now()
+		for lv.Steps < 3 || (time.Since(t0) < levelTime && lv.Steps < 400) {
+			h.BeginStep()
+			r.fanOut()
+			lv.Steps++
+		}
+		h.BeginStep() // the last step's harvest, inside the window
+		el := time.Since(t0)
+		after := h.Snapshot().Counters
+		if err := r.firstErr(); err != nil {
+			return res, "", err
+		}
+		lv.ElapsedS = el.Seconds()
+		lv.Begun = after.Begun - before.Begun
+		lv.Landed = after.Landed - before.Landed
+		lv.DroppedSlotBusy = after.Dropped[gpuspans.DropSlotBusy] - before.Dropped[gpuspans.DropSlotBusy]
+		lv.Errored = after.Errored - before.Errored
+		lv.MaxInFlight = after.InFlight
+		lv.LandedPerS = div(float64(lv.Landed), el.Seconds())
+		lv.BegunPerS = div(float64(lv.Begun), el.Seconds())
+		res.Levels = append(res.Levels, lv)
+		settle(h, r)
+		if lv.DroppedSlotBusy > 0 {
+			res.FirstDropSpans = n
+			break
+		}
+		if lv.LandedPerS > res.CeilingPerS {
+			res.CeilingPerS, res.CeilingAtSpans = lv.LandedPerS, n
+		}
+	}
+	return res, "", nil
+}
+
+// --- harvestwait ------------------------------------------------------------
+
+type harvestWaitResult struct {
+	Kernel        string  `json:"kernel"`
+	SpansQueued   int     `json:"spans_queued"` // behind the long kernel, plus its own
+	Calls         int     `json:"begin_step_calls"`
+	P50Ns         float64 `json:"begin_step_p50_ns"`
+	P99Ns         float64 `json:"begin_step_p99_ns"`
+	MaxNs         float64 `json:"begin_step_max_ns"`
+	InFlightDur   uint64  `json:"in_flight_during"`
+	LandedDur     uint64  `json:"landed_during"`
+	LandedAfter   uint64  `json:"landed_after_sync"`
+	LoopS         float64 `json:"loop_s"`
+	KernelStillOn bool    `json:"kernel_still_running_at_loop_end"`
+}
+
+func runHarvestWait(e *env) (interface{}, string, error) {
+	g, err := e.newGPU(0)
+	if err != nil {
+		return nil, "", err
+	}
+	defer g.Close()
+	r, err := newRig(g, 1)
+	if err != nil {
+		return nil, "", err
+	}
+	defer r.close()
+	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
+	if err != nil {
+		return nil, "", err
+	}
+	defer closeHub(h, r)
+	k := r.streams[0]
+	h.BeginStep() // opens the pool
+	settle(h, r)
+	const long = 50 * time.Millisecond
+	const queued = 256
+	res := &harvestWaitResult{Kernel: "one 50 ms spin kernel in a kernel span, 256 empty kernels in spans queued behind it", SpansQueued: queued + 1}
+	before := h.Snapshot().Counters
+	h.BeginStep()
+	sp := h.KernelBegin(kSpin, k)
+	if err := g.Spin(k, long, nil); err != nil {
+		return nil, "", err
+	}
+	h.KernelEnd(sp)
+	for i := 0; i < queued; i++ {
+		sp := h.KernelBegin(kEmpty, k)
+		if err := g.Empty(k); err != nil {
+			return nil, "", err
+		}
+		h.KernelEnd(sp)
+	}
+	t0 := time.Now()
+	var took []float64
+	for time.Since(t0) < long*7/10 {
+		t := time.Now()
+		h.BeginStep()
+		took = append(took, ns(time.Since(t)))
+	}
+	res.LoopS = time.Since(t0).Seconds()
+	mid := h.Snapshot().Counters
+	res.InFlightDur = mid.InFlight
+	res.LandedDur = mid.Landed - before.Landed
+	res.KernelStillOn = mid.Landed == before.Landed
+	s := settle(h, r)
+	res.LandedAfter = s.Counters.Landed - before.Landed
+	res.Calls = len(took)
+	res.P50Ns, res.P99Ns, res.MaxNs = quantile(took, 0.5), quantile(took, 0.99), maxOf(took)
+	if res.LandedAfter != queued+1 {
+		return res, "", fmt.Errorf("%d of %d spans landed after the sync: %+v", res.LandedAfter, queued+1, s.Counters)
+	}
+	return res, "", nil
+}
