@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs what tools/gpu/stage.sh staged in .carry/gpu/ on a GPU machine: every
-# gpu test, then the driver benchmark. Writes one log and a summary to $OUT
-# (or ./out/gpu), and exits non-zero if any test failed.
+# gpu test, then the driver benchmark, then bench/run.sh. Writes one log and
+# a summary to $OUT (or ./out/gpu), and exits non-zero if any test failed.
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 SRC="$ROOT/.carry/gpu"
@@ -34,6 +34,12 @@ done
 if [[ -x "$SRC/bin/driver_bench" ]]; then
   echo "=== driver_bench" >>"$LOG"
   timeout 300 "$SRC/bin/driver_bench" 2>&1 | tee -a "$LOG" >>"$SUM"
+fi
+# The measurements of bench/ (results to $OUT, else bench/results/); they
+# report their own failures and never fail this run.
+if [[ -f "$ROOT/bench/run.sh" ]]; then
+  echo "=== bench" >>"$LOG"
+  BENCH_COMMAND="bash tools/gpu/run.sh" bash "$ROOT/bench/run.sh" 2>&1 | tee -a "$LOG" | tee -a "$SUM"
 fi
 echo "gpu: $pass passed, $fail failed" | tee -a "$SUM"
 [[ $fail -eq 0 ]]

@@ -14,7 +14,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 tools/bootstrap.sh
-EXTRA=(//cuda:driver_bench //go/cmd/gpuspans "$@")
+EXTRA=(//cuda:driver_bench //go/cmd/gpuspans //bench/gpubench "$@")
 mapfile -t TESTS < <(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
 ((${#TESTS[@]})) || { echo "stage: no test tagged gpu" >&2; exit 1; }
 bazel build -c opt "${TESTS[@]}" "${EXTRA[@]}"
