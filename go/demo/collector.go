@@ -101,6 +101,6 @@ func (c *collector) status() {
 // whether telemetry keeps up, and the settings in force.
 func statusLine(s *gpuspans.Snapshot, steps uint64, stepsPerSec, landedPerSec float64) string {
 	k := &s.Counters
-	return fmt.Sprintf("step %d | %.1f steps/s | spans landed %d (+%.0f/s) | dropped %d | errored %d | in flight %d | level %s, kernel spans 1 step in %d",
+	return fmt.Sprintf("step %d (%.1f/s) | spans landed %d (+%.0f/s), dropped %d, errored %d, in flight %d | level %s, kernel spans 1 in %d",
 		steps, stepsPerSec, k.Landed, landedPerSec, k.DroppedTotal(), k.Errored, k.InFlight, s.Level, s.KernelSpanEvery)
 }

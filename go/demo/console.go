@@ -16,11 +16,17 @@ type console struct {
 	mu     sync.Mutex
 	w      io.Writer
 	tty    bool
-	status string // the status line on screen, tty only
+	width  func() int // the terminal's columns now, 0 if unknown; tty only
+	status string     // the status line on screen, tty only
 }
 
 func newConsole(w io.Writer) *console {
-	return &console{w: w, tty: isTerminal(w)}
+	c := &console{w: w, tty: isTerminal(w)}
+	if c.tty {
+		f := w.(*os.File)
+		c.width = func() int { return terminalWidth(f) }
+	}
+	return c
 }
 
 // isTerminal reports whether w is a character device, which is what a
@@ -57,6 +63,13 @@ func (c *console) Status(s string) {
 	if !c.tty {
 		fmt.Fprintln(c.w, s)
 		return
+	}
+	// A line as wide as the terminal would wrap, and the next carriage
+	// return would rewrite only its last part.
+	if c.width != nil {
+		if n := c.width() - 1; n > 0 && len(s) > n {
+			s = s[:n]
+		}
 	}
 	c.status = s
 	fmt.Fprint(c.w, eraseLine+s)

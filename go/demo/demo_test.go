@@ -437,7 +437,7 @@ func TestOpenGPU(t *testing.T) {
 func TestStatusLine(t *testing.T) {
 	s := gpuspans.Snapshot{Level: gpuspans.LevelKernel, KernelSpanEvery: 16, Step: 99}
 	s.Counters.Landed, s.Counters.InFlight, s.Counters.Dropped[gpuspans.DropCapturing] = 2468, 2, 3
-	want := "step 1234 | 99.9 steps/s | spans landed 2468 (+250/s) | dropped 3 | errored 0 | in flight 2 | level kernel, kernel spans 1 step in 16"
+	want := "step 1234 (99.9/s) | spans landed 2468 (+250/s), dropped 3, errored 0, in flight 2 | level kernel, kernel spans 1 in 16"
 	if got := statusLine(&s, 1234, 99.94, 249.6); got != want {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
@@ -457,12 +457,12 @@ func TestConsoleOffATerminal(t *testing.T) {
 
 func TestConsoleOnATerminal(t *testing.T) {
 	var b bytes.Buffer
-	c := &console{w: &b, tty: true}
+	c := &console{w: &b, tty: true, width: func() int { return 5 }}
 	c.Status("s1")
 	c.Printf("log")
-	c.Status("s2")
+	c.Status("status cut to the width")
 	c.EndStatus()
-	want := eraseLine + "s1" + eraseLine + "log\ns1" + eraseLine + "s2\n"
+	want := eraseLine + "s1" + eraseLine + "log\ns1" + eraseLine + "stat\n"
 	if b.String() != want {
 		t.Errorf("got %q\nwant %q", b.String(), want)
 	}
@@ -485,7 +485,7 @@ func TestStatusCountsEngineStepsAtLevelOff(t *testing.T) {
 	if res.Snapshot.Step != 0 {
 		t.Errorf("hub counted %d steps at level off", res.Snapshot.Step)
 	}
-	m := regexp.MustCompile(`(?m)^step ([1-9][0-9]*) \| [0-9.]+ steps/s .* level off,`).FindStringSubmatch(out.String())
+	m := regexp.MustCompile(`(?m)^step ([1-9][0-9]*) \([0-9.]+/s\) .* level off,`).FindStringSubmatch(out.String())
 	if m == nil {
 		t.Errorf("no status line with engine steps at level off:\n%s", out.String())
 	}

@@ -517,6 +517,11 @@ func (o *outputs) finish(s *gpuspans.Snapshot) (written, error) {
 		if err == nil {
 			err = tw.Close()
 		}
+		if err == nil {
+			// CreateTemp makes the file private; the trace is an ordinary
+			// output file.
+			err = f.Chmod(0o644)
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
