@@ -56,7 +56,7 @@ const DefaultMaxBody = 1 << 10
 // is hours of serving between armed steps, so anything larger is a typo.
 const MaxKernelSpanEvery = 1_000_000
 
-// Options configures the endpoints.
+// Options configures the endpoints: a plain value, read once by Register.
 type Options struct {
 	// Token, when not empty, is required on every request as
 	// "Authorization: Bearer <token>".
@@ -68,7 +68,8 @@ type Options struct {
 	Logf func(format string, args ...interface{})
 }
 
-// Mux is where Register adds its handlers; *http.ServeMux is one.
+// Mux is where Register adds its handlers; *http.ServeMux is one. Register
+// calls Handle from the caller's goroutine, before serving starts.
 type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }

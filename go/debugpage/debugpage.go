@@ -32,7 +32,7 @@ const DefaultRefresh = 2 * time.Second
 // maxRefresh bounds the ?refresh= query parameter.
 const maxRefresh = 10 * time.Minute
 
-// Options configures the page.
+// Options configures the page: a plain value, read once by Register.
 type Options struct {
 	// Backend is one line saying what the hub records from ("simulated GPU",
 	// "CUDA device 0"), shown at the top.
@@ -44,7 +44,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Mux is where Register adds its handlers; *http.ServeMux is one.
+// Mux is where Register adds its handlers; *http.ServeMux is one. Register
+// calls Handle from the caller's goroutine, before serving starts.
 type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }

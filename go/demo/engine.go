@@ -15,7 +15,8 @@ const (
 	LaneDecode  = "decode"
 )
 
-// EngineConfig is the shape of the demo engine's steps.
+// EngineConfig is the shape of the demo engine's steps: a plain value,
+// read once by NewEngine.
 type EngineConfig struct {
 	Prefill Kernels // launched in the prefill lane, in order, every step
 	Decode  Kernels // launched in the decode lane, in order, every step
@@ -57,7 +58,8 @@ type Engine struct {
 // The hub must have the lanes LanePrefill and LaneDecode, and a recorder
 // for gpu installed. Kernel handles are small integers standing in for the
 // CUfunction pointers a real engine would pass: the spin kernel behind them
-// is the same function whatever its name.
+// is the same function whatever its name. Call it from the goroutine that
+// will drive the engine; registering takes the hub's harvest lock briefly.
 func NewEngine(hub *gpuspans.Hub, gpu GPU, cfg EngineConfig) (*Engine, error) {
 	if cfg.Jitter < 0 || cfg.Jitter > 0.9 {
 		return nil, fmt.Errorf("demo: jitter %v outside 0..0.9", cfg.Jitter)
@@ -99,7 +101,7 @@ func NewEngine(hub *gpuspans.Hub, gpu GPU, cfg EngineConfig) (*Engine, error) {
 	return e, nil
 }
 
-// CaptureResult says how a capture went.
+// CaptureResult says how a capture went; a plain value.
 type CaptureResult struct {
 	Kernels int // launches captured into the graph
 	// Refused is how many kernel spans the hub declined to record on the
@@ -114,7 +116,7 @@ type CaptureResult struct {
 // that step), so that the hub faces a capturing stream: with the level at
 // Kernel every one of those spans must be refused, and the capture must
 // end intact. A capture is made once; without graph kernels it does
-// nothing.
+// nothing. Call it from the engine's goroutine, before the first Step.
 func (e *Engine) Capture() (CaptureResult, error) {
 	var res CaptureResult
 	if len(e.graph) == 0 || e.captured {
@@ -158,6 +160,7 @@ func (e *Engine) Capture() (CaptureResult, error) {
 // decode lane's kernels and graph replay, then a wait for the GPU (the
 // engine reading back its tokens). Each lane is bracketed by a lane span
 // and each eager launch by a kernel span, which opens only on armed steps.
+// Call it from the engine's goroutine only.
 func (e *Engine) Step() error {
 	e.hub.BeginStep()
 	if err := e.lane(e.lanes[0], e.prefill, false); err != nil {

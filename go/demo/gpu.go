@@ -56,7 +56,7 @@ type simGPU struct {
 }
 
 // NewSimGPU returns a simulated GPU with device ordinal device, on the host
-// clock.
+// clock. Safe from any goroutine; the GPU follows the GPU interface's rules.
 func NewSimGPU(device int) GPU {
 	g := sim.New(sim.Options{Device: device})
 	return &simGPU{gpu: g, stream: g.NewStream(), device: device}
@@ -136,7 +136,8 @@ type cudaGPU struct {
 
 // NewCUDAGPU opens device through the CUDA driver: it loads the driver,
 // checks the device exists, and makes the kit and a stream. Errors wrap
-// backend.ErrNoDriver when there is no driver (or no cgo).
+// backend.ErrNoDriver when there is no driver (or no cgo). Safe from any
+// goroutine; the GPU follows the GPU interface's rules.
 func NewCUDAGPU(device int) (GPU, error) {
 	if err := cuda.Load(); err != nil {
 		return nil, err
@@ -242,7 +243,8 @@ const (
 )
 
 // OpenGPU opens the GPU backend names. It returns the GPU and a line for
-// the user saying what was chosen and, for auto, why.
+// the user saying what was chosen and, for auto, why. Safe from any
+// goroutine.
 func OpenGPU(backendName string, device int) (GPU, string, error) {
 	switch backendName {
 	case BackendSim:

@@ -13,7 +13,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
-// HandlerOptions configures NewHandler.
+// HandlerOptions configures NewHandler: a plain value, read once.
 type HandlerOptions struct {
 	Backend string // what the hub records from, for the live page
 	Token   string // the control endpoints' bearer token, or "" for none

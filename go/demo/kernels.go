@@ -15,7 +15,7 @@ const MaxKernelDuration = time.Second
 const maxKernelsPerList = 64
 
 // Kernel is one kernel of a demo lane: a name (its label in metrics) and
-// how long it runs on the GPU.
+// how long it runs on the GPU. A plain value.
 type Kernel struct {
 	Name     string
 	Duration time.Duration
@@ -23,7 +23,9 @@ type Kernel struct {
 
 // Kernels is a list of kernels, and a flag.Value that reads one written
 // "name=duration,name=duration" (durations as time.ParseDuration reads
-// them: "450us", "1.5ms"). An empty string is an empty list.
+// them: "450us", "1.5ms"). An empty string is an empty list. A plain
+// value: Set writes it, so it is not safe to use while Set may run (flag
+// parsing calls Set once, before anything reads the list).
 type Kernels []Kernel
 
 // String writes the list as Set reads it.

@@ -28,8 +28,8 @@ import (
 	"github.com/gpuspans/gpuspans/go/summary"
 )
 
-// Config configures Run. DefaultConfig is a demo a newcomer can start
-// without flags.
+// Config configures Run: a plain value, which Run copies. DefaultConfig
+// is a demo a newcomer can start without flags.
 type Config struct {
 	Backend string // BackendAuto, BackendSim or BackendCUDA
 	Device  int    // the GPU ordinal
@@ -82,7 +82,8 @@ var (
 
 // DefaultConfig returns the demo's defaults: auto backend, 100 steps a
 // second until interrupted, level kernel with the library's kernel span
-// period, the HTTP surface on 127.0.0.1:9464, and a trace on exit.
+// period, the HTTP surface on 127.0.0.1:9464, and a trace on exit. Each
+// call returns a new value; safe from any goroutine.
 func DefaultConfig() Config {
 	return Config{
 		Backend: BackendAuto,
@@ -103,7 +104,7 @@ func DefaultConfig() Config {
 	}
 }
 
-// Validate reports the first setting out of range.
+// Validate reports the first setting out of range. It only reads c.
 func (c *Config) Validate() error {
 	switch {
 	case c.Rate < 0:
@@ -124,7 +125,7 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Result is what a run did.
+// Result is what a run did: a plain value owned by the caller.
 type Result struct {
 	Backend     string            // what ran the kernels
 	Steps       int               // engine steps run
@@ -144,7 +145,9 @@ type Result struct {
 // which GPU backend runs and why. An error comes back for a setting that
 // cannot work (a busy port, a public address without a token, a path that
 // cannot be written) before the loop starts, or for a GPU failure during
-// it, in which case the files and summary are still written.
+// it, in which case the files and summary are still written. Runs are
+// independent (each has its own hub and GPU) and may go on concurrently,
+// on distinct listen addresses and output paths.
 func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return res, err

@@ -27,7 +27,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
-// Row is one measurement.
+// Row is one measurement; a plain value.
 type Row struct {
 	Name   string  // short name: "disabled/kernel-span"
 	What   string  // what one op is
@@ -37,7 +37,7 @@ type Row struct {
 	Ref    bool    // the row ratios are relative to
 }
 
-// Options configures Run.
+// Options configures Run; a plain value.
 type Options struct {
 	// Benchtime is how long each per-call benchmark runs (0: 500ms).
 	Benchtime time.Duration
@@ -69,7 +69,8 @@ func setBenchtime(v string) error {
 }
 
 // Run measures every row and returns them in print order. GPU rows come
-// last; Note says why they are missing when they are.
+// last; note says why they are missing when they are. Not safe for
+// concurrent use: see the package comment.
 func Run(o Options) (rows []Row, note string, err error) {
 	if o.Benchtime <= 0 {
 		o.Benchtime = 500 * time.Millisecond
@@ -435,7 +436,7 @@ func (g *gpuRig) close() {
 
 // Write prints rows as a table: ns/op, allocations, ns per span for
 // harvests, and each row's ratio to the reference row, with what each row
-// measures below.
+// measures below. Safe from any goroutine; it only reads rows.
 func Write(w io.Writer, rows []Row, note string) error {
 	var ref *Row
 	for i := range rows {

@@ -130,7 +130,7 @@ func (b *Builder) Rows() []Row {
 	return rows
 }
 
-// FileStats says what ReadSpanFile found besides the rows.
+// FileStats says what ReadSpanFile found besides the rows; a plain value.
 type FileStats struct {
 	Spans     uint64 // spans aggregated
 	Unknown   uint64 // spans of a kind this version does not know, skipped
@@ -144,7 +144,8 @@ type FileStats struct {
 // with snapshot records but no spans (a writer that only saves snapshots)
 // gets the rows of its last snapshot instead; with spans, snapshots are
 // ignored, since concatenated files hold one per source. An error reading
-// the file is returned with the rows of what was read before it.
+// the file is returned with the rows of what was read before it. Safe
+// from any goroutine; it reads only r.
 func ReadSpanFile(r io.Reader) ([]Row, FileStats, error) {
 	var b Builder
 	var st FileStats
@@ -187,7 +188,8 @@ func ReadSpanFile(r io.Reader) ([]Row, FileStats, error) {
 
 // Write prints rows as an aligned table with a header, or a line saying
 // there are none. The device column appears only when the rows span more
-// than one device. It returns the first write error.
+// than one device. It returns the first write error. Safe from any
+// goroutine; it only reads rows.
 func Write(w io.Writer, rows []Row) error {
 	if len(rows) == 0 {
 		_, err := io.WriteString(w, "no spans landed\n")
@@ -247,7 +249,7 @@ func Write(w io.Writer, rows []Row) error {
 // Duration formats d with three significant digits in the largest unit
 // that keeps it at least 1: "850ns", "12.3us", "1.05ms", "2.50s". It is
 // shorter than time.Duration.String's full precision, which a table of
-// estimates does not have.
+// estimates does not have. Safe from any goroutine.
 func Duration(d time.Duration) string {
 	if d < 0 {
 		return "-" + Duration(-d)
