@@ -50,8 +50,8 @@ type Mux interface {
 	Handle(pattern string, handler http.Handler)
 }
 
-// Register adds the page (Path) and its JSON (SnapshotPath) for hub to
-// mux. The handlers are safe for concurrent use: each request takes one
+// Register adds the page (Path, and Path/ redirecting to it) and its JSON
+// (SnapshotPath) for hub to mux. The handlers are safe for concurrent use: each request takes one
 // hub snapshot (the harvest lock, briefly) and renders it.
 func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 	if o.Refresh == 0 {
@@ -66,6 +66,15 @@ func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 	s := &server{hub: hub, o: o, lanes: hub.Lanes()}
 	mux.Handle(Path, http.HandlerFunc(s.page))
 	mux.Handle(SnapshotPath, http.HandlerFunc(s.snapshot))
+	// The page with a trailing slash is a common typo; anything else under
+	// it is not a page.
+	mux.Handle(Path+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != Path+"/" {
+			http.NotFound(w, r)
+			return
+		}
+		http.Redirect(w, r, Path, http.StatusMovedPermanently)
+	}))
 }
 
 type server struct {

@@ -318,3 +318,13 @@ func TestNilErrorReasonOmitted(t *testing.T) {
 		t.Errorf("%s, %v", b, err)
 	}
 }
+
+func TestTrailingSlash(t *testing.T) {
+	h := serve(newHub(t, []string{"decode"}, "k"), Options{})
+	if rec := get(t, h, "GET", Path+"/"); rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != Path {
+		t.Errorf("GET %s/: %d to %q", Path, rec.Code, rec.Header().Get("Location"))
+	}
+	if rec := get(t, h, "GET", Path+"/other"); rec.Code != http.StatusNotFound {
+		t.Errorf("GET %s/other: %d", Path, rec.Code)
+	}
+}
