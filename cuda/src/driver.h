@@ -25,6 +25,7 @@ namespace gs {
   X(cuCtxGetCurrent, "cuCtxGetCurrent")                            \
   X(cuCtxPushCurrent, "cuCtxPushCurrent_v2")                       \
   X(cuCtxPopCurrent, "cuCtxPopCurrent_v2")                         \
+  X(cuCtxSetCurrent, "cuCtxSetCurrent")                            \
   X(cuStreamCreate, "cuStreamCreate")                              \
   X(cuStreamDestroy, "cuStreamDestroy_v2")                         \
   X(cuStreamIsCapturing, "cuStreamIsCapturing")                    \
@@ -85,9 +86,12 @@ void FakeReset();
 // off (gs_testing_set_capture_mode_exchange) to show what it prevents.
 bool CaptureModeExchangeEnabled();
 
-// Makes a context current for a scope unless it already is: a push and pop
-// cost little, but skipping them when the caller's thread already runs on the
-// primary context (the CUDA runtime's default) costs nothing.
+// Makes a context current for a scope unless it already is. A thread with no
+// current context adopts it for good (cuCtxSetCurrent), as the CUDA runtime
+// does with the primary context on a thread's first call: Go runs cgo calls
+// on whichever OS thread is free, and a push and pop on each record would
+// cost two driver calls per event. A thread already on another context gets
+// a push, popped at the end of the scope, so it is left as it was.
 class ContextScope {
  public:
   ContextScope() = default;
@@ -103,6 +107,7 @@ class ContextScope {
     CUcontext cur = nullptr;
     CUresult r = d->cuCtxGetCurrent(&cur);
     if (r != CUDA_SUCCESS || cur == ctx) return r;
+    if (cur == nullptr) return d->cuCtxSetCurrent(ctx);
     r = d->cuCtxPushCurrent(ctx);
     if (r == CUDA_SUCCESS) d_ = d;
     return r;

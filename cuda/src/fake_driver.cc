@@ -180,6 +180,17 @@ CUresult FakeCtxPushCurrent(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 
+CUresult FakeCtxSetCurrent(CUcontext ctx) {
+  FAKE_BEGIN();
+  ++s.n.ctx_sets;
+  if (t_contexts.empty()) {
+    t_contexts.push_back(ctx);
+  } else {
+    t_contexts.back() = ctx;
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult FakeCtxPopCurrent(CUcontext* ctx) {
   FAKE_BEGIN();
   ++s.n.ctx_pops;
@@ -320,6 +331,7 @@ const Entry kSymbols[] = {
     {"cuCtxGetCurrent", reinterpret_cast<void*>(&FakeCtxGetCurrent)},
     {"cuCtxPushCurrent_v2", reinterpret_cast<void*>(&FakeCtxPushCurrent)},
     {"cuCtxPopCurrent_v2", reinterpret_cast<void*>(&FakeCtxPopCurrent)},
+    {"cuCtxSetCurrent", reinterpret_cast<void*>(&FakeCtxSetCurrent)},
     {"cuStreamCreate", reinterpret_cast<void*>(&FakeStreamCreate)},
     {"cuStreamDestroy_v2", reinterpret_cast<void*>(&FakeStreamDestroy)},
     {"cuStreamIsCapturing", reinterpret_cast<void*>(&FakeStreamIsCapturing)},

@@ -535,17 +535,23 @@ void TestCaptureModeExchange() {
   ExpectNoLeaks();
 }
 
-void TestContextPushedOnlyWhenNeeded() {
+void TestContextAdoptedOrPushed() {
   gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4);
+  gs_testing_fake_set_current_device(-1);
   gs_testing_fake_reset_counters();
+  // A thread with no current context adopts the pool's, once.
+  gs_pool* p = NewPool(4);
+  CHECK_EQ(Counters().ctx_sets, 1);
   Span(p, 0, kStreamA, kMs);
-  CHECK_EQ(Counters().ctx_pushes, 2);
-  CHECK_EQ(Counters().ctx_pops, 2);
-  gs_testing_fake_set_current_device(0);
+  CHECK_EQ(Counters().ctx_sets, 1);
+  CHECK_EQ(Counters().ctx_pushes, 0);
+  // A thread on another context gets a push, popped after each call.
+  gs_testing_fake_set_current_device(1);
   gs_testing_fake_reset_counters();
   Span(p, 1, kStreamA, kMs);
-  CHECK_EQ(Counters().ctx_pushes, 0);
+  CHECK_EQ(Counters().ctx_pushes, 2);
+  CHECK_EQ(Counters().ctx_pops, 2);
+  CHECK_EQ(Counters().ctx_sets, 0);
   gs_testing_fake_set_current_device(-1);
   gs_testing_fake_advance(10 * kMs);
   Destroy(p);
@@ -849,7 +855,7 @@ const Test kTests[] = {
     {"NewPoolAfterSticky", TestNewPoolAfterSticky},
     {"CaptureRefused", TestCaptureRefused},
     {"CaptureModeExchange", TestCaptureModeExchange},
-    {"ContextPushedOnlyWhenNeeded", TestContextPushedOnlyWhenNeeded},
+    {"ContextAdoptedOrPushed", TestContextAdoptedOrPushed},
     {"HarvestMixed", TestHarvestMixed},
     {"HarvestArguments", TestHarvestArguments},
     {"PrefixSearchMatchesModel", TestPrefixSearchMatchesModel},

@@ -67,6 +67,7 @@ type FakeCounters struct {
 	CapturesInvalidated int64 // pretend captures a call broke: must stay 0
 	CtxPushes           int64
 	CtxPops             int64
+	CtxSets             int64 // a thread with no current context adopting the pool's
 	RetainedContexts    int64 // primary context retains minus releases
 	LiveStreams         int64 // created and not destroyed
 	DestroysInFlight    int64 // events destroyed while recorded and not complete: must stay 0 but after a sticky error

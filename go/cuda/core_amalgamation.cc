@@ -10,7 +10,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 1a08fd101e04cf71698c538c0c21a6b340b362c5de9deba898d6a7539a07a66a
+// sees only this file, rebuilds when they change: ad00c0e103e626efc308687e2473661557ad045154d4b49a68b15f83dff4a607
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/fake_driver.cc"

@@ -146,6 +146,7 @@ func (*FakeDriver) Counters() FakeCounters {
 		CapturesInvalidated: int64(c.captures_invalidated),
 		CtxPushes:           int64(c.ctx_pushes),
 		CtxPops:             int64(c.ctx_pops),
+		CtxSets:             int64(c.ctx_sets),
 		RetainedContexts:    int64(c.retained_contexts),
 		LiveStreams:         int64(c.live_streams),
 		DestroysInFlight:    int64(c.destroys_in_flight),

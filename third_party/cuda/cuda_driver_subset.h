@@ -98,6 +98,7 @@ typedef CUresult (*PFN_cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2 */
 typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext* pctx);
 typedef CUresult (*PFN_cuCtxPushCurrent)(CUcontext ctx); /* _v2 */
 typedef CUresult (*PFN_cuCtxPopCurrent)(CUcontext* pctx); /* _v2 */
+typedef CUresult (*PFN_cuCtxSetCurrent)(CUcontext ctx);
 
 /* Streams and capture. */
 typedef CUresult (*PFN_cuStreamCreate)(CUstream* phStream, unsigned int flags);

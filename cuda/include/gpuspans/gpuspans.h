@@ -139,9 +139,10 @@ gs_status gs_pool_is_capturing(gs_pool* pool, uint64_t stream, int32_t* capturin
  * `slot` on `stream`. Each first checks the stream: on a capturing stream
  * nothing is recorded and GS_ERR_CAPTURING is returned (an event recorded
  * into a capture becomes a graph node and breaks the graph), with the same
- * rules as gs_pool_is_capturing. The pool's context is made current (pushed
- * only when it is not already current) for the check and the record, and
- * restored after. GS_ERR_INVALID_ARGUMENT for a NULL pool or a slot out of
+ * rules as gs_pool_is_capturing. The pool's context is made current for the
+ * check and the record: a thread with no current context adopts it for good
+ * (as the CUDA runtime does with the primary context), a thread on another
+ * context gets it pushed and popped. GS_ERR_INVALID_ARGUMENT for a NULL pool or a slot out of
  * range. Like any enqueue, cuEventRecord blocks the host while the stream's
  * command queue is full (seen with some thousands of commands queued behind
  * a long kernel): a few spans per kernel are fine, thousands are not.

@@ -146,6 +146,7 @@ typedef struct gs_fake_counters {
   int64_t unrelaxed_queries;    /* queries/elapsed while the thread's mode was not RELAXED */
   int64_t captures_invalidated; /* pretend captures a call broke: must stay 0 */
   int64_t ctx_pushes;
+  int64_t ctx_sets; /* cuCtxSetCurrent: a thread with no context adopting one */
   int64_t ctx_pops;
   int64_t retained_contexts;    /* primary context retains minus releases */
   int64_t live_streams;         /* created and not destroyed */
