@@ -110,6 +110,9 @@ type DriverError struct {
 
 // Error implements error.
 func (e *DriverError) Error() string {
+	if e.Msg != "" && e.Code == 0 {
+		return e.Op + ": " + e.Msg // not from the driver: no CUresult to show
+	}
 	if e.Msg != "" {
 		return fmt.Sprintf("%s: %s (%d)", e.Op, e.Msg, e.Code)
 	}
