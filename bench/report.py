@@ -183,16 +183,20 @@ class Report:
         if res is None:
             return
         floor = self.floor_ns()
-        lines = ["| kernel spans/step | goroutines | steps x repeats | launch only, ns/step | pool, ns/step | hub, ns/step | "
-                 "launch/kernel | pool overhead/span | hub overhead/span (median) | BeginStep mean / max | landed / begun |",
-                 "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        lines = ["| kernel spans/step | goroutines | steps x repeats | launch only: wall / host, per step | pool: wall / host | "
+                 "hub: wall / host | launch/kernel | pool overhead/span | hub overhead/span (median) | hub wall/span | "
+                 "BeginStep mean / max | landed / begun |",
+                 "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
         for row in res.get("rows", []):
             n, g = row["kernel_spans_per_step"], row["goroutines"]
             hub = row["hub_ns_per_span"]
             launch = row["launch_ns_per_kernel"]
             what = "Go path per span: %d kernel spans + 1 lane span per step, %d goroutine%s" % (n, g, "" if g == 1 else "s")
-            notes = ("hub - launch-only, per span, harvest (BeginStep) included; median-based %s; "
+            notes = ("(hub - launch only) host time per span, harvest (BeginStep) included; median-based %s; "
                      "cuda.Pool alone %s; launch %s/kernel" % (ns(row["hub_ns_per_span_median"]), ns(row["pool_ns_per_span"]), ns(launch)))
+            if g > 1:
+                notes += "; host time summed over the goroutines; the step's wall time grew by %s per span" % ns(
+                    row.get("hub_wall_ns_per_span"))
             lost = row.get("errored", 0) + row.get("dropped_slot_busy", 0) + row.get("dropped_capturing", 0)
             if lost or row.get("landed") != row.get("begun"):
                 notes += "; SPANS LOST: landed %s of %s begun, errored %s, dropped %s" % (
@@ -210,9 +214,10 @@ class Report:
                 self.add(what, ns(hub), ns(floor), r, verdict, notes)
             else:
                 self.add(what, ns(hub), "no floor", "-", "FAILED: no floor to compare (driver_bench)", notes)
-            lines.append("| %d | %d | %d x %d | %s | %s | %s | %s | %s | %s (%s) | %s / %s | %d / %d |" % (
-                n, g, row["steps"], row["repeats"], ns(row["none"]["step_ns_min"]), ns(row["pool"]["step_ns_min"]),
-                ns(row["hub"]["step_ns_min"]), ns(launch), ns(row["pool_ns_per_span"]), ns(hub), ns(row["hub_ns_per_span_median"]),
+            v = lambda k: "%s / %s" % (ns(row[k]["step_ns_min"]), ns(row[k]["cpu_ns_min"]))  # noqa: E731
+            lines.append("| %d | %d | %d x %d | %s | %s | %s | %s | %s | %s (%s) | %s | %s / %s | %d / %d |" % (
+                n, g, row["steps"], row["repeats"], v("none"), v("pool"), v("hub"), ns(launch), ns(row["pool_ns_per_span"]),
+                ns(hub), ns(row["hub_ns_per_span_median"]), ns(row.get("hub_wall_ns_per_span")),
                 ns(row["begin_step_ns_mean"]), ns(row["begin_step_ns_max"]), row["landed"], row["begun"]))
         if res.get("truncated"):
             self.add("Go path per span: section stopped early (time budget)", verdict="info")
@@ -308,7 +313,9 @@ class Report:
             notes = p["what"]
             if p.get("first_error"):
                 notes += "; first error: " + p["first_error"]
-            notes += "; %d harvests (%d skipped), %d graph launches" % (p["harvests"], p["harvests_skipped"], p["graph_launches"])
+            notes += "; %d harvests (%d skipped), %d graph launches; the second goroutine's harvest calls: %d, %d of them inside a capture" % (
+                p["harvests"], p["harvests_skipped"], p["graph_launches"], p.get("harvester_calls", 0),
+                p.get("harvester_calls_in_capture", 0))
             self.add("Safety: %s, %d steps" % (p["name"], p["steps"]), result, "0 invalidated, 0 spans in a capture",
                      None, verdict, notes)
         self.add("Safety: %s; %s (%d harvester calls)" % (res.get("mode", ""), res.get("harvester", ""), res.get("harvester_calls", 0)),
@@ -329,18 +336,26 @@ class Report:
         res = self.go_result("ceiling", "Throughput ceiling")
         if res is None:
             return
-        first = res.get("first_drop_spans_per_step") or 0
-        self.add("Throughput ceiling: %s, %d goroutines" % (res.get("pool", ""), res.get("goroutines", 0)),
-                 "%.0f spans/s landed at %d spans/step, no drops" % (res.get("ceiling_landed_per_s", 0), res.get("ceiling_spans_per_step", 0)),
-                 "-", None, "info",
-                 ("first slot_busy drops at %d spans/step" % first if first else "no drops up to the last level") +
-                 "; drops are reported as " + res.get("drop_counters", ""))
-        lines = ["| spans/step | steps | s | begun | landed | dropped slot_busy | landed/s | begun/s |",
-                 "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for lv in res.get("levels", []):
-            lines.append("| %d | %d | %.3f | %d | %d | %d | %.0f | %.0f |" % (
-                lv["spans_per_step"], lv["steps"], lv["elapsed_s"], lv["begun"], lv["landed"], lv["dropped_slot_busy"],
-                lv["landed_per_s"], lv["begun_per_s"]))
+        lines = ["| goroutines | spans/step | steps | s | begun | landed | dropped slot_busy | in flight at end | landed/s | begun/s |",
+                 "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for run in res.get("runs", []):
+            g = run.get("goroutines", 0)
+            first = run.get("first_drop_spans_per_step") or 0
+            at = run.get("ceiling_spans_per_step") or 0
+            if at:
+                result = "%.0f spans/s landed at %d spans/step, no drops" % (run.get("ceiling_landed_per_s", 0), at)
+            else:
+                lv = run.get("levels") or [{}]
+                result = "drops from the first level (%s spans/step), %.0f spans/s landed meanwhile" % (
+                    lv[0].get("spans_per_step"), lv[0].get("landed_per_s", 0))
+            self.add("Throughput ceiling: %s, %d goroutine%s" % (res.get("pool", ""), g, "" if g == 1 else "s"), result,
+                     "-", None, "info",
+                     ("first slot_busy drops at %d spans/step" % first if first else "no drops up to the last level") +
+                     "; drops are reported as " + res.get("drop_counters", ""))
+            for lv in run.get("levels", []):
+                lines.append("| %d | %d | %d | %.3f | %d | %d | %d | %d | %.0f | %.0f |" % (
+                    g, lv["spans_per_step"], lv["steps"], lv["elapsed_s"], lv["begun"], lv["landed"], lv["dropped_slot_busy"],
+                    lv.get("in_flight_at_end", 0), lv["landed_per_s"], lv["begun_per_s"]))
         self.details.append(("Throughput ceiling (gpubench ceiling): " + res.get("method", ""), "\n".join(lines)))
 
     def harvestwait_rows(self):

@@ -205,6 +205,8 @@ type safetyPhase struct {
 	InFlightAtEnd    uint64 `json:"in_flight_at_end"`
 	Harvests         uint64 `json:"harvests"`
 	HarvestsSkipped  uint64 `json:"harvests_skipped"`
+	HarvesterCalls   int64  `json:"harvester_calls"`            // by the second goroutine, harvested or skipped
+	HarvesterInCapt  int64  `json:"harvester_calls_in_capture"` // of those, made while a capture was open
 	OK               bool   `json:"ok"`
 }
 
@@ -244,9 +246,12 @@ func runSafety(e *env) (interface{}, string, error) {
 
 	res := &safetyResult{
 		Mode:      "CU_STREAM_CAPTURE_MODE_GLOBAL on the kernel stream, from the loop's (locked) thread",
-		Harvester: "a second goroutine calls Hub.Harvest in a loop during every phase",
+		Harvester: "a second goroutine calls Hub.Harvest in a tight loop during every phase",
 	}
-	var harvesterCalls int64
+	// The harvester counts its calls, and those made entirely while a
+	// capture was open (inCapture is set around each capture).
+	var harvesterCalls, callsInCapture int64
+	var inCapture int32
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -257,9 +262,12 @@ func runSafety(e *env) (interface{}, string, error) {
 				return
 			default:
 			}
+			was := atomic.LoadInt32(&inCapture)
 			h.Harvest()
 			atomic.AddInt64(&harvesterCalls, 1)
-			runtime.Gosched()
+			if was == 1 && atomic.LoadInt32(&inCapture) == 1 {
+				atomic.AddInt64(&callsInCapture, 1)
+			}
 		}
 	}()
 	stopHarvester := func() {
@@ -271,8 +279,11 @@ func runSafety(e *env) (interface{}, string, error) {
 	}
 	defer stopHarvester()
 
-	// capture captures one empty kernel on k, trying a kernel span around
-	// it, and returns the graph (0 when the capture failed, counted).
+	// capture captures capturedKernels empty kernels on k, trying a kernel
+	// span around each, and returns the graph (0 when the capture failed,
+	// counted).
+	const capturedKernels = 8
+	const captureOpen = 30 * time.Microsecond
 	capture := func(p *safetyPhase, inside func()) cuda.Graph {
 		p.Captures++
 		if err := g.CaptureBegin(k, cuda.CaptureGlobal); err != nil {
@@ -282,17 +293,26 @@ func runSafety(e *env) (interface{}, string, error) {
 			}
 			return 0
 		}
-		p.KernelBeginsInCapture++
-		sp := h.KernelBegin(kCaptured, k)
-		if sp != (gpuspans.KernelSpan{}) {
-			p.SpansOpenedInCapture++
+		atomic.StoreInt32(&inCapture, 1)
+		defer atomic.StoreInt32(&inCapture, 0)
+		t0 := time.Now()
+		for i := 0; i < capturedKernels; i++ {
+			p.KernelBeginsInCapture++
+			sp := h.KernelBegin(kCaptured, k)
+			if sp != (gpuspans.KernelSpan{}) {
+				p.SpansOpenedInCapture++
+			}
+			if err := g.Empty(k); err != nil {
+				p.LaunchErrorsInCapt++
+			}
+			h.KernelEnd(sp)
 		}
-		if err := g.Empty(k); err != nil {
-			p.LaunchErrorsInCapt++
-		}
-		h.KernelEnd(sp)
 		if inside != nil {
 			inside()
+		}
+		// Hold the capture open a while, as capturing a model's step
+		// would, so the harvester's calls land inside it.
+		for time.Since(t0) < captureOpen {
 		}
 		graph, err := g.CaptureEnd(k)
 		if err != nil {
@@ -349,8 +369,8 @@ func runSafety(e *env) (interface{}, string, error) {
 		judged     bool
 		step       phaseFn
 	}{
-		{"capture_per_step", "every step: eager kernel span, then a capture of one kernel (KernelBegin tried inside), " +
-			"instantiate, launch; the decode lane span on the lane stream is open across the capture",
+		{"capture_per_step", "every step: eager kernel span, then a capture of 8 kernels (KernelBegin tried on each, the " +
+			"capture held open >= 30 us), instantiate, launch; the decode lane span on the lane stream is open across the capture",
 			e.scale(1000, 20), true, func(p *safetyPhase, step int) error {
 				if err := eager(p); err != nil {
 					return err
@@ -363,7 +383,7 @@ func runSafety(e *env) (interface{}, string, error) {
 				h.LaneEnd(1)
 				return nil
 			}},
-		{"capture_once_replay", "one capture before the loop (KernelBegin tried inside); every step: eager kernel span, " +
+		{"capture_once_replay", "one capture of 8 kernels before the loop (KernelBegin tried on each); every step: eager kernel span, " +
 			"graph launch, lane span", e.scale(1000, 20), true, func(p *safetyPhase, step int) error {
 			if step == 0 {
 				graph := capture(p, nil)
@@ -413,6 +433,7 @@ func runSafety(e *env) (interface{}, string, error) {
 		}
 		p := safetyPhase{Name: ph.name, What: ph.what, Steps: ph.steps}
 		before := settle(h, r)
+		calls0, inCapt0 := atomic.LoadInt64(&harvesterCalls), atomic.LoadInt64(&callsInCapture)
 		for i := 0; i < ph.steps; i++ {
 			if err := ph.step(&p, i); err != nil {
 				res.Phases = append(res.Phases, p)
@@ -420,6 +441,8 @@ func runSafety(e *env) (interface{}, string, error) {
 			}
 		}
 		after := settle(h, r)
+		p.HarvesterCalls = atomic.LoadInt64(&harvesterCalls) - calls0
+		p.HarvesterInCapt = atomic.LoadInt64(&callsInCapture) - inCapt0
 		if onceExec != 0 {
 			_ = g.DestroyGraphExec(onceExec)
 			_ = g.DestroyGraph(once)

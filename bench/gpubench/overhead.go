@@ -29,12 +29,17 @@ type rig struct {
 	start []chan struct{}
 	wg    sync.WaitGroup
 
+	// Host time spent in bodies, per goroutine (each writes its own; the
+	// step's goroutine reads them after the WaitGroup), and in fanOut.
+	bodyTime []time.Duration
+	fanTime  time.Duration
+
 	mu  sync.Mutex
 	err errs
 }
 
 func newRig(g gpu, goroutines int) (*rig, error) {
-	r := &rig{g: g}
+	r := &rig{g: g, bodyTime: make([]time.Duration, goroutines)}
 	var err error
 	if r.lane, err = g.NewStream(); err != nil {
 		return nil, err
@@ -53,7 +58,7 @@ func newRig(g gpu, goroutines int) (*rig, error) {
 			r.start[w] = make(chan struct{}, 1)
 			go func(w int) {
 				for range r.start[w] {
-					r.body(w)
+					r.runBody(w)
 					r.wg.Done()
 				}
 			}(w)
@@ -62,17 +67,25 @@ func newRig(g gpu, goroutines int) (*rig, error) {
 	return r, nil
 }
 
+func (r *rig) runBody(w int) {
+	t := time.Now()
+	r.body(w)
+	r.bodyTime[w] += time.Since(t)
+}
+
 // fanOut runs body on every goroutine (inline for one) and waits.
 func (r *rig) fanOut() {
+	t := time.Now()
 	if r.start == nil {
-		r.body(0)
-		return
+		r.runBody(0)
+	} else {
+		r.wg.Add(len(r.start))
+		for _, c := range r.start {
+			c <- struct{}{}
+		}
+		r.wg.Wait()
 	}
-	r.wg.Add(len(r.start))
-	for _, c := range r.start {
-		c <- struct{}{}
-	}
-	r.wg.Wait()
+	r.fanTime += time.Since(t)
 }
 
 // fail keeps the first error a goroutine met.
@@ -103,23 +116,39 @@ func (r *rig) syncAll() error {
 	return nil
 }
 
+// stepTime is what timeSteps measured, per step.
+type stepTime struct {
+	wall float64 // ns from the step's first call to its last
+	// ns of host time over all goroutines: the step's own thread outside
+	// fanOut plus every goroutine's body; with one goroutine about wall.
+	cpu float64
+}
+
 // timeSteps runs step steps times, timing each on the host and syncing
 // every stream after it, untimed, so each step starts on an idle GPU with
-// an empty queue and never blocks on a full one. Returns ns per step.
-func (r *rig) timeSteps(steps int, step func()) (float64, error) {
+// an empty queue and never blocks on a full one.
+func (r *rig) timeSteps(steps int, step func()) (stepTime, error) {
 	var total time.Duration
+	r.fanTime = 0
+	for w := range r.bodyTime {
+		r.bodyTime[w] = 0
+	}
 	for i := 0; i < steps; i++ {
 		t0 := time.Now()
 		step()
 		total += time.Since(t0)
 		if err := r.syncAll(); err != nil {
-			return 0, err
+			return stepTime{}, err
 		}
 	}
 	if err := r.firstErr(); err != nil {
-		return 0, err
+		return stepTime{}, err
 	}
-	return ns(total) / float64(steps), nil
+	cpu := total - r.fanTime
+	for _, b := range r.bodyTime {
+		cpu += b
+	}
+	return stepTime{wall: ns(total) / float64(steps), cpu: ns(cpu) / float64(steps)}, nil
 }
 
 func (r *rig) close() {
@@ -191,13 +220,22 @@ func closeHub(h *gpuspans.Hub, r *rig, devices ...int) {
 // --- overhead ---------------------------------------------------------------
 
 type variant struct {
-	StepNsMin    float64   `json:"step_ns_min"`
+	StepNsMin    float64   `json:"step_ns_min"` // wall time per step
 	StepNsMedian float64   `json:"step_ns_median"`
 	StepNsReps   []float64 `json:"step_ns_reps"`
+	CPUNsMin     float64   `json:"cpu_ns_min"` // host time per step over all goroutines
+	CPUNsMedian  float64   `json:"cpu_ns_median"`
+	CPUNsReps    []float64 `json:"cpu_ns_reps"`
 }
 
-func newVariant(reps []float64) variant {
-	return variant{StepNsMin: minOf(reps), StepNsMedian: median(reps), StepNsReps: reps}
+func newVariant(reps []stepTime) variant {
+	var wall, cpu []float64
+	for _, t := range reps {
+		wall = append(wall, t.wall)
+		cpu = append(cpu, t.cpu)
+	}
+	return variant{StepNsMin: minOf(wall), StepNsMedian: median(wall), StepNsReps: wall,
+		CPUNsMin: minOf(cpu), CPUNsMedian: median(cpu), CPUNsReps: cpu}
 }
 
 type overheadRow struct {
@@ -210,22 +248,27 @@ type overheadRow struct {
 	Pool               variant `json:"pool"` // cuda.Pool directly: records around launches, one Harvest per step
 	Hub                variant `json:"hub"`  // BeginStep, LaneBegin/End, KernelBegin/End
 
-	LaunchNsPerKernel     float64 `json:"launch_ns_per_kernel"`        // none / kernel spans
-	HubNsPerSpan          float64 `json:"hub_ns_per_span"`             // (hub - none) / spans, best repeats
-	HubNsPerSpanMedian    float64 `json:"hub_ns_per_span_median"`      // the same from median repeats
-	PoolNsPerSpan         float64 `json:"pool_ns_per_span"`            // (pool - none) / spans, best repeats
-	BeginStepNsMean       float64 `json:"begin_step_ns_mean"`          // BeginStep (arm + harvest) per step, timed hub runs
-	BeginStepNsMax        float64 `json:"begin_step_ns_max"`           //
-	HarvestNsPerStep      float64 `json:"harvest_ns_per_step"`         // Counters.HarvestTime / Harvests, timed hub runs
-	SpansPerHarvest       float64 `json:"spans_per_harvest"`           // landed / harvests
-	Begun                 uint64  `json:"begun"`                       // hub counters over the timed runs
-	Landed                uint64  `json:"landed"`                      //
-	DroppedSlotBusy       uint64  `json:"dropped_slot_busy"`           //
-	DroppedCapturing      uint64  `json:"dropped_capturing"`           //
-	Errored               uint64  `json:"errored"`                     //
-	PoolDone              uint64  `json:"pool_done"`                   // pool variant: items harvested done
-	PoolNotDone           uint64  `json:"pool_not_done"`               // pool variant: items harvested in flight or failed
-	PoolHarvestCallsPerSt int     `json:"pool_harvest_calls_per_step"` //
+	// Per span: the difference of host time over all goroutines (best
+	// repeats) divided by the step's spans, so that goroutines running in
+	// parallel do not hide cost; with one goroutine it is wall time.
+	LaunchNsPerKernel  float64 `json:"launch_ns_per_kernel"`   // none / kernels
+	HubNsPerSpan       float64 `json:"hub_ns_per_span"`        // (hub - none) / spans
+	HubNsPerSpanMedian float64 `json:"hub_ns_per_span_median"` // the same from median repeats
+	PoolNsPerSpan      float64 `json:"pool_ns_per_span"`       // (pool - none) / spans
+	// The same from wall time: what the step's latency grew by, per span.
+	HubWallNsPerSpan float64 `json:"hub_wall_ns_per_span"`
+
+	BeginStepNsMean float64 `json:"begin_step_ns_mean"`  // BeginStep (arm + harvest) per step, timed hub runs
+	BeginStepNsMax  float64 `json:"begin_step_ns_max"`   //
+	HarvestNsStep   float64 `json:"harvest_ns_per_step"` // Counters.HarvestTime / Harvests, timed hub runs
+	SpansPerHarvest float64 `json:"spans_per_harvest"`   // landed / harvests
+	Begun           uint64  `json:"begun"`               // hub counters over the timed runs
+	Landed          uint64  `json:"landed"`              //
+	DroppedSlotBusy uint64  `json:"dropped_slot_busy"`   //
+	DroppedCaptur   uint64  `json:"dropped_capturing"`   //
+	Errored         uint64  `json:"errored"`             //
+	PoolDone        uint64  `json:"pool_done"`           // pool variant: items harvested done
+	PoolNotDone     uint64  `json:"pool_not_done"`       // pool variant: items harvested in flight or failed
 }
 
 type overheadResult struct {
@@ -243,8 +286,10 @@ func runOverhead(e *env) (interface{}, string, error) {
 	defer g.Close()
 	res := &overheadResult{
 		Kernel: "empty kernel, one thread (gs_kit_empty), each goroutine on its own non-blocking stream",
-		Method: "each step timed on the host from its first call to its last, every stream synced after it untimed; " +
-			"variants interleaved, best and median of the repeats; a span is a kernel span or the step's lane span",
+		Method: "each step timed on the host from its first call to its last (wall), and as host time summed over the " +
+			"goroutines (the step's own thread outside the fan-out plus each goroutine's share); every stream synced after " +
+			"each step, untimed; variants interleaved, best and median of the repeats; a span is a kernel span or the " +
+			"step's lane span",
 	}
 	budget := e.scale(24576, 256)
 	repeats := e.scale(3, 2)
@@ -272,7 +317,7 @@ func runOverhead(e *env) (interface{}, string, error) {
 }
 
 func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, error) {
-	row := overheadRow{KernelSpansPerStep: n, LaneSpansPerStep: 1, Goroutines: goroutines, Steps: steps, Repeats: repeats, PoolHarvestCallsPerSt: 1}
+	row := overheadRow{KernelSpansPerStep: n, LaneSpansPerStep: 1, Goroutines: goroutines, Steps: steps, Repeats: repeats}
 	r, err := newRig(g, goroutines)
 	if err != nil {
 		return row, err
@@ -370,11 +415,11 @@ func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, erro
 	h.Harvest()
 	before := h.Snapshot().Counters
 	poolDone, poolNotDone, beginSum, beginMax = 0, 0, 0, 0
-	var noneReps, poolReps, hubReps []float64
+	var noneReps, poolReps, hubReps []stepTime
 	for rep := 0; rep < repeats; rep++ {
 		for _, v := range []struct {
 			f    func()
-			reps *[]float64
+			reps *[]stepTime
 		}{{none, &noneReps}, {poolStep, &poolReps}, {hubStep, &hubReps}} {
 			t, err := r.timeSteps(steps, v.f)
 			if err != nil {
@@ -387,20 +432,21 @@ func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, erro
 	after := h.Snapshot().Counters
 	row.None, row.Pool, row.Hub = newVariant(noneReps), newVariant(poolReps), newVariant(hubReps)
 	spans := float64(n + 1)
-	row.LaunchNsPerKernel = row.None.StepNsMin / float64(n)
-	row.HubNsPerSpan = (row.Hub.StepNsMin - row.None.StepNsMin) / spans
-	row.HubNsPerSpanMedian = (row.Hub.StepNsMedian - row.None.StepNsMedian) / spans
-	row.PoolNsPerSpan = (row.Pool.StepNsMin - row.None.StepNsMin) / spans
+	row.LaunchNsPerKernel = row.None.CPUNsMin / float64(n)
+	row.HubNsPerSpan = (row.Hub.CPUNsMin - row.None.CPUNsMin) / spans
+	row.HubNsPerSpanMedian = (row.Hub.CPUNsMedian - row.None.CPUNsMedian) / spans
+	row.PoolNsPerSpan = (row.Pool.CPUNsMin - row.None.CPUNsMin) / spans
+	row.HubWallNsPerSpan = (row.Hub.StepNsMin - row.None.StepNsMin) / spans
 	hubSteps := float64(steps * repeats)
 	row.BeginStepNsMean = ns(beginSum) / hubSteps
 	row.BeginStepNsMax = ns(beginMax)
 	harvests := float64(after.Harvests - before.Harvests)
-	row.HarvestNsPerStep = div(ns(after.HarvestTime-before.HarvestTime), harvests)
+	row.HarvestNsStep = div(ns(after.HarvestTime-before.HarvestTime), harvests)
 	row.Begun = after.Begun - before.Begun
 	row.Landed = after.Landed - before.Landed
 	row.SpansPerHarvest = div(float64(row.Landed), harvests)
 	row.DroppedSlotBusy = after.Dropped[gpuspans.DropSlotBusy] - before.Dropped[gpuspans.DropSlotBusy]
-	row.DroppedCapturing = after.Dropped[gpuspans.DropCapturing] - before.Dropped[gpuspans.DropCapturing]
+	row.DroppedCaptur = after.Dropped[gpuspans.DropCapturing] - before.Dropped[gpuspans.DropCapturing]
 	row.Errored = after.Errored - before.Errored
 	row.PoolDone, row.PoolNotDone = poolDone, poolNotDone
 	return row, nil
@@ -470,7 +516,7 @@ func runDisabled(e *env) (interface{}, string, error) {
 		level gpuspans.Level
 		f     func()
 	}{{"none", gpuspans.LevelOff, none}, {"off", gpuspans.LevelOff, served}, {"step", gpuspans.LevelStep, served}}
-	reps := map[string][]float64{}
+	reps := map[string][]stepTime{}
 	for _, v := range runs { // warm up
 		_ = h.SetLevel(v.level)
 		if _, err := r.timeSteps(steps/10+1, v.f); err != nil {
@@ -491,7 +537,7 @@ func runDisabled(e *env) (interface{}, string, error) {
 		res.Variants[name] = newVariant(x)
 	}
 	none0 := res.Variants["none"]
-	res.NoiseNs = maxOf(reps["none"]) - minOf(reps["none"])
+	res.NoiseNs = maxOf(none0.StepNsReps) - minOf(none0.StepNsReps)
 	res.OffMinusNone = res.Variants["off"].StepNsMedian - none0.StepNsMedian
 	res.StepMinus = res.Variants["step"].StepNsMedian - none0.StepNsMedian
 	res.OffInNoise = absF(res.OffMinusNone) <= res.NoiseNs
@@ -559,16 +605,20 @@ type ceilingLevel struct {
 	MaxInFlight     uint64  `json:"in_flight_at_end"`
 }
 
-type ceilingResult struct {
-	Pool           string         `json:"pool"`
+type ceilingRun struct {
 	Goroutines     int            `json:"goroutines"`
-	Method         string         `json:"method"`
 	Levels         []ceilingLevel `json:"levels"`
-	CeilingPerS    float64        `json:"ceiling_landed_per_s"`   // best rate of a level without drops
-	CeilingAtSpans int            `json:"ceiling_spans_per_step"` // that level
-	FirstDropSpans int            `json:"first_drop_spans_per_step"`
-	DropCounters   string         `json:"drop_counters"`
-	Truncated      bool           `json:"truncated,omitempty"`
+	CeilingPerS    float64        `json:"ceiling_landed_per_s"`      // best rate of a level without drops
+	CeilingAtSpans int            `json:"ceiling_spans_per_step"`    // that level; 0: drops from the first level
+	FirstDropSpans int            `json:"first_drop_spans_per_step"` // 0: no drops up to the last level
+}
+
+type ceilingResult struct {
+	Pool         string       `json:"pool"`
+	Method       string       `json:"method"`
+	Runs         []ceilingRun `json:"runs"`
+	DropCounters string       `json:"drop_counters"`
+	Truncated    bool         `json:"truncated,omitempty"`
 }
 
 func runCeiling(e *env) (interface{}, string, error) {
@@ -577,32 +627,47 @@ func runCeiling(e *env) (interface{}, string, error) {
 		return nil, "", err
 	}
 	defer g.Close()
-	goroutines := 4
+	res := &ceilingResult{
+		Pool: fmt.Sprintf("default: %d slots (gpuspans.DefaultSlots)", gpuspans.DefaultSlots),
+		Method: "per step: BeginStep (harvest), then each goroutine launches its share of empty kernels, each in a kernel span, " +
+			"on its own stream; no sync inside a level; spans per step double from 64 until Dropped[DropSlotBusy] > 0",
+		DropCounters: "Counters.Dropped[gpuspans.DropSlotBusy] (Prometheus: gpuspans_spans_dropped_total{reason=\"slot_busy\"}); " +
+			"also Counters.InFlight, Counters.Begun == Landed + DroppedTotal() + InFlight + Errored",
+	}
+	for _, goroutines := range []int{1, 4} {
+		run, err := ceilingRunFor(e, g, goroutines)
+		if run != nil {
+			res.Runs = append(res.Runs, *run)
+		}
+		if err != nil {
+			return res, "", fmt.Errorf("%d goroutines: %w", goroutines, err)
+		}
+		if e.late() {
+			res.Truncated = true
+			break
+		}
+	}
+	return res, "", nil
+}
+
+func ceilingRunFor(e *env, g gpu, goroutines int) (*ceilingRun, error) {
 	r, err := newRig(g, goroutines)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer r.close()
 	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	defer closeHub(h, r)
-	res := &ceilingResult{
-		Pool:       fmt.Sprintf("default: %d slots (gpuspans.DefaultSlots)", gpuspans.DefaultSlots),
-		Goroutines: goroutines,
-		Method: "per step: BeginStep (harvest), then each goroutine launches its share of empty kernels, each in a kernel span, " +
-			"on its own stream; no sync inside a level; spans per step double until Dropped[DropSlotBusy] > 0",
-		DropCounters: "Counters.Dropped[gpuspans.DropSlotBusy] (Prometheus: gpuspans_spans_dropped_total{reason=\"slot_busy\"}); " +
-			"also Counters.InFlight, Counters.Begun == Landed + DroppedTotal() + InFlight + Errored",
-	}
-	levelTime := time.Duration(e.scale(300, 20)) * time.Millisecond
+	run := &ceilingRun{Goroutines: goroutines}
+	levelTime := time.Duration(e.scale(250, 20)) * time.Millisecond
 	// Warm up: open the pool.
 	h.BeginStep()
 	settle(h, r)
-	for n := 256; n <= 16384; n *= 2 {
+	for n := 64; n <= 16384; n *= 2 {
 		if e.late() {
-			res.Truncated = true
 			break
 		}
 		per := n / goroutines
@@ -617,7 +682,7 @@ func runCeiling(e *env) (interface{}, string, error) {
 		before := h.Snapshot().Counters
 		lv := ceilingLevel{SpansPerStep: n}
 		t0 := time.Now()
-		for lv.Steps < 3 || (time.Since(t0) < levelTime && lv.Steps < 400) {
+		for lv.Steps < 3 || (time.Since(t0) < levelTime && lv.Steps < 2000) {
 			h.BeginStep()
 			r.fanOut()
 			lv.Steps++
@@ -626,7 +691,7 @@ func runCeiling(e *env) (interface{}, string, error) {
 		el := time.Since(t0)
 		after := h.Snapshot().Counters
 		if err := r.firstErr(); err != nil {
-			return res, "", err
+			return run, err
 		}
 		lv.ElapsedS = el.Seconds()
 		lv.Begun = after.Begun - before.Begun
@@ -636,17 +701,17 @@ func runCeiling(e *env) (interface{}, string, error) {
 		lv.MaxInFlight = after.InFlight
 		lv.LandedPerS = div(float64(lv.Landed), el.Seconds())
 		lv.BegunPerS = div(float64(lv.Begun), el.Seconds())
-		res.Levels = append(res.Levels, lv)
+		run.Levels = append(run.Levels, lv)
 		settle(h, r)
 		if lv.DroppedSlotBusy > 0 {
-			res.FirstDropSpans = n
+			run.FirstDropSpans = n
 			break
 		}
-		if lv.LandedPerS > res.CeilingPerS {
-			res.CeilingPerS, res.CeilingAtSpans = lv.LandedPerS, n
+		if lv.LandedPerS > run.CeilingPerS {
+			run.CeilingPerS, run.CeilingAtSpans = lv.LandedPerS, n
 		}
 	}
-	return res, "", nil
+	return run, nil
 }
 
 // --- harvestwait ------------------------------------------------------------
