@@ -25,9 +25,10 @@ var (
 // an engine loop of 998 kernel spans and 2 lane spans per step, while a
 // client scrapes /metrics and the live page's JSON over loopback every
 // 20 ms. Every span must land (the ring is big enough and the clock passes
-// each step's work before the next), nothing may be dropped or errored, and
-// the live heap, sampled 50 times, must not grow after the first tenth of
-// the run. It prints its figures, peak RSS (VmHWM) included, as markdown
+// each step's work before the next) unless harvests were skipped for a
+// scrape (then drops are counted), nothing may be errored or lost, and the
+// live heap, sampled 50 times, must not grow after the first tenth of the
+// run. It prints its figures, peak RSS (VmHWM) included, as markdown
 // for bench/reliability-results.md. Without -soak it sends 200,000 spans,
 // to keep itself working:
 //
@@ -156,8 +157,14 @@ func TestSoak(t *testing.T) {
 
 	s := balanced(t, h)
 	c := s.Counters
+	// Every span lands, but for one case: a harvest finding the lock held
+	// by a scrape skips rather than waits, and when that happens for four
+	// steps running (seen only under -race, where a scrape is slow) the
+	// ring fills and spans are dropped, counted.
 	sent := uint64((warmSteps + steps) * perStep)
-	if c.Begun != sent || c.Landed != sent || c.DroppedTotal() != 0 || c.Errored != 0 || c.InFlight != 0 {
+	busy := c.Dropped[gpuspans.DropSlotBusy]
+	if c.Begun != sent || c.Landed+busy != sent || c.DroppedTotal() != busy || c.Errored != 0 || c.InFlight != 0 ||
+		busy != 0 && c.HarvestsSkipped == 0 {
 		t.Errorf("sent %d spans; counters %+v", sent, c)
 	}
 	if l := log.lines(); len(l) != 0 {
@@ -181,6 +188,7 @@ func TestSoak(t *testing.T) {
 	fmt.Fprintf(&b, "| wall time, after warming up | %.2f s (%.0f spans/s, %.0f ns per span, scrapes included) |\n",
 		elapsed.Seconds(), float64(steps*perStep)/elapsed.Seconds(), float64(elapsed.Nanoseconds())/float64(steps*perStep))
 	fmt.Fprintf(&b, "| scrapes over loopback | %d (/metrics and snapshot.json, every %d ms) |\n", scrapes, scrapeMs)
+	fmt.Fprintf(&b, "| harvests / skipped (lock held by a scrape) | %d / %d |\n", c.Harvests, c.HarvestsSkipped)
 	fmt.Fprintf(&b, "| live heap after GC, %d samples | %d B at step %d (10%%), peak %d B at step %d, %d B at the end (%+d B) |\n",
 		len(heaps), warm.heap, warm.step, peak.heap, peak.step, last.heap, grew)
 	fmt.Fprintf(&b, "| heap allocations during the run | %d mallocs, %d MB (%.3f per span, all the scrapes': the span paths allocate nothing) |\n",
