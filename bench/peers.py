@@ -115,9 +115,16 @@ def main():
         doc["reason"] = "torch.cuda.is_available() is False"
         write(args.out, doc)
         return 0
+    try:
+        doc["device"] = torch.cuda.get_device_name(0)
+        x = torch.zeros(1, device="cuda")
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001
+        doc["available"] = False
+        doc["reason"] = "CUDA through torch failed: %s: %s" % (type(e).__name__, e)
+        write(args.out, doc)
+        return 0
     doc["available"] = True
-    doc["device"] = torch.cuda.get_device_name(0)
-    x = torch.zeros(1, device="cuda")
     n, reps = args.n, args.repeats
 
     def launches(count):
@@ -130,9 +137,8 @@ def main():
         t2 = NS()
         return (t1 - t0) / count, (t2 - t0) / count
 
-    launches(256)  # warm up: the kernel, the caching allocator
-
     def events():
+        launches(256)  # warm up: the kernel, the caching allocator
         pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(n)]
         base, spans, harvest, recs = [], [], [], []
         for b, e in pairs[:64]:  # warm up the pairs' first records

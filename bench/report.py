@@ -370,8 +370,9 @@ class Report:
         self.add("Harvest never waits: BeginStep while a 50 ms kernel runs", "max %s, p99 %s, p50 %s over %d calls" % (
             ns(mx), ns(res["begin_step_p99_ns"]), ns(res["begin_step_p50_ns"]), res["begin_step_calls"]),
             "max <= 1 ms (a wait: ~50 ms)", ratio(mx, TARGET_HARVEST_MAX_NS), verdict,
-            "%s; in flight during: %d, landed during: %d, landed after sync: %d" % (
-                res.get("kernel", ""), res["in_flight_during"], res["landed_during"], res["landed_after_sync"]))
+            "%s; in flight during: %d, landed during: %d, landed after sync: %d; the 3 longest calls: %s" % (
+                res.get("kernel", ""), res["in_flight_during"], res["landed_during"], res["landed_after_sync"],
+                ", ".join(ns(x) for x in res.get("begin_step_top3_ns") or [])))
 
     # --- peers --------------------------------------------------------------
 

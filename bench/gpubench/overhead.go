@@ -717,17 +717,18 @@ func ceilingRunFor(e *env, g gpu, goroutines int) (*ceilingRun, error) {
 // --- harvestwait ------------------------------------------------------------
 
 type harvestWaitResult struct {
-	Kernel        string  `json:"kernel"`
-	SpansQueued   int     `json:"spans_queued"` // behind the long kernel, plus its own
-	Calls         int     `json:"begin_step_calls"`
-	P50Ns         float64 `json:"begin_step_p50_ns"`
-	P99Ns         float64 `json:"begin_step_p99_ns"`
-	MaxNs         float64 `json:"begin_step_max_ns"`
-	InFlightDur   uint64  `json:"in_flight_during"`
-	LandedDur     uint64  `json:"landed_during"`
-	LandedAfter   uint64  `json:"landed_after_sync"`
-	LoopS         float64 `json:"loop_s"`
-	KernelStillOn bool    `json:"kernel_still_running_at_loop_end"`
+	Kernel        string    `json:"kernel"`
+	SpansQueued   int       `json:"spans_queued"` // behind the long kernel, plus its own
+	Calls         int       `json:"begin_step_calls"`
+	P50Ns         float64   `json:"begin_step_p50_ns"`
+	P99Ns         float64   `json:"begin_step_p99_ns"`
+	MaxNs         float64   `json:"begin_step_max_ns"`
+	Top3Ns        []float64 `json:"begin_step_top3_ns"` // a wait would be ~ms every call, a host hiccup once
+	InFlightDur   uint64    `json:"in_flight_during"`
+	LandedDur     uint64    `json:"landed_during"`
+	LandedAfter   uint64    `json:"landed_after_sync"`
+	LoopS         float64   `json:"loop_s"`
+	KernelStillOn bool      `json:"kernel_still_running_at_loop_end"`
 }
 
 func runHarvestWait(e *env) (interface{}, string, error) {
@@ -782,6 +783,9 @@ func runHarvestWait(e *env) (interface{}, string, error) {
 	res.LandedAfter = s.Counters.Landed - before.Landed
 	res.Calls = len(took)
 	res.P50Ns, res.P99Ns, res.MaxNs = quantile(took, 0.5), quantile(took, 0.99), maxOf(took)
+	for i, s := 0, sorted(took); i < 3 && i < len(s); i++ {
+		res.Top3Ns = append(res.Top3Ns, s[len(s)-1-i])
+	}
 	if res.LandedAfter != queued+1 {
 		return res, "", fmt.Errorf("%d of %d spans landed after the sync: %+v", res.LandedAfter, queued+1, s.Counters)
 	}
