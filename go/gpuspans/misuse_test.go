@@ -116,3 +116,19 @@ func TestOpenerReturnsNothing(t *testing.T) {
 		t.Errorf("logged %d times: %q", n, log.lines)
 	}
 }
+
+func TestOpenerPanics(t *testing.T) {
+	var log logSink
+	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.logf})
+	if err := h.Install(0, laneStream, func() (backend.Pool, error) { panic("driver wrapper bug") }); err != nil {
+		t.Fatal(err)
+	}
+	exercise(h, 5) // must not panic
+	s := snap(t, h)
+	if s.Devices[0].State != DeviceFailed || s.Counters.InstallFailures != 1 || s.Counters.Begun != 0 {
+		t.Errorf("snapshot %+v", s)
+	}
+	if n := log.count("opener panicked: driver wrapper bug"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.lines)
+	}
+}

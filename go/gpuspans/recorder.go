@@ -104,7 +104,7 @@ func pack(pos, state uint64) uint64 { return (pos+1)<<slotPosShift | state }
 // openPool opens the pool and sizes the ring; on success the recorder turns
 // open. Called once, under the harvest lock.
 func (r *recorder) openPool(maxSlots int) error {
-	pool, err := r.open()
+	pool, err := callOpener(r.open)
 	if err != nil {
 		return fmt.Errorf("opening the event pool: %w", err)
 	}
@@ -125,6 +125,18 @@ func (r *recorder) openPool(maxSlots int) error {
 	r.pool = pool
 	r.status.Store(recOpen)
 	return nil
+}
+
+// callOpener runs an opener, turning a panic into an error: the opener is
+// the caller's code, run on the serving thread inside BeginStep, and a GPU
+// problem must turn spans off, not take the binary down.
+func callOpener(open backend.Opener) (pool backend.Pool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			pool, err = nil, fmt.Errorf("the opener panicked: %v", p)
+		}
+	}()
+	return open()
 }
 
 // begin claims the next slot in turn and records its begin event on stream.
