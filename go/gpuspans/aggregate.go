@@ -47,7 +47,13 @@ type Aggregate struct {
 	Buckets [NumBuckets]uint64
 }
 
-// observe adds one span of ns nanoseconds. Called under the harvest lock.
+// Observe adds one span of d, bucket for bucket as the hub does, so that
+// aggregates built elsewhere (from a span file, say) match the hub's. The
+// hub's own aggregates are updated under its harvest lock and handed out as
+// copies; an Aggregate is not safe for concurrent use.
+func (a *Aggregate) Observe(d time.Duration) { a.observe(int64(d)) }
+
+// observe adds one span of ns nanoseconds.
 func (a *Aggregate) observe(ns int64) {
 	if ns < 0 {
 		ns = 0 // a clock step cannot make a span negative; clamp rather than corrupt Min

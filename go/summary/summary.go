@@ -69,7 +69,6 @@ type key struct {
 // match what the hub that landed the spans would report. The zero Builder
 // is ready to use; it is not safe for concurrent use.
 type Builder struct {
-	bounds []int64
 	index  map[key]int
 	aggs   []gpuspans.Aggregate
 	kinds  []gpuspans.SpanKind
@@ -83,9 +82,6 @@ func (b *Builder) Add(s gpuspans.Span) {
 	}
 	if b.index == nil {
 		b.index = make(map[key]int)
-		for _, d := range gpuspans.BucketBounds() {
-			b.bounds = append(b.bounds, int64(d))
-		}
 	}
 	k := key{s.Kind, s.Device, s.Name}
 	i, ok := b.index[k]
@@ -95,25 +91,7 @@ func (b *Builder) Add(s gpuspans.Span) {
 		b.aggs = append(b.aggs, gpuspans.Aggregate{Device: s.Device, Name: s.Name})
 		b.kinds = append(b.kinds, s.Kind)
 	}
-	a := &b.aggs[i]
-	ns := s.DurationNs
-	if ns < 0 {
-		ns = 0 // the hub clamps the same way
-	}
-	d := time.Duration(ns)
-	if a.Count == 0 || d < a.Min {
-		a.Min = d
-	}
-	if d > a.Max {
-		a.Max = d
-	}
-	a.Count++
-	a.Sum += d
-	j := 0
-	for j < len(b.bounds) && ns > b.bounds[j] {
-		j++
-	}
-	a.Buckets[j]++
+	b.aggs[i].Observe(time.Duration(s.DurationNs))
 }
 
 // Rows returns the lanes, then the kernels, each in the order their first
