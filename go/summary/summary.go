@@ -69,9 +69,9 @@ type key struct {
 // match what the hub that landed the spans would report. The zero Builder
 // is ready to use; it is not safe for concurrent use.
 type Builder struct {
-	index  map[key]int
-	aggs   []gpuspans.Aggregate
-	kinds  []gpuspans.SpanKind
+	index map[key]int
+	aggs  []gpuspans.Aggregate
+	kinds []gpuspans.SpanKind
 }
 
 // Add counts one span. Spans of a kind other than lane or kernel are
