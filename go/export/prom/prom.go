@@ -110,7 +110,7 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		errored:  d("spans_errored_total", "Spans a driver call failed for."),
 		inFlight: d("spans_in_flight", "Spans holding a slot: open, or ended and awaiting a harvest."),
 
-		unknownLane:     d("unknown_lane_calls_total", "LaneBegin and LaneEnd calls with a lane index outside the hub's lanes (ignored)."),
+		unknownLane:     d("unknown_lane_calls_total", "LaneBegin calls with a lane index outside the hub's lanes (ignored)."),
 		laneOpen:        d("lane_already_open_calls_total", "LaneBegin calls on a lane already open (ignored)."),
 		badEnd:          d("bad_end_calls_total", "KernelEnd calls with a span not open on this hub (ignored)."),
 		installFailures: d("install_failures_total", "Event pools that could not be opened."),

@@ -139,7 +139,7 @@ gpuspans_spans_errored_total 1
 # HELP gpuspans_spans_in_flight Spans holding a slot: open, or ended and awaiting a harvest.
 # TYPE gpuspans_spans_in_flight gauge
 gpuspans_spans_in_flight 0
-# HELP gpuspans_unknown_lane_calls_total LaneBegin and LaneEnd calls with a lane index outside the hub's lanes (ignored).
+# HELP gpuspans_unknown_lane_calls_total LaneBegin calls with a lane index outside the hub's lanes (ignored).
 # TYPE gpuspans_unknown_lane_calls_total counter
 gpuspans_unknown_lane_calls_total 1
 # HELP gpuspans_lane_already_open_calls_total LaneBegin calls on a lane already open (ignored).
