@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# The checks CI runs besides the test command: generated files current,
-# formatting, vet, race tests, a cgo-free build and the consumer workspace.
-# Needs tools/bootstrap.sh to have run.
+# The checks CI runs besides the test command: generated files current
+# (BUILD files, deps.bzl, protobuf Go code, the amalgamation), formatting,
+# vet, a cgo-free build, the consumer workspace and the C++ core's tests
+# under the sanitizers. .ci/run runs the race tests and end-to-end tests
+# itself. Needs tools/bootstrap.sh to have run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
