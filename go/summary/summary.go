@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -230,6 +231,9 @@ func Write(w io.Writer, rows []Row) error {
 // estimates does not have. Safe from any goroutine.
 func Duration(d time.Duration) string {
 	if d < 0 {
+		if d == math.MinInt64 {
+			d++ // its negation overflows; three digits cannot show the lost nanosecond
+		}
 		return "-" + Duration(-d)
 	}
 	units := []struct {

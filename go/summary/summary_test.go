@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TestDuration(t *testing.T) {
 		{2_500_000_000, "2.50s"},
 		{120 * time.Second, "120s"},
 		{-1500, "-1.50us"},
+		{math.MinInt64, "-9223372037s"},
 	} {
 		if got := Duration(c.d); got != c.want {
 			t.Errorf("Duration(%d) = %q, want %q", int64(c.d), got, c.want)
@@ -191,5 +193,28 @@ func TestReadSpanFileTruncated(t *testing.T) {
 func TestReadSpanFileNotASpanFile(t *testing.T) {
 	if _, _, err := ReadSpanFile(bytes.NewReader([]byte("{\"traceEvents\":[]}"))); err == nil {
 		t.Error("a JSON file read as a span file without error")
+	}
+}
+
+// A span file is untrusted input: a snapshot's extreme durations must print,
+// not recurse without end.
+func TestWriteExtremeSnapshotFromFile(t *testing.T) {
+	var buf bytes.Buffer
+	w := spanfile.NewWriter(&buf)
+	s := gpuspans.Snapshot{Lanes: []gpuspans.Aggregate{{Name: "decode", Count: 1, Min: math.MinInt64, Max: math.MinInt64}}}
+	s.Lanes[0].Buckets[0] = 1
+	if err := w.WriteSnapshot(&s); err != nil {
+		t.Fatal(err)
+	}
+	rows, st, err := ReadSpanFile(&buf)
+	if err != nil || !st.FromSnapshot || len(rows) != 1 {
+		t.Fatalf("ReadSpanFile: %v rows, %+v, %v", len(rows), st, err)
+	}
+	var out bytes.Buffer
+	if err := Write(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(out.Bytes(), []byte("-9223372037s")) {
+		t.Errorf("table:\n%s", out.String())
 	}
 }
