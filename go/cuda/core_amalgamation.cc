@@ -10,7 +10,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: ad00c0e103e626efc308687e2473661557ad045154d4b49a68b15f83dff4a607
+// sees only this file, rebuilds when they change: f61794b895c312d57615dc6b9443cdc4992e8db156bb19bee16c2c78c48c6bec
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/fake_driver.cc"

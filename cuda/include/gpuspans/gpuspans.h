@@ -67,9 +67,9 @@ typedef struct gs_harvest_item {
                           the Unix epoch), for GS_SPAN_DONE with want_start;
                           0 when no anchor could place it */
 } gs_harvest_item;
-/* Refinement: the layout above (32 bytes, no padding) is relied on by the Go
- * binding, which passes its own identical struct; it checks this at compile
- * time. */
+/* The Go binding relies on this layout (32 bytes, no padding): it passes
+ * its own identical struct without copying, and checks sizes and offsets at
+ * compile time. */
 
 /* Opaque pool of event pairs bound to one CUDA context. */
 typedef struct gs_pool gs_pool;
