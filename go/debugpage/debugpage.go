@@ -90,7 +90,7 @@ func readOnly(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	w.Header().Set("Allow", "GET, HEAD")
-	http.Error(w, "method "+r.Method+" not allowed: this page is read-only; see /control/ to change settings", http.StatusMethodNotAllowed)
+	http.Error(w, "method "+r.Method+" not allowed: this page is read-only; the control endpoints (/control/level, /control/kernel_span_every) change settings", http.StatusMethodNotAllowed)
 	return false
 }
 
