@@ -106,14 +106,15 @@ type Pool struct {
 	opens, device, slots, capturing, recordBegin, recordEnd, harvest, items, close atomic.Int64
 	whileCapturing, afterSticky                                                    atomic.Int64
 
-	running   atomic.Int64 // calls in progress, to catch a Close that overlaps one
-	scripted  atomic.Int64 // calls counted towards StickyAfter
-	stickyNow atomic.Bool  // SetSticky(true): every call fails
-	sticky    atomic.Bool  // a sticky error has been returned
-	closed    atomic.Bool
-	busyLeft  atomic.Int64
-	outcome   atomic.Pointer[OutcomeFunc]
-	recordErr atomic.Pointer[RecordErrorFunc]
+	running    atomic.Int64 // calls in progress, to catch a Close that overlaps one
+	scripted   atomic.Int64 // calls counted towards StickyAfter
+	stickyNow  atomic.Bool  // SetSticky(true): every call fails
+	sticky     atomic.Bool  // a sticky error has been returned
+	closed     atomic.Bool
+	busyLeft   atomic.Int64
+	outcome    atomic.Pointer[OutcomeFunc]
+	harvestErr atomic.Pointer[error] // SetHarvestError
+	recordErr  atomic.Pointer[RecordErrorFunc]
 
 	capMu      sync.Mutex
 	capturingS map[backend.Stream]bool
@@ -177,6 +178,18 @@ func (p *Pool) SetRecordError(f RecordErrorFunc) {
 // context after a fault, or stops that (false). Calls made after one failed
 // so are counted in CallsAfterSticky either way.
 func (p *Pool) SetSticky(on bool) { p.stickyNow.Store(on) }
+
+// SetHarvestError makes every later Harvest fail as a whole with err,
+// without answering for its items, as the C core does when it cannot set
+// up the calls (a capture mode or context switch failing); nil clears it.
+// Safe for concurrent use.
+func (p *Pool) SetHarvestError(err error) {
+	if err == nil {
+		p.harvestErr.Store(nil)
+		return
+	}
+	p.harvestErr.Store(&err)
+}
 
 // SetCapturing marks stream as being captured (or not).
 func (p *Pool) SetCapturing(stream backend.Stream, capturing bool) {
@@ -341,6 +354,9 @@ func (p *Pool) Harvest(items []backend.HarvestItem) error {
 	p.items.Add(int64(len(items)))
 	defer p.leave()
 	err := p.enter("Harvest")
+	if e := p.harvestErr.Load(); e != nil && err == nil {
+		return *e
+	}
 	var outcome OutcomeFunc
 	if f := p.outcome.Load(); f != nil {
 		outcome = *f

@@ -310,3 +310,26 @@ func TestBeginOnRetiredRecorderBacksOut(t *testing.T) {
 		t.Errorf("counters %+v", c)
 	}
 }
+
+func TestHarvestFailingAsAWholeKeepsSpans(t *testing.T) {
+	var log logSink
+	h, f := kernelHub(t, Options{Logf: log.logf}, fake.Options{})
+	for i := 0; i < 5; i++ {
+		h.KernelEnd(h.KernelBegin(1, kernelStream))
+	}
+	f.SetHarvestError(errors.New("capture mode switch failed"))
+	h.Harvest()
+	h.Harvest()
+	// The pool answered nothing: the spans wait, nothing is counted lost.
+	if c := snap(t, h).Counters; c.Errored != 0 || c.Landed != 0 || c.InFlight != 5 {
+		t.Errorf("after failed harvests: %+v", c)
+	}
+	if n := log.count("capture mode switch failed"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.lines)
+	}
+	f.SetHarvestError(nil)
+	h.Harvest()
+	if c := snap(t, h).Counters; c.Errored != 0 || c.Landed != 5 || c.InFlight != 0 {
+		t.Errorf("after the pool recovered: %+v", c)
+	}
+}

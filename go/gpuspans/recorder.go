@@ -381,14 +381,19 @@ func (r *recorder) harvest() {
 	if len(items) == 0 {
 		return
 	}
-	var err error
-	if r.status.Load()&recStateMask == recDead {
-		err = r.err.Load().err // no backend call once dead
-	} else if err = r.pool.Harvest(items); err != nil {
-		if errors.Is(err, backend.ErrSticky) {
+	// A dead recorder makes no backend call: its spans are lost with the
+	// context and counted as errored. A harvest that failed as a whole
+	// without a sticky error answered nothing about its items: they stay
+	// closed for the next harvest.
+	dead := r.status.Load()&recStateMask == recDead
+	if !dead {
+		if err := r.pool.Harvest(items); err != nil {
+			if !errors.Is(err, backend.ErrSticky) {
+				r.logFirst(err)
+				return
+			}
 			r.kill(err)
-		} else {
-			r.logFirst(err)
+			dead = true
 		}
 	}
 	for k := range items {
@@ -396,8 +401,8 @@ func (r *recorder) harvest() {
 		sl := &r.slots[it.Slot]
 		pos := sl.word.Load()>>slotPosShift - 1
 		switch {
-		case err != nil || it.State == backend.Failed:
-			if err == nil && !r.logged.Load() {
+		case dead || it.State == backend.Failed:
+			if !dead && !r.logged.Load() {
 				r.logFirst(fmt.Errorf("harvest: slot %d failed with driver code %d", it.Slot, it.Code))
 			}
 			r.release(sl, pos, &h.errored)
