@@ -516,7 +516,7 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
     r = scope.Enter(d, ctx);
     if (r != CUDA_SUCCESS) {
       gs::ReleaseAll(p.get());
-      return gs::SetError(err, GS_ERR_DRIVER, r, "cuCtxPushCurrent(device %d)", device);
+      return gs::SetError(err, GS_ERR_DRIVER, r, "making the context of device %d current", device);
     }
     const uint32_t total = 2 * slots + gs::kAnchors;
     for (uint32_t k = 0; k < total; ++k) {

@@ -8,6 +8,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/cuda"
@@ -20,11 +21,11 @@ func main() {
 
 	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel})
 	if err != nil {
-		panic(err)
+		log.Fatalf("server: %v", err)
 	}
 	// Stream 0 is the legacy default stream; an engine passes its own.
 	if err := hub.Install(0, 0, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
-		panic(err)
+		log.Fatalf("server: %v", err)
 	}
 	for i := 0; i < *steps; i++ {
 		hub.BeginStep()

@@ -10,7 +10,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: f61794b895c312d57615dc6b9443cdc4992e8db156bb19bee16c2c78c48c6bec
+// sees only this file, rebuilds when they change: a85c646ffe3e6279e0e46b8ffc528893d38f1e51aed4f0386604a7b487b10497
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/fake_driver.cc"

@@ -138,6 +138,18 @@ func TestTraceBadInput(t *testing.T) {
 	if code, _, _ := runCmd("trace", filepath.Join(t.TempDir(), "missing.spans")); code != 1 {
 		t.Errorf("trace of a missing file: exit %d", code)
 	}
+	// -o naming the input must not empty it.
+	in := writeSpanFile(t)
+	before, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd("trace", in, "-o", in); code != 2 || !strings.Contains(errOut, "is the input file") {
+		t.Errorf("trace -o input: exit %d, %q", code, errOut)
+	}
+	if after, err := os.ReadFile(in); err != nil || len(after) != len(before) {
+		t.Errorf("input changed: %d bytes, was %d (%v)", len(after), len(before), err)
+	}
 }
 
 func TestDemoCommand(t *testing.T) {

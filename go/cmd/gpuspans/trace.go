@@ -96,6 +96,13 @@ func traceConvert(in io.Reader, name, out string, stdout, stderr io.Writer) int 
 	var dst io.Writer = stdout
 	var f *os.File
 	if out != "-" {
+		// os.Create would empty the span file before it is read.
+		if si, err := os.Stat(name); err == nil {
+			if so, err := os.Stat(out); err == nil && os.SameFile(si, so) {
+				fmt.Fprintf(stderr, "gpuspans trace: -o %s is the input file\n", out)
+				return 2
+			}
+		}
 		var err error
 		if f, err = os.Create(out); err != nil {
 			fmt.Fprintf(stderr, "gpuspans trace: %v\n", err)
