@@ -40,12 +40,15 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos 
 			fs.Usage()
 			return nil, 2, false
 		}
-		args = fs.Args()
+		rest := fs.Args()
+		// Parse swallows a "--" that ends the flags: everything after it is
+		// positional, even what looks like a flag.
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), 0, true
+		}
+		args = rest
 		if len(args) == 0 {
 			return pos, 0, true
-		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), 0, true
 		}
 		pos = append(pos, args[0])
 		args = args[1:]

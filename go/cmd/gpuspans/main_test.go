@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +195,24 @@ func TestBenchCommand(t *testing.T) {
 	code, out, errOut := runCmd("bench", "--backend=none", "--benchtime=1ms", "--harvest_spans=16", "--harvest_rounds=1")
 	if code != 0 || !strings.Contains(out, "enabled/kernel-span/nop") || !strings.Contains(errOut, "measuring harvest/sim") {
 		t.Errorf("exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+func TestParseFlagsDoubleDash(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		pos  string
+		out  string
+	}{
+		{[]string{"a", "-o", "x"}, "a", "x"},
+		{[]string{"--", "a", "-o", "x"}, "a -o x", ""},
+		{[]string{"-o", "x", "a", "--", "-b"}, "a -b", "x"},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		out := fs.String("o", "", "")
+		pos, code, ok := parseFlags(fs, tc.args, io.Discard, io.Discard)
+		if !ok || code != 0 || strings.Join(pos, " ") != tc.pos || *out != tc.out {
+			t.Errorf("%q: pos %q -o %q (ok %v code %d), want %q -o %q", tc.args, pos, *out, ok, code, tc.pos, tc.out)
+		}
 	}
 }
