@@ -196,7 +196,9 @@ func (p *pool) Harvest(items []backend.HarvestItem) error {
 		switch {
 		case !pr.begin.recorded || !pr.end.recorded:
 			it.State, it.Code = backend.Failed, codeInvalidHandle
-		case now < pr.end.at:
+		case now < pr.end.at || now < pr.begin.at:
+			// Both events must be complete, as for cuEventElapsedTime: a
+			// begin on a busier stream can complete after the end.
 			it.State = backend.InFlight
 		default:
 			it.State = backend.Done
