@@ -168,3 +168,21 @@ func TestRecentSpans(t *testing.T) {
 		t.Errorf("afterSeq MaxUint64 returned %+v", got)
 	}
 }
+
+func TestNoStartTimes(t *testing.T) {
+	for _, skip := range []bool{false, true} {
+		h, gpu, clock, s := simHub(t, Options{NoStartTimes: skip})
+		h.LaneBegin(0)
+		gpu.Launch(s, time.Millisecond)
+		h.LaneEnd(0)
+		clock.Advance(2 * time.Millisecond)
+		h.Harvest()
+		spans := h.RecentSpans(0, nil)
+		if len(spans) != 1 || spans[0].DurationNs != int64(time.Millisecond) {
+			t.Fatalf("NoStartTimes=%v: spans %+v", skip, spans)
+		}
+		if placed := spans[0].StartNs != 0; placed == skip {
+			t.Errorf("NoStartTimes=%v: StartNs %d", skip, spans[0].StartNs)
+		}
+	}
+}

@@ -59,6 +59,11 @@ type Options struct {
 	Logf func(format string, args ...interface{})
 	// Now is the host clock used to time harvests. Nil means time.Now.
 	Now func() time.Time
+	// NoStartTimes stops placing spans on the host clock: each harvested
+	// span then costs one driver call less (the elapsed time from the
+	// host-clock anchor), and spans carry StartNs 0, so timeline traces
+	// cannot place them. Durations, aggregates and metrics are unaffected.
+	NoStartTimes bool
 }
 
 // Hub is the control plane of GPU spans: the level, the step counter, one
@@ -101,6 +106,7 @@ type Hub struct {
 	slots   int
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
+	want    uint32 // HarvestItem.WantStart for every span: 0 with NoStartTimes
 
 	// mu is the harvest lock. Harvest takes it with TryLock and skips when it
 	// is held; readers and control calls take it briefly. It guards all below.
@@ -155,8 +161,12 @@ func New(o Options) (*Hub, error) {
 		slots:       o.Slots,
 		logf:        o.Logf,
 		now:         o.Now,
+		want:        1,
 		kernelIdx:   make(map[uint64]int),
 		kernelNames: []string{OtherKernel},
+	}
+	if o.NoStartTimes {
+		h.want = 0
 	}
 	for i, name := range h.lanes {
 		if err := checkName(name); err != nil {

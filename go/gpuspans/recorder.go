@@ -374,7 +374,7 @@ func (r *recorder) harvest() {
 			tail = held - 1
 		}
 		if w&slotStateMask == slotClosed {
-			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: 1})
+			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: r.hub.want})
 		}
 	}
 	r.tail = tail
