@@ -121,6 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fake := fs.Bool("fake", false, "use the fake driver compiled into the core (no GPU; numbers mean nothing)")
 	quick := fs.Bool("quick", false, "tiny sizes, for tests")
 	budget := fs.Duration("budget", 60*time.Second, "per section: past it a section stops early and marks its result truncated")
+	fs.BoolVar(&noStartTimes, "no-start-times", false, "hubs skip placing spans on the host clock (gpuspans.Options.NoStartTimes)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -164,11 +164,14 @@ func (r *rig) close() {
 
 // newHub makes a hub at LevelKernel, every step armed, with the kernels
 // named, installed on device with lane stream lane.
+// noStartTimes is the -no-start-times flag, for every hub newHub makes.
+var noStartTimes bool
+
 func newHub(device int, lane backend.Stream, slots int, lanes ...string) (*gpuspans.Hub, error) {
 	if len(lanes) == 0 {
 		lanes = []string{"decode"}
 	}
-	h, err := gpuspans.New(gpuspans.Options{Lanes: lanes, Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: logf})
+	h, err := gpuspans.New(gpuspans.Options{Lanes: lanes, Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: logf, NoStartTimes: noStartTimes})
 	if err != nil {
 		return nil, err
 	}
