@@ -46,16 +46,11 @@ type accuracyResult struct {
 }
 
 func runAccuracy(e *env) (interface{}, string, error) {
-	g, err := e.newGPU(0)
+	g, r, release, err := e.openRig(1)
 	if err != nil {
 		return nil, "", err
 	}
-	defer g.Close()
-	r, err := newRig(g, 1)
-	if err != nil {
-		return nil, "", err
-	}
-	defer r.close()
+	defer release()
 	h, err := newHub(0, r.lane, 256)
 	if err != nil {
 		return nil, "", err
@@ -221,16 +216,11 @@ type safetyResult struct {
 }
 
 func runSafety(e *env) (interface{}, string, error) {
-	g, err := e.newGPU(0)
+	g, r, release, err := e.openRig(1)
 	if err != nil {
 		return nil, "", err
 	}
-	defer g.Close()
-	r, err := newRig(g, 1)
-	if err != nil {
-		return nil, "", err
-	}
-	defer r.close()
+	defer release()
 	h, err := newHub(0, r.lane, gpuspans.DefaultSlots, "prefill", "decode")
 	if err != nil {
 		return nil, "", err

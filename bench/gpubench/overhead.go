@@ -38,6 +38,19 @@ type rig struct {
 	err errs
 }
 
+// openRig opens device 0 and a rig of the given goroutines' streams on it;
+// release closes both.
+func (e *env) openRig(goroutines int) (g gpu, r *rig, release func(), err error) {
+	if g, err = e.newGPU(0); err != nil {
+		return nil, nil, nil, err
+	}
+	if r, err = newRig(g, goroutines); err != nil {
+		g.Close()
+		return nil, nil, nil, err
+	}
+	return g, r, func() { r.close(); g.Close() }, nil
+}
+
 func newRig(g gpu, goroutines int) (*rig, error) {
 	r := &rig{g: g, bodyTime: make([]time.Duration, goroutines)}
 	var err error
@@ -475,16 +488,11 @@ type disabledResult struct {
 }
 
 func runDisabled(e *env) (interface{}, string, error) {
-	g, err := e.newGPU(0)
+	g, r, release, err := e.openRig(1)
 	if err != nil {
 		return nil, "", err
 	}
-	defer g.Close()
-	r, err := newRig(g, 1)
-	if err != nil {
-		return nil, "", err
-	}
-	defer r.close()
+	defer release()
 	h, err := gpuspans.New(gpuspans.Options{Lanes: []string{"decode"}, Level: gpuspans.LevelOff, KernelSpanEvery: 1, Logf: logf})
 	if err != nil {
 		return nil, "", err
@@ -735,16 +743,11 @@ type harvestWaitResult struct {
 }
 
 func runHarvestWait(e *env) (interface{}, string, error) {
-	g, err := e.newGPU(0)
+	g, r, release, err := e.openRig(1)
 	if err != nil {
 		return nil, "", err
 	}
-	defer g.Close()
-	r, err := newRig(g, 1)
-	if err != nil {
-		return nil, "", err
-	}
-	defer r.close()
+	defer release()
 	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
 	if err != nil {
 		return nil, "", err
