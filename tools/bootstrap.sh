@@ -8,8 +8,10 @@
 # --override_repository=NAME=DIR; the committed WORKSPACE stays an ordinary
 # online one. Idempotent: a warm run only checks and rewrites .bazelrc.user.
 #
-# Needs a host Go >= 1.21 (for GOTOOLCHAIN). As root it installs the Debian
-# packages it needs; otherwise it names the missing ones and stops.
+# Needs a host Go >= 1.21 on PATH, only to fetch (GOTOOLCHAIN): the Go SDK
+# and every tool are pinned here or in tools/deps/go.mod and go.sum, and the
+# tools are built with that SDK. As root it installs the Debian packages it
+# needs; otherwise it names the missing ones and stops.
 #
 # Environment:
 #   GPUSPANS_CACHE   where generated repositories go (default ~/.cache/gpuspans)
@@ -17,19 +19,21 @@ set -euo pipefail
 
 RULES_GO_VERSION=v0.34.0  # last rules_go for Bazel 4.2.x (v0.35+ needs Bazel 5.1)
 GAZELLE_VERSION=v0.27.0   # last gazelle for rules_go 0.34 (0.28+ needs rules_go 0.35)
-GO_SDK_VERSION=1.19.13    # newest Go rules_go 0.34 can drive (1.20+ ships no pkg/*.a)
-# buildtools has no semver tags usable as a module; this is a pinned commit.
-BUILDTOOLS_VERSION=v0.0.0-20260904073137-eaa4d125b423
-STAMP_VERSION="rules_go=$RULES_GO_VERSION gazelle=$GAZELLE_VERSION go=$GO_SDK_VERSION buildtools=$BUILDTOOLS_VERSION v3"
+GO_SDK_VERSION=1.26.8     # driven by rules_go 0.34 through our patch (third_party/rules_go)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+RULES_GO_PATCH="$ROOT/third_party/rules_go/rules_go-$RULES_GO_VERSION.patch"
+# Anything that changes what is built into the cache changes the stamp.
+STAMP_VERSION="rules_go=$RULES_GO_VERSION gazelle=$GAZELLE_VERSION go=$GO_SDK_VERSION \
+patch=$(sha256sum <"$RULES_GO_PATCH" | cut -c1-16) \
+tools=$(cat "$ROOT/tools/deps/go.mod" "$ROOT/tools/deps/go.sum" | sha256sum | cut -c1-16) v4"
 CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
 log() { echo "bootstrap: $*" >&2; }
 die() { echo "bootstrap: error: $*" >&2; exit 1; }
 
 # --- Debian packages ---------------------------------------------------------
 APT_PKGS=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-proto bazel-rules-java
-  protobuf-compiler libprotobuf-dev g++ git)
+  protobuf-compiler libprotobuf-dev g++ git patch)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -54,6 +58,8 @@ esac
 
 mkdir -p "$CACHE"
 CACHE="$(cd "$CACHE" && pwd)"
+# Outside any module: the workspace's go.mod may need a newer Go than the host.
+cd "$CACHE"
 STAMP="$CACHE/.stamp"
 
 # Module downloads must not depend on the workspace's go.mod.
@@ -68,7 +74,7 @@ moddir() { # moddir MODULE@VERSION: prints its directory in the module cache
   printf '%s\n' "$dir"
 }
 
-RULES_GO_DIR="$CACHE/rules_go-$RULES_GO_VERSION"
+RULES_GO_DIR="$CACHE/rules_go-$RULES_GO_VERSION-patched"
 GAZELLE_DIR="$CACHE/bazel_gazelle-$GAZELLE_VERSION"
 GO_SDK_DIR="$CACHE/go_sdk-$GO_SDK_VERSION"
 PB_DIR="$CACHE/com_google_protobuf"
@@ -76,12 +82,19 @@ RULES_CC_DIR="$CACHE/rules_cc"
 COV_DIR="$CACHE/remote_coverage_tools"
 BIN_DIR="$CACHE/bin"
 
-if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/buildifier" ]]; then
+# The SDK directory links into a GOROOT that is not ours (the host's, when it
+# is the same version): repopulate if that GOROOT changed under us.
+sdk_ok() { [[ "$("$GO_SDK_DIR/bin/go" env GOVERSION 2>/dev/null)" == "go$GO_SDK_VERSION" ]]; }
+if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/buildifier" ]] || ! sdk_ok; then
   log "populating $CACHE (first run; ~1 minute)"
   rm -f "$STAMP"
 
-  # rules_go: the module zip is usable as it is; link it at a stable path.
-  ln -sfn "$(moddir "github.com/bazelbuild/rules_go@$RULES_GO_VERSION")" "$RULES_GO_DIR"
+  # rules_go: a writable copy of the module, with our patch applied (WORKSPACE
+  # applies the same patch through http_archive online).
+  rm -rf "$RULES_GO_DIR"
+  cp -R "$(moddir "github.com/bazelbuild/rules_go@$RULES_GO_VERSION")" "$RULES_GO_DIR"
+  chmod -R u+w "$RULES_GO_DIR"
+  patch -s -p1 -d "$RULES_GO_DIR" <"$RULES_GO_PATCH" || die "cannot apply $RULES_GO_PATCH"
 
   # gazelle: module zips drop vendor/, but go_repository_tools builds gazelle
   # in GOPATH mode from vendor/; re-create it through the proxy. Debian's
@@ -96,7 +109,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/b
   # Go SDK: the golang.org/toolchain module; running it once makes the go
   # command restore the executable bits the module cache strips.
   GOROOT_SDK="$(cd "$CACHE" && GOTOOLCHAIN="go$GO_SDK_VERSION" go env GOROOT)"
-  [[ -x "$GOROOT_SDK/bin/go" ]] || die "$GOROOT_SDK/bin/go is not executable"
+  [[ -x "$GOROOT_SDK/bin/go" ]] || die "cannot fetch the Go $GO_SDK_VERSION SDK ($GOROOT_SDK/bin/go is not executable)"
   rm -rf "$GO_SDK_DIR"
   mkdir -p "$GO_SDK_DIR"
   for entry in "$GOROOT_SDK"/*; do ln -s "$entry" "$GO_SDK_DIR/$(basename "$entry")"; done
@@ -136,9 +149,12 @@ sh_binary(name = "coverage_report_generator", srcs = ["unavailable.sh"])
 sh_binary(name = "lcov_merger", srcs = ["unavailable.sh"])
 EOF
 
-  # buildifier, from source through the module proxy.
+  # Tools, from source through the module proxy, exactly as tools/deps pins
+  # them (read-only: a missing go.sum line is an error, not a fresh lookup).
   mkdir -p "$BIN_DIR"
-  (cd "$CACHE" && GOBIN="$BIN_DIR" go install "github.com/bazelbuild/buildtools/buildifier@$BUILDTOOLS_VERSION")
+  (cd "$ROOT/tools/deps" && GOTOOLCHAIN="go$GO_SDK_VERSION" GOFLAGS=-mod=readonly GOBIN="$BIN_DIR" go install tool) ||
+    die "cannot build the tools pinned in tools/deps/go.mod"
+  sdk_ok || die "the Go SDK in $GO_SDK_DIR is not go$GO_SDK_VERSION"
 
   echo "$STAMP_VERSION" >"$STAMP"
 fi
