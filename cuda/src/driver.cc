@@ -99,6 +99,10 @@ void Load(LoadState* s) {
   d.field = reinterpret_cast<PFN_##field>(s->loader->symbol(s->handle, name));
   GS_DRIVER_OPTIONAL(GS_RESOLVE_OPTIONAL)
 #undef GS_RESOLVE_OPTIONAL
+  // Drivers before CUDA 11.4 export only the unversioned name.
+  if (!d.cuDeviceGetUuid) {
+    d.cuDeviceGetUuid = reinterpret_cast<PFN_cuDeviceGetUuid>(s->loader->symbol(s->handle, "cuDeviceGetUuid"));
+  }
   CUresult r = d.cuInit(0);
   if (r != CUDA_SUCCESS) {
     LoadError(s, GS_ERR_INIT, r, "cuInit(0)");
@@ -164,6 +168,28 @@ bool CaptureModeExchangeEnabled() {
   return g_exchange_capture_mode.load(std::memory_order_relaxed);
 }
 
+// FormatUuid writes u as nvidia-smi and DCGM do: "GPU-" and 8-4-4-4-12 hex.
+void FormatUuid(const CUuuid& u, char* buf, size_t cap) {
+  const unsigned char* b = reinterpret_cast<const unsigned char*>(u.bytes);
+  snprintf(buf, cap,
+           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+           b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13],
+           b[14], b[15]);
+}
+
+// NormalizeBusId rewrites the driver's "dddd:bb:dd.f" as NVML writes bus ids
+// ("%08X:%02X:%02X.%X"), which DCGM's pci_bus_id label carries. Anything it
+// cannot parse is kept as the driver wrote it.
+void NormalizeBusId(const char* in, char* buf, size_t cap) {
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  char tail = 0;
+  if (sscanf(in, "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &tail) == 4) {
+    snprintf(buf, cap, "%08X:%02X:%02X.%X", domain, bus, dev, fn);
+  } else {
+    snprintf(buf, cap, "%s", in);
+  }
+}
+
 }  // namespace gs
 
 extern "C" {
@@ -210,6 +236,38 @@ gs_status gs_driver_device_count(int32_t* count, gs_error* err) {
   CUresult r = gs::LoadedDriver()->cuDeviceGetCount(&n);
   if (r != CUDA_SUCCESS) return gs::SetError(err, GS_ERR_DRIVER, r, "cuDeviceGetCount");
   *count = n;
+  if (err) *err = gs_error{};
+  return GS_OK;
+}
+
+gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_error* err) {
+  if (!out) return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_driver_device_identity: out is NULL");
+  *out = gs_device_identity{};
+  gs_status st = gs_driver_load(err);
+  if (st != GS_OK) return st;
+  const gs::Driver* d = gs::LoadedDriver();
+  CUdevice dev = 0;
+  CUresult r = d->cuDeviceGet(&dev, device);
+  if (r != CUDA_SUCCESS) return gs::SetError(err, GS_ERR_DRIVER, r, "cuDeviceGet(%d)", device);
+  if (d->cuDeviceGetUuid) {
+    CUuuid u{};
+    r = d->cuDeviceGetUuid(&u, dev);
+    if (r != CUDA_SUCCESS) return gs::SetError(err, GS_ERR_DRIVER, r, "cuDeviceGetUuid(%d)", device);
+    gs::FormatUuid(u, out->uuid, sizeof(out->uuid));
+  }
+  if (d->cuDeviceGetPCIBusId) {
+    char raw[64] = {0};
+    r = d->cuDeviceGetPCIBusId(raw, static_cast<int>(sizeof(raw) - 1), dev);
+    if (r != CUDA_SUCCESS) return gs::SetError(err, GS_ERR_DRIVER, r, "cuDeviceGetPCIBusId(%d)", device);
+    gs::NormalizeBusId(raw, out->pci_bus_id, sizeof(out->pci_bus_id));
+  }
+  if (d->cuDeviceGetName) {
+    r = d->cuDeviceGetName(out->name, static_cast<int>(sizeof(out->name) - 1), dev);
+    if (r != CUDA_SUCCESS) {
+      out->name[0] = 0;
+      return gs::SetError(err, GS_ERR_DRIVER, r, "cuDeviceGetName(%d)", device);
+    }
+  }
   if (err) *err = gs_error{};
   return GS_OK;
 }

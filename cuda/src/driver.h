@@ -39,7 +39,10 @@ namespace gs {
 #define GS_DRIVER_OPTIONAL(X)                                      \
   X(cuGetErrorName, "cuGetErrorName")                              \
   X(cuGetErrorString, "cuGetErrorString")                          \
-  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode")
+  X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode") \
+  X(cuDeviceGetName, "cuDeviceGetName")                              \
+  X(cuDeviceGetUuid, "cuDeviceGetUuid_v2")                           \
+  X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId")
 
 struct Driver {
 #define GS_DRIVER_FIELD(field, symbol) PFN_##field field;

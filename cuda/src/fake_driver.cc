@@ -3,6 +3,8 @@
 // core's symbol table with the same signatures as the real driver, models
 // event completion with a settable clock, and counts every call. See
 // gpuspans_testing.h for the model and the control API.
+#include <stdio.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -149,6 +151,32 @@ CUresult FakeDeviceGet(CUdevice* dev, int ordinal) {
   FAKE_BEGIN();
   if (ordinal < 0 || ordinal >= s.device_count) return CUDA_ERROR_INVALID_DEVICE;
   *dev = ordinal;
+  return CUDA_SUCCESS;
+}
+
+// Identity: fixed, distinct per device, in the driver's own formats.
+CUresult FakeDeviceGetName(char* name, int len, CUdevice dev) {
+  FAKE_BEGIN();
+  if (dev < 0 || dev >= s.device_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  snprintf(name, static_cast<size_t>(len), "gpuspans fake GPU");
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  FAKE_BEGIN();
+  if (dev < 0 || dev >= s.device_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  for (int i = 0; i < 16; i++) uuid->bytes[i] = static_cast<char>(0xa0 + i);
+  uuid->bytes[15] = static_cast<char>(dev);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
+  FAKE_BEGIN();
+  if (dev < 0 || dev >= s.device_count) return CUDA_ERROR_INVALID_DEVICE;
+  if (!id || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  snprintf(id, static_cast<size_t>(len), "0000:%02x:00.0", 0x19 + dev);
   return CUDA_SUCCESS;
 }
 
@@ -326,6 +354,10 @@ const Entry kSymbols[] = {
     {"cuGetErrorString", reinterpret_cast<void*>(&FakeGetErrorString)},
     {"cuDeviceGetCount", reinterpret_cast<void*>(&FakeDeviceGetCount)},
     {"cuDeviceGet", reinterpret_cast<void*>(&FakeDeviceGet)},
+    {"cuDeviceGetName", reinterpret_cast<void*>(&FakeDeviceGetName)},
+    {"cuDeviceGetUuid_v2", reinterpret_cast<void*>(&FakeDeviceGetUuid)},
+    {"cuDeviceGetUuid", reinterpret_cast<void*>(&FakeDeviceGetUuid)},
+    {"cuDeviceGetPCIBusId", reinterpret_cast<void*>(&FakeDeviceGetPCIBusId)},
     {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&FakePrimaryCtxRetain)},
     {"cuDevicePrimaryCtxRelease_v2", reinterpret_cast<void*>(&FakePrimaryCtxRelease)},
     {"cuCtxGetCurrent", reinterpret_cast<void*>(&FakeCtxGetCurrent)},

@@ -141,6 +141,37 @@ void TestOptionalSymbolMissing() {
   ExpectNoLeaks();
 }
 
+void TestDeviceIdentity() {
+  gs_testing_use_fake_driver();
+  gs_testing_fake_set_device_count(2);
+  gs_device_identity id;
+  gs_error err;
+  CHECK_EQ(gs_driver_device_identity(1, &id, &err), GS_OK);
+  CHECK(strcmp(id.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01") == 0);
+  CHECK(strcmp(id.pci_bus_id, "00000000:1A:00.0") == 0);  // the driver's "0000:1a:00.0", as NVML writes it
+  CHECK(strcmp(id.name, "gpuspans fake GPU") == 0);
+  CHECK_EQ(gs_driver_device_identity(2, &id, &err), GS_ERR_DRIVER);
+  CHECK(strstr(err.message, "cuDeviceGet(2)") != nullptr);
+  CHECK_EQ(gs_driver_device_identity(0, nullptr, &err), GS_ERR_INVALID_ARGUMENT);
+
+  // A driver without the calls: empty fields, not an error.
+  gs_testing_use_fake_driver();
+  gs_testing_fake_drop_symbol("cuDeviceGetUuid_v2");
+  gs_testing_fake_drop_symbol("cuDeviceGetPCIBusId");
+  CHECK_EQ(gs_driver_device_identity(0, &id, &err), GS_OK);
+  CHECK(strcmp(id.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae00") == 0);  // unversioned fallback
+  CHECK_EQ(id.pci_bus_id[0], 0);
+  gs_testing_fake_drop_symbol("cuDeviceGetUuid");
+  gs_testing_use_fake_driver();
+  gs_testing_fake_drop_symbol("cuDeviceGetUuid_v2");
+  gs_testing_fake_drop_symbol("cuDeviceGetUuid");
+  gs_testing_fake_drop_symbol("cuDeviceGetName");
+  CHECK_EQ(gs_driver_device_identity(0, &id, &err), GS_OK);
+  CHECK_EQ(id.uuid[0], 0);
+  CHECK_EQ(id.name[0], 0);
+  CHECK(strcmp(id.pci_bus_id, "00000000:19:00.0") == 0);
+}
+
 void TestInitError() {
   gs_testing_use_fake_driver();
   gs_testing_fake_init_result(100);
@@ -839,6 +870,7 @@ const Test kTests[] = {
     {"RealLoaderWithoutGpu", TestRealLoaderWithoutGpu},
     {"MissingSymbol", TestMissingSymbol},
     {"OptionalSymbolMissing", TestOptionalSymbolMissing},
+    {"DeviceIdentity", TestDeviceIdentity},
     {"InitError", TestInitError},
     {"ErrorStrings", TestErrorStrings},
     {"CreateFailsPartWay", TestCreateFailsPartWay},

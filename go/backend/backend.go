@@ -82,6 +82,21 @@ type Pool interface {
 	Close() error
 }
 
+// Identity names a device as fleet tools do, so telemetry joins with theirs
+// (DCGM exporter's UUID and pci_bus_id labels, nvidia-smi). A field is empty
+// when the driver cannot tell it.
+type Identity struct {
+	UUID     string // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+	PCIBusID string // "00000000:19:00.0", as NVML writes it
+	Name     string // the product name, "NVIDIA H200"
+}
+
+// Identifier is implemented by pools that know their device's identity; the
+// control plane asks once, when the pool opens.
+type Identifier interface {
+	Identity() Identity
+}
+
 // Opener creates a pool; the control plane calls it when spans are first
 // needed (level Kernel), so nothing touches the GPU before then.
 type Opener func() (Pool, error)

@@ -128,6 +128,21 @@ func DeviceCount() (int, error) {
 	return int(n), nil
 }
 
+// DeviceIdentity reports device's UUID, PCI bus id and name as the driver
+// tells them (fields it cannot tell are empty), loading the driver first.
+func DeviceIdentity(device int) (backend.Identity, error) {
+	var id C.gs_device_identity
+	var e C.gs_error
+	if C.gs_driver_device_identity(C.int32_t(device), &id, &e) != C.GS_OK {
+		return backend.Identity{}, errorOf("DeviceIdentity", &e)
+	}
+	return backend.Identity{
+		UUID:     C.GoString(&id.uuid[0]),
+		PCIBusID: C.GoString(&id.pci_bus_id[0]),
+		Name:     C.GoString(&id.name[0]),
+	}, nil
+}
+
 // Pool is a backend.Pool of CUDA event pairs on one device's primary
 // context. Concurrency is backend.Pool's: RecordBegin and RecordEnd from any
 // goroutine for distinct slots, one Harvest at a time concurrently with
@@ -142,9 +157,13 @@ type Pool struct {
 	h      C.uintptr_t // the C pool, a gs_pool* (see gsgo_pool)
 	device int
 	slots  int
+	id     backend.Identity
 }
 
-var _ backend.Pool = (*Pool)(nil)
+var (
+	_ backend.Pool       = (*Pool)(nil)
+	_ backend.Identifier = (*Pool)(nil)
+)
 
 // Open creates a pool of slots event pairs on device, loading the driver
 // first. Safe for concurrent use; not safe while another goroutine captures
@@ -161,8 +180,15 @@ func Open(device, slots int) (*Pool, error) {
 	if C.gs_pool_create(C.int32_t(device), C.uint32_t(slots), &p, &e) != C.GS_OK {
 		return nil, errorOf("Open", &e)
 	}
-	return &Pool{h: C.uintptr_t(uintptr(unsafe.Pointer(p))), device: device, slots: slots}, nil
+	// Identity is for labels only: a driver that cannot tell it leaves the
+	// fields empty rather than failing the pool.
+	id, _ := DeviceIdentity(device)
+	return &Pool{h: C.uintptr_t(uintptr(unsafe.Pointer(p))), device: device, slots: slots, id: id}, nil
 }
+
+// Identity is the device's UUID, PCI bus id and name, read when the pool
+// opened.
+func (p *Pool) Identity() backend.Identity { return p.id }
 
 // Device is the device ordinal the pool lives on.
 func (p *Pool) Device() int { return p.device }

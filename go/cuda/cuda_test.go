@@ -407,6 +407,26 @@ func TestTwoDevices(t *testing.T) {
 	closeAndCheckLeaks(t, f, a)
 }
 
+func TestDeviceIdentity(t *testing.T) {
+	f := useFake(t)
+	f.SetDeviceCount(2)
+	want := backend.Identity{UUID: "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01", PCIBusID: "00000000:1A:00.0", Name: "gpuspans fake GPU"}
+	if id, err := DeviceIdentity(1); id != want || err != nil {
+		t.Errorf("DeviceIdentity(1) = %+v, %v; want %+v", id, err, want)
+	}
+	p, err := Open(1, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := p.Identity(); id != want {
+		t.Errorf("Pool.Identity() = %+v, want %+v", id, want)
+	}
+	closeAndCheckLeaks(t, f, p)
+	if _, err := DeviceIdentity(7); err == nil || !strings.Contains(err.Error(), "cuDeviceGet(7)") {
+		t.Errorf("DeviceIdentity(7) = %v, want an error naming cuDeviceGet(7)", err)
+	}
+}
+
 func TestKitNeedsRealDriver(t *testing.T) {
 	useFake(t)
 	if _, err := NewKit(0); !errors.Is(err, backend.ErrNoDriver) {

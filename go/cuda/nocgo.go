@@ -18,13 +18,22 @@ func Load() error { return errNoCgo }
 // DeviceCount reports no device: this build has no cgo.
 func DeviceCount() (int, error) { return 0, errNoCgo }
 
+// DeviceIdentity reports nothing: this build has no cgo.
+func DeviceIdentity(int) (backend.Identity, error) { return backend.Identity{}, errNoCgo }
+
 // Pool is the CUDA pool's stand-in in a build without cgo; Open never
 // returns one.
 type Pool struct {
 	device, slots int
 }
 
-var _ backend.Pool = (*Pool)(nil)
+var (
+	_ backend.Pool       = (*Pool)(nil)
+	_ backend.Identifier = (*Pool)(nil)
+)
+
+// Identity is empty: this build has no cgo.
+func (p *Pool) Identity() backend.Identity { return backend.Identity{} }
 
 // Open fails: this build has no cgo.
 func Open(device, slots int) (*Pool, error) { return nil, errNoCgo }

@@ -40,6 +40,7 @@ type recorder struct {
 	// paths read them only after seeing status open.
 	pool  backend.Pool
 	slots []slot
+	id    backend.Identity // the device's, when the pool can tell it
 
 	// Owned by the harvest lock.
 	tail  uint64                // oldest position a harvest may still need to look at
@@ -122,9 +123,20 @@ func (r *recorder) openPool(maxSlots int) error {
 	}
 	r.slots = make([]slot, n)
 	r.items = make([]backend.HarvestItem, 0, n)
+	r.id = identityOf(pool)
 	r.pool = pool
 	r.status.Store(recOpen)
 	return nil
+}
+
+// identityOf asks a pool that can tell its device's identity; labels are not
+// worth a crash, so a panic gives an empty identity.
+func identityOf(pool backend.Pool) (id backend.Identity) {
+	defer func() { _ = recover() }()
+	if ider, ok := pool.(backend.Identifier); ok {
+		id = ider.Identity()
+	}
+	return id
 }
 
 // callOpener runs an opener, turning a panic into an error: the opener is

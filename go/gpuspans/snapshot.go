@@ -118,6 +118,9 @@ type DeviceStatus struct {
 	Stream   backend.Stream
 	Slots    int    // ring slots; 0 until the pool opens
 	InFlight uint64 // slots held
+	// Identity is the device's UUID, PCI bus id and name, once its pool
+	// opened and if the backend can tell them (backend.Identifier).
+	Identity backend.Identity
 }
 
 // Snapshot is a consistent view of a hub, for exporters. Reuse one with
@@ -171,7 +174,7 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 		n := r.inFlight()
 		c.InFlight += n
 		st := r.status.Load()
-		ds := DeviceStatus{Device: r.device, Stream: r.stream, Slots: len(r.slots), InFlight: n}
+		ds := DeviceStatus{Device: r.device, Stream: r.stream, Slots: len(r.slots), InFlight: n, Identity: r.id}
 		switch {
 		case st&recRetired != 0:
 			ds.State = DeviceRetiring

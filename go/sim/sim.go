@@ -136,7 +136,18 @@ type pool struct {
 var errClosed = errors.New("sim: pool used after Close")
 
 func (p *pool) Device() int { return p.g.device }
-func (p *pool) Slots() int  { return len(p.pairs) }
+
+// Identity names the simulated device in the formats of a real one, marked
+// simulated so that no dashboard mistakes it for hardware.
+func (p *pool) Identity() backend.Identity {
+	d := p.g.device
+	return backend.Identity{
+		UUID:     fmt.Sprintf("GPU-51a1a7ed-0000-0000-0000-%012x", d),
+		PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x80+d),
+		Name:     "gpuspans simulated GPU",
+	}
+}
+func (p *pool) Slots() int { return len(p.pairs) }
 
 func (p *pool) Capturing(s backend.Stream) (bool, error) {
 	p.g.mu.Lock()

@@ -58,6 +58,9 @@ enum {
 };
 
 typedef int CUdevice;
+typedef struct CUuuid_st {
+  char bytes[16];
+} CUuuid;
 typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 in cuda.h */
 typedef struct CUctx_st* CUcontext;
 typedef struct CUstream_st* CUstream;
@@ -93,6 +96,9 @@ typedef CUresult (*PFN_cuGetErrorString)(CUresult error, const char** str);
 /* Devices and contexts. */
 typedef CUresult (*PFN_cuDeviceGetCount)(int* count);
 typedef CUresult (*PFN_cuDeviceGet)(CUdevice* device, int ordinal);
+typedef CUresult (*PFN_cuDeviceGetName)(char* name, int len, CUdevice dev);
+typedef CUresult (*PFN_cuDeviceGetUuid)(CUuuid* uuid, CUdevice dev); /* _v2 too */
+typedef CUresult (*PFN_cuDeviceGetPCIBusId)(char* pciBusId, int len, CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxRetain)(CUcontext* pctx, CUdevice dev);
 typedef CUresult (*PFN_cuDevicePrimaryCtxRelease)(CUdevice dev); /* _v2 */
 typedef CUresult (*PFN_cuCtxGetCurrent)(CUcontext* pctx);

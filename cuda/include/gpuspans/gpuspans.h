@@ -97,6 +97,22 @@ void gs_driver_error_string(int32_t cu_result, char* buf, size_t cap);
  * Capture-safe. */
 gs_status gs_driver_device_count(int32_t* count, gs_error* err);
 
+/* The identity of a device as fleet tools name it, so gpuspans series join
+ * with theirs (DCGM exporter's UUID and pci_bus_id labels, nvidia-smi).
+ * Each field is NUL-terminated, and empty when the driver lacks the call. */
+typedef struct gs_device_identity {
+  char uuid[48];       /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lower-case hex */
+  char pci_bus_id[24]; /* "00000000:19:00.0": 8-digit domain, upper-case hex, as NVML */
+  char name[96];       /* the product name, "NVIDIA H200" */
+} gs_device_identity;
+
+/* gs_driver_device_identity fills *out for device ordinal `device`
+ * (cuDeviceGetUuid_v2, falling back to cuDeviceGetUuid; cuDeviceGetPCIBusId;
+ * cuDeviceGetName). A call the driver lacks leaves its field empty; a call
+ * that fails returns GS_ERR_DRIVER naming it. GS_ERR_INVALID_ARGUMENT for a
+ * NULL out. Thread-safe. Capture-safe (no stream or context work). */
+gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_error* err);
+
 /* gs_pool_create makes a pool of `slots` event pairs (begin, end) with timing
  * enabled, on device `device` using its primary context (retained for the
  * pool's lifetime, so it shares memory and streams with the CUDA runtime and

@@ -22,11 +22,6 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
-// MaxReasonLen bounds the reason label of gpuspans_device_info, in bytes:
-// error texts can be long (library search paths), and a label value is
-// stored with every sample.
-const MaxReasonLen = 120
-
 // Option configures a Collector.
 type Option func(*config)
 
@@ -128,7 +123,7 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		overwritten:     d("recent_spans_overwritten_total", "Spans overwritten in the hub's recent-span ring before any reader read them."),
 
 		deviceUp:   d("device_up", "1 if the device's installed recorder is recording spans, else 0.", "device"),
-		deviceInfo: d("device_info", "State of the device's recorder (pending, open, failed, dead, retiring) and why spans are off; always 1.", "device", "state", "reason"),
+		deviceInfo: d("device_info", "The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.", "device", "state", "uuid", "pci_bus_id", "name"),
 	}
 	for _, b := range gpuspans.BucketBounds() {
 		c.bounds = append(c.bounds, b.Seconds())
@@ -248,21 +243,23 @@ func (c *Collector) devices(ch chan<- prometheus.Metric, devs []gpuspans.DeviceS
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.deviceUp, prometheus.GaugeValue, up, dev)
-		ch <- prometheus.MustNewConstMetric(c.deviceInfo, prometheus.GaugeValue, 1, dev, d.State.String(), reason(d.Err))
+		id := d.Identity
+		ch <- prometheus.MustNewConstMetric(c.deviceInfo, prometheus.GaugeValue, 1, dev, d.State.String(), label(id.UUID), label(id.PCIBusID), label(id.Name))
 	}
 }
 
-// reason is err's text as a label value: valid UTF-8, at most MaxReasonLen
-// bytes, cut on a character boundary.
-func reason(err error) string {
-	if err == nil {
-		return ""
-	}
-	s := strings.ToValidUTF8(err.Error(), "\uFFFD")
-	if len(s) <= MaxReasonLen {
+// maxLabelLen bounds identity label values, in bytes: they come from the
+// driver, and a label value is stored with every sample.
+const maxLabelLen = 96
+
+// label is s as a label value: valid UTF-8, at most maxLabelLen bytes, cut
+// on a character boundary.
+func label(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxLabelLen {
 		return s
 	}
-	n := MaxReasonLen
+	n := maxLabelLen
 	for n > 0 && !utf8.RuneStart(s[n]) {
 		n--
 	}

@@ -186,11 +186,11 @@ gpuspans_recent_spans_overwritten_total 0
 gpuspans_device_up{device="0"} 1
 gpuspans_device_up{device="1"} 0
 gpuspans_device_up{device="2"} 0
-# HELP gpuspans_device_info State of the device's recorder (pending, open, failed, dead, retiring) and why spans are off; always 1.
+# HELP gpuspans_device_info The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.
 # TYPE gpuspans_device_info gauge
-gpuspans_device_info{device="0",reason="",state="open"} 1
-gpuspans_device_info{device="1",reason="opening the event pool: gpuspans: CUDA driver not available: libcuda.so.1: cannot open shared object file: No such file ",state="failed"} 1
-gpuspans_device_info{device="2",reason="cuEventRecord: CUDA_ERROR_ILLEGAL_ADDRESS (700)",state="dead"} 1
+gpuspans_device_info{device="0",name="gpuspans simulated GPU",pci_bus_id="00000000:80:00.0",state="open",uuid="GPU-51a1a7ed-0000-0000-0000-000000000000"} 1
+gpuspans_device_info{device="1",name="",pci_bus_id="",state="failed",uuid=""} 1
+gpuspans_device_info{device="2",name="",pci_bus_id="",state="dead",uuid=""} 1
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)
@@ -227,39 +227,36 @@ func TestDeviceReplaced(t *testing.T) {
 	install()
 	install()
 	c := NewCollector(h)
-	want := func(state string) string {
+	want := func(state, name, bus, uuid string) string {
 		return `
 # HELP gpuspans_device_up 1 if the device's installed recorder is recording spans, else 0.
 # TYPE gpuspans_device_up gauge
 gpuspans_device_up{device="0"} 0
-# HELP gpuspans_device_info State of the device's recorder (pending, open, failed, dead, retiring) and why spans are off; always 1.
+# HELP gpuspans_device_info The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.
 # TYPE gpuspans_device_info gauge
-gpuspans_device_info{device="0",reason="",state="` + state + `"} 1
+gpuspans_device_info{device="0",name="` + name + `",pci_bus_id="` + bus + `",state="` + state + `",uuid="` + uuid + `"} 1
 `
 	}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want("pending")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("pending", "", "", "")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
 		t.Error(err)
 	}
 	h.Uninstall(0)
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want("retiring")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("retiring", "gpuspans simulated GPU", "00000000:80:00.0", "GPU-51a1a7ed-0000-0000-0000-000000000000")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
 		t.Error(err)
 	}
 }
 
-func TestReason(t *testing.T) {
-	long := strings.Repeat("é", MaxReasonLen) // two bytes each
-	for _, tc := range []struct {
-		err  error
-		want string
-	}{
-		{nil, ""},
-		{fmt.Errorf("short"), "short"},
-		{fmt.Errorf("%s", long), long[:MaxReasonLen]},
-		{fmt.Errorf("x%s", long), "x" + long[:MaxReasonLen-2]}, // not cut inside a character
-		{fmt.Errorf("bad \xff byte"), "bad \uFFFD byte"},
+func TestLabel(t *testing.T) {
+	long := strings.Repeat("é", maxLabelLen) // two bytes each
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"NVIDIA H200", "NVIDIA H200"},
+		{long, long[:maxLabelLen]},
+		{"x" + long, "x" + long[:maxLabelLen-2]}, // not cut inside a character
+		{"bad \xff byte", "bad \uFFFD byte"},
 	} {
-		if got := reason(tc.err); got != tc.want {
-			t.Errorf("reason(%v) = %q, want %q", tc.err, got, tc.want)
+		if got := label(tc.in); got != tc.want {
+			t.Errorf("label(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
