@@ -22,7 +22,25 @@ const (
 	MaxSlots       = 1 << 20 // Options.Slots
 	MaxRecentSpans = 1 << 20 // Options.RecentSpans
 	MaxNameLen     = 128     // bytes in a lane or kernel name
+
+	// MaxBusyRetired is how many retired pools a hub keeps asking to close
+	// while they answer ErrBusy with none of their spans left (an event
+	// that never completes, or a pool that always says busy). Past it the
+	// oldest is given up on: counted (AbandonedPools), logged, and left
+	// unclosed, so that its events leak rather than the hub's memory and
+	// harvest time grow with every re-install.
+	MaxBusyRetired = 8
 )
+
+// LeakSteps is how long a span may stay open: a span begun and not ended
+// that harvests still see open LeakSteps steps (as counted at LevelStep and
+// above) after they first saw it is reclaimed, counted as dropped
+// (DropLeaked), and its slot reused; its late end, if any, counts as a bad
+// end. Lane and kernel spans are meant to end within their step, so only a
+// lost KernelSpan or a lane never ended stays open this long; without
+// reclaiming, such spans would hold their slots for good and, once they
+// held every slot, drop every later span.
+const LeakSteps = 256
 
 // Defaults for the zero Options.
 const (
@@ -98,6 +116,7 @@ type Hub struct {
 	laneAlreadyOpen atomic.Uint64
 	badEnd          atomic.Uint64
 	stickyDisables  atomic.Uint64
+	poolPanics      atomic.Uint64
 	harvestsSkipped atomic.Uint64
 
 	// Fixed at New.
@@ -107,6 +126,8 @@ type Hub struct {
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
 	want    uint32 // HarvestItem.WantStart for every span: 0 with NoStartTimes
+	// leakSteps is LeakSteps; tests shorten it.
+	leakSteps uint64
 
 	// mu is the harvest lock. Harvest takes it with TryLock and skips when it
 	// is held; readers and control calls take it briefly. It guards all below.
@@ -115,6 +136,8 @@ type Hub struct {
 	begunFinished     uint64      // spans begun on recorders since finished
 	landed            uint64
 	installFailures   uint64
+	harvestFailures   uint64
+	abandonedPools    uint64
 	harvests          uint64
 	harvestTime       time.Duration
 	kernelIdx         map[uint64]int // handle -> index into kernelNames
@@ -162,6 +185,7 @@ func New(o Options) (*Hub, error) {
 		logf:        o.Logf,
 		now:         o.Now,
 		want:        1,
+		leakSteps:   LeakSteps,
 		kernelIdx:   make(map[uint64]int),
 		kernelNames: []string{OtherKernel},
 	}
@@ -461,9 +485,11 @@ func (h *Hub) beginStep() {
 		h.harvestsSkipped.Add(1)
 		return
 	}
+	// Deferred, so that a panic in the caller's Logf or Now cannot leave
+	// the lock held (pool methods cannot panic through: see recoverPool).
+	defer h.mu.Unlock()
 	h.openPending()
 	h.harvestLocked()
-	h.mu.Unlock()
 }
 
 // arm sets the armed bit for an armed step and clears it otherwise, unless
@@ -499,8 +525,8 @@ func (h *Hub) Harvest() {
 		h.harvestsSkipped.Add(1)
 		return
 	}
+	defer h.mu.Unlock()
 	h.harvestLocked()
-	h.mu.Unlock()
 }
 
 // openPending opens the pool of every recorder installed since the last
@@ -534,19 +560,23 @@ func (h *Hub) harvestLocked() {
 }
 
 // sweep closes and forgets the retired recorders with no slot open or in
-// flight. A pool whose Close reports ErrBusy is kept for a later sweep; any
-// other Close error is logged and the pool forgotten, since retrying cannot
-// help. Caller holds h.mu.
+// flight. A pool whose Close reports ErrBusy is kept for a later sweep, up
+// to MaxBusyRetired of them: past that the oldest are given up on. Any other
+// Close error is logged and the pool forgotten, since retrying cannot help.
+// Caller holds h.mu.
 func (h *Hub) sweep() {
 	kept := h.recs[:0]
+	busy := 0
 	for _, r := range h.recs {
 		if r.status.Load()&recRetired == 0 || r.inFlight() != 0 {
 			kept = append(kept, r)
 			continue
 		}
 		if r.pool != nil {
-			err := r.pool.Close()
+			err := closePool(r.pool)
 			if errors.Is(err, backend.ErrBusy) {
+				r.closeBusy = true
+				busy++
 				kept = append(kept, r)
 				continue
 			}
@@ -556,6 +586,22 @@ func (h *Hub) sweep() {
 			atomic.AddInt32(&h.pools, -1)
 		}
 		h.begunFinished += r.seal()
+	}
+	if busy > MaxBusyRetired {
+		// Oldest first: kept is in h.recs' order.
+		k := kept[:0]
+		for _, r := range kept {
+			if busy > MaxBusyRetired && r.closeBusy {
+				busy--
+				h.abandonedPools++
+				h.logf("gpuspans: giving up on closing a retired pool of device %d: still busy, and %d more are waiting; its events are left unreleased", r.device, MaxBusyRetired)
+				atomic.AddInt32(&h.pools, -1)
+				h.begunFinished += r.seal()
+				continue
+			}
+			k = append(k, r)
+		}
+		kept = k
 	}
 	for i := len(kept); i < len(h.recs); i++ {
 		h.recs[i] = nil

@@ -43,8 +43,18 @@ type recorder struct {
 	id    backend.Identity // the device's, when the pool can tell it
 
 	// Owned by the harvest lock.
-	tail  uint64                // oldest position a harvest may still need to look at
-	items []backend.HarvestItem // the batch, preallocated to len(slots)
+	tail       uint64                // oldest position a harvest may still need to look at
+	items      []backend.HarvestItem // the batch, preallocated to len(slots)
+	seen       []openSeen            // per slot: the open span a harvest last saw there, for leak reclaim
+	closeBusy  bool                  // retired and idle, but Close answered ErrBusy
+	leakLogged bool                  // the first leaked span has been logged
+}
+
+// openSeen is the open span a harvest saw in a slot, and the step it first
+// saw it in: a span still open LeakSteps steps later is reclaimed.
+type openSeen struct {
+	gen  uint64 // position+1; 0: none
+	step uint64
 }
 
 // Recorder status values, and the retired bit that may be set on any of them.
@@ -112,10 +122,13 @@ func (r *recorder) openPool(maxSlots int) error {
 	if pool == nil {
 		return errors.New("opening the event pool: the opener returned no pool and no error")
 	}
-	n := pool.Slots()
-	if dev := pool.Device(); dev != r.device || n <= 0 {
+	dev, n, err := poolShape(pool)
+	if err != nil || dev != r.device || n <= 0 {
 		// Nothing was recorded on it, so Close cannot find events in flight.
-		_ = pool.Close()
+		_ = closePool(pool)
+		if err != nil {
+			return fmt.Errorf("opening the event pool: %w", err)
+		}
 		return fmt.Errorf("the opener returned a pool for device %d with %d slots", dev, n)
 	}
 	if n > maxSlots {
@@ -124,6 +137,7 @@ func (r *recorder) openPool(maxSlots int) error {
 	r.slots = make([]slot, n)
 	r.items = make([]backend.HarvestItem, 0, n)
 	r.id = identityOf(pool)
+	r.seen = make([]openSeen, n)
 	r.pool = pool
 	r.status.Store(recOpen)
 	return nil
@@ -149,6 +163,48 @@ func callOpener(open backend.Opener) (pool backend.Pool, err error) {
 		}
 	}()
 	return open()
+}
+
+// errPoolPanicked is wrapped by the error a panicking pool method is turned
+// into: the pool is then treated as dead, like one after a sticky error.
+var errPoolPanicked = errors.New("the pool panicked")
+
+// recoverPool, deferred around a pool method call, turns a panic into an
+// error naming op. A pool method may be the caller's code, run on the
+// serving thread or under the harvest lock: its panic must turn spans off,
+// not take the binary down or leave the lock held.
+func recoverPool(op string, err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("pool %s panicked: %v: %w", op, p, errPoolPanicked)
+	}
+}
+
+// The pool calls, each under recoverPool. The deferred call is open-coded:
+// it costs a few instructions and no allocation unless the pool panics.
+
+func poolShape(p backend.Pool) (dev, n int, err error) {
+	defer recoverPool("Device or Slots", &err)
+	return p.Device(), p.Slots(), nil
+}
+
+func closePool(p backend.Pool) (err error) {
+	defer recoverPool("Close", &err)
+	return p.Close()
+}
+
+func (r *recorder) recordBegin(i int, stream backend.Stream) (err error) {
+	defer recoverPool("RecordBegin", &err)
+	return r.pool.RecordBegin(i, stream)
+}
+
+func (r *recorder) recordEnd(i int, stream backend.Stream) (err error) {
+	defer recoverPool("RecordEnd", &err)
+	return r.pool.RecordEnd(i, stream)
+}
+
+func (r *recorder) harvestPool(items []backend.HarvestItem) (err error) {
+	defer recoverPool("Harvest", &err)
+	return r.pool.Harvest(items)
 }
 
 // begin claims the next slot in turn and records its begin event on stream.
@@ -185,7 +241,7 @@ func (r *recorder) begin(kind SpanKind, key uint64, stream backend.Stream) (uint
 	// The pool checks the stream itself and refuses with ErrCapturing (a
 	// drop, see spanFailed): asking Capturing first would cost a second
 	// crossing into the driver on every span.
-	if err := r.pool.RecordBegin(int(i), stream); err != nil {
+	if err := r.recordBegin(int(i), stream); err != nil {
 		r.spanFailed(sl, pos, err)
 		return 0, false
 	}
@@ -207,7 +263,7 @@ func (r *recorder) end(pos uint64) bool {
 		r.release(sl, pos, &r.hub.errored)
 		return true
 	}
-	if err := r.pool.RecordEnd(int(i), sl.stream); err != nil {
+	if err := r.recordEnd(int(i), sl.stream); err != nil {
 		r.spanFailed(sl, pos, err)
 		return true
 	}
@@ -224,15 +280,15 @@ func (r *recorder) release(sl *slot, pos uint64, counter *atomic.Uint64) {
 }
 
 // spanFailed releases a span whose record call failed: a capturing stream is
-// a drop, a sticky error kills the recorder, anything else is an error
-// (logged the first time).
+// a drop, a sticky error or a panic kills the recorder, anything else is an
+// error (logged the first time).
 func (r *recorder) spanFailed(sl *slot, pos uint64, err error) {
 	h := r.hub
 	switch {
 	case errors.Is(err, backend.ErrCapturing):
 		r.release(sl, pos, &h.dropped[DropCapturing])
 		return
-	case errors.Is(err, backend.ErrSticky):
+	case fatal(err):
 		r.kill(err)
 	default:
 		r.logFirst(err)
@@ -248,8 +304,15 @@ func (r *recorder) logFirst(err error) {
 	}
 }
 
-// kill turns an open recorder dead after a sticky error: no backend call
-// follows until it is retired and its pool closed. Logged and counted once.
+// fatal reports whether err turns the recorder dead: a sticky error, or a
+// pool method that panicked.
+func fatal(err error) bool {
+	return errors.Is(err, backend.ErrSticky) || errors.Is(err, errPoolPanicked)
+}
+
+// kill turns an open recorder dead after a sticky error or a pool panic: no
+// backend call follows until it is retired and its pool closed. Logged and
+// counted (StickyDisables or PoolPanics) once.
 func (r *recorder) kill(err error) {
 	if !r.err.CompareAndSwap(nil, &errBox{err}) {
 		return
@@ -260,7 +323,11 @@ func (r *recorder) kill(err error) {
 			break
 		}
 	}
-	r.hub.stickyDisables.Add(1)
+	if errors.Is(err, errPoolPanicked) {
+		r.hub.poolPanics.Add(1)
+	} else {
+		r.hub.stickyDisables.Add(1)
+	}
 	r.hub.logf("gpuspans: GPU spans off on device %d until it is installed again: %v", r.device, err)
 }
 
@@ -367,6 +434,7 @@ func (r *recorder) harvest() {
 	}
 	tail := head
 	items := r.items[:0]
+	step := h.step.Load()
 	i := start % n
 	for p := start; p < head; p, i = p+1, i+1 {
 		if i == n {
@@ -374,6 +442,9 @@ func (r *recorder) harvest() {
 		}
 		w := r.slots[i].word.Load()
 		held := w >> slotPosShift // position+1 of the span that holds or last held the slot
+		if w&slotStateMask == slotOpen && r.leaked(i, held-1, step) {
+			continue
+		}
 		if w&slotStateMask == slotFree {
 			// held <= p: position p has not claimed its slot. Either its claim
 			// was dropped or it is still being made; keep looking from p.
@@ -399,8 +470,9 @@ func (r *recorder) harvest() {
 	// closed for the next harvest.
 	dead := r.status.Load()&recStateMask == recDead
 	if !dead {
-		if err := r.pool.Harvest(items); err != nil {
-			if !errors.Is(err, backend.ErrSticky) {
+		if err := r.harvestPool(items); err != nil {
+			if !fatal(err) {
+				h.harvestFailures++
 				r.logFirst(err)
 				return
 			}
@@ -424,4 +496,47 @@ func (r *recorder) harvest() {
 		}
 		// InFlight: left closed for the next harvest.
 	}
+}
+
+// leaked reports whether the open span at pos in slot i was reclaimed as
+// leaked: begun, never ended, and seen open by harvests for LeakSteps steps.
+// An engine that loses a KernelSpan (an exception path) or never ends a lane
+// would otherwise hold the slot for good, and once every slot is held, drop
+// every later span as slot_busy.
+//
+// Only the Go side of the slot is freed, and only from open, by the same
+// compare-and-swap that an end makes: a late end then fails and is counted
+// as a bad end, and no call on the slot can be running (the owner makes none
+// while the span is open). The pool needs nothing: the begin event may
+// still be in flight, but the next span on the slot records it afresh
+// (re-recording an event is legal, see backend.Pool), a harvest is never
+// asked about the slot before its next end, and Close still waits for the
+// abandoned record to complete. Caller holds the harvest lock.
+func (r *recorder) leaked(i uint64, pos, step uint64) bool {
+	s := &r.seen[i]
+	if s.gen != pos+1 {
+		s.gen, s.step = pos+1, step
+		return false
+	}
+	if step-s.step < r.hub.leakSteps {
+		return false
+	}
+	// A lane span: free its lane too, or the lane would count every later
+	// LaneBegin as already open.
+	for lane := range r.laneTok {
+		if r.laneTok[lane].CompareAndSwap(pos+1, 0) {
+			r.hub.openLanes.Add(-1)
+			break
+		}
+	}
+	sl := &r.slots[i]
+	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
+		return false // ended meanwhile
+	}
+	r.hub.dropped[DropLeaked].Add(1)
+	if !r.leakLogged {
+		r.leakLogged = true
+		r.hub.logf("gpuspans: reclaimed a span on device %d left open for %d steps (later ones are counted, not logged): a KernelSpan or lane not ended", r.device, r.hub.leakSteps)
+	}
+	return true
 }

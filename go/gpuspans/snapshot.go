@@ -21,6 +21,9 @@ const (
 	// DropRetired: the recorder was retired or dead as the span began, or
 	// the span was an open lane span of a retired recorder.
 	DropRetired
+	// DropLeaked: the span was begun and never ended, and was reclaimed
+	// after LeakSteps steps so that its slot serves again.
+	DropLeaked
 	numDropReasons
 )
 
@@ -28,7 +31,7 @@ const (
 const NumDropReasons = int(numDropReasons)
 
 // String names the reason as a label value: "slot_busy", "capturing",
-// "retired".
+// "retired", "leaked".
 func (d DropReason) String() string {
 	switch d {
 	case DropSlotBusy:
@@ -37,6 +40,8 @@ func (d DropReason) String() string {
 		return "capturing"
 	case DropRetired:
 		return "retired"
+	case DropLeaked:
+		return "leaked"
 	}
 	return fmt.Sprintf("DropReason(%d)", int(d))
 }
@@ -60,10 +65,13 @@ type Counters struct {
 
 	LaneAlreadyOpen uint64 // LaneBegin calls on a lane already open (ignored)
 	UnknownLane     uint64 // LaneBegin calls with an index outside Lanes() (ignored)
-	BadEnd          uint64 // KernelEnd calls with a span not open on this hub (ignored)
+	BadEnd          uint64 // KernelEnd calls with a span not open on this hub, or reclaimed as leaked (ignored)
 
 	InstallFailures uint64 // pools that could not be opened
 	StickyDisables  uint64 // recorders turned off by a sticky error
+	PoolPanics      uint64 // recorders turned off because a pool method panicked
+	HarvestFailures uint64 // harvest calls that failed as a whole, not sticky (their spans wait for the next)
+	AbandonedPools  uint64 // retired pools given up on while still busy, past MaxBusyRetired (left unclosed)
 
 	Harvests          uint64        // harvests run
 	HarvestsSkipped   uint64        // harvests skipped because the harvest lock was held
@@ -88,7 +96,7 @@ const (
 	DevicePending  DeviceState = iota // installed; the pool opens at the first step at Kernel
 	DeviceOpen                        // recording spans
 	DeviceFailed                      // the pool could not be opened; spans are off (Err says why)
-	DeviceDead                        // a sticky error turned spans off until the next Install (Err says why)
+	DeviceDead                        // a sticky error or a pool panic turned spans off until the next Install (Err says why)
 	DeviceRetiring                    // replaced or uninstalled; its last spans are landing before its pool closes
 )
 
@@ -202,6 +210,9 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 	c.BadEnd = h.badEnd.Load()
 	c.InstallFailures = h.installFailures
 	c.StickyDisables = h.stickyDisables.Load()
+	c.PoolPanics = h.poolPanics.Load()
+	c.HarvestFailures = h.harvestFailures
+	c.AbandonedPools = h.abandonedPools
 	c.Harvests = h.harvests
 	c.HarvestsSkipped = h.harvestsSkipped.Load()
 	c.HarvestTime = h.harvestTime

@@ -38,7 +38,8 @@ func (h *Hub) laneBegin(lane int) {
 
 // LaneEnd ends lane's span on every installed device where one is open. A
 // lane with no open span (its begin was dropped, made before the level rose,
-// or given an unknown index) is left alone. It acts at any level, so a span
+// reclaimed as leaked after LeakSteps steps, or given an unknown index) is
+// left alone. It acts at any level, so a span
 // begun at Kernel ends with its step even if the level dropped meanwhile,
 // instead of staying open until the level comes back. With no lane span open
 // anywhere it returns after one atomic load. Safe from any goroutine; never
@@ -74,8 +75,8 @@ type KernelSpan struct {
 // on a stream being captured into a graph (counted in
 // Dropped[DropCapturing]): an event recorded into a capture would break the
 // graph. Safe from any goroutine; never blocks or allocates. Every non-zero
-// KernelSpan must be ended: an unended one holds its slot, and a retired
-// recorder's pool, for good.
+// KernelSpan must be ended: an unended one holds its slot (and a retired
+// recorder's pool) until it is reclaimed as leaked, LeakSteps steps later.
 func (h *Hub) KernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
 	if atomic.LoadUint32(&h.state)&armedBit == 0 {
 		return KernelSpan{}
@@ -93,8 +94,8 @@ func (h *Hub) kernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
 
 // KernelEnd closes a span KernelBegin opened on this hub. A span opened
 // before a replacing Install still ends and lands: its retired recorder keeps
-// its pool open for it. A span ended already, or opened by another hub, does
-// nothing and is counted (BadEnd); the zero KernelSpan does nothing and is
+// its pool open for it. A span ended already, reclaimed as leaked, or opened
+// by another hub, does nothing and is counted (BadEnd); the zero KernelSpan does nothing and is
 // not counted, since ending it is the normal pattern on unarmed steps. It
 // acts at any level: a span begun at Kernel ends even if the level dropped.
 // Safe from any goroutine; never blocks or allocates.
