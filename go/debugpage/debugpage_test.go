@@ -106,7 +106,8 @@ func TestPageHasAHistogramPerLaneAndKernel(t *testing.T) {
 		`25 of 50 steps armed (50.0%)`,
 		`<table id="summary">`,
 		`<td class="l">prefill</td>`,
-		"dropped: slot_busy", "dropped: capturing", "errored",
+		"dropped: slot_busy", "dropped: capturing", "dropped: leaked", "errored",
+		"pool panics", "harvest failures", "abandoned pools",
 		`<td class="l state-open">open</td>`,
 		`class="marker p50"`, `class="marker p99"`,
 	} {
@@ -200,6 +201,11 @@ func TestSnapshotJSON(t *testing.T) {
 	rec := get(t, serve(hub, Options{Backend: "sim", Now: func() time.Time { return now }}), "GET", SnapshotPath)
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
+	}
+	for _, key := range []string{`"leaked":`, `"pool_panics":`, `"harvest_failures":`, `"abandoned_pools":`} {
+		if !strings.Contains(rec.Body.String(), key) {
+			t.Errorf("the JSON lacks %s", key)
+		}
 	}
 	var s snapshotJSON
 	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {

@@ -27,7 +27,7 @@ type snapshotJSON struct {
 type countersJSON struct {
 	Begun             uint64            `json:"begun"`
 	Landed            uint64            `json:"landed"`
-	Dropped           map[string]uint64 `json:"dropped"` // by reason: slot_busy, capturing, retired
+	Dropped           map[string]uint64 `json:"dropped"` // by reason: slot_busy, capturing, retired, leaked
 	Errored           uint64            `json:"errored"`
 	InFlight          uint64            `json:"in_flight"`
 	LaneAlreadyOpen   uint64            `json:"lane_already_open"`
@@ -35,6 +35,9 @@ type countersJSON struct {
 	BadEnd            uint64            `json:"bad_end"`
 	InstallFailures   uint64            `json:"install_failures"`
 	StickyDisables    uint64            `json:"sticky_disables"`
+	PoolPanics        uint64            `json:"pool_panics"`
+	HarvestFailures   uint64            `json:"harvest_failures"`
+	AbandonedPools    uint64            `json:"abandoned_pools"`
 	Harvests          uint64            `json:"harvests"`
 	HarvestsSkipped   uint64            `json:"harvests_skipped"`
 	HarvestNs         int64             `json:"harvest_ns"`
@@ -77,6 +80,7 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 			Errored: c.Errored, InFlight: c.InFlight,
 			LaneAlreadyOpen: c.LaneAlreadyOpen, UnknownLane: c.UnknownLane, BadEnd: c.BadEnd,
 			InstallFailures: c.InstallFailures, StickyDisables: c.StickyDisables,
+			PoolPanics: c.PoolPanics, HarvestFailures: c.HarvestFailures, AbandonedPools: c.AbandonedPools,
 			Harvests: c.Harvests, HarvestsSkipped: c.HarvestsSkipped, HarvestNs: int64(c.HarvestTime),
 			RecentOverwritten: c.RecentOverwritten,
 		},

@@ -317,6 +317,7 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 		gpuspans.DropSlotBusy:  "the ring's next slot still held an older span: kernels too long, or harvests too rare",
 		gpuspans.DropCapturing: "the stream was being captured into a CUDA graph: nothing was recorded, so the capture stays intact",
 		gpuspans.DropRetired:   "the device's recorder was being replaced or removed",
+		gpuspans.DropLeaked:    "begun and never ended (a lost KernelSpan, a lane never ended): reclaimed after " + fmt.Sprint(gpuspans.LeakSteps) + " steps",
 	}
 	for r := 0; r < gpuspans.NumDropReasons; r++ {
 		p.Dropped = append(p.Dropped, named{
@@ -327,9 +328,12 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 	p.Misuse = []named{
 		{"lane already open", "LaneBegin on a lane already open (ignored)", c.LaneAlreadyOpen, true},
 		{"unknown lane", "LaneBegin with an index outside the hub's lanes (ignored)", c.UnknownLane, true},
-		{"bad end", "KernelEnd of a span not open on this hub (ignored)", c.BadEnd, true},
+		{"bad end", "KernelEnd of a span not open on this hub, or reclaimed as leaked (ignored)", c.BadEnd, true},
 		{"install failures", "event pools that could not be opened", c.InstallFailures, true},
 		{"sticky disables", "recorders turned off by a sticky CUDA error", c.StickyDisables, true},
+		{"pool panics", "recorders turned off because a method of their event pool panicked", c.PoolPanics, true},
+		{"harvest failures", "harvests that failed as a whole without a sticky error; their spans wait for the next", c.HarvestFailures, true},
+		{"abandoned pools", "retired pools given up on while still busy, left unclosed", c.AbandonedPools, true},
 	}
 	return p
 }

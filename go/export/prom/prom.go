@@ -67,7 +67,8 @@ type Collector struct {
 	errored, inFlight            *prometheus.Desc
 	unknownLane, laneOpen        *prometheus.Desc
 	badEnd, installFailures      *prometheus.Desc
-	stickyDisables               *prometheus.Desc
+	stickyDisables, poolPanics   *prometheus.Desc
+	harvestFailures, abandoned   *prometheus.Desc
 	level, levelInfo, every      *prometheus.Desc
 	steps, armedSteps            *prometheus.Desc
 	harvests, harvestsSkipped    *prometheus.Desc
@@ -101,15 +102,18 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 
 		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight."),
 		landed:   d("spans_landed_total", "Spans harvested with a duration."),
-		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph).", "reason"),
+		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed).", "reason"),
 		errored:  d("spans_errored_total", "Spans a driver call failed for."),
 		inFlight: d("spans_in_flight", "Spans holding a slot: open, or ended and awaiting a harvest."),
 
 		unknownLane:     d("unknown_lane_calls_total", "LaneBegin calls with a lane index outside the hub's lanes (ignored)."),
 		laneOpen:        d("lane_already_open_calls_total", "LaneBegin calls on a lane already open (ignored)."),
-		badEnd:          d("bad_end_calls_total", "KernelEnd calls with a span not open on this hub (ignored)."),
+		badEnd:          d("bad_end_calls_total", "KernelEnd calls with a span not open on this hub, or reclaimed as leaked (ignored)."),
 		installFailures: d("install_failures_total", "Event pools that could not be opened."),
 		stickyDisables:  d("sticky_disables_total", "Recorders turned off by a sticky CUDA error."),
+		poolPanics:      d("pool_panics_total", "Recorders turned off because a method of their event pool panicked."),
+		harvestFailures: d("harvest_failures_total", "Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest."),
+		abandoned:       d("pools_abandoned_total", "Retired event pools given up on while still busy (left unclosed) to keep the hub's memory bounded."),
 
 		level:     d("level", "Telemetry level: 0 off, 1 step, 2 kernel."),
 		levelInfo: d("level_info", "Telemetry level by name; always 1.", "level"),
@@ -140,6 +144,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.laneDuration, c.kernelDuration,
 		c.begun, c.landed, c.dropped, c.errored, c.inFlight,
 		c.unknownLane, c.laneOpen, c.badEnd, c.installFailures, c.stickyDisables,
+		c.poolPanics, c.harvestFailures, c.abandoned,
 		c.level, c.levelInfo, c.every,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo,
@@ -186,6 +191,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.badEnd, k.BadEnd)
 	counter(c.installFailures, k.InstallFailures)
 	counter(c.stickyDisables, k.StickyDisables)
+	counter(c.poolPanics, k.PoolPanics)
+	counter(c.harvestFailures, k.HarvestFailures)
+	counter(c.abandoned, k.AbandonedPools)
 
 	gauge(c.level, float64(s.Level))
 	gauge(c.levelInfo, 1, s.Level.String())

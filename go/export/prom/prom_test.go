@@ -128,9 +128,10 @@ gpuspans_spans_begun_total 8
 # HELP gpuspans_spans_landed_total Spans harvested with a duration.
 # TYPE gpuspans_spans_landed_total counter
 gpuspans_spans_landed_total 7
-# HELP gpuspans_spans_dropped_total Spans given up before landing, by reason (capturing: the stream was being captured into a graph).
+# HELP gpuspans_spans_dropped_total Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed).
 # TYPE gpuspans_spans_dropped_total counter
 gpuspans_spans_dropped_total{reason="capturing"} 0
+gpuspans_spans_dropped_total{reason="leaked"} 0
 gpuspans_spans_dropped_total{reason="retired"} 0
 gpuspans_spans_dropped_total{reason="slot_busy"} 0
 # HELP gpuspans_spans_errored_total Spans a driver call failed for.
@@ -145,7 +146,7 @@ gpuspans_unknown_lane_calls_total 1
 # HELP gpuspans_lane_already_open_calls_total LaneBegin calls on a lane already open (ignored).
 # TYPE gpuspans_lane_already_open_calls_total counter
 gpuspans_lane_already_open_calls_total 1
-# HELP gpuspans_bad_end_calls_total KernelEnd calls with a span not open on this hub (ignored).
+# HELP gpuspans_bad_end_calls_total KernelEnd calls with a span not open on this hub, or reclaimed as leaked (ignored).
 # TYPE gpuspans_bad_end_calls_total counter
 gpuspans_bad_end_calls_total 1
 # HELP gpuspans_install_failures_total Event pools that could not be opened.
@@ -154,6 +155,15 @@ gpuspans_install_failures_total 1
 # HELP gpuspans_sticky_disables_total Recorders turned off by a sticky CUDA error.
 # TYPE gpuspans_sticky_disables_total counter
 gpuspans_sticky_disables_total 1
+# HELP gpuspans_pool_panics_total Recorders turned off because a method of their event pool panicked.
+# TYPE gpuspans_pool_panics_total counter
+gpuspans_pool_panics_total 0
+# HELP gpuspans_harvest_failures_total Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest.
+# TYPE gpuspans_harvest_failures_total counter
+gpuspans_harvest_failures_total 0
+# HELP gpuspans_pools_abandoned_total Retired event pools given up on while still busy (left unclosed) to keep the hub's memory bounded.
+# TYPE gpuspans_pools_abandoned_total counter
+gpuspans_pools_abandoned_total 0
 # HELP gpuspans_level Telemetry level: 0 off, 1 step, 2 kernel.
 # TYPE gpuspans_level gauge
 gpuspans_level 2
@@ -451,5 +461,51 @@ func BenchmarkCollect(b *testing.B) {
 			close(ch)
 			<-done
 		})
+	}
+}
+
+// panickyPool panics in RecordBegin.
+type panickyPool struct{ *fake.Pool }
+
+func (panickyPool) RecordBegin(int, backend.Stream) error { panic("pool bug") }
+
+// TestFailureCounters: whole-harvest failures, pool panics and leaked spans
+// reach their series.
+func TestFailureCounters(t *testing.T) {
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: func(string, ...interface{}) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := fake.New(fake.Options{Errorf: t.Errorf})
+	if err := h.Install(0, stream, f.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	p := panickyPool{fake.New(fake.Options{Device: 1, Errorf: t.Errorf})}
+	if err := h.Install(1, stream, func() (backend.Pool, error) { return p, nil }); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	h.KernelBegin(1, stream) // never ended
+	h.KernelEnd(h.KernelBegin(1, stream))
+	h.Device(1).KernelBegin(1, stream) // panics inside: device 1 dead
+	f.SetHarvestError(fmt.Errorf("capture mode switch failed"))
+	h.Harvest()
+	f.SetHarvestError(nil)
+	for i := 0; i <= gpuspans.LeakSteps+1; i++ {
+		h.BeginStep()
+	}
+	want := `
+# HELP gpuspans_pool_panics_total Recorders turned off because a method of their event pool panicked.
+# TYPE gpuspans_pool_panics_total counter
+gpuspans_pool_panics_total 1
+# HELP gpuspans_harvest_failures_total Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest.
+# TYPE gpuspans_harvest_failures_total counter
+gpuspans_harvest_failures_total 1
+`
+	if err := testutil.CollectAndCompare(NewCollector(h), strings.NewReader(want), "gpuspans_pool_panics_total", "gpuspans_harvest_failures_total"); err != nil {
+		t.Error(err)
+	}
+	if s := h.Snapshot(); s.Counters.Dropped[gpuspans.DropLeaked] != 1 {
+		t.Errorf("counters %+v", s.Counters)
 	}
 }
