@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 
-// FuzzReader feeds the Reader arbitrary bytes. It must never panic; every
+// FuzzReader feeds the Reader arbitrary bytes. It must never panic nor
+// allocate more than a small multiple of its input; every
 // error must be a *FormatError at an offset inside the input; and a file it
 // reads to the end must read back the same after being written again, with
 // the conversions agreeing with themselves. The committed corpus is in
@@ -36,8 +38,17 @@ func FuzzReader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), WithMaxRecordSize(maxRecord))
 		var recs []*gpuspansv1.Record
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
 		for {
 			rec, err := r.Next()
+			// Whatever the content, reading allocates a bounded multiple of
+			// the input (plus the reader's buffers).
+			var now runtime.MemStats
+			runtime.ReadMemStats(&now)
+			if alloc := now.TotalAlloc - before.TotalAlloc; alloc > uint64(maxAllocFactor*len(data)+64<<10) {
+				t.Fatalf("reading %d bytes allocated %d", len(data), alloc)
+			}
 			if err == io.EOF {
 				break
 			}

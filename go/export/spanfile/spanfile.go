@@ -13,7 +13,8 @@
 // naming the byte offset of the record at fault and what was expected, and
 // a record's declared length is capped (WithMaxRecordSize) and read
 // incrementally, so a corrupt length cannot make it allocate more than the
-// input holds.
+// input holds, and a record whose decoded form would take more than 16 times
+// its length (crafted: many empty messages) is refused before it is decoded.
 package spanfile
 
 import (
@@ -268,6 +269,9 @@ func (r *Reader) next() (*gpuspansv1.Record, error) {
 	}
 	if err := r.readBody(start, int(length)); err != nil {
 		return nil, err
+	}
+	if cost := decodeCost(r.buf, recordDescriptor); cost > maxDecodeFactor*int(length)+decodeSlack {
+		return nil, &FormatError{Offset: start, Msg: fmt.Sprintf("record of %d bytes would decode to about %d bytes, over %d times its size: too many empty messages or list elements", length, cost, maxDecodeFactor)}
 	}
 	rec := new(gpuspansv1.Record)
 	if err := proto.Unmarshal(r.buf, rec); err != nil {
