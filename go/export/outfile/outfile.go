@@ -1,0 +1,132 @@
+// Package outfile writes output files safely: to a temporary file next to
+// the output, renamed onto it only once complete, and never onto anything
+// but a regular file or nothing. A device, FIFO, socket, directory or
+// symbolic link at the path is refused, by name, before anything is created
+// (renaming onto /dev/null would replace it with a regular file).
+package outfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Check reports whether path may be replaced by an output: nothing is
+// there, or a regular file (a symbolic link is refused, not followed).
+// Errors name what (a flag, say) and path.
+func Check(what, path string) error {
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%s %s: %w", what, path, unwrapPath(err))
+	}
+	switch m := fi.Mode(); {
+	case m.IsRegular():
+		return nil
+	case m&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s %s is a symbolic link: name the file it points to, outputs are never written through one", what, path)
+	case m.IsDir():
+		return fmt.Errorf("%s %s is a directory", what, path)
+	default:
+		return fmt.Errorf("%s %s is not a regular file (%v): outputs only replace regular files", what, path, m.Type())
+	}
+}
+
+// Same reports whether a and b are the same file: both exist and
+// os.SameFile says so (hard links included), or they name the same path
+// once made absolute and cleaned.
+func Same(a, b string) bool {
+	if fa, err := os.Stat(a); err == nil {
+		if fb, err := os.Stat(b); err == nil {
+			return os.SameFile(fa, fb)
+		}
+	}
+	aa, err1 := filepath.Abs(a)
+	ab, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == ab
+}
+
+// File is an output being written: a temporary file in the output's
+// directory, which Commit renames onto the output. Until then the output
+// is untouched.
+type File struct {
+	*os.File
+	what, path string
+	done       bool
+}
+
+// Create checks path (see Check) and creates the temporary file that will
+// replace it. Errors name what and path, never the temporary name.
+func Create(what, path string) (*File, error) {
+	if err := Check(what, path); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: cannot write in its directory: %w", what, path, unwrapPath(err))
+	}
+	return &File{File: f, what: what, path: path}, nil
+}
+
+// Path is the output's path.
+func (f *File) Path() string { return f.path }
+
+// Commit closes the file and renames it onto the output, checked again
+// just before; on any error the temporary file is removed and the output
+// left as it was. It does nothing after Commit or Abort.
+func (f *File) Commit() error {
+	if f.done {
+		return nil
+	}
+	f.done = true
+	// CreateTemp makes the file private; an output is an ordinary file.
+	err := f.Chmod(0o644)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		err = fmt.Errorf("%s %s: %w", f.what, f.path, unwrapPath(err))
+	}
+	if err == nil {
+		err = Check(f.what, f.path) // something may have appeared there since Create
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), f.path)
+		if err != nil {
+			err = fmt.Errorf("%s %s: %w", f.what, f.path, unwrapPath(err))
+		}
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// Abort closes and removes the temporary file, leaving the output as it
+// was. It does nothing after Commit or Abort.
+func (f *File) Abort() {
+	if f.done {
+		return
+	}
+	f.done = true
+	_ = f.Close()
+	_ = os.Remove(f.Name())
+}
+
+// unwrapPath drops an *fs.PathError's or *os.LinkError's paths (the
+// temporary file's name, which means nothing to the user), keeping why.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
+}

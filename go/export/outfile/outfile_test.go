@@ -1,0 +1,125 @@
+package outfile
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+func TestCreateRefusesAllButRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "target")
+	if err := os.WriteFile(target, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/dev/null", "not a regular file"},
+		{fifo, "not a regular file"},
+		{link, "symbolic link"},
+		{dir, "is a directory"},
+		{filepath.Join(dir, "missing", "x"), "cannot write in its directory"},
+	} {
+		f, err := Create("--out", c.path)
+		if err == nil {
+			f.Abort()
+			t.Errorf("%s: created", c.path)
+			continue
+		}
+		if !strings.Contains(err.Error(), "--out "+c.path) || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), ".tmp") {
+			t.Errorf("%s: error %q, want it to name the path and say %q", c.path, err, c.want)
+		}
+	}
+	if fi, err := os.Lstat("/dev/null"); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("/dev/null is no longer a device: %v %v", fi.Mode(), err)
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestCommitAndAbort(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.WriteFile(out, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Create("-o", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("new"); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "old" {
+		t.Errorf("the output changed before Commit: %q", b)
+	}
+	if err := f.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "new" {
+		t.Errorf("after Commit: %q", b)
+	}
+	g, err := Create("-o", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Abort()
+	if b, _ := os.ReadFile(out); string(b) != "new" {
+		t.Errorf("after Abort: %q", b)
+	}
+	// Something other than a regular file appearing meanwhile is not replaced.
+	h, err := Create("-o", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Commit(); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Commit onto a FIFO: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestSame(t *testing.T) {
+	dir := t.TempDir()
+	a := filepath.Join(dir, "a")
+	if err := os.WriteFile(a, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hard := filepath.Join(dir, "hard")
+	if err := os.Link(a, hard); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		a, b string
+		same bool
+	}{
+		{a, hard, true},
+		{a, filepath.Join(dir, ".", "a"), true},
+		{filepath.Join(dir, "new"), filepath.Join(dir, "x", "..", "new"), true},
+		{a, filepath.Join(dir, "new"), false},
+	} {
+		if got := Same(c.a, c.b); got != c.same {
+			t.Errorf("Same(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}
