@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -94,6 +95,9 @@ func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 // bound address (net.Listener.Addr), so "localhost" and ":0" have been
 // resolved to the address actually used. Safe from any goroutine.
 func CheckListen(addr net.Addr, token string) error {
+	if err := CheckToken(token); err != nil {
+		return err
+	}
 	if token != "" {
 		return nil
 	}
@@ -101,6 +105,49 @@ func CheckListen(addr net.Addr, token string) error {
 		return nil
 	}
 	return fmt.Errorf("control: %v is not a loopback address: other hosts could change the telemetry level; set a token (--token or GPUSPANS_TOKEN) or listen on 127.0.0.1", addr)
+}
+
+// CheckToken reports whether token can serve as a bearer token: "" (none),
+// or printable text without white space. A blank token, or one with white
+// space or a control character, could never match what a client sends
+// (the header's value is trimmed, and cannot hold a control character),
+// yet would pass for a token at CheckListen. Safe from any goroutine.
+func CheckToken(token string) error {
+	if token == "" {
+		return nil
+	}
+	if strings.TrimSpace(token) == "" {
+		return errors.New("control: the token is blank")
+	}
+	if !utf8.ValidString(token) {
+		return errors.New("control: the token is not valid UTF-8")
+	}
+	for _, r := range token {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("control: the token has white space or a control character (%U): no bearer header could carry it", r)
+		}
+	}
+	return nil
+}
+
+// Protect returns h behind the same bearer token check as the endpoints:
+// 401 without a token, 403 with a wrong one, both before h sees the
+// request. With token "" it returns h. A serving binary uses it for the
+// pages it serves next to the endpoints (/metrics, the live page) when it
+// wants them private too. Check the token with CheckToken first.
+func Protect(h http.Handler, token string) http.Handler {
+	if token == "" {
+		return h
+	}
+	sum := sha256.Sum256([]byte(token))
+	a := &api{tokenSum: sum[:]}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := a.authorize(r); err != nil {
+			a.fail(w, wantsJSON(r), err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // api holds the endpoints' shared state, fixed at Register.

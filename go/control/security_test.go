@@ -2,6 +2,7 @@ package control
 
 import (
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -101,6 +102,44 @@ func TestAnswersEchoNoToken(t *testing.T) {
 		}
 		if rec.Code == http.StatusOK || strings.Contains(answer, "s3cret") {
 			t.Errorf("auth %q: status %d, answer %q", c.auth, rec.Code, answer)
+		}
+	}
+}
+
+func TestCheckToken(t *testing.T) {
+	for tok, ok := range map[string]bool{
+		"": true, "s3cret": true, "a-b_c.d~e+f/g=": true, "ключ": true,
+		" ": false, "\t\n": false, " s3cret": false, "a b": false, "a\x00b": false, "a\x7fb": false, "\xff": false,
+	} {
+		if err := CheckToken(tok); (err == nil) != ok {
+			t.Errorf("CheckToken(%q) = %v", tok, err)
+		}
+	}
+	// A blank token is no token: a public address is refused.
+	addr := &net.TCPAddr{IP: net.IPv4(192, 0, 2, 1), Port: 80}
+	if err := CheckListen(addr, " "); err == nil {
+		t.Error("CheckListen accepted a blank token on a public address")
+	}
+	if err := CheckListen(addr, "s3cret"); err != nil {
+		t.Errorf("CheckListen with a token: %v", err)
+	}
+}
+
+func TestProtect(t *testing.T) {
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "metrics") })
+	if Protect(inner, "") == nil {
+		t.Fatal("Protect with no token")
+	}
+	h := Protect(inner, "s3cret")
+	for auth, want := range map[string]int{"": 401, "Basic s3cret": 401, "Bearer nope": 403, "Bearer s3cret": 200, "bearer  s3cret ": 200} {
+		req := httptest.NewRequest("GET", "/metrics", nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != want || (want == 200) != (rec.Body.String() == "metrics") || strings.Contains(rec.Body.String(), "s3cret") {
+			t.Errorf("%q: %d %q, want %d", auth, rec.Code, rec.Body.String(), want)
 		}
 	}
 }

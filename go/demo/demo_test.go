@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,6 +279,72 @@ func TestRunBadPaths(t *testing.T) {
 	}
 }
 
+// TestRunOutputsReplaceOnlyRegularFiles: a FIFO, a device or a symbolic
+// link at an output path, or the two outputs naming one file, is refused by
+// name before anything is created or emptied.
+func TestRunOutputsReplaceOnlyRegularFiles(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(dir, "kept")
+	if err := os.WriteFile(kept, []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(kept, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, trace, spans, want string
+	}{
+		{"trace /dev/null", "/dev/null", "", "--trace /dev/null is not a regular file"},
+		{"spans /dev/null", "", "/dev/null", "--spans /dev/null is not a regular file"},
+		{"trace FIFO", fifo, "", "not a regular file"},
+		{"trace symlink", link, "", "symbolic link"},
+		{"spans symlink", "", link, "symbolic link"},
+		{"same file", kept, kept, "are the same file"},
+		{"same file, not there yet", filepath.Join(dir, "new"), filepath.Join(dir, ".", "new"), "are the same file"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := fastConfig(t)
+			cfg.Steps = 1
+			cfg.TracePath, cfg.SpansPath = c.trace, c.spans
+			if _, err := Run(context.Background(), cfg, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %v, want %q", err, c.want)
+			}
+		})
+	}
+	if fi, err := os.Lstat("/dev/null"); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("/dev/null is no longer a device: %v %v", fi.Mode(), err)
+	}
+	if b, err := os.ReadFile(kept); err != nil || string(b) != "keep" {
+		t.Errorf("an output was emptied or replaced: %q %v", b, err)
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the FIFO was replaced: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestRunUnwritableTraceNamesIt(t *testing.T) {
+	// A directory that is a file: unwritable even for root.
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fastConfig(t)
+	cfg.Steps = 1
+	cfg.TracePath = filepath.Join(notDir, "trace.json")
+	_, err := Run(context.Background(), cfg, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--trace "+cfg.TracePath+":") || strings.Contains(err.Error(), ".tmp") {
+		t.Errorf("error %v: want it to name %s, not a temporary file", err, cfg.TracePath)
+	}
+}
+
 func TestRunPacesSteps(t *testing.T) {
 	cfg := fastConfig(t)
 	cfg.Rate = 200
@@ -302,6 +371,12 @@ func TestConfigValidate(t *testing.T) {
 		{"zero slots", func(c *Config) { c.Slots = 0 }},
 		{"no kernels", func(c *Config) { c.Engine = EngineConfig{} }},
 		{"no trace spans", func(c *Config) { c.TraceSpans = 0 }},
+		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }},
+		{"infinite rate", func(c *Config) { c.Rate = math.Inf(1) }},
+		{"tiny rate", func(c *Config) { c.Rate = 1e-300 }},
+		{"NaN jitter", func(c *Config) { c.Engine.Jitter = math.NaN() }},
+		{"blank token", func(c *Config) { c.Token = " " }},
+		{"protected reads without a token", func(c *Config) { c.ProtectReads = true }},
 	} {
 		cfg := DefaultConfig()
 		c.mod(&cfg)
@@ -316,6 +391,43 @@ func TestConfigValidate(t *testing.T) {
 	host, _, err := net.SplitHostPort(cfg.Listen)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
 		t.Errorf("default listen %q is not a loopback address", cfg.Listen)
+	}
+	// The default trace goes to the temporary directory, not wherever the
+	// demo was started (a checkout).
+	if filepath.Dir(cfg.TracePath) != os.TempDir() {
+		t.Errorf("default trace %q is not in %s", cfg.TracePath, os.TempDir())
+	}
+}
+
+func TestHandlerProtectReads(t *testing.T) {
+	hub, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, protect := range []bool{false, true} {
+		h := NewHandler(hub, HandlerOptions{Token: "s3cret", ProtectReads: protect})
+		for _, path := range []string{"/metrics", "/debug/gpuspans", "/debug/gpuspans/snapshot.json", "/control/level"} {
+			for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret"} {
+				req := httptest.NewRequest("GET", path, nil)
+				if auth != "" {
+					req.Header.Set("Authorization", auth)
+				}
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				want := 200
+				if protect || path == "/control/level" {
+					switch auth {
+					case "":
+						want = 401
+					case "Bearer wrong":
+						want = 403
+					}
+				}
+				if rec.Code != want {
+					t.Errorf("protect %v, GET %s with %q: %d, want %d", protect, path, auth, rec.Code, want)
+				}
+			}
+		}
 	}
 }
 

@@ -61,7 +61,7 @@ type Engine struct {
 // is the same function whatever its name. Call it from the goroutine that
 // will drive the engine; registering takes the hub's harvest lock briefly.
 func NewEngine(hub *gpuspans.Hub, gpu GPU, cfg EngineConfig) (*Engine, error) {
-	if cfg.Jitter < 0 || cfg.Jitter > 0.9 {
+	if !(cfg.Jitter >= 0 && cfg.Jitter <= 0.9) { // NaN fails both
 		return nil, fmt.Errorf("demo: jitter %v outside 0..0.9", cfg.Jitter)
 	}
 	e := &Engine{hub: hub, gpu: gpu, jitter: cfg.Jitter, rng: rand.New(rand.NewSource(cfg.Seed))}

@@ -17,15 +17,29 @@ import (
 type HandlerOptions struct {
 	Backend string // what the hub records from, for the live page
 	Token   string // the control endpoints' bearer token, or "" for none
+	// ProtectReads requires Token on /metrics and the live page too.
+	ProtectReads bool
 	// Logf is told of every change made through the control endpoints.
 	Logf func(format string, args ...interface{})
+}
+
+// protectedMux registers handlers behind control.Protect.
+type protectedMux struct {
+	mux   *http.ServeMux
+	token string
+}
+
+func (m protectedMux) Handle(pattern string, h http.Handler) {
+	m.mux.Handle(pattern, control.Protect(h, m.token))
 }
 
 // NewHandler returns the HTTP surface a serving binary exposes for hub:
 // /metrics (the hub's collector and the Go runtime and process collectors,
 // on a registry of their own), the live page and its JSON under
 // /debug/gpuspans, and the control endpoints under /control/. "/" redirects
-// to the live page. The handler is safe for concurrent use.
+// to the live page. With ProtectReads, /metrics and the live page require
+// the token as the control endpoints do. The handler is safe for concurrent
+// use.
 func NewHandler(hub *gpuspans.Hub, o HandlerOptions) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -34,8 +48,12 @@ func NewHandler(hub *gpuspans.Hub, o HandlerOptions) http.Handler {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	debugpage.Register(mux, hub, debugpage.Options{Backend: o.Backend})
+	reads := control.Mux(mux)
+	if o.ProtectReads {
+		reads = protectedMux{mux, o.Token}
+	}
+	reads.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	debugpage.Register(reads, hub, debugpage.Options{Backend: o.Backend})
 	control.Register(mux, hub, control.Options{Token: o.Token, Logf: o.Logf})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/control"
+	"github.com/gpuspans/gpuspans/go/export/outfile"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -45,6 +46,8 @@ type Config struct {
 
 	Listen string // HTTP address; "" serves nothing
 	Token  string // bearer token of the control endpoints; required off loopback
+	// ProtectReads requires Token on /metrics and the live page as well.
+	ProtectReads bool
 
 	TracePath  string // the timeline trace written on exit; "" writes none
 	TraceSpans int    // the trace keeps the last this many spans
@@ -62,15 +65,23 @@ type Config struct {
 const (
 	DefaultListen     = "127.0.0.1:9464"
 	DefaultRate       = 100
-	DefaultTracePath  = "gpuspans-trace.json"
 	DefaultTraceSpans = 100000
-	DefaultJitter     = 0.25
+	// MinRate and MaxRate bound Config.Rate (but for 0): one step in
+	// 1000 s to one a microsecond.
+	MinRate       = 1e-3
+	MaxRate       = 1e6
+	DefaultJitter = 0.25
 	// recentSpans sizes the hub's recent-span ring that the trace and the
 	// span file are fed from: several seconds of spans at any sane rate,
 	// between polls every pollEvery.
 	recentSpans = 1 << 16
 	pollEvery   = 200 * time.Millisecond
 )
+
+// DefaultTracePath is where the demo writes its trace unless told: in the
+// system's temporary directory, so that a run from a checkout leaves no
+// file in it.
+var DefaultTracePath = filepath.Join(os.TempDir(), "gpuspans-trace.json")
 
 // DefaultKernels are the demo's kernels: a prefill lane of about 860 us and
 // a decode lane of about 185 us plus a 35 us graph.
@@ -107,8 +118,10 @@ func DefaultConfig() Config {
 // Validate reports the first setting out of range. It only reads c.
 func (c *Config) Validate() error {
 	switch {
-	case c.Rate < 0:
-		return fmt.Errorf("rate %v: want >= 0", c.Rate)
+	case c.Rate != 0 && !(c.Rate >= MinRate && c.Rate <= MaxRate): // NaN fails both
+		return fmt.Errorf("rate %v: want 0 (steps back to back) or %v..%v steps per second", c.Rate, MinRate, MaxRate)
+	case !(c.Engine.Jitter >= 0 && c.Engine.Jitter <= 0.9):
+		return fmt.Errorf("jitter %v: want 0..0.9", c.Engine.Jitter)
 	case c.Steps < 0:
 		return fmt.Errorf("steps %d: want >= 0", c.Steps)
 	case c.Duration < 0:
@@ -121,6 +134,11 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("trace spans %d: want >= 1", c.TraceSpans)
 	case len(c.Engine.Prefill)+len(c.Engine.Decode)+len(c.Engine.Graph) == 0:
 		return errors.New("no kernels: give the prefill or decode lane at least one")
+	case c.ProtectReads && c.Token == "":
+		return errors.New("protect_reads: there is no token to require (--token, --token_file or GPUSPANS_TOKEN)")
+	}
+	if err := control.CheckToken(c.Token); err != nil {
+		return fmt.Errorf("token: %w", err)
 	}
 	return nil
 }
@@ -210,7 +228,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 
 	var srv *http.Server
 	if ln != nil {
-		srv = newServer(NewHandler(hub, HandlerOptions{Backend: gpu.Describe(), Token: cfg.Token, Logf: con.Printf}), con)
+		srv = newServer(NewHandler(hub, HandlerOptions{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf}), con)
 		go func() { _ = srv.Serve(ln) }() // Serve returns ErrServerClosed at Shutdown
 		res.HTTPAddress = ln.Addr()
 		base := "http://" + displayAddr(ln.Addr())
@@ -366,8 +384,8 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 	}
 	con.Printf("stopped (%s) after %d steps in %v (%.1f steps/s)", res.StoppedWhy, res.Steps, res.Elapsed.Round(time.Millisecond), rate)
 	c := &s.Counters
-	con.Printf("spans: %d begun, %d landed, %d dropped (slot_busy %d, capturing %d, retired %d), %d errored, %d in flight",
-		c.Begun, c.Landed, c.DroppedTotal(), c.Dropped[gpuspans.DropSlotBusy], c.Dropped[gpuspans.DropCapturing], c.Dropped[gpuspans.DropRetired], c.Errored, c.InFlight)
+	con.Printf("spans: %d begun, %d landed, %d dropped (slot_busy %d, capturing %d, retired %d, leaked %d), %d errored, %d in flight",
+		c.Begun, c.Landed, c.DroppedTotal(), c.Dropped[gpuspans.DropSlotBusy], c.Dropped[gpuspans.DropCapturing], c.Dropped[gpuspans.DropRetired], c.Dropped[gpuspans.DropLeaked], c.Errored, c.InFlight)
 	for _, d := range s.Devices {
 		if d.Err != nil {
 			con.Printf("device %d: %s: %v", d.Device, d.State, d.Err)
@@ -416,10 +434,10 @@ func (w consoleWriter) Write(p []byte) (int, error) {
 // outputs are the trace and span files of a run.
 type outputs struct {
 	tracePath string
-	traceTmp  *os.File // written at finish, renamed to tracePath
+	traceTmp  *outfile.File // written at finish, renamed to tracePath
 	ring      spanRing
 	spansPath string
-	spansFile *os.File
+	spansFile *outfile.File // written as spans land, renamed to spansPath at finish
 	spans     *spanfile.Writer
 	fileSpans uint64
 	spansErr  error
@@ -427,24 +445,37 @@ type outputs struct {
 }
 
 // openOutputs creates the output files up front, so that a bad path fails
-// before the demo runs rather than at its end. The trace goes to a
-// temporary file next to its path and is renamed there once complete.
+// before the demo runs rather than at its end. Each goes to a temporary
+// file next to its path, renamed there at finish: until then nothing at the
+// path is touched, and only a regular file is ever replaced (see outfile).
+// Both paths are checked, and refused if they are the same file, before
+// either is created.
 func openOutputs(cfg *Config) (*outputs, error) {
 	o := &outputs{tracePath: cfg.TracePath, spansPath: cfg.SpansPath}
+	if cfg.TracePath != "" && cfg.SpansPath != "" && outfile.Same(cfg.TracePath, cfg.SpansPath) {
+		return nil, fmt.Errorf("--trace %s and --spans %s are the same file", cfg.TracePath, cfg.SpansPath)
+	}
+	for _, c := range []struct{ flag, path string }{{"--trace", cfg.TracePath}, {"--spans", cfg.SpansPath}} {
+		if c.path != "" {
+			if err := outfile.Check(c.flag, c.path); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if cfg.TracePath != "" {
-		f, err := os.CreateTemp(filepath.Dir(cfg.TracePath), "."+filepath.Base(cfg.TracePath)+".*.tmp")
+		f, err := outfile.Create("--trace", cfg.TracePath)
 		if err != nil {
-			return nil, fmt.Errorf("--trace: %w", err)
+			return nil, err
 		}
 		o.traceTmp = f
 		o.ring.buf = make([]gpuspans.Span, 0, minInt(cfg.TraceSpans, 4096))
 		o.ring.max = cfg.TraceSpans
 	}
 	if cfg.SpansPath != "" {
-		f, err := os.Create(cfg.SpansPath)
+		f, err := outfile.Create("--spans", cfg.SpansPath)
 		if err != nil {
 			o.abort()
-			return nil, fmt.Errorf("--spans: %w", err)
+			return nil, err
 		}
 		o.spansFile = f
 		o.spans = spanfile.NewWriter(f)
@@ -508,7 +539,7 @@ func (o *outputs) finish(s *gpuspans.Snapshot) (written, error) {
 			keep(o.spans.WriteSnapshot(s))
 		}
 		keep(o.spansErr)
-		keep(o.spansFile.Close())
+		keep(o.spansFile.Commit())
 		o.spans, o.spansFile = nil, nil
 		w.file = o.fileSpans
 	}
@@ -520,19 +551,10 @@ func (o *outputs) finish(s *gpuspans.Snapshot) (written, error) {
 		if err == nil {
 			err = tw.Close()
 		}
-		if err == nil {
-			// CreateTemp makes the file private; the trace is an ordinary
-			// output file.
-			err = f.Chmod(0o644)
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(f.Name(), o.tracePath)
-		}
 		if err != nil {
-			_ = os.Remove(f.Name())
+			f.Abort()
+			keep(fmt.Errorf("writing the trace %s: %w", o.tracePath, err))
+		} else if err = f.Commit(); err != nil {
 			keep(fmt.Errorf("writing the trace: %w", err))
 		} else {
 			w.trace, w.unplaced = tw.Counts().Written, tw.Counts().Unplaced
@@ -541,18 +563,17 @@ func (o *outputs) finish(s *gpuspans.Snapshot) (written, error) {
 	return w, first
 }
 
-// abort removes the temporary trace and closes the span file, for a run
-// that fails before finish. After finish it does nothing.
+// abort removes the temporary trace and span files, leaving their paths as
+// they were, for a run that fails before finish. After finish it does nothing.
 func (o *outputs) abort() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.traceTmp != nil {
-		_ = o.traceTmp.Close()
-		_ = os.Remove(o.traceTmp.Name())
+		o.traceTmp.Abort()
 		o.traceTmp = nil
 	}
 	if o.spansFile != nil {
-		_ = o.spansFile.Close()
+		o.spansFile.Abort()
 		o.spansFile, o.spans = nil, nil
 	}
 }

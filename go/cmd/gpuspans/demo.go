@@ -2,12 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 
+	"github.com/gpuspans/gpuspans/go/control"
 	"github.com/gpuspans/gpuspans/go/demo"
 )
 
@@ -27,17 +33,70 @@ While it runs it prints a status line and serves, on --listen:
   /control/level                   GET; PUT or POST "off", "step" or "kernel"
   /control/kernel_span_every       GET; PUT or POST an integer N (arm 1 step in N)
 Control bodies are plain text, or JSON ({"level":"step"}) with
-Content-Type: application/json. Off loopback the control endpoints need a token
-(--token, or better GPUSPANS_TOKEN, since flags show in ps), sent as
-"Authorization: Bearer TOKEN"; without one the demo refuses to start.
+Content-Type: application/json. Off loopback the control endpoints need a token,
+sent as "Authorization: Bearer TOKEN"; without one the demo refuses to start.
+The token comes from --token_file (its content, white space around it
+ignored) or --token (which any user sees in ps), else $GPUSPANS_TOKEN; it
+must be printable with no white space. --protect_reads requires it on
+/metrics and the live page too (scrapers then send it as a bearer token).
 
 On exit (Ctrl-C, SIGTERM, --steps or --duration) it writes the timeline trace
 (--trace; open it in https://ui.perfetto.dev), closes the span file (--spans;
 read it back with "gpuspans trace"), and prints the latency summary per lane
-and kernel. A second Ctrl-C quits at once.
+and kernel. A second Ctrl-C quits at once. Both files are written to a
+temporary file next to their path (.NAME.*.tmp) and renamed onto it at exit,
+so an existing file is only replaced by a complete one; a path holding
+anything but a regular file (a device, a FIFO, a symbolic link) is refused,
+and so are --trace and --spans naming the same file.
 
 Kernel lists are name=duration pairs: --prefill=embed=60us,attn=450us.
 `
+
+// demoToken picks the token: --token_file or --token (both at once is an
+// error), else $GPUSPANS_TOKEN, and checks it (control.CheckToken).
+func demoToken(flagTok, file, env string) (string, error) {
+	if flagTok != "" && file != "" {
+		return "", errors.New("--token and --token_file: give one")
+	}
+	tok, what := env, "GPUSPANS_TOKEN"
+	switch {
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("--token_file: %w", err)
+		}
+		tok, what = strings.TrimSpace(string(b)), "--token_file "+file
+		if tok == "" {
+			return "", fmt.Errorf("--token_file %s is empty", file)
+		}
+	case flagTok != "":
+		tok, what = flagTok, "--token"
+	}
+	if err := control.CheckToken(tok); err != nil {
+		return "", fmt.Errorf("%s: %w", what, err)
+	}
+	return tok, nil
+}
+
+// statusEvery is --status_every: a duration, or a bare number of seconds,
+// so that "-1" means none as the help says (time.ParseDuration wants a
+// unit).
+type statusEvery time.Duration
+
+func (s *statusEvery) String() string { return time.Duration(*s).String() }
+
+func (s *statusEvery) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(v, 64)
+		if ferr != nil || math.IsNaN(f) || math.Abs(f) > 1e6 {
+			return errors.New("want a duration (5s, 500ms) or seconds (5; negative: no status line)")
+		}
+		d = time.Duration(f * float64(time.Second))
+	}
+	*s = statusEvery(d)
+	return nil
+}
 
 func demoCmd(args []string, stdout, stderr io.Writer) int {
 	cfg := demo.DefaultConfig()
@@ -45,8 +104,10 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.Backend, "backend", cfg.Backend, "GPU backend: auto (CUDA if a driver and the device are there, else the simulator), sim or cuda")
 	fs.IntVar(&cfg.Device, "device", cfg.Device, "GPU ordinal")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the live page, /metrics and control; empty to serve nothing. Off loopback a token is required")
-	token := fs.String("token", "", "bearer token for the control endpoints (default $GPUSPANS_TOKEN)")
-	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "engine steps per second; 0 runs steps back to back")
+	token := fs.String("token", "", "bearer token for the control endpoints; visible in ps: prefer --token_file or $GPUSPANS_TOKEN")
+	tokenFile := fs.String("token_file", "", "file holding the bearer token (white space around it ignored)")
+	fs.BoolVar(&cfg.ProtectReads, "protect_reads", false, "require the token on /metrics and the live page too")
+	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "engine steps per second (0.001..1e6); 0 runs steps back to back")
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "stop after this many steps; 0 runs until Ctrl-C")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "stop after this long (e.g. 30s); 0 runs until Ctrl-C")
 	fs.TextVar(&cfg.Level, "level", cfg.Level, "telemetry `level` at start: off, step or kernel")
@@ -60,7 +121,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.TracePath, "trace", cfg.TracePath, "timeline trace written on exit (Chrome trace JSON); empty for none")
 	fs.IntVar(&cfg.TraceSpans, "trace_spans", cfg.TraceSpans, "the trace keeps the last this many spans")
 	fs.StringVar(&cfg.SpansPath, "spans", cfg.SpansPath, "span file, written as spans land (protobuf, see proto/gpuspans/v1); empty for none")
-	fs.DurationVar(&cfg.StatusEvery, "status_every", cfg.StatusEvery, "status line period; 0: 0.5s on a terminal (rewritten in place), 5s otherwise; negative: none")
+	fs.Var((*statusEvery)(&cfg.StatusEvery), "status_every", "status line `period` (5s, or seconds: 5); 0: 0.5s on a terminal (rewritten in place), 5s otherwise; negative (-1): none")
 	pos, code, ok := parseFlags(fs, args, stdout, stderr)
 	if !ok {
 		return code
@@ -69,10 +130,12 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "demo: unexpected argument %q (see gpuspans demo --help)\n", pos[0])
 		return 2
 	}
-	cfg.Token = os.Getenv("GPUSPANS_TOKEN")
-	if *token != "" {
-		cfg.Token = *token
+	tok, err := demoToken(*token, *tokenFile, os.Getenv("GPUSPANS_TOKEN"))
+	if err != nil {
+		fmt.Fprintf(stderr, "gpuspans demo: %v\n", err)
+		return 2
 	}
+	cfg.Token = tok
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

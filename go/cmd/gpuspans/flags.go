@@ -26,7 +26,7 @@ func newFlagSet(name, synopsis, description string) *flag.FlagSet {
 // "gpuspans trace FILE -o out.json" reads naturally), and returns the
 // positional arguments. ok is false when the command should exit with
 // status code: 0 after --help (usage on stdout), 2 after a bad flag (the
-// error and usage on stderr).
+// error and a pointer to --help on stderr).
 func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -35,9 +35,9 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos 
 				fs.Usage()
 				return nil, 0, false
 			}
-			fmt.Fprintf(stderr, "%s: %v\n\n", fs.Name(), err)
-			fs.SetOutput(stderr)
-			fs.Usage()
+			// The error and where to look, not the whole usage: seventy
+			// lines would push the error off the screen.
+			fmt.Fprintf(stderr, "%s: %v\nRun \"gpuspans %s --help\" for its flags.\n", fs.Name(), err, fs.Name())
 			return nil, 2, false
 		}
 		rest := fs.Args()

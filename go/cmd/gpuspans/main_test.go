@@ -216,3 +216,156 @@ func TestParseFlagsDoubleDash(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceOutputSafety: the output is never emptied before the input is
+// read, never the input, and never anything but a regular file.
+func TestTraceOutputSafety(t *testing.T) {
+	dir := t.TempDir()
+	in := writeSpanFile(t)
+	before, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// trace -o F - < F
+	f, err := os.Open(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stdin := os.Stdin
+	os.Stdin = f
+	code, _, errOut := runCmd("trace", "-o", in, "-")
+	os.Stdin = stdin
+	if code != 2 || !strings.Contains(errOut, "is the input file") {
+		t.Errorf("trace -o F - < F: exit %d, %q", code, errOut)
+	}
+	if after, _ := os.ReadFile(in); !bytes.Equal(after, before) {
+		t.Errorf("the input changed: %d bytes, was %d", len(after), len(before))
+	}
+	// trace -o OUT bad-input leaves OUT as it was.
+	out := filepath.Join(dir, "out.json")
+	if err := os.WriteFile(out, []byte("an older trace"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "bad.spans")
+	if err := os.WriteFile(bad, []byte("not a span file at all"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd("trace", "-o", out, bad); code != 1 || !strings.Contains(errOut, "left as it was") {
+		t.Errorf("trace -o OUT junk: exit %d, %q", code, errOut)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "an older trace" {
+		t.Errorf("OUT changed: %q", b)
+	}
+	// Not a regular file, or a link: refused.
+	link := filepath.Join(dir, "link")
+	if err := os.Symlink(out, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []string{"/dev/null", link, dir} {
+		if code, _, errOut := runCmd("trace", "-o", o, in); code != 2 || !strings.Contains(errOut, "-o "+o) {
+			t.Errorf("trace -o %s: exit %d, %q", o, code, errOut)
+		}
+	}
+	if fi, err := os.Lstat("/dev/null"); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Errorf("/dev/null is no longer a device")
+	}
+	// A good conversion replaces OUT.
+	if code, _, errOut := runCmd("trace", "-o", out, in); code != 0 {
+		t.Errorf("trace -o OUT: exit %d, %q", code, errOut)
+	}
+	if b, _ := os.ReadFile(out); !json.Valid(b) {
+		t.Errorf("OUT is not the trace: %.100q", b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestDemoOutputsSameFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "f")
+	code, _, errOut := runCmd("demo", "--backend=sim", "--steps=1", "--listen=", "--trace="+f, "--spans="+f)
+	if code != 1 || !strings.Contains(errOut, "are the same file") {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(f); !os.IsNotExist(err) {
+		t.Errorf("created %s: %v", f, err)
+	}
+}
+
+func TestDemoToken(t *testing.T) {
+	t.Setenv("GPUSPANS_TOKEN", "")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "token")
+	if err := os.WriteFile(file, []byte("  s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	blank := filepath.Join(dir, "blank")
+	if err := os.WriteFile(blank, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--token= "}, 2, "blank"},
+		{[]string{"--token=a b"}, 2, "white space"},
+		{[]string{"--token=a\tb"}, 2, "white space"},
+		{[]string{"--token=a\x01b"}, 2, "control character"},
+		{[]string{"--token_file=" + blank}, 2, "is empty"},
+		{[]string{"--token_file=" + filepath.Join(dir, "missing")}, 2, "--token_file"},
+		{[]string{"--token=x", "--token_file=" + file}, 2, "give one"},
+		{[]string{"--protect_reads"}, 1, "no token to require"},
+		{[]string{"--token_file=" + file, "--listen=0.0.0.0:0", "--protect_reads"}, 0, ""},
+	} {
+		args := append([]string{"demo", "--backend=sim", "--steps=1", "--trace=", "--listen="}, c.args...)
+		code, out, errOut := runCmd(args...)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%q: exit %d, %q\n%s", c.args, code, errOut, out)
+		}
+	}
+	// From the environment.
+	t.Setenv("GPUSPANS_TOKEN", " ")
+	if code, _, errOut := runCmd("demo", "--backend=sim", "--steps=1", "--trace=", "--listen=0.0.0.0:0"); code != 2 || !strings.Contains(errOut, "GPUSPANS_TOKEN") {
+		t.Errorf("blank GPUSPANS_TOKEN: exit %d, %q", code, errOut)
+	}
+}
+
+func TestDemoFlagValues(t *testing.T) {
+	for _, c := range []struct {
+		flag string
+		code int
+		want string
+	}{
+		{"--rate=NaN", 1, "rate NaN"},
+		{"--rate=Inf", 1, "rate +Inf"},
+		{"--rate=1e-300", 1, "rate 1e-300"},
+		{"--rate=-1", 1, "rate -1"},
+		{"--jitter=NaN", 1, "jitter NaN"},
+		{"--jitter=-0.1", 1, "jitter -0.1"},
+		{"--status_every=-1", 0, ""},
+		{"--status_every=-1s", 0, ""},
+		{"--status_every=0.01", 0, ""},
+		{"--status_every=soon", 2, "status_every"},
+	} {
+		code, out, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", c.flag)
+		if code != c.code || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d, %q\n%s", c.flag, code, errOut, out)
+		}
+	}
+	// --status_every -1, as two arguments.
+	if code, _, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", "--status_every", "-1"); code != 0 {
+		t.Errorf("--status_every -1: exit %d, %q", code, errOut)
+	}
+}
+
+func TestBadFlagIsShort(t *testing.T) {
+	code, _, errOut := runCmd("demo", "--no_such_flag")
+	if code != 2 || !strings.Contains(errOut, "no_such_flag") || !strings.Contains(errOut, "gpuspans demo --help") {
+		t.Errorf("exit %d, %q", code, errOut)
+	}
+	if n := strings.Count(errOut, "\n"); n > 2 {
+		t.Errorf("%d lines after a bad flag:\n%s", n, errOut)
+	}
+}

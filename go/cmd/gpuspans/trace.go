@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/gpuspans/gpuspans/go/export/outfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
 	"github.com/gpuspans/gpuspans/go/summary"
 )
@@ -37,6 +38,24 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "trace: want one span file, got %d arguments (see gpuspans trace --help)\n", len(pos))
 		return 2
 	}
+	if !*sum {
+		if *out == "" {
+			*out = defaultTraceName(pos[0])
+		}
+		// Refused before the input is opened or anything created: the trace
+		// is written to a temporary file and renamed onto -o only at the
+		// end, but -o naming the input is a mistake worth saying.
+		if *out != "-" {
+			if sameAsInput(pos[0], *out, os.Stdin) {
+				fmt.Fprintf(stderr, "gpuspans trace: -o %s is the input file\n", *out)
+				return 2
+			}
+			if err := outfile.Check("-o", *out); err != nil {
+				fmt.Fprintf(stderr, "gpuspans trace: %v\n", err)
+				return 2
+			}
+		}
+	}
 	in, closeIn, err := openInput(pos[0], os.Stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "gpuspans trace: %v\n", err)
@@ -47,6 +66,20 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		return traceSummary(in, pos[0], stdout, stderr)
 	}
 	return traceConvert(in, pos[0], *out, stdout, stderr)
+}
+
+// sameAsInput reports whether out is the input file: name, or standard
+// input when name is "-".
+func sameAsInput(name, out string, stdin *os.File) bool {
+	if name != "-" {
+		return outfile.Same(name, out)
+	}
+	si, err := stdin.Stat()
+	if err != nil {
+		return false
+	}
+	so, err := os.Stat(out)
+	return err == nil && os.SameFile(si, so)
 }
 
 func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
@@ -89,35 +122,34 @@ func defaultTraceName(in string) string {
 	return strings.TrimSuffix(in, filepath.Ext(in)) + ".trace.json"
 }
 
+// traceConvert writes the trace of in to out ("-": stdout). A file goes to
+// a temporary file renamed onto out at the end, so out is untouched by a
+// conversion that fails before any span: on a bad record after some, the
+// trace still holds valid JSON with the spans before it, which is worth
+// keeping, and it is kept, with the error.
 func traceConvert(in io.Reader, name, out string, stdout, stderr io.Writer) int {
-	if out == "" {
-		out = defaultTraceName(name)
-	}
 	var dst io.Writer = stdout
-	var f *os.File
+	var f *outfile.File
 	if out != "-" {
-		// os.Create would empty the span file before it is read.
-		if si, err := os.Stat(name); err == nil {
-			if so, err := os.Stat(out); err == nil && os.SameFile(si, so) {
-				fmt.Fprintf(stderr, "gpuspans trace: -o %s is the input file\n", out)
-				return 2
-			}
-		}
 		var err error
-		if f, err = os.Create(out); err != nil {
+		if f, err = outfile.Create("-o", out); err != nil {
 			fmt.Fprintf(stderr, "gpuspans trace: %v\n", err)
 			return 1
 		}
+		defer f.Abort()
 		dst = f
 	}
 	counts, err := trace.FromSpanFile(dst, in, trace.Options{})
 	if f != nil {
-		if cerr := f.Close(); err == nil {
+		if err != nil && counts.Written == 0 {
+			f.Abort()
+			fmt.Fprintf(stderr, "gpuspans trace: %s: %v (%s left as it was)\n", name, err, out)
+			return 1
+		}
+		if cerr := f.Commit(); err == nil {
 			err = cerr
 		}
 	}
-	// On a bad record the trace still holds valid JSON with the spans before
-	// it, which is worth keeping; say so along with the error.
 	report := stderr
 	if out != "-" {
 		report = stdout
