@@ -78,6 +78,10 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 			LaneAlreadyOpen:   c.LaneAlreadyOpen,
 			HarvestsSkipped:   c.HarvestsSkipped,
 			RecentOverwritten: c.RecentOverwritten,
+			DroppedLeaked:     c.Dropped[gpuspans.DropLeaked],
+			PoolPanics:        c.PoolPanics,
+			HarvestFailures:   c.HarvestFailures,
+			AbandonedPools:    c.AbandonedPools,
 		},
 		Devices:    make([]*gpuspansv1.DeviceStatus, len(s.Devices)),
 		Aggregates: make([]*gpuspansv1.Aggregate, 0, len(s.Lanes)+len(s.Kernels)),
@@ -92,6 +96,9 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 			Slots:    uint32(d.Slots),
 			Stream:   uint64(d.Stream),
 			InFlight: d.InFlight,
+			Uuid:     d.Identity.UUID,
+			PciBusId: d.Identity.PCIBusID,
+			Name:     d.Identity.Name,
 		}
 		if d.Err != nil {
 			pd.Reason = d.Err.Error()
@@ -162,6 +169,10 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 	c.HarvestsSkipped = pc.GetHarvestsSkipped()
 	c.HarvestTime = time.Duration(pc.GetHarvestNanos())
 	c.RecentOverwritten = pc.GetRecentOverwritten()
+	c.Dropped[gpuspans.DropLeaked] = pc.GetDroppedLeaked()
+	c.PoolPanics = pc.GetPoolPanics()
+	c.HarvestFailures = pc.GetHarvestFailures()
+	c.AbandonedPools = pc.GetAbandonedPools()
 
 	for _, pd := range p.GetDevices() {
 		st, err := stateFromString(pd.GetState())
@@ -174,6 +185,7 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 			Stream:   backend.Stream(pd.GetStream()),
 			Slots:    int(pd.GetSlots()),
 			InFlight: pd.GetInFlight(),
+			Identity: backend.Identity{UUID: pd.GetUuid(), PCIBusID: pd.GetPciBusId(), Name: pd.GetName()},
 		}
 		if r := pd.GetReason(); r != "" {
 			d.Err = errors.New(r)

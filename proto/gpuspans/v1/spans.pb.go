@@ -448,7 +448,13 @@ type DeviceStatus struct {
 	Slots  uint32 `protobuf:"varint,4,opt,name=slots,proto3" json:"slots,omitempty"`
 	Stream uint64 `protobuf:"varint,5,opt,name=stream,proto3" json:"stream,omitempty"`
 	// Spans holding a slot: open, or ended and awaiting a harvest.
-	InFlight      uint64 `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	InFlight uint64 `protobuf:"varint,6,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// The device's identity as DCGM and nvidia-smi write it, when known:
+	// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "00000000:19:00.0",
+	// "NVIDIA H200".
+	Uuid          string `protobuf:"bytes,7,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	PciBusId      string `protobuf:"bytes,8,opt,name=pci_bus_id,json=pciBusId,proto3" json:"pci_bus_id,omitempty"`
+	Name          string `protobuf:"bytes,9,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -525,11 +531,32 @@ func (x *DeviceStatus) GetInFlight() uint64 {
 	return 0
 }
 
+func (x *DeviceStatus) GetUuid() string {
+	if x != nil {
+		return x.Uuid
+	}
+	return ""
+}
+
+func (x *DeviceStatus) GetPciBusId() string {
+	if x != nil {
+		return x.PciBusId
+	}
+	return ""
+}
+
+func (x *DeviceStatus) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
 // Counters since the hub started.
 type Counters struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Spans asked for, at level Kernel: landed + dropped_slot_busy +
-	// capture_skipped + dropped_retired + in_flight + errored.
+	// capture_skipped + dropped_retired + dropped_leaked + in_flight + errored.
 	Begun  uint64 `protobuf:"varint,1,opt,name=begun,proto3" json:"begun,omitempty"`
 	Landed uint64 `protobuf:"varint,2,opt,name=landed,proto3" json:"landed,omitempty"`
 	// Spans not recorded because their slot was still in flight.
@@ -557,8 +584,16 @@ type Counters struct {
 	HarvestsSkipped uint64 `protobuf:"varint,15,opt,name=harvests_skipped,json=harvestsSkipped,proto3" json:"harvests_skipped,omitempty"`
 	// Spans overwritten in the hub's recent ring before an exporter read them.
 	RecentOverwritten uint64 `protobuf:"varint,16,opt,name=recent_overwritten,json=recentOverwritten,proto3" json:"recent_overwritten,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Spans begun and never ended, reclaimed after gpuspans.LeakSteps steps.
+	DroppedLeaked uint64 `protobuf:"varint,17,opt,name=dropped_leaked,json=droppedLeaked,proto3" json:"dropped_leaked,omitempty"`
+	// Recorders turned off because a pool method panicked.
+	PoolPanics uint64 `protobuf:"varint,18,opt,name=pool_panics,json=poolPanics,proto3" json:"pool_panics,omitempty"`
+	// Harvests that failed as a whole without a sticky error.
+	HarvestFailures uint64 `protobuf:"varint,19,opt,name=harvest_failures,json=harvestFailures,proto3" json:"harvest_failures,omitempty"`
+	// Retired pools given up on while still busy (left unclosed).
+	AbandonedPools uint64 `protobuf:"varint,20,opt,name=abandoned_pools,json=abandonedPools,proto3" json:"abandoned_pools,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -699,6 +734,34 @@ func (x *Counters) GetHarvestsSkipped() uint64 {
 func (x *Counters) GetRecentOverwritten() uint64 {
 	if x != nil {
 		return x.RecentOverwritten
+	}
+	return 0
+}
+
+func (x *Counters) GetDroppedLeaked() uint64 {
+	if x != nil {
+		return x.DroppedLeaked
+	}
+	return 0
+}
+
+func (x *Counters) GetPoolPanics() uint64 {
+	if x != nil {
+		return x.PoolPanics
+	}
+	return 0
+}
+
+func (x *Counters) GetHarvestFailures() uint64 {
+	if x != nil {
+		return x.HarvestFailures
+	}
+	return 0
+}
+
+func (x *Counters) GetAbandonedPools() uint64 {
+	if x != nil {
+		return x.AbandonedPools
 	}
 	return 0
 }
@@ -991,14 +1054,18 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\tmin_nanos\x18\x06 \x01(\x03R\bminNanos\x12\x1b\n" +
 	"\tmax_nanos\x18\a \x01(\x03R\bmaxNanos\x12,\n" +
 	"\x12bucket_upper_nanos\x18\b \x03(\x03R\x10bucketUpperNanos\x12#\n" +
-	"\rbucket_counts\x18\t \x03(\x04R\fbucketCounts\"\x9f\x01\n" +
+	"\rbucket_counts\x18\t \x03(\x04R\fbucketCounts\"\xe5\x01\n" +
 	"\fDeviceStatus\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x14\n" +
 	"\x05slots\x18\x04 \x01(\rR\x05slots\x12\x16\n" +
 	"\x06stream\x18\x05 \x01(\x04R\x06stream\x12\x1b\n" +
-	"\tin_flight\x18\x06 \x01(\x04R\binFlight\"\xc4\x04\n" +
+	"\tin_flight\x18\x06 \x01(\x04R\binFlight\x12\x12\n" +
+	"\x04uuid\x18\a \x01(\tR\x04uuid\x12\x1c\n" +
+	"\n" +
+	"pci_bus_id\x18\b \x01(\tR\bpciBusId\x12\x12\n" +
+	"\x04name\x18\t \x01(\tR\x04name\"\xe0\x05\n" +
 	"\bCounters\x12\x14\n" +
 	"\x05begun\x18\x01 \x01(\x04R\x05begun\x12\x16\n" +
 	"\x06landed\x18\x02 \x01(\x04R\x06landed\x12*\n" +
@@ -1016,7 +1083,12 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x0fdropped_retired\x18\r \x01(\x04R\x0edroppedRetired\x12*\n" +
 	"\x11lane_already_open\x18\x0e \x01(\x04R\x0flaneAlreadyOpen\x12)\n" +
 	"\x10harvests_skipped\x18\x0f \x01(\x04R\x0fharvestsSkipped\x12-\n" +
-	"\x12recent_overwritten\x18\x10 \x01(\x04R\x11recentOverwritten\"\xdf\x02\n" +
+	"\x12recent_overwritten\x18\x10 \x01(\x04R\x11recentOverwritten\x12%\n" +
+	"\x0edropped_leaked\x18\x11 \x01(\x04R\rdroppedLeaked\x12\x1f\n" +
+	"\vpool_panics\x18\x12 \x01(\x04R\n" +
+	"poolPanics\x12)\n" +
+	"\x10harvest_failures\x18\x13 \x01(\x04R\x0fharvestFailures\x12'\n" +
+	"\x0fabandoned_pools\x18\x14 \x01(\x04R\x0eabandonedPools\"\xdf\x02\n" +
 	"\bSnapshot\x12(\n" +
 	"\x10taken_unix_nanos\x18\x01 \x01(\x03R\x0etakenUnixNanos\x12(\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x12.gpuspans.v1.LevelR\x05level\x12*\n" +
