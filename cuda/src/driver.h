@@ -42,7 +42,11 @@ namespace gs {
   X(cuThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode") \
   X(cuDeviceGetName, "cuDeviceGetName")                              \
   X(cuDeviceGetUuid, "cuDeviceGetUuid_v2")                           \
-  X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId")
+  X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId")                     \
+  X(cuModuleLoadData, "cuModuleLoadData")                            \
+  X(cuModuleUnload, "cuModuleUnload")                                \
+  X(cuModuleGetFunction, "cuModuleGetFunction")                      \
+  X(cuLaunchKernel, "cuLaunchKernel")
 
 struct Driver {
 #define GS_DRIVER_FIELD(field, symbol) PFN_##field field;

@@ -51,6 +51,7 @@ struct State {
   CUresult record_code = CUDA_SUCCESS;
   int32_t record_times = 0;
   uint64_t next_stream = 0x5000;
+  int64_t kernel_ns = -1;  // < 0: no module or launch symbols exported
   std::set<FakeEvent*> events;
   std::map<uint64_t, FakeStream> streams;
   FakeContext contexts[kMaxDevices];
@@ -342,6 +343,47 @@ CUresult FakeEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return CUDA_SUCCESS;
 }
 
+// Modules and launches: enough for the pool's offset calibration. A
+// launch queues kernel_ns of work on its stream, so an event pair around it
+// reads exactly kernel_ns.
+char g_module, g_function;
+
+CUresult FakeModuleLoadData(CUmodule* module, const void* image) {
+  FAKE_BEGIN();
+  if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  ++s.n.live_modules;
+  *module = reinterpret_cast<CUmodule>(&g_module);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeModuleUnload(CUmodule module) {
+  FAKE_BEGIN();
+  if (module != reinterpret_cast<CUmodule>(&g_module) || s.n.live_modules == 0) return CUDA_ERROR_INVALID_HANDLE;
+  --s.n.live_modules;
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+  FAKE_BEGIN();
+  if (!f || module != reinterpret_cast<CUmodule>(&g_module) || !name) return CUDA_ERROR_INVALID_VALUE;
+  *f = reinterpret_cast<CUfunction>(&g_function);
+  return CUDA_SUCCESS;
+}
+
+CUresult FakeLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                          unsigned, CUstream stream, void**, void**) {
+  FAKE_BEGIN();
+  if (f != reinterpret_cast<CUfunction>(&g_function)) return CUDA_ERROR_INVALID_HANDLE;
+  FakeStream& st = s.streams[Key(stream)];
+  st.busy_until = std::max(st.busy_until, s.now) + s.kernel_ns;
+  return CUDA_SUCCESS;
+}
+
+bool IsKernelSymbol(const std::string& name) {
+  return name == "cuModuleLoadData" || name == "cuModuleUnload" || name == "cuModuleGetFunction" ||
+         name == "cuLaunchKernel";
+}
+
 struct Entry {
   const char* name;
   void* fn;
@@ -373,6 +415,10 @@ const Entry kSymbols[] = {
     {"cuEventRecord", reinterpret_cast<void*>(&FakeEventRecord)},
     {"cuEventQuery", reinterpret_cast<void*>(&FakeEventQuery)},
     {"cuEventElapsedTime", reinterpret_cast<void*>(&FakeEventElapsedTime)},
+    {"cuModuleLoadData", reinterpret_cast<void*>(&FakeModuleLoadData)},
+    {"cuModuleUnload", reinterpret_cast<void*>(&FakeModuleUnload)},
+    {"cuModuleGetFunction", reinterpret_cast<void*>(&FakeModuleGetFunction)},
+    {"cuLaunchKernel", reinterpret_cast<void*>(&FakeLaunchKernel)},
 };
 
 char g_handle;  // the fake "library handle": any non-null pointer
@@ -387,6 +433,7 @@ void* FakeSymbol(void*, const char* name) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.dropped.count(name)) return nullptr;
+  if (s.kernel_ns < 0 && IsKernelSymbol(name)) return nullptr;
   for (const Entry& e : kSymbols) {
     if (std::string(e.name) == name) return e.fn;
   }
@@ -417,6 +464,7 @@ void FakeReset() {
   s.init_result = s.sticky = s.fail_create_code = s.record_code = CUDA_SUCCESS;
   s.fail_create_at = s.create_calls = s.record_times = 0;
   s.n = gs_fake_counters{};
+  s.kernel_ns = -1;
   t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
   t_contexts.clear();
 }
@@ -484,6 +532,11 @@ int64_t gs_testing_fake_now(void) {
   return S().now;
 }
 
+void gs_testing_fake_kernels(int64_t launch_ns) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().kernel_ns = launch_ns < 0 ? -1 : launch_ns;
+}
+
 void gs_testing_fake_stream_work(uint64_t stream, int64_t ns) {
   std::lock_guard<std::mutex> lock(S().mu);
   gs::FakeStream& st = S().streams[stream];
@@ -526,6 +579,7 @@ void gs_testing_fake_reset_counters(void) {
   n.live_events = levels.live_events;
   n.live_streams = levels.live_streams;
   n.retained_contexts = levels.retained_contexts;
+  n.live_modules = levels.live_modules;
 }
 
 }  // extern "C"

@@ -3,6 +3,7 @@
 // waiting for the GPU.
 #include <math.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <new>
@@ -17,6 +18,23 @@ namespace {
 constexpr uint32_t kMaxSlots = 1u << 22;
 constexpr int kAnchors = 4;  // a slot's anchor stays usable for 3 re-anchors
 constexpr int64_t kDefaultAnchorIntervalNs = 500 * 1000 * 1000;
+// Event pairs around an empty kernel that measure the event-to-kernel
+// offset; the median is taken, so a few preempted pairs do not matter.
+constexpr int kCalibrationPairs = 31;
+
+// The calibration kernel: nothing, so an event pair around it reads only
+// the offset. PTX ISA 7.0 for sm_70: the driver JIT accepts it on any GPU
+// since Volta.
+const char kCalibrationPtx[] = R"(
+.version 7.0
+.target sm_70
+.address_size 64
+
+.visible .entry gs_calibrate()
+{
+    ret;
+}
+)";
 
 // Distinct end streams a harvest sorts and prefix-searches; items on further
 // streams are checked one by one. Serving engines use a handful of streams.
@@ -70,6 +88,13 @@ struct gs_pool {
   std::atomic<int64_t> anchor_interval_ns{gs::kDefaultAnchorIntervalNs};
   std::atomic<uint64_t> next_end_seq{0};
   std::atomic<int32_t> dead{0};  // the sticky CUresult that killed the pool, 0: alive
+  // Offset calibration (gs_pool_event_offset_ns): pairs recorded at create
+  // on anchor_stream, read by the first harvest that finds them done.
+  CUmodule calib_module = nullptr;
+  CUevent calib[2 * gs::kCalibrationPairs] = {};
+  int calib_pairs = 0;           // pairs fully recorded
+  CUevent calib_last = nullptr;  // harvester only: last event recorded, until read
+  std::atomic<int64_t> offset_ns{-1};
   // Harvest scratch, sized for nslots items so a harvest never allocates.
   std::unique_ptr<uint32_t[]> order;
   std::unique_ptr<uint64_t[]> seq;
@@ -145,6 +170,10 @@ void ReleaseAll(gs_pool* p) {
     for (Anchor& a : p->anchors) {
       if (a.event) d->cuEventDestroy(a.event);
     }
+    for (CUevent e : p->calib) {
+      if (e) d->cuEventDestroy(e);
+    }
+    if (p->calib_module) d->cuModuleUnload(p->calib_module);
     if (p->anchor_stream) d->cuStreamDestroy(p->anchor_stream);
   }
   d->cuDevicePrimaryCtxRelease(p->dev);
@@ -196,6 +225,62 @@ CUresult MaintainAnchor(gs_pool* p) {
   return IsSticky(r) ? r : CUDA_SUCCESS;
 }
 
+// StartCalibration enqueues kCalibrationPairs of (event, empty kernel,
+// event) on the pool's private stream, for MaintainCalibration to read once
+// done: nothing waits for them. Called at create, on the pool's context.
+// Any failure leaves the offset unknown (-1); spans are then reported raw.
+void StartCalibration(gs_pool* p) {
+  const Driver* d = p->d;
+  if (!d->cuModuleLoadData || !d->cuModuleGetFunction || !d->cuLaunchKernel || !d->cuModuleUnload) {
+    return;
+  }
+  if (d->cuModuleLoadData(&p->calib_module, kCalibrationPtx) != CUDA_SUCCESS) {
+    p->calib_module = nullptr;
+    return;
+  }
+  CUfunction f = nullptr;
+  if (d->cuModuleGetFunction(&f, p->calib_module, "gs_calibrate") != CUDA_SUCCESS) return;
+  for (CUevent& e : p->calib) {
+    if (d->cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+      e = nullptr;
+      return;
+    }
+  }
+  for (int k = 0; k < kCalibrationPairs; ++k) {
+    if (d->cuEventRecord(p->calib[2 * k], p->anchor_stream) != CUDA_SUCCESS) return;
+    p->calib_last = p->calib[2 * k];
+    if (d->cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, p->anchor_stream, nullptr, nullptr) != CUDA_SUCCESS ||
+        d->cuEventRecord(p->calib[2 * k + 1], p->anchor_stream) != CUDA_SUCCESS) {
+      return;
+    }
+    p->calib_last = p->calib[2 * k + 1];
+    p->calib_pairs = k + 1;
+  }
+}
+
+// MaintainCalibration reads the calibration pairs once the last is done and
+// publishes their median. Only a sticky error is returned.
+CUresult MaintainCalibration(gs_pool* p) {
+  if (!p->calib_last) return CUDA_SUCCESS;
+  CUresult r = p->d->cuEventQuery(p->calib_last);
+  if (r == CUDA_ERROR_NOT_READY) return CUDA_SUCCESS;
+  if (IsSticky(r)) return r;
+  p->calib_last = nullptr;  // read once, whatever comes of it
+  if (r != CUDA_SUCCESS) return CUDA_SUCCESS;
+  int64_t v[kCalibrationPairs];
+  int n = 0;
+  for (int k = 0; k < p->calib_pairs; ++k) {
+    float ms = 0;
+    r = p->d->cuEventElapsedTime(&ms, p->calib[2 * k], p->calib[2 * k + 1]);
+    if (IsSticky(r)) return r;
+    if (r == CUDA_SUCCESS && ms >= 0) v[n++] = MsToNs(ms);
+  }
+  if (n < (kCalibrationPairs + 1) / 2) return CUDA_SUCCESS;  // too few to trust
+  std::sort(v, v + n);
+  p->offset_ns.store(v[n / 2], std::memory_order_release);
+  return CUDA_SUCCESS;
+}
+
 // Harvest is one gs_pool_harvest call's work, split into steps.
 class Harvest {
  public:
@@ -204,6 +289,8 @@ class Harvest {
   // Run returns CUDA_SUCCESS or the sticky error that killed the pool.
   CUresult Run() {
     CUresult r = MaintainAnchor(p_);
+    if (r != CUDA_SUCCESS) return r;
+    r = MaintainCalibration(p_);
     if (r != CUDA_SUCCESS) return r;
     Classify();
     for (uint8_t g = 0; g < ngroups_; ++g) {
@@ -467,6 +554,10 @@ CUresult Busy(gs_pool* p, bool* busy) {
     }
     s.state.store(st & kOpen, std::memory_order_relaxed);
   }
+  if (p->calib_last) {
+    r = InFlight(d, p->calib_last, busy);
+    if (r != CUDA_SUCCESS || *busy) return r;
+  }
   if (p->pending_gen) return InFlight(d, p->anchors[p->pending_gen % kAnchors].event, busy);
   return CUDA_SUCCESS;
 }
@@ -542,6 +633,7 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
       gs::ReleaseAll(p.get());
       return gs::SetError(err, GS_ERR_DRIVER, r, "cuEventRecord (anchor, device %d)", device);
     }
+    gs::StartCalibration(p.get());
   }
   if (err) *err = gs_error{};
   *out = p.release();
@@ -625,6 +717,10 @@ gs_status gs_pool_harvest(gs_pool* pool, gs_harvest_item* items, size_t n, int32
   const int32_t dead = pool->dead.load(std::memory_order_relaxed);
   for (size_t i = 0; i < n; ++i) gs::SetItem(&items[i], GS_SPAN_ERROR, dead);
   return gs::Dead(pool, cu_result);
+}
+
+int64_t gs_pool_event_offset_ns(const gs_pool* pool) {
+  return pool ? pool->offset_ns.load(std::memory_order_acquire) : -1;
 }
 
 void gs_pool_set_anchor_interval(gs_pool* pool, int64_t interval_ns) {

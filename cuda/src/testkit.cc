@@ -44,6 +44,35 @@ $L_done:
     ret;
 }
 
+// gs_spin_grid(ns, out): every CTA (one thread each) spins like gs_spin and
+// stores its first and last readings at out[2*ctaid], out[2*ctaid+1]; the
+// kernel's own interval is the earliest first to the latest last.
+.visible .entry gs_spin_grid(
+    .param .u64 gs_spin_grid_ns,
+    .param .u64 gs_spin_grid_out
+)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<2>;
+    .reg .b64 %rd<9>;
+
+    ld.param.u64 %rd1, [gs_spin_grid_ns];
+    ld.param.u64 %rd2, [gs_spin_grid_out];
+    mov.u64 %rd3, %globaltimer;
+    add.u64 %rd4, %rd3, %rd1;
+$L_grid_spin:
+    mov.u64 %rd5, %globaltimer;
+    setp.lt.u64 %p1, %rd5, %rd4;
+    @%p1 bra $L_grid_spin;
+    mov.u32 %r1, %ctaid.x;
+    mul.wide.u32 %rd6, %r1, 16;
+    cvta.to.global.u64 %rd7, %rd2;
+    add.u64 %rd8, %rd7, %rd6;
+    st.global.u64 [%rd8], %rd3;
+    st.global.u64 [%rd8+8], %rd5;
+    ret;
+}
+
 .visible .entry gs_empty()
 {
     ret;
@@ -95,6 +124,7 @@ struct gs_kit {
   CUcontext ctx = nullptr;
   CUmodule module = nullptr;
   CUfunction spin = nullptr;
+  CUfunction spin_grid = nullptr;
   CUfunction empty = nullptr;
 };
 
@@ -153,6 +183,10 @@ gs_status gs_kit_create(int32_t device, gs_kit** out, gs_error* err) {
     r = kit->k.cuModuleGetFunction(&kit->spin, kit->module, "gs_spin");
   }
   if (r == CUDA_SUCCESS) {
+    op = "cuModuleGetFunction(gs_spin_grid)";
+    r = kit->k.cuModuleGetFunction(&kit->spin_grid, kit->module, "gs_spin_grid");
+  }
+  if (r == CUDA_SUCCESS) {
     op = "cuModuleGetFunction(gs_empty)";
     r = kit->k.cuModuleGetFunction(&kit->empty, kit->module, "gs_empty");
   }
@@ -195,6 +229,18 @@ gs_status gs_kit_spin(gs_kit* kit, uint64_t stream, uint64_t ns, uint64_t timer,
   return gs::Call(kit, err, "cuLaunchKernel(gs_spin)", [&] {
     void* params[] = {&ns, &timer};
     return kit->k.cuLaunchKernel(kit->spin, 1, 1, 1, 1, 1, 1, 0, gs::Handle<CUstream_st>(stream),
+                                 params, nullptr);
+  });
+}
+
+gs_status gs_kit_spin_grid(gs_kit* kit, uint64_t stream, uint64_t ns, uint32_t ctas, uint64_t out,
+                            gs_error* err) {
+  if (ctas == 0 || out == 0) {
+    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_kit_spin_grid: need ctas > 0 and out");
+  }
+  return gs::Call(kit, err, "cuLaunchKernel(gs_spin_grid)", [&] {
+    void* params[] = {&ns, &out};
+    return kit->k.cuLaunchKernel(kit->spin_grid, ctas, 1, 1, 1, 1, 1, 0, gs::Handle<CUstream_st>(stream),
                                  params, nullptr);
   });
 }

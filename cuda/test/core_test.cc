@@ -84,6 +84,7 @@ void ExpectNoLeaks() {
   CHECK_EQ(c.live_streams, 0);
   CHECK_EQ(c.ctx_pushes, c.ctx_pops);
   CHECK_EQ(c.destroys_in_flight, 0);
+  CHECK_EQ(c.live_modules, 0);
 }
 
 void TestNoLibrary() {
@@ -170,6 +171,54 @@ void TestDeviceIdentity() {
   CHECK_EQ(id.uuid[0], 0);
   CHECK_EQ(id.name[0], 0);
   CHECK(strcmp(id.pci_bus_id, "00000000:19:00.0") == 0);
+}
+
+void TestEventOffsetCalibration() {
+  // Without kernels (an old driver): the offset stays unknown, nothing else changes.
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(4);
+  gs_testing_fake_advance(kMs);
+  gs_harvest_item it = Item(0);
+  Span(p, 0, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(gs_pool_event_offset_ns(p), -1);
+  Destroy(p);
+  ExpectNoLeaks();
+
+  // With kernels: unknown until a harvest finds the pairs done, never waited for.
+  gs_testing_use_fake_driver();
+  gs_testing_fake_kernels(3000);
+  p = NewPool(4);
+  CHECK_EQ(gs_pool_event_offset_ns(p), -1);
+  Span(p, 0, kStreamA, kMs);
+  it = Item(0);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);  // fake clock at 0: nothing done yet
+  CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
+  CHECK_EQ(gs_pool_event_offset_ns(p), -1);
+  gs_error err;
+  CHECK_EQ(gs_pool_destroy(p, &err), GS_ERR_BUSY);  // calibration pairs still in flight
+  gs_testing_fake_advance(2 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(it.state, GS_SPAN_DONE);
+  CHECK_EQ(gs_pool_event_offset_ns(p), 3000);
+  CHECK_EQ(gs_pool_event_offset_ns(nullptr), -1);
+  Destroy(p);
+  ExpectNoLeaks();
+
+  // A calibration event that cannot be made: the pool works, the offset
+  // stays unknown, and nothing leaks.
+  gs_testing_use_fake_driver();
+  gs_testing_fake_kernels(3000);
+  gs_testing_fake_fail_event_create(2 * 4 + 4 + 2 * 31, 2);  // the last calibration event
+  p = NewPool(4);
+  it = Item(0);
+  Span(p, 0, kStreamA, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+  CHECK_EQ(gs_pool_event_offset_ns(p), -1);
+  Destroy(p);
+  ExpectNoLeaks();
 }
 
 void TestInitError() {
@@ -871,6 +920,7 @@ const Test kTests[] = {
     {"MissingSymbol", TestMissingSymbol},
     {"OptionalSymbolMissing", TestOptionalSymbolMissing},
     {"DeviceIdentity", TestDeviceIdentity},
+    {"EventOffsetCalibration", TestEventOffsetCalibration},
     {"InitError", TestInitError},
     {"ErrorStrings", TestErrorStrings},
     {"CreateFailsPartWay", TestCreateFailsPartWay},

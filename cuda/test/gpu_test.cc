@@ -135,6 +135,15 @@ void TestSpanMatchesKernelTimer() {
   const int64_t offset = offsets[offsets.size() / 2];
   printf("  fixed offset (median, zero-length kernel): %lld ns\n", static_cast<long long>(offset));
   if (offset < 0 || offset > 10 * kUs) Fail("offset " + std::to_string(offset) + " ns outside 0..10 us");
+  // The pool's own measurement (empty kernels on its private stream, read
+  // by the harvests above) must agree with this one.
+  const int64_t calibrated = gs_pool_event_offset_ns(dev.pool);
+  printf("  calibrated offset (the pool's, at create): %lld ns\n", static_cast<long long>(calibrated));
+  if (calibrated < 0) {
+    Fail("the pool measured no event offset");
+  } else if (llabs(calibrated - offset) > 1 * kUs) {
+    Fail("calibrated offset " + std::to_string(calibrated) + " ns, zero-length spin " + std::to_string(offset) + " ns");
+  }
   for (size_t i = 0; i < items.size(); ++i) {
     const int64_t kernel = static_cast<int64_t>(t[2 * i + 1] - t[2 * i]);
     const int64_t error = items[i].duration_ns - kernel - offset;

@@ -10,6 +10,7 @@ package backend
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Stream is a GPU stream handle as an integer (a CUstream's pointer value).
@@ -95,6 +96,14 @@ type Identity struct {
 // control plane asks once, when the pool opens.
 type Identifier interface {
 	Identity() Identity
+}
+
+// Calibrated is implemented by pools that measure their device's event
+// offset: how much longer an event pair reads than the kernel between them
+// (on an H200, 2.5-5 us). The control plane subtracts it from kernel spans.
+type Calibrated interface {
+	// EventOffset returns the offset, with ok false until it is known.
+	EventOffset() (offset time.Duration, ok bool)
 }
 
 // Opener creates a pool; the control plane calls it when spans are first

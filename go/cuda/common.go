@@ -71,4 +71,5 @@ type FakeCounters struct {
 	RetainedContexts    int64 // primary context retains minus releases
 	LiveStreams         int64 // created and not destroyed
 	DestroysInFlight    int64 // events destroyed while recorded and not complete: must stay 0 but after a sticky error
+	LiveModules         int64 // modules loaded and not unloaded
 }

@@ -10,7 +10,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 5b6d065ffa1df4ca5a45f3b625b61bcbc46b80e9a84544e5befb10a46a3e0c99
+// sees only this file, rebuilds when they change: 6c711bdbf2ad5605b4a3a8a6989e914ef6f4cbd1e24357ef49de5be6236b4537
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/fake_driver.cc"

@@ -163,6 +163,7 @@ type Pool struct {
 var (
 	_ backend.Pool       = (*Pool)(nil)
 	_ backend.Identifier = (*Pool)(nil)
+	_ backend.Calibrated = (*Pool)(nil)
 )
 
 // Open creates a pool of slots event pairs on device, loading the driver
@@ -184,6 +185,15 @@ func Open(device, slots int) (*Pool, error) {
 	// fields empty rather than failing the pool.
 	id, _ := DeviceIdentity(device)
 	return &Pool{h: C.uintptr_t(uintptr(unsafe.Pointer(p))), device: device, slots: slots, id: id}, nil
+}
+
+// EventOffset is how much longer an event pair reads than the kernel
+// between them on this device, measured by the core when the pool opened
+// (gs_pool_event_offset_ns); ok is false until a harvest has read the
+// measurement, and for good when the driver could not run it.
+func (p *Pool) EventOffset() (offset time.Duration, ok bool) {
+	ns := int64(C.gs_pool_event_offset_ns(C.gsgo_pool(p.h)))
+	return time.Duration(ns), ns >= 0
 }
 
 // Identity is the device's UUID, PCI bus id and name, read when the pool

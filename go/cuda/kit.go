@@ -9,6 +9,7 @@ package cuda
 import "C"
 
 import (
+	"fmt"
 	"time"
 	"unsafe"
 
@@ -27,10 +28,12 @@ type Kit struct {
 	device int
 }
 
-// Timer is device memory for one spin kernel's own %globaltimer readings.
+// Timer is device memory for one spin kernel's own %globaltimer readings:
+// one pair for Spin, one per CTA for SpinGrid.
 type Timer struct {
 	k    *Kit
 	dptr C.uint64_t
+	ctas int
 }
 
 // NewKit loads the driver, retains device's primary context and loads the
@@ -88,6 +91,15 @@ func (k *Kit) Spin(s backend.Stream, d time.Duration, t *Timer) error {
 	})
 }
 
+// SpinGrid launches t's number of one-thread CTAs on s, each busy-waiting d
+// on %globaltimer and writing its readings to t: a kernel as wide as the
+// GPU, for accuracy checks beyond one SM.
+func (k *Kit) SpinGrid(s backend.Stream, d time.Duration, t *Timer) error {
+	return kitCall("Kit.SpinGrid", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_spin_grid(k.k, C.uint64_t(s), C.uint64_t(d), C.uint32_t(t.ctas), t.dptr, e)
+	})
+}
+
 // Empty launches the empty kernel on s.
 func (k *Kit) Empty(s backend.Stream) error {
 	return kitCall("Kit.Empty", func(e *C.gs_error) C.gs_status { return C.gs_kit_empty(k.k, C.uint64_t(s), e) })
@@ -101,23 +113,37 @@ func (k *Kit) Sync(s backend.Stream) error {
 
 // NewTimer allocates zeroed device memory for one kernel's readings; free
 // it with Timer.Free.
-func (k *Kit) NewTimer() (*Timer, error) {
+func (k *Kit) NewTimer() (*Timer, error) { return k.NewGridTimer(1) }
+
+// NewGridTimer allocates zeroed device memory for the readings of a
+// SpinGrid kernel of ctas CTAs; free it with Timer.Free.
+func (k *Kit) NewGridTimer(ctas int) (*Timer, error) {
+	if ctas < 1 || ctas > 1<<20 {
+		return nil, fmt.Errorf("Kit.NewGridTimer: ctas must be 1..%d, got %d", 1<<20, ctas)
+	}
 	var dptr C.uint64_t
-	err := kitCall("Kit.NewTimer", func(e *C.gs_error) C.gs_status { return C.gs_kit_alloc(k.k, 16, &dptr, e) })
+	err := kitCall("Kit.NewTimer", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_alloc(k.k, C.size_t(16*ctas), &dptr, e)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &Timer{k: k, dptr: dptr}, nil
+	return &Timer{k: k, dptr: dptr, ctas: ctas}, nil
 }
 
-// Read returns the kernel's first and last %globaltimer readings in ns
-// (zero if no kernel wrote them). Sync the kernel's stream first.
+// Read returns the kernel's first and last %globaltimer readings in ns, the
+// earliest first and latest last over its CTAs (zero if no kernel wrote
+// them). Sync the kernel's stream first.
 func (t *Timer) Read() (start, end uint64, err error) {
-	var v [2]uint64
+	v := make([]uint64, 2*t.ctas)
 	err = kitCall("Timer.Read", func(e *C.gs_error) C.gs_status {
-		return C.gs_kit_read(t.k.k, t.dptr, unsafe.Pointer(&v[0]), 16, e)
+		return C.gs_kit_read(t.k.k, t.dptr, unsafe.Pointer(&v[0]), C.size_t(16*t.ctas), e)
 	})
-	return v[0], v[1], err
+	start, end = v[0], v[1]
+	for i := 2; i < len(v); i += 2 {
+		start, end = min(start, v[i]), max(end, v[i+1])
+	}
+	return start, end, err
 }
 
 // Free releases the timer's device memory.

@@ -30,7 +30,11 @@ type Pool struct {
 var (
 	_ backend.Pool       = (*Pool)(nil)
 	_ backend.Identifier = (*Pool)(nil)
+	_ backend.Calibrated = (*Pool)(nil)
 )
+
+// EventOffset is unknown: this build has no cgo.
+func (p *Pool) EventOffset() (time.Duration, bool) { return 0, false }
 
 // Identity is empty: this build has no cgo.
 func (p *Pool) Identity() backend.Identity { return backend.Identity{} }
@@ -86,6 +90,12 @@ func (k *Kit) Spin(backend.Stream, time.Duration, *Timer) error { return errNoCg
 
 // Empty fails: this build has no cgo.
 func (k *Kit) Empty(backend.Stream) error { return errNoCgo }
+
+// SpinGrid fails: this build has no cgo.
+func (k *Kit) SpinGrid(backend.Stream, time.Duration, *Timer) error { return errNoCgo }
+
+// NewGridTimer fails: this build has no cgo.
+func (k *Kit) NewGridTimer(int) (*Timer, error) { return nil, errNoCgo }
 
 // Sync fails: this build has no cgo.
 func (k *Kit) Sync(backend.Stream) error { return errNoCgo }
@@ -144,6 +154,9 @@ func (*FakeDriver) InitResult(int32) {}
 
 // SetDeviceCount does nothing: this build has no cgo.
 func (*FakeDriver) SetDeviceCount(int) {}
+
+// Kernels does nothing: this build has no cgo.
+func (*FakeDriver) Kernels(time.Duration) {}
 
 // FailEventCreate does nothing: this build has no cgo.
 func (*FakeDriver) FailEventCreate(int, int32) {}

@@ -73,6 +73,12 @@ func (*FakeDriver) DropSymbol(name string) {
 // InitResult sets what cuInit returns.
 func (*FakeDriver) InitResult(code int32) { C.gs_testing_fake_init_result(C.int32_t(code)) }
 
+// Kernels makes the fake driver load modules and launch kernels from the
+// next load on, each launch queueing launch of work on its stream, so a
+// pool's offset calibration measures launch; a negative launch hides those
+// calls (the default).
+func (*FakeDriver) Kernels(launch time.Duration) { C.gs_testing_fake_kernels(C.int64_t(launch)) }
+
 // SetDeviceCount sets the number of fake devices (1 to 8).
 func (*FakeDriver) SetDeviceCount(n int) { C.gs_testing_fake_set_device_count(C.int32_t(n)) }
 
@@ -150,6 +156,7 @@ func (*FakeDriver) Counters() FakeCounters {
 		RetainedContexts:    int64(c.retained_contexts),
 		LiveStreams:         int64(c.live_streams),
 		DestroysInFlight:    int64(c.destroys_in_flight),
+		LiveModules:         int64(c.live_modules),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/sim"
 )
 
 func TestHarvestCallsOnlyHarvest(t *testing.T) {
@@ -183,6 +184,49 @@ func TestNoStartTimes(t *testing.T) {
 		}
 		if placed := spans[0].StartNs != 0; placed == skip {
 			t.Errorf("NoStartTimes=%v: StartNs %d", skip, spans[0].StartNs)
+		}
+	}
+}
+
+// TestEventOffsetCorrection: on a GPU whose event pairs read 3 us long,
+// kernel spans land corrected (clamped at 0) and lane spans raw; with
+// RawKernelSpans both land as read. The offset is in the device status.
+func TestEventOffsetCorrection(t *testing.T) {
+	const offset = 3 * time.Microsecond
+	for _, raw := range []bool{false, true} {
+		clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+		gpu := sim.New(sim.Options{Now: clock.Now, EventOffset: offset})
+		s := gpu.NewStream()
+		h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, RawKernelSpans: raw})
+		if err := h.Install(0, s, gpu.Opener(64)); err != nil {
+			t.Fatal(err)
+		}
+		if st := snap(t, h); st.Devices[0].EventOffset != -1 {
+			t.Errorf("offset %v before the pool opened, want -1", st.Devices[0].EventOffset)
+		}
+		h.BeginStep()
+		h.LaneBegin(0)
+		sp := h.KernelBegin(7, s)
+		gpu.Launch(s, 10*time.Microsecond)
+		h.KernelEnd(sp)
+		sp = h.KernelBegin(7, s) // an empty kernel: reads exactly the offset
+		h.KernelEnd(sp)
+		h.LaneEnd(0)
+		clock.Advance(time.Millisecond)
+		h.Harvest()
+		st := snap(t, h)
+		if st.Devices[0].EventOffset != offset {
+			t.Errorf("raw=%v: device offset %v, want %v", raw, st.Devices[0].EventOffset, offset)
+		}
+		wantMin, wantMax := time.Duration(0), 10*time.Microsecond
+		if raw {
+			wantMin, wantMax = offset, 10*time.Microsecond+offset
+		}
+		if len(st.Kernels) != 1 || st.Kernels[0].Min != wantMin || st.Kernels[0].Max != wantMax {
+			t.Errorf("raw=%v: kernel aggregates %+v, want min %v max %v", raw, st.Kernels, wantMin, wantMax)
+		}
+		if len(st.Lanes) != 1 || st.Lanes[0].Max != 10*time.Microsecond+offset {
+			t.Errorf("raw=%v: lane aggregates %+v, want the raw %v", raw, st.Lanes, 10*time.Microsecond+offset)
 		}
 	}
 }

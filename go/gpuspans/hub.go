@@ -82,6 +82,14 @@ type Options struct {
 	// host-clock anchor), and spans carry StartNs 0, so timeline traces
 	// cannot place them. Durations, aggregates and metrics are unaffected.
 	NoStartTimes bool
+	// RawKernelSpans reports kernel spans as their event pairs read them.
+	// By default a kernel span's duration has its device's event offset
+	// subtracted (clamped at 0): the gap an event pair adds around a kernel,
+	// measured when the pool opens (DeviceStatus.EventOffset), so that a
+	// 10 us kernel reads 10 us, not 13. Lane spans are never corrected: they
+	// measure the GPU time between the lane's begin and end events, idle gaps
+	// between its kernels included.
+	RawKernelSpans bool
 }
 
 // Hub is the control plane of GPU spans: the level, the step counter, one
@@ -126,6 +134,7 @@ type Hub struct {
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
 	want    uint32 // HarvestItem.WantStart for every span: 0 with NoStartTimes
+	raw     bool   // Options.RawKernelSpans
 	// leakSteps is LeakSteps; tests shorten it.
 	leakSteps uint64
 
@@ -189,6 +198,7 @@ func New(o Options) (*Hub, error) {
 		kernelIdx:   make(map[uint64]int),
 		kernelNames: []string{OtherKernel},
 	}
+	h.raw = o.RawKernelSpans
 	if o.NoStartTimes {
 		h.want = 0
 	}

@@ -42,6 +42,10 @@ type recorder struct {
 	slots []slot
 	id    backend.Identity // the device's, when the pool can tell it
 
+	// Owned by the harvest lock: the device's event offset in ns, -1 until
+	// the pool (a backend.Calibrated) knows it.
+	offset int64
+
 	// Owned by the harvest lock.
 	tail       uint64                // oldest position a harvest may still need to look at
 	items      []backend.HarvestItem // the batch, preallocated to len(slots)
@@ -137,6 +141,7 @@ func (r *recorder) openPool(maxSlots int) error {
 	r.slots = make([]slot, n)
 	r.items = make([]backend.HarvestItem, 0, n)
 	r.id = identityOf(pool)
+	r.offset = -1
 	r.seen = make([]openSeen, n)
 	r.pool = pool
 	r.status.Store(recOpen)
@@ -204,7 +209,15 @@ func (r *recorder) recordEnd(i int, stream backend.Stream) (err error) {
 
 func (r *recorder) harvestPool(items []backend.HarvestItem) (err error) {
 	defer recoverPool("Harvest", &err)
-	return r.pool.Harvest(items)
+	err = r.pool.Harvest(items)
+	if r.offset < 0 {
+		if c, ok := r.pool.(backend.Calibrated); ok {
+			if d, ok := c.EventOffset(); ok && d >= 0 {
+				r.offset = int64(d)
+			}
+		}
+	}
+	return err
 }
 
 // begin claims the next slot in turn and records its begin event on stream.
@@ -491,6 +504,9 @@ func (r *recorder) harvest() {
 			}
 			r.release(sl, pos, &h.errored)
 		case it.State == backend.Done:
+			if sl.kind == KindKernel && r.offset > 0 && !h.raw {
+				it.DurationNs = max(it.DurationNs-r.offset, 0)
+			}
 			h.land(r.device, sl, it)
 			sl.word.Store(pack(pos, slotFree))
 		}

@@ -129,6 +129,9 @@ type DeviceStatus struct {
 	// Identity is the device's UUID, PCI bus id and name, once its pool
 	// opened and if the backend can tell them (backend.Identifier).
 	Identity backend.Identity
+	// EventOffset is the device's event offset, subtracted from kernel spans
+	// unless Options.RawKernelSpans; -1 until the pool has measured it.
+	EventOffset time.Duration
 }
 
 // Snapshot is a consistent view of a hub, for exporters. Reuse one with
@@ -182,7 +185,10 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 		n := r.inFlight()
 		c.InFlight += n
 		st := r.status.Load()
-		ds := DeviceStatus{Device: r.device, Stream: r.stream, Slots: len(r.slots), InFlight: n, Identity: r.id}
+		ds := DeviceStatus{Device: r.device, Stream: r.stream, Slots: len(r.slots), InFlight: n, Identity: r.id, EventOffset: -1}
+		if r.pool != nil {
+			ds.EventOffset = time.Duration(r.offset)
+		}
 		switch {
 		case st&recRetired != 0:
 			ds.State = DeviceRetiring

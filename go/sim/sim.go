@@ -22,12 +22,17 @@ import (
 type Options struct {
 	Device int              // the device ordinal its pools report
 	Now    func() time.Time // the host clock; nil means time.Now (see Clock for tests)
+	// EventOffset models a real GPU's event offset: every span reads this
+	// much longer than the work between its events, and pools report it as
+	// measured (backend.Calibrated), as the CUDA core does. 0: none.
+	EventOffset time.Duration
 }
 
 // GPU is one simulated device.
 type GPU struct {
 	device int
 	now    func() time.Time
+	offset int64 // Options.EventOffset, ns
 
 	mu      sync.Mutex
 	streams map[backend.Stream]*stream
@@ -44,7 +49,7 @@ func New(o Options) *GPU {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &GPU{device: o.Device, now: o.Now, streams: map[backend.Stream]*stream{0: {}}}
+	return &GPU{device: o.Device, now: o.Now, offset: int64(max(o.EventOffset, 0)), streams: map[backend.Stream]*stream{0: {}}}
 }
 
 // streamLocked returns s's state; any handle is a stream, made on first use.
@@ -137,6 +142,9 @@ var errClosed = errors.New("sim: pool used after Close")
 
 func (p *pool) Device() int { return p.g.device }
 
+// EventOffset reports Options.EventOffset, known from the start.
+func (p *pool) EventOffset() (time.Duration, bool) { return time.Duration(p.g.offset), true }
+
 // Identity names the simulated device in the formats of a real one, marked
 // simulated so that no dashboard mistakes it for hardware.
 func (p *pool) Identity() backend.Identity {
@@ -213,7 +221,7 @@ func (p *pool) Harvest(items []backend.HarvestItem) error {
 			it.State = backend.InFlight
 		default:
 			it.State = backend.Done
-			it.DurationNs = pr.end.at - pr.begin.at
+			it.DurationNs = pr.end.at - pr.begin.at + p.g.offset
 			if it.WantStart != 0 {
 				it.StartNs = pr.begin.at
 			}

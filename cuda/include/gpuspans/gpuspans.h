@@ -119,7 +119,9 @@ gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_
  * frameworks built on it). Creation failing part-way destroys what was made.
  * slots must be 1..4194304 (GS_ERR_INVALID_ARGUMENT otherwise). Besides the
  * pairs, the pool owns 4 anchor events and a private non-blocking stream for
- * host-clock anchors, and records the first anchor before returning.
+ * host-clock anchors, and records the first anchor before returning; and,
+ * for the offset calibration (gs_pool_event_offset_ns), a module with an
+ * empty kernel and 62 events, whose work it enqueues on that stream.
  * The pool is independent of every other pool: one per device is the rule,
  * any number per process is allowed. On success *out owns the pool; release
  * it with gs_pool_destroy. Thread-safe. Not capture-safe (creates events). */
@@ -196,6 +198,17 @@ gs_status gs_pool_record_end(gs_pool* pool, uint32_t slot, uint64_t stream,
  * time, and a span whose anchor was replaced 4 times since gets none. */
 gs_status gs_pool_harvest(gs_pool* pool, gs_harvest_item* items, size_t n,
                           int32_t* cu_result);
+
+/* gs_pool_event_offset_ns reports how much longer an event pair reads than
+ * the kernel between them on this device (the gap between an event and the
+ * kernel it brackets, 2.5-5 us on an H200), for the control plane to
+ * subtract from kernel spans. gs_pool_create measures it without waiting:
+ * it loads a one-instruction PTX kernel and records 31 pairs of (event,
+ * empty kernel, event) on the pool's private stream; the first harvest that
+ * finds them done publishes the median of their elapsed times. -1 until
+ * then, and for good when the driver cannot load the kernel or most pairs
+ * failed. Thread-safe, capture-safe, no driver call. */
+int64_t gs_pool_event_offset_ns(const gs_pool* pool);
 
 /* gs_pool_set_anchor_interval sets how often harvest re-anchors the host
  * clock, in nanoseconds (default 500 ms; values <= 0 restore the default).

@@ -98,6 +98,13 @@ void gs_testing_fake_set_sticky(int32_t cu_result);
 
 /* --- Clock, streams, capture -------------------------------------------- */
 
+/* gs_testing_fake_kernels makes the fake export cuModuleLoadData,
+ * cuModuleUnload, cuModuleGetFunction and cuLaunchKernel from the next
+ * gs_driver_load on (launch_ns >= 0), each launch queueing launch_ns of work
+ * on its stream, so a pool's offset calibration measures launch_ns; or hides
+ * them (launch_ns < 0, the default after gs_testing_use_fake_driver). */
+void gs_testing_fake_kernels(int64_t launch_ns);
+
 /* gs_testing_fake_advance moves the fake GPU clock forward by ns. */
 void gs_testing_fake_advance(int64_t ns);
 
@@ -129,8 +136,9 @@ int32_t gs_testing_fake_thread_capture_mode(void);
 /* --- Counters ----------------------------------------------------------- */
 
 /* Counts of fake driver calls since gs_testing_use_fake_driver or
- * gs_testing_fake_reset_counters; live_events, live_streams and
- * retained_contexts are levels, not reset, for leak checks. */
+ * gs_testing_fake_reset_counters; live_events, live_streams,
+ * retained_contexts and live_modules are levels, not reset, for leak
+ * checks. */
 typedef struct gs_fake_counters {
   int64_t driver_calls;         /* every fake driver call */
   int64_t inits;
@@ -152,6 +160,7 @@ typedef struct gs_fake_counters {
   int64_t live_streams;         /* created and not destroyed */
   int64_t destroys_in_flight;   /* events destroyed while recorded and not complete: must stay
                                    0, but for a pool released after a sticky error */
+  int64_t live_modules;         /* loaded and not unloaded */
 } gs_fake_counters;
 
 /* gs_testing_fake_counters copies the counters into *out. */

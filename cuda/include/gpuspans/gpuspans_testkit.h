@@ -54,6 +54,14 @@ gs_status gs_kit_stream_destroy(gs_kit* kit, uint64_t stream, gs_error* err);
  * which receive the kernel's first and last %globaltimer readings. */
 gs_status gs_kit_spin(gs_kit* kit, uint64_t stream, uint64_t ns, uint64_t timer, gs_error* err);
 
+/* gs_kit_spin_grid launches `ctas` one-thread CTAs that each spin like
+ * gs_kit_spin and store their first and last %globaltimer readings at
+ * out[2*i], out[2*i+1] (out: device memory of 16*ctas bytes): a kernel as
+ * wide as the GPU, whose own interval is the earliest first reading to the
+ * latest last. */
+gs_status gs_kit_spin_grid(gs_kit* kit, uint64_t stream, uint64_t ns, uint32_t ctas, uint64_t out,
+                            gs_error* err);
+
 /* gs_kit_empty launches the empty kernel (one thread). */
 gs_status gs_kit_empty(gs_kit* kit, uint64_t stream, gs_error* err);
 

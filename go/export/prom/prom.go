@@ -74,6 +74,7 @@ type Collector struct {
 	harvests, harvestsSkipped    *prometheus.Desc
 	harvestSeconds, overwritten  *prometheus.Desc
 	deviceUp, deviceInfo         *prometheus.Desc
+	eventOffset                  *prometheus.Desc
 
 	mu     sync.Mutex
 	snap   gpuspans.Snapshot
@@ -126,8 +127,9 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		harvestSeconds:  d("harvest_seconds_total", "Host time spent in harvests."),
 		overwritten:     d("recent_spans_overwritten_total", "Spans overwritten in the hub's recent-span ring before any reader read them."),
 
-		deviceUp:   d("device_up", "1 if the device's installed recorder is recording spans, else 0.", "device"),
-		deviceInfo: d("device_info", "The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.", "device", "state", "uuid", "pci_bus_id", "name"),
+		deviceUp:    d("device_up", "1 if the device's installed recorder is recording spans, else 0.", "device"),
+		eventOffset: d("event_offset_seconds", "How much longer an event pair reads than the kernel between them, measured when the pool opened; subtracted from kernel spans unless the hub reports them raw. Absent until measured.", "device"),
+		deviceInfo:  d("device_info", "The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.", "device", "state", "uuid", "pci_bus_id", "name"),
 	}
 	for _, b := range gpuspans.BucketBounds() {
 		c.bounds = append(c.bounds, b.Seconds())
@@ -147,7 +149,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.poolPanics, c.harvestFailures, c.abandoned,
 		c.level, c.levelInfo, c.every,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
-		c.deviceUp, c.deviceInfo,
+		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
 		ch <- d
 	}
@@ -251,6 +253,9 @@ func (c *Collector) devices(ch chan<- prometheus.Metric, devs []gpuspans.DeviceS
 			up = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.deviceUp, prometheus.GaugeValue, up, dev)
+		if d.EventOffset >= 0 {
+			ch <- prometheus.MustNewConstMetric(c.eventOffset, prometheus.GaugeValue, d.EventOffset.Seconds(), dev)
+		}
 		id := d.Identity
 		ch <- prometheus.MustNewConstMetric(c.deviceInfo, prometheus.GaugeValue, 1, dev, d.State.String(), label(id.UUID), label(id.PCIBusID), label(id.Name))
 	}

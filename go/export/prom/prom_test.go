@@ -201,6 +201,9 @@ gpuspans_device_up{device="2"} 0
 gpuspans_device_info{device="0",name="gpuspans simulated GPU",pci_bus_id="00000000:80:00.0",state="open",uuid="GPU-51a1a7ed-0000-0000-0000-000000000000"} 1
 gpuspans_device_info{device="1",name="",pci_bus_id="",state="failed",uuid=""} 1
 gpuspans_device_info{device="2",name="",pci_bus_id="",state="dead",uuid=""} 1
+# HELP gpuspans_event_offset_seconds How much longer an event pair reads than the kernel between them, measured when the pool opened; subtracted from kernel spans unless the hub reports them raw. Absent until measured.
+# TYPE gpuspans_event_offset_seconds gauge
+gpuspans_event_offset_seconds{device="0"} 0
 `
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
 		t.Error(err)

@@ -99,6 +99,8 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 			Uuid:     d.Identity.UUID,
 			PciBusId: d.Identity.PCIBusID,
 			Name:     d.Identity.Name,
+
+			EventOffsetNanos: int64(d.EventOffset),
 		}
 		if d.Err != nil {
 			pd.Reason = d.Err.Error()
@@ -186,6 +188,8 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 			Slots:    int(pd.GetSlots()),
 			InFlight: pd.GetInFlight(),
 			Identity: backend.Identity{UUID: pd.GetUuid(), PCIBusID: pd.GetPciBusId(), Name: pd.GetName()},
+
+			EventOffset: time.Duration(pd.GetEventOffsetNanos()),
 		}
 		if r := pd.GetReason(); r != "" {
 			d.Err = errors.New(r)

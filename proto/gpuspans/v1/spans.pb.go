@@ -452,11 +452,14 @@ type DeviceStatus struct {
 	// The device's identity as DCGM and nvidia-smi write it, when known:
 	// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", "00000000:19:00.0",
 	// "NVIDIA H200".
-	Uuid          string `protobuf:"bytes,7,opt,name=uuid,proto3" json:"uuid,omitempty"`
-	PciBusId      string `protobuf:"bytes,8,opt,name=pci_bus_id,json=pciBusId,proto3" json:"pci_bus_id,omitempty"`
-	Name          string `protobuf:"bytes,9,opt,name=name,proto3" json:"name,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Uuid     string `protobuf:"bytes,7,opt,name=uuid,proto3" json:"uuid,omitempty"`
+	PciBusId string `protobuf:"bytes,8,opt,name=pci_bus_id,json=pciBusId,proto3" json:"pci_bus_id,omitempty"`
+	Name     string `protobuf:"bytes,9,opt,name=name,proto3" json:"name,omitempty"`
+	// The device's event offset, subtracted from kernel spans unless the hub
+	// reports them raw; -1 until measured.
+	EventOffsetNanos int64 `protobuf:"varint,10,opt,name=event_offset_nanos,json=eventOffsetNanos,proto3" json:"event_offset_nanos,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DeviceStatus) Reset() {
@@ -550,6 +553,13 @@ func (x *DeviceStatus) GetName() string {
 		return x.Name
 	}
 	return ""
+}
+
+func (x *DeviceStatus) GetEventOffsetNanos() int64 {
+	if x != nil {
+		return x.EventOffsetNanos
+	}
+	return 0
 }
 
 // Counters since the hub started.
@@ -1054,7 +1064,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\tmin_nanos\x18\x06 \x01(\x03R\bminNanos\x12\x1b\n" +
 	"\tmax_nanos\x18\a \x01(\x03R\bmaxNanos\x12,\n" +
 	"\x12bucket_upper_nanos\x18\b \x03(\x03R\x10bucketUpperNanos\x12#\n" +
-	"\rbucket_counts\x18\t \x03(\x04R\fbucketCounts\"\xe5\x01\n" +
+	"\rbucket_counts\x18\t \x03(\x04R\fbucketCounts\"\x93\x02\n" +
 	"\fDeviceStatus\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1065,7 +1075,9 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x04uuid\x18\a \x01(\tR\x04uuid\x12\x1c\n" +
 	"\n" +
 	"pci_bus_id\x18\b \x01(\tR\bpciBusId\x12\x12\n" +
-	"\x04name\x18\t \x01(\tR\x04name\"\xe0\x05\n" +
+	"\x04name\x18\t \x01(\tR\x04name\x12,\n" +
+	"\x12event_offset_nanos\x18\n" +
+	" \x01(\x03R\x10eventOffsetNanos\"\xe0\x05\n" +
 	"\bCounters\x12\x14\n" +
 	"\x05begun\x18\x01 \x01(\x04R\x05begun\x12\x16\n" +
 	"\x06landed\x18\x02 \x01(\x04R\x06landed\x12*\n" +
