@@ -17,7 +17,9 @@ type gpu interface {
 	DestroyStream(backend.Stream) error
 	Empty(backend.Stream) error
 	Spin(s backend.Stream, d time.Duration, t timer) error
+	SpinGrid(s backend.Stream, d time.Duration, t timer) error // as many CTAs as t was made for
 	NewTimer() (timer, error)
+	NewGridTimer(ctas int) (timer, error)
 	Sync(backend.Stream) error
 	CaptureBegin(backend.Stream, cuda.CaptureMode) error
 	CaptureEnd(backend.Stream) (cuda.Graph, error)
@@ -46,8 +48,14 @@ func (k kitGPU) Spin(s backend.Stream, d time.Duration, t timer) error {
 	return k.Kit.Spin(s, d, ct)
 }
 
-func (k kitGPU) NewTimer() (timer, error) {
-	t, err := k.Kit.NewTimer()
+func (k kitGPU) SpinGrid(s backend.Stream, d time.Duration, t timer) error {
+	return k.Kit.SpinGrid(s, d, t.(*cuda.Timer))
+}
+
+func (k kitGPU) NewTimer() (timer, error) { return k.NewGridTimer(1) }
+
+func (k kitGPU) NewGridTimer(ctas int) (timer, error) {
+	t, err := k.Kit.NewGridTimer(ctas)
 	if err != nil {
 		return nil, err
 	}
@@ -159,7 +167,12 @@ func (f fakeGPU) Spin(s backend.Stream, d time.Duration, t timer) error {
 	return nil
 }
 
+// SpinGrid is Spin: the fake has no CTAs.
+func (f fakeGPU) SpinGrid(s backend.Stream, d time.Duration, t timer) error { return f.Spin(s, d, t) }
+
 func (f fakeGPU) NewTimer() (timer, error) { return &fakeTimer{}, nil }
+
+func (f fakeGPU) NewGridTimer(int) (timer, error) { return &fakeTimer{}, nil }
 
 func (f fakeGPU) Sync(s backend.Stream) error {
 	f.st.mu.Lock()
