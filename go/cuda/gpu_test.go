@@ -5,7 +5,9 @@ package cuda
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,4 +156,38 @@ func TestGPUCaptureSafety(t *testing.T) {
 	close(stop)
 	t.Logf("200 GLOBAL captures, %d harvests alongside", <-done)
 	gpuMust(t, g.kit.Sync(lane))
+}
+
+// The driver's identity of every device matches nvidia-smi's (as DCGM
+// exporter labels series: UUID "GPU-...", pci_bus_id "00000000:19:00.0").
+func TestGPUDeviceIdentity(t *testing.T) {
+	_ = openGPU(t, 4)
+	n, err := DeviceCount()
+	gpuMust(t, err)
+	out, err := exec.Command("nvidia-smi", "--query-gpu=index,uuid,pci.bus_id,name", "--format=csv,noheader").Output()
+	if err != nil {
+		t.Fatalf("nvidia-smi: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for dev := 0; dev < n; dev++ {
+		id, err := DeviceIdentity(dev)
+		gpuMust(t, err)
+		t.Logf("device %d: %+v", dev, id)
+		// CUDA and nvidia-smi may order devices differently (CUDA_DEVICE_ORDER):
+		// match on the UUID, then compare the rest.
+		var found []string
+		for _, l := range lines {
+			f := strings.Split(l, ", ")
+			if len(f) == 4 && f[1] == id.UUID {
+				found = f
+			}
+		}
+		if found == nil {
+			t.Errorf("device %d: UUID %q not in nvidia-smi's %q", dev, id.UUID, lines)
+			continue
+		}
+		if found[2] != id.PCIBusID || found[3] != id.Name {
+			t.Errorf("device %d: %+v; nvidia-smi says bus %q, name %q", dev, id, found[2], found[3])
+		}
+	}
 }
