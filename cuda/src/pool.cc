@@ -22,9 +22,17 @@ constexpr int64_t kDefaultAnchorIntervalNs = 500 * 1000 * 1000;
 // offset; the median is taken, so a few preempted pairs do not matter.
 constexpr int kCalibrationPairs = 31;
 
-// The calibration kernel: nothing, so an event pair around it reads only
-// the offset. PTX ISA 7.0 for sm_70: the driver JIT accepts it on any GPU
-// since Volta.
+// Calibration queues, on the private stream: a lead wait, so that every
+// pair is enqueued before the GPU reaches it (else a pair would time the
+// host's launch latency too); then, per pair, a short wait, so that its
+// begin event follows a kernel as a kernel span's does in a busy engine,
+// and (event, empty kernel, event).
+constexpr uint64_t kCalibrationLeadNs = 1000 * 1000;
+constexpr uint64_t kCalibrationGapNs = 2000;
+
+// gs_calibrate: nothing, so an event pair around it reads only the offset.
+// gs_calibrate_wait(ns): one thread spins until %globaltimer advanced ns.
+// PTX ISA 7.0 for sm_70: the driver JIT accepts it on any GPU since Volta.
 const char kCalibrationPtx[] = R"(
 .version 7.0
 .target sm_70
@@ -32,6 +40,23 @@ const char kCalibrationPtx[] = R"(
 
 .visible .entry gs_calibrate()
 {
+    ret;
+}
+
+.visible .entry gs_calibrate_wait(
+    .param .u64 gs_calibrate_wait_ns
+)
+{
+    .reg .pred %p<2>;
+    .reg .b64 %rd<5>;
+
+    ld.param.u64 %rd1, [gs_calibrate_wait_ns];
+    mov.u64 %rd2, %globaltimer;
+    add.u64 %rd3, %rd2, %rd1;
+$L_wait:
+    mov.u64 %rd4, %globaltimer;
+    setp.lt.u64 %p1, %rd4, %rd3;
+    @%p1 bra $L_wait;
     ret;
 }
 )";
@@ -226,9 +251,10 @@ CUresult MaintainAnchor(gs_pool* p) {
 }
 
 // StartCalibration enqueues kCalibrationPairs of (event, empty kernel,
-// event) on the pool's private stream, for MaintainCalibration to read once
-// done: nothing waits for them. Called at create, on the pool's context.
-// Any failure leaves the offset unknown (-1); spans are then reported raw.
+// event) on the pool's private stream, behind waits (see kCalibrationLeadNs),
+// for MaintainCalibration to read once done: nothing waits for them. Called
+// at create, on the pool's context. Any failure leaves the offset unknown
+// (-1); spans are then reported raw.
 void StartCalibration(gs_pool* p) {
   const Driver* d = p->d;
   if (!d->cuModuleLoadData || !d->cuModuleGetFunction || !d->cuLaunchKernel || !d->cuModuleUnload) {
@@ -238,16 +264,27 @@ void StartCalibration(gs_pool* p) {
     p->calib_module = nullptr;
     return;
   }
-  CUfunction f = nullptr;
-  if (d->cuModuleGetFunction(&f, p->calib_module, "gs_calibrate") != CUDA_SUCCESS) return;
+  CUfunction f = nullptr, wait = nullptr;
+  if (d->cuModuleGetFunction(&f, p->calib_module, "gs_calibrate") != CUDA_SUCCESS ||
+      d->cuModuleGetFunction(&wait, p->calib_module, "gs_calibrate_wait") != CUDA_SUCCESS) {
+    return;
+  }
+  auto Wait = [&](uint64_t ns) {
+    void* params[] = {&ns};
+    return d->cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, p->anchor_stream, params, nullptr);
+  };
   for (CUevent& e : p->calib) {
     if (d->cuEventCreate(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
       e = nullptr;
       return;
     }
   }
+  if (Wait(kCalibrationLeadNs) != CUDA_SUCCESS) return;
   for (int k = 0; k < kCalibrationPairs; ++k) {
-    if (d->cuEventRecord(p->calib[2 * k], p->anchor_stream) != CUDA_SUCCESS) return;
+    if (Wait(kCalibrationGapNs) != CUDA_SUCCESS ||
+        d->cuEventRecord(p->calib[2 * k], p->anchor_stream) != CUDA_SUCCESS) {
+      return;
+    }
     p->calib_last = p->calib[2 * k];
     if (d->cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, p->anchor_stream, nullptr, nullptr) != CUDA_SUCCESS ||
         d->cuEventRecord(p->calib[2 * k + 1], p->anchor_stream) != CUDA_SUCCESS) {

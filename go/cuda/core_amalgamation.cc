@@ -10,7 +10,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 6c711bdbf2ad5605b4a3a8a6989e914ef6f4cbd1e24357ef49de5be6236b4537
+// sees only this file, rebuilds when they change: a8427e3309cc81f89bc6f540903bd3b4dbe28389be10205b154bd593c17dd385
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/fake_driver.cc"

@@ -182,14 +182,16 @@ func TestGPUHubEndToEnd(t *testing.T) {
 	var lanes, kernels uint64
 	for _, a := range s.Lanes {
 		lanes += a.Count
-		checkSpinAggregate(t, "lane "+a.Name, a)
+		checkSpinAggregate(t, "lane "+a.Name, a, 0)
 		if a.Count != e2eSteps {
 			t.Errorf("lane %s landed %d spans, want %d", a.Name, a.Count, e2eSteps)
 		}
 	}
 	for _, a := range s.Kernels {
 		kernels += a.Count
-		checkSpinAggregate(t, "kernel "+a.Name, a)
+		// Kernel spans have the pool's event offset subtracted: they may read
+		// a little under the kernel's own time, never much.
+		checkSpinAggregate(t, "kernel "+a.Name, a, time.Microsecond)
 	}
 	if want := uint64(e2eKernels * armed); kernels != want {
 		t.Errorf("kernel spans landed %d, want %d (armed steps %d)", kernels, want, armed)
@@ -216,10 +218,10 @@ func TestGPUHubEndToEnd(t *testing.T) {
 
 // checkSpinAggregate checks that spans of e2eSpin kernels measured about
 // e2eSpin: never less, and no more than launch latency above.
-func checkSpinAggregate(t *testing.T, what string, a gpuspans.Aggregate) {
+func checkSpinAggregate(t *testing.T, what string, a gpuspans.Aggregate, under time.Duration) {
 	t.Helper()
 	t.Logf("%s: n=%d min=%v p50=%v max=%v", what, a.Count, a.Min, a.Quantile(0.5), a.Max)
-	if a.Min < e2eSpin || a.Quantile(0.5) > e2eSpin+e2eSpinSlack {
+	if a.Min < e2eSpin-under || a.Quantile(0.5) > e2eSpin+e2eSpinSlack {
 		t.Errorf("%s: min %v p50 %v for %v kernels", what, a.Min, a.Quantile(0.5), e2eSpin)
 	}
 }

@@ -203,11 +203,13 @@ gs_status gs_pool_harvest(gs_pool* pool, gs_harvest_item* items, size_t n,
  * the kernel between them on this device (the gap between an event and the
  * kernel it brackets, 2.5-5 us on an H200), for the control plane to
  * subtract from kernel spans. gs_pool_create measures it without waiting:
- * it loads a one-instruction PTX kernel and records 31 pairs of (event,
- * empty kernel, event) on the pool's private stream; the first harvest that
- * finds them done publishes the median of their elapsed times. -1 until
- * then, and for good when the driver cannot load the kernel or most pairs
- * failed. Thread-safe, capture-safe, no driver call. */
+ * it loads two tiny PTX kernels and queues on the pool's private stream a
+ * 1 ms wait (so the GPU never catches up with the host's launches), then
+ * 31 times a 2 us wait and (event, empty kernel, event); the first harvest
+ * that finds them done publishes the median of the pairs' elapsed times.
+ * -1 until then (about 1.3 ms), and for good when the driver cannot load
+ * the kernels or most pairs failed. Thread-safe, capture-safe, no driver
+ * call. */
 int64_t gs_pool_event_offset_ns(const gs_pool* pool);
 
 /* gs_pool_set_anchor_interval sets how often harvest re-anchors the host
