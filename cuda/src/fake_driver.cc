@@ -343,10 +343,11 @@ CUresult FakeEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return CUDA_SUCCESS;
 }
 
-// Modules and launches: enough for the pool's offset calibration. A
-// launch queues kernel_ns of work on its stream, so an event pair around it
-// reads exactly kernel_ns.
-char g_module, g_function;
+// Modules and launches: enough for the pool's offset calibration. A launch
+// queues kernel_ns of work on its stream, plus, for gs_calibrate_wait, the
+// nanoseconds it is asked to spin: an event pair around it reads exactly
+// kernel_ns beyond the spin.
+char g_module, g_function, g_wait;
 
 CUresult FakeModuleLoadData(CUmodule* module, const void* image) {
   FAKE_BEGIN();
@@ -366,16 +367,22 @@ CUresult FakeModuleUnload(CUmodule module) {
 CUresult FakeModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
   FAKE_BEGIN();
   if (!f || module != reinterpret_cast<CUmodule>(&g_module) || !name) return CUDA_ERROR_INVALID_VALUE;
-  *f = reinterpret_cast<CUfunction>(&g_function);
+  *f = reinterpret_cast<CUfunction>(std::string(name) == "gs_calibrate_wait" ? &g_wait : &g_function);
   return CUDA_SUCCESS;
 }
 
 CUresult FakeLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                          unsigned, CUstream stream, void**, void**) {
+                          unsigned, CUstream stream, void** params, void**) {
   FAKE_BEGIN();
-  if (f != reinterpret_cast<CUfunction>(&g_function)) return CUDA_ERROR_INVALID_HANDLE;
+  const bool wait = f == reinterpret_cast<CUfunction>(&g_wait);
+  if (!wait && f != reinterpret_cast<CUfunction>(&g_function)) return CUDA_ERROR_INVALID_HANDLE;
+  int64_t ns = s.kernel_ns;
+  if (wait) {
+    if (!params || !params[0]) return CUDA_ERROR_INVALID_VALUE;
+    ns += static_cast<int64_t>(*static_cast<const uint64_t*>(params[0]));
+  }
   FakeStream& st = s.streams[Key(stream)];
-  st.busy_until = std::max(st.busy_until, s.now) + s.kernel_ns;
+  st.busy_until = std::max(st.busy_until, s.now) + ns;
   return CUDA_SUCCESS;
 }
 

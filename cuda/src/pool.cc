@@ -26,22 +26,19 @@ constexpr int kCalibrationPairs = 31;
 // pair is enqueued before the GPU reaches it (else a pair would time the
 // host's launch latency too); then, per pair, a short wait, so that its
 // begin event follows a kernel as a kernel span's does in a busy engine,
-// and (event, empty kernel, event).
-constexpr uint64_t kCalibrationLeadNs = 1000 * 1000;
+// and (event, a kCalibrationSpinNs spin, event). The offset is what a pair
+// reads beyond the spin's own %globaltimer length: the reference that
+// kernel spans are judged against (bench/, accuracy).
+constexpr uint64_t kCalibrationLeadNs = 200 * 1000;
 constexpr uint64_t kCalibrationGapNs = 2000;
+constexpr int64_t kCalibrationSpinNs = 10 * 1000;
 
-// gs_calibrate: nothing, so an event pair around it reads only the offset.
 // gs_calibrate_wait(ns): one thread spins until %globaltimer advanced ns.
 // PTX ISA 7.0 for sm_70: the driver JIT accepts it on any GPU since Volta.
 const char kCalibrationPtx[] = R"(
 .version 7.0
 .target sm_70
 .address_size 64
-
-.visible .entry gs_calibrate()
-{
-    ret;
-}
 
 .visible .entry gs_calibrate_wait(
     .param .u64 gs_calibrate_wait_ns
@@ -250,8 +247,8 @@ CUresult MaintainAnchor(gs_pool* p) {
   return IsSticky(r) ? r : CUDA_SUCCESS;
 }
 
-// StartCalibration enqueues kCalibrationPairs of (event, empty kernel,
-// event) on the pool's private stream, behind waits (see kCalibrationLeadNs),
+// StartCalibration enqueues kCalibrationPairs of (event, spin, event) on the
+// pool's private stream, behind waits (see kCalibrationLeadNs),
 // for MaintainCalibration to read once done: nothing waits for them. Called
 // at create, on the pool's context. Any failure leaves the offset unknown
 // (-1); spans are then reported raw.
@@ -264,11 +261,8 @@ void StartCalibration(gs_pool* p) {
     p->calib_module = nullptr;
     return;
   }
-  CUfunction f = nullptr, wait = nullptr;
-  if (d->cuModuleGetFunction(&f, p->calib_module, "gs_calibrate") != CUDA_SUCCESS ||
-      d->cuModuleGetFunction(&wait, p->calib_module, "gs_calibrate_wait") != CUDA_SUCCESS) {
-    return;
-  }
+  CUfunction wait = nullptr;
+  if (d->cuModuleGetFunction(&wait, p->calib_module, "gs_calibrate_wait") != CUDA_SUCCESS) return;
   auto Wait = [&](uint64_t ns) {
     void* params[] = {&ns};
     return d->cuLaunchKernel(wait, 1, 1, 1, 1, 1, 1, 0, p->anchor_stream, params, nullptr);
@@ -286,7 +280,7 @@ void StartCalibration(gs_pool* p) {
       return;
     }
     p->calib_last = p->calib[2 * k];
-    if (d->cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, p->anchor_stream, nullptr, nullptr) != CUDA_SUCCESS ||
+    if (Wait(kCalibrationSpinNs) != CUDA_SUCCESS ||
         d->cuEventRecord(p->calib[2 * k + 1], p->anchor_stream) != CUDA_SUCCESS) {
       return;
     }
@@ -310,7 +304,7 @@ CUresult MaintainCalibration(gs_pool* p) {
     float ms = 0;
     r = p->d->cuEventElapsedTime(&ms, p->calib[2 * k], p->calib[2 * k + 1]);
     if (IsSticky(r)) return r;
-    if (r == CUDA_SUCCESS && ms >= 0) v[n++] = MsToNs(ms);
+    if (r == CUDA_SUCCESS && MsToNs(ms) >= kCalibrationSpinNs) v[n++] = MsToNs(ms) - kCalibrationSpinNs;
   }
   if (n < (kCalibrationPairs + 1) / 2) return CUDA_SUCCESS;  // too few to trust
   std::sort(v, v + n);

@@ -189,9 +189,11 @@ func TestGPUHubEndToEnd(t *testing.T) {
 	}
 	for _, a := range s.Kernels {
 		kernels += a.Count
-		// Kernel spans have the pool's event offset subtracted: they may read
-		// a little under the kernel's own time, never much.
-		checkSpinAggregate(t, "kernel "+a.Name, a, time.Microsecond)
+		// Kernel spans have the pool's event offset (measured on a busy
+		// stream) subtracted. Here the GPU often waits for the host between
+		// kernels, and a pair then reads up to ~2 us less than on a busy
+		// stream: such spans may read under the kernel's own time.
+		checkSpinAggregate(t, "kernel "+a.Name, a, 3*time.Microsecond)
 	}
 	if want := uint64(e2eKernels * armed); kernels != want {
 		t.Errorf("kernel spans landed %d, want %d (armed steps %d)", kernels, want, armed)

@@ -120,8 +120,8 @@ gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_
  * slots must be 1..4194304 (GS_ERR_INVALID_ARGUMENT otherwise). Besides the
  * pairs, the pool owns 4 anchor events and a private non-blocking stream for
  * host-clock anchors, and records the first anchor before returning; and,
- * for the offset calibration (gs_pool_event_offset_ns), a module with an
- * empty kernel and 62 events, whose work it enqueues on that stream.
+ * for the offset calibration (gs_pool_event_offset_ns), a module with a
+ * spin kernel and 62 events, whose work it enqueues on that stream.
  * The pool is independent of every other pool: one per device is the rule,
  * any number per process is allowed. On success *out owns the pool; release
  * it with gs_pool_destroy. Thread-safe. Not capture-safe (creates events). */
@@ -203,13 +203,14 @@ gs_status gs_pool_harvest(gs_pool* pool, gs_harvest_item* items, size_t n,
  * the kernel between them on this device (the gap between an event and the
  * kernel it brackets, 2.5-5 us on an H200), for the control plane to
  * subtract from kernel spans. gs_pool_create measures it without waiting:
- * it loads two tiny PTX kernels and queues on the pool's private stream a
- * 1 ms wait (so the GPU never catches up with the host's launches), then
- * 31 times a 2 us wait and (event, empty kernel, event); the first harvest
- * that finds them done publishes the median of the pairs' elapsed times.
- * -1 until then (about 1.3 ms), and for good when the driver cannot load
- * the kernels or most pairs failed. Thread-safe, capture-safe, no driver
- * call. */
+ * it loads a tiny PTX kernel that spins on %globaltimer and queues on the
+ * pool's private stream a 200 us spin (so the GPU never catches up with the
+ * host's launches), then 31 times a 2 us spin and (event, 10 us spin,
+ * event); the first harvest that finds them done publishes the median of
+ * what the pairs read beyond 10 us. -1 until then (under 1 ms of GPU time,
+ * one thread), and for good when the driver cannot load the kernel or most
+ * pairs failed. Until then gs_pool_destroy may answer GS_ERR_BUSY. Thread-safe,
+ * capture-safe, no driver call. */
 int64_t gs_pool_event_offset_ns(const gs_pool* pool);
 
 /* gs_pool_set_anchor_interval sets how often harvest re-anchors the host
