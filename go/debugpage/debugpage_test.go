@@ -214,15 +214,23 @@ func TestSnapshotJSON(t *testing.T) {
 	if s.Level != "kernel" || s.KernelSpanEvery != 2 || s.Step != 50 || s.ArmedRatio != 0.5 || !s.Time.Equal(now) || s.Backend != "sim" {
 		t.Errorf("header fields %+v", s)
 	}
-	if len(s.Lanes) != 2 || len(s.Kernels) != 1 {
+	// "other" has no span, and is there with zeros.
+	if len(s.Lanes) != 2 || len(s.Kernels) != 2 || s.Kernels[0].Name != "other" || s.Kernels[0].Count != 0 {
 		t.Fatalf("lanes %d kernels %d", len(s.Lanes), len(s.Kernels))
 	}
 	d := s.Lanes[1]
 	if d.Name != "decode" || d.Count != 50 || d.MinNs > d.P50Ns || d.P50Ns > d.P99Ns || d.P99Ns > d.MaxNs {
 		t.Errorf("decode %+v", d)
 	}
-	if len(d.Buckets) != len(s.BucketLeNs)+1 {
-		t.Errorf("%d buckets for %d bounds", len(d.Buckets), len(s.BucketLeNs))
+	var inBuckets uint64
+	for i, b := range d.Buckets {
+		inBuckets += b.Count
+		if b.Count == 0 || (i > 0 && b.Key <= d.Buckets[i-1].Key) || b.LeNs < float64(d.MinNs) {
+			t.Errorf("bucket %d: %+v", i, b)
+		}
+	}
+	if inBuckets+d.ZeroCount != d.Count || s.Schema != 5 {
+		t.Errorf("%d spans in buckets of schema %d, count %d", inBuckets+d.ZeroCount, s.Schema, d.Count)
 	}
 	if s.Counters.Landed != s.Counters.Begun || s.Counters.Dropped["capturing"] != 0 {
 		t.Errorf("counters %+v", s.Counters)
@@ -284,34 +292,35 @@ func TestMultiDeviceLabels(t *testing.T) {
 
 func TestBucketRange(t *testing.T) {
 	var a gpuspans.Aggregate
-	if lo, hi := bucketRange(&a); lo != 0 || hi != minBars-1 {
+	if lo, hi := bucketRange(display(&a)); lo != 0 || hi != minBars-1 {
 		t.Errorf("empty: %d..%d", lo, hi)
 	}
-	a.Buckets[10] = 3
-	if lo, hi := bucketRange(&a); lo > 9 || hi < 11 || hi-lo+1 < minBars {
+	a.Buckets[10*perDisplay+3] = 3
+	if lo, hi := bucketRange(display(&a)); lo > 9 || hi < 11 || hi-lo+1 < minBars {
 		t.Errorf("one bucket: %d..%d", lo, hi)
 	}
 	a.Buckets[gpuspans.NumBuckets-1] = 1
-	a.Buckets[0] = 1
-	if lo, hi := bucketRange(&a); lo != 0 || hi != gpuspans.NumBuckets-1 {
+	a.ZeroCount = 1
+	if lo, hi := bucketRange(display(&a)); lo != 0 || hi != numDisplay-1 {
 		t.Errorf("both ends: %d..%d", lo, hi)
 	}
 }
 
 // A quantile marker lands inside the bar of the bucket that holds it.
 func TestMarkerPosition(t *testing.T) {
-	bounds := gpuspans.BucketBounds()
+	bounds := displayBounds
+	last := bounds[len(bounds)-1]
 	for _, c := range []struct {
 		v    time.Duration
 		want float64 // buckets from bucket 0's left edge
 	}{
-		{500 * time.Nanosecond, 0.5},
-		{time.Microsecond, 1},
-		{1500 * time.Nanosecond, 1.5},
-		{300 * time.Microsecond, 8 + 1.0/3},
-		{20 * time.Second, 22 + 1},
+		{bounds[0] / 2, 0.5},
+		{bounds[0], 1},
+		{(bounds[49] + bounds[50]) / 2, 50.5},
+		{bounds[100], 101},
+		{3 * last, numDisplay}, // the open-ended bucket, drawn as one doubling
 	} {
-		if got := position(bounds, c.v, 0); got < c.want-1e-9 || got > c.want+1e-9 {
+		if got := position(bounds, c.v, 0); got < c.want-1e-3 || got > c.want+1e-3 {
 			t.Errorf("position(%v) = %v, want %v", c.v, got, c.want)
 		}
 	}

@@ -19,7 +19,8 @@ type snapshotJSON struct {
 	ArmedRatio      float64         `json:"armed_ratio"` // armed_steps / step, 0 before the first step
 	Counters        countersJSON    `json:"counters"`
 	Devices         []deviceJSON    `json:"devices"`
-	BucketLeNs      []int64         `json:"bucket_le_ns"` // upper bounds of buckets[0..n-2]; buckets[n-1] is everything above
+	Schema          int             `json:"schema"`            // the buckets' Prometheus native-histogram schema: 2^schema buckets to a doubling
+	ZeroThresholdNs float64         `json:"zero_threshold_ns"` // the zero bucket's upper bound
 	Lanes           []aggregateJSON `json:"lanes"`
 	Kernels         []aggregateJSON `json:"kernels"`
 }
@@ -54,16 +55,25 @@ type deviceJSON struct {
 }
 
 type aggregateJSON struct {
-	Device  int      `json:"device"`
-	Name    string   `json:"name"`
-	Count   uint64   `json:"count"`
-	SumNs   int64    `json:"sum_ns"`
-	MinNs   int64    `json:"min_ns"`
-	MaxNs   int64    `json:"max_ns"`
-	P50Ns   int64    `json:"p50_ns"` // estimated within a bucket, as Aggregate.Quantile
-	P90Ns   int64    `json:"p90_ns"`
-	P99Ns   int64    `json:"p99_ns"`
-	Buckets []uint64 `json:"buckets"` // per bucket, not cumulative
+	Device    int          `json:"device"`
+	Name      string       `json:"name"`
+	Count     uint64       `json:"count"`
+	SumNs     int64        `json:"sum_ns"`
+	MinNs     int64        `json:"min_ns"`
+	MaxNs     int64        `json:"max_ns"`
+	P50Ns     int64        `json:"p50_ns"` // estimated within 1.1%, as Aggregate.Quantile
+	P90Ns     int64        `json:"p90_ns"`
+	P99Ns     int64        `json:"p99_ns"`
+	ZeroCount uint64       `json:"zero_count"` // spans of at most zero_threshold_ns
+	Buckets   []bucketJSON `json:"buckets"`    // the non-empty buckets, in order; not cumulative
+}
+
+// bucketJSON is one non-empty bucket: key k holds spans in
+// (2^((k-1)/32), 2^(k/32)] seconds, le_ns being the upper bound.
+type bucketJSON struct {
+	Key   int     `json:"key"`
+	LeNs  float64 `json:"le_ns"`
+	Count uint64  `json:"count"`
 }
 
 func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
@@ -101,9 +111,7 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 		}
 		j.Devices = append(j.Devices, dj)
 	}
-	for _, b := range gpuspans.BucketBounds() {
-		j.BucketLeNs = append(j.BucketLeNs, int64(b))
-	}
+	j.Schema, j.ZeroThresholdNs = gpuspans.Schema, gpuspans.ZeroThreshold*1e9
 	return j
 }
 
@@ -115,8 +123,14 @@ func aggregates(aggs []gpuspans.Aggregate) []aggregateJSON {
 			Device: a.Device, Name: a.Name, Count: a.Count,
 			SumNs: int64(a.Sum), MinNs: int64(a.Min), MaxNs: int64(a.Max),
 			P50Ns: int64(a.Quantile(0.5)), P90Ns: int64(a.Quantile(0.9)), P99Ns: int64(a.Quantile(0.99)),
-			Buckets: append([]uint64(nil), a.Buckets[:]...),
+			ZeroCount: a.ZeroCount, Buckets: []bucketJSON{},
 		})
+		for i, c := range a.Buckets {
+			if c > 0 {
+				b := &out[len(out)-1]
+				b.Buckets = append(b.Buckets, bucketJSON{Key: gpuspans.BucketKey(i), LeNs: gpuspans.BucketUpperBound(i) * 1e9, Count: c})
+			}
+		}
 	}
 	return out
 }

@@ -48,8 +48,8 @@ type row struct {
 	Kind, Name, Device, Count, P50, P99, Max, Mean string
 }
 
-// hist is one histogram, drawn as an inline SVG bar chart over the hub's
-// 1-2-5 buckets.
+// hist is one histogram, drawn as an inline SVG bar chart over display
+// buckets: the hub's buckets eight at a time, four to a doubling.
 type hist struct {
 	Kind, Name string
 	Device     int
@@ -71,8 +71,8 @@ type hist struct {
 	Markers    []marker
 }
 
-// tick labels a bucket edge on the x axis: the edges are where the 1-2-5
-// bounds lie, so a bar reads as "between these two".
+// tick labels a bucket edge on the x axis, so a bar reads as "between
+// these two".
 type tick struct {
 	X     float64
 	Label string
@@ -101,11 +101,39 @@ func bucketLabel(bounds []time.Duration, i int) string {
 	return summary.Duration(bounds[i])
 }
 
+// perDisplay is how many of the hub's buckets one bar draws: 2^(1/4) wide
+// bars fit a lane's spread on a card, where 992 hub buckets would not.
+const perDisplay = 8
+
+// numDisplay is the number of display buckets; the last is drawn open-ended
+// (it holds everything the hub clamps too).
+const numDisplay = gpuspans.NumBuckets / perDisplay
+
+// displayBounds are the display buckets' upper bounds, but the last's.
+var displayBounds = func() []time.Duration {
+	b := make([]time.Duration, numDisplay-1)
+	for j := range b {
+		b[j] = time.Duration(gpuspans.BucketUpperBound(perDisplay*j+perDisplay-1) * 1e9)
+	}
+	return b
+}()
+
+// display sums a's buckets into display buckets, the zero bucket into the
+// first.
+func display(a *gpuspans.Aggregate) *[numDisplay]uint64 {
+	var d [numDisplay]uint64
+	d[0] = a.ZeroCount
+	for i, c := range a.Buckets {
+		d[i/perDisplay] += c
+	}
+	return &d
+}
+
 // bucketRange picks the buckets to draw: the non-empty ones with one empty
 // neighbour each side, widened to minBars.
-func bucketRange(a *gpuspans.Aggregate) (lo, hi int) {
+func bucketRange(counts *[numDisplay]uint64) (lo, hi int) {
 	lo, hi = -1, -1
-	for i, c := range a.Buckets {
+	for i, c := range counts {
 		if c == 0 {
 			continue
 		}
@@ -120,14 +148,14 @@ func bucketRange(a *gpuspans.Aggregate) (lo, hi int) {
 	if lo > 0 {
 		lo--
 	}
-	if hi < gpuspans.NumBuckets-1 {
+	if hi < numDisplay-1 {
 		hi++
 	}
 	for hi-lo+1 < minBars {
 		if lo > 0 {
 			lo--
 		}
-		if hi-lo+1 < minBars && hi < gpuspans.NumBuckets-1 {
+		if hi-lo+1 < minBars && hi < numDisplay-1 {
 			hi++
 		}
 	}
@@ -151,14 +179,15 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 		a = &empty
 	}
 	h.Count = a.Count
-	bounds := gpuspans.BucketBounds()
-	lo, hi := bucketRange(a)
+	bounds := displayBounds
+	counts := display(a)
+	lo, hi := bucketRange(counts)
 	n := hi - lo + 1
 	plotW := float64(h.PlotRight - h.PlotLeft)
 	plotH := float64(h.Base - h.PlotTop)
 	slot := plotW / float64(n)
 	for i := lo; i <= hi; i++ {
-		if c := a.Buckets[i]; c > h.YMax {
+		if c := counts[i]; c > h.YMax {
 			h.YMax = c
 		}
 	}
@@ -173,7 +202,7 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 		return summary.Duration(bounds[i-1])
 	}
 	for i := lo; i <= hi; i++ {
-		c := a.Buckets[i]
+		c := counts[i]
 		x := float64(h.PlotLeft) + float64(i-lo)*slot
 		height := 0.0
 		if h.YMax > 0 {
@@ -216,8 +245,7 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 }
 
 // position places v on the bucket axis, in bucket widths from bucket lo's
-// left edge: the bucket that holds it, plus the linear fraction within it,
-// as Aggregate.Quantile interpolates.
+// left edge: the bucket that holds it, plus the linear fraction within it.
 func position(bounds []time.Duration, v time.Duration, lo int) float64 {
 	i := 0
 	for i < len(bounds) && v > bounds[i] {
@@ -298,8 +326,11 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 		}
 	}
 	for i := range s.Kernels {
-		a := &s.Kernels[i]
-		p.Kernels = append(p.Kernels, newHist(gpuspans.KindKernel, a.Name, a.Device, p.Multi, a))
+		// Charts for kernels with spans only: 65 empty ones would bury
+		// them. Their zero rows are in the table.
+		if a := &s.Kernels[i]; a.Count > 0 {
+			p.Kernels = append(p.Kernels, newHist(gpuspans.KindKernel, a.Name, a.Device, p.Multi, a))
+		}
 	}
 	for i := range s.Lanes {
 		p.Rows = append(p.Rows, rowOf(gpuspans.KindLane, &s.Lanes[i]))

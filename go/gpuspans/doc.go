@@ -4,8 +4,8 @@
 // and harvested later without ever synchronising: lane spans around each
 // serve lane's work on every engine step, and kernel spans around eager
 // kernel launches on one step in KernelSpanEvery. Harvests land finished
-// spans into per-device aggregates (count, sum, min, max, a 1-2-5 histogram
-// from 1 us to 10 s) and a bounded ring of recent spans, which exporters
+// spans into per-device aggregates (count, sum, min, max, a log-linear histogram
+// from 60 ns to 128 s, 2.2% buckets) and a bounded ring of recent spans, which exporters
 // read with Snapshot and RecentSpans.
 //
 // A serving loop drives it like this:

@@ -46,7 +46,9 @@ func Example() {
 	}
 	fmt.Printf("begun %d, landed %d\n", s.Counters.Begun, s.Counters.Landed)
 	// Output:
+	// prefill: 0 spans, p50 0s
 	// decode: 4 spans, p50 1ms
+	// other: 0 spans, p50 0s
 	// attention: 2 spans, p50 300µs
 	// begun 6, landed 6
 }

@@ -115,3 +115,15 @@ func simHub(t testing.TB, o Options) (*Hub, *sim.GPU, *sim.Clock, backend.Stream
 	h.BeginStep()
 	return h, gpu, clock, s
 }
+
+// nonEmpty counts the aggregates with a span: snapshots list the empty
+// ones too.
+func nonEmpty(aggs []Aggregate) int {
+	n := 0
+	for i := range aggs {
+		if aggs[i].Count > 0 {
+			n++
+		}
+	}
+	return n
+}

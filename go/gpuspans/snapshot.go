@@ -146,8 +146,8 @@ type Snapshot struct {
 	ArmedSteps      uint64 // steps armed for kernel spans
 	Counters        Counters
 	Devices         []DeviceStatus // by device
-	Lanes           []Aggregate    // by device, then lane; lanes with no span are left out
-	Kernels         []Aggregate    // by device, then registration order; kernels with no span are left out
+	Lanes           []Aggregate    // by installed device, then lane; lanes with no span yet are there, empty
+	Kernels         []Aggregate    // by installed device, then registration order ([0] is OtherKernel), empty ones included
 }
 
 // Snapshot returns a new snapshot. Safe from any goroutine; takes the
@@ -160,7 +160,9 @@ func (h *Hub) Snapshot() Snapshot {
 }
 
 // SnapshotInto fills s, reusing its slices, so that a steady exporter
-// allocates nothing. Safe from any goroutine, like Snapshot; s must not be
+// allocates nothing. It copies every aggregate of every installed device,
+// about 8 KiB each (540 KiB for 2 lanes and 64 registered kernels), under
+// the harvest lock. Safe from any goroutine, like Snapshot; s must not be
 // shared with a concurrent reader.
 func (h *Hub) SnapshotInto(s *Snapshot) {
 	h.mu.Lock()
@@ -230,15 +232,9 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 		if d == nil {
 			continue
 		}
-		for i := range d.lanes {
-			if d.lanes[i].Count > 0 {
-				s.Lanes = append(s.Lanes, d.lanes[i])
-			}
-		}
-		for i := range d.kernels {
-			if d.kernels[i].Count > 0 {
-				s.Kernels = append(s.Kernels, d.kernels[i])
-			}
-		}
+		// Empty ones too: a lane that loses every span must read zero,
+		// not vanish from pages and scrapes.
+		s.Lanes = append(s.Lanes, d.lanes...)
+		s.Kernels = append(s.Kernels, d.kernels...)
 	}
 }

@@ -328,7 +328,8 @@ func TestMultiDevice(t *testing.T) {
 	if len(s.Devices) != 2 || s.Devices[0].Device != 1 || s.Devices[1].Device != 3 {
 		t.Fatalf("devices %+v", s.Devices)
 	}
-	if len(s.Lanes) != 2 || s.Lanes[0].Device != 1 || s.Lanes[1].Device != 3 ||
+	// Both lanes of both installed devices, the one with no span too.
+	if len(s.Lanes) != 4 || nonEmpty(s.Lanes) != 2 || s.Lanes[0].Device != 1 || s.Lanes[0].Count != 1 || s.Lanes[2].Device != 3 || s.Lanes[2].Count != 1 ||
 		len(s.Kernels) != 2 || s.Kernels[0].Device != 1 || s.Kernels[1].Device != 3 {
 		t.Errorf("aggregates %+v %+v", s.Lanes, s.Kernels)
 	}

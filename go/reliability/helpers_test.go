@@ -30,7 +30,7 @@ import (
 func serve(t testing.TB, h *gpuspans.Hub) *httptest.Server {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.NewCollector(h, prom.WithNativeHistograms(1.1)))
+	reg.MustRegister(prom.NewCollector(h))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
 	debugpage.Register(mux, h, debugpage.Options{Backend: "simulated GPU"})

@@ -26,7 +26,7 @@ type Row struct {
 	Device int
 	Name   string
 	Count  uint64
-	P50    time.Duration // estimated: interpolated within a histogram bucket
+	P50    time.Duration // estimated within 1.1% (Aggregate.Quantile)
 	P99    time.Duration // estimated, likewise
 	Max    time.Duration // exact
 }
@@ -45,15 +45,20 @@ func rowOf(kind gpuspans.SpanKind, a *gpuspans.Aggregate) Row {
 }
 
 // FromSnapshot returns the rows of a hub snapshot: its lanes, then its
-// kernels, in the snapshot's order. Safe from any goroutine, given that
-// nothing writes s meanwhile.
+// kernels, in the snapshot's order, leaving out those with no span so that
+// the table matches one built from the same spans' file. Safe from any
+// goroutine, given that nothing writes s meanwhile.
 func FromSnapshot(s *gpuspans.Snapshot) []Row {
 	rows := make([]Row, 0, len(s.Lanes)+len(s.Kernels))
 	for i := range s.Lanes {
-		rows = append(rows, rowOf(gpuspans.KindLane, &s.Lanes[i]))
+		if s.Lanes[i].Count > 0 {
+			rows = append(rows, rowOf(gpuspans.KindLane, &s.Lanes[i]))
+		}
 	}
 	for i := range s.Kernels {
-		rows = append(rows, rowOf(gpuspans.KindKernel, &s.Kernels[i]))
+		if s.Kernels[i].Count > 0 {
+			rows = append(rows, rowOf(gpuspans.KindKernel, &s.Kernels[i]))
+		}
 	}
 	return rows
 }
@@ -220,7 +225,7 @@ func Write(w io.Writer, rows []Row) error {
 		}
 		sb.WriteByte('\n')
 	}
-	sb.WriteString("p50 and p99 are interpolated within the hub's 1-2-5 histogram buckets; max is exact.\n")
+	sb.WriteString("p50 and p99 are estimated within the hub's 2.2%-wide histogram buckets (within 1.1%); max is exact.\n")
 	_, err := io.WriteString(w, sb.String())
 	return err
 }

@@ -49,7 +49,7 @@ func TestWrite(t *testing.T) {
 		"kind    name          count    p50     p99     max\n" +
 		"lane    prefill         300  834us  1.04ms  1.05ms\n" +
 		"kernel  attn_prefill     18  438us   523us   525us\n" +
-		"p50 and p99 are interpolated within the hub's 1-2-5 histogram buckets; max is exact.\n"
+		"p50 and p99 are estimated within the hub's 2.2%-wide histogram buckets (within 1.1%); max is exact.\n"
 	if b.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", b.String(), want)
 	}

@@ -2,10 +2,31 @@
 //
 // The Collector holds no metric state of its own: each scrape takes one hub
 // snapshot and turns it into const metrics, the shape of client_golang's
-// collectors.NewDBStatsCollector. Histograms use the hub's own buckets
-// (gpuspans.BucketBounds, in seconds), so they are exact copies of the
-// hub's aggregates. Label values stay bounded: lanes are fixed at hub
-// creation, and the hub folds unregistered kernels into "other".
+// collectors.NewDBStatsCollector. Label values stay bounded: lanes are
+// fixed at hub creation, and the hub folds unregistered kernels into
+// "other".
+//
+// Each histogram series (gpuspans_lane_duration_seconds,
+// gpuspans_kernel_duration_seconds) carries two forms of the same counts,
+// both exact copies of the hub's aggregate: a native histogram of schema 5
+// (the hub's own buckets, 2.2% wide, so histogram_quantile is within about
+// 1%), and classic buckets on a subset of the hub's bounds (lanes: 2^(1/8)
+// apart from 7.6 us to 16 s, histogram_quantile within 10%; kernels:
+// 2^(1/2) apart from 0.95 us to 125 ms). Prometheus stores the native form
+// when scraping with native histograms on, the classic one otherwise, and
+// both with scrape_classic_histograms.
+//
+// Series per device, with L lanes, K registered kernels (plus "other"),
+// Bl = 169 lane bounds and Bk = 35 kernel bounds (each histogram adds
+// _bucket{le="+Inf"}, _sum and _count) and C = 23 other series (21 hub
+// counters and gauges, device_up, device_info):
+//
+//	series_per_device = L*(Bl+3) + (K+1)*(Bk+3) + C
+//	                  = 2*172 + 65*38 + 23 = 2,837 for 2 lanes and 64 kernels
+//
+// plus one native series per histogram (67) where Prometheus keeps both
+// forms: 2,904, under a budget of 3,000. Lanes and kernels with no span yet
+// are exported with zero counts, so series do not appear and vanish.
 //
 // To export several hubs into one registry, register each collector through
 // prometheus.WrapRegistererWith with a label that tells them apart.
@@ -26,29 +47,13 @@ import (
 type Option func(*config)
 
 type config struct {
-	nativeFactor float64
+	classicOnly bool
 }
 
-// WithNativeHistograms adds native (exponential-bucket) histograms of lane
-// and kernel durations, with the given bucket growth factor (1.1: buckets
-// about 10% wide); a factor <= 1 adds none, as in
-// prometheus.HistogramOpts.NativeHistogramBucketFactor.
-//
-// They are separate families, gpuspans_native_lane_duration_seconds and
-// gpuspans_native_kernel_duration_seconds, because they cannot come from the
-// hub's aggregates: client_golang 1.18 has no const native histogram, and
-// the aggregates' 1-2-5 buckets cannot be split into exponential ones
-// without inventing where spans fell. Instead the collector observes each
-// landed span into real histograms, reading the hub's recent-span ring
-// (Hub.RecentSpans) at every scrape. That ring is finite: spans overwritten
-// between two scrapes are missing from the native histograms and counted in
-// gpuspans_native_missed_spans_total, so size gpuspans.Options.RecentSpans
-// to hold a scrape interval's spans. The classic histograms stay exact
-// whatever happens. Another reader of RecentSpans on the same hub does not
-// disturb this one (each reader keeps its own position), but it does share
-// Counters.RecentOverwritten.
-func WithNativeHistograms(factor float64) Option {
-	return func(c *config) { c.nativeFactor = factor }
+// WithoutNativeHistograms leaves the native part out of the histograms,
+// for a pipeline that mishandles it; the classic buckets are unchanged.
+func WithoutNativeHistograms() Option {
+	return func(c *config) { c.classicOnly = true }
 }
 
 // Collector is a prometheus.Collector of one hub. Make one with
@@ -59,8 +64,8 @@ func WithNativeHistograms(factor float64) Option {
 // snapshot, so steady scrapes allocate little beyond the metrics they
 // send).
 type Collector struct {
-	hub    *gpuspans.Hub
-	bounds []float64 // histogram upper bounds, seconds
+	hub         *gpuspans.Hub
+	classicOnly bool
 
 	laneDuration, kernelDuration *prometheus.Desc
 	begun, landed, dropped       *prometheus.Desc
@@ -76,9 +81,8 @@ type Collector struct {
 	deviceUp, deviceInfo         *prometheus.Desc
 	eventOffset                  *prometheus.Desc
 
-	mu     sync.Mutex
-	snap   gpuspans.Snapshot
-	native *native // nil without WithNativeHistograms
+	mu   sync.Mutex
+	snap gpuspans.Snapshot
 }
 
 // NewCollector returns a collector of h. It panics on a nil hub, as
@@ -96,7 +100,8 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		return prometheus.NewDesc("gpuspans_"+name, help, labels, nil)
 	}
 	c := &Collector{
-		hub: h,
+		hub:         h,
+		classicOnly: cfg.classicOnly,
 
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),
@@ -131,12 +136,6 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		eventOffset: d("event_offset_seconds", "How much longer an event pair reads than the kernel between them, measured when the pool opened; subtracted from kernel spans unless the hub reports them raw. Absent until measured.", "device"),
 		deviceInfo:  d("device_info", "The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.", "device", "state", "uuid", "pci_bus_id", "name"),
 	}
-	for _, b := range gpuspans.BucketBounds() {
-		c.bounds = append(c.bounds, b.Seconds())
-	}
-	if cfg.nativeFactor > 1 {
-		c.native = newNative(cfg.nativeFactor)
-	}
 	return c
 }
 
@@ -153,14 +152,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	} {
 		ch <- d
 	}
-	if c.native != nil {
-		c.native.describe(ch)
-	}
 }
 
-// Collect implements prometheus.Collector. It takes one hub snapshot; with
-// native histograms it also reads the spans landed since the last Collect.
-// Both take the hub's harvest lock briefly; span paths never wait for it.
+// Collect implements prometheus.Collector. It takes one hub snapshot, which
+// takes the hub's harvest lock briefly; span paths never wait for it.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -168,10 +163,10 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.hub.SnapshotInto(s)
 
 	for i := range s.Lanes {
-		c.histogram(ch, c.laneDuration, &s.Lanes[i])
+		c.histogram(ch, c.laneDuration, &laneLayout, &s.Lanes[i])
 	}
 	for i := range s.Kernels {
-		c.histogram(ch, c.kernelDuration, &s.Kernels[i])
+		c.histogram(ch, c.kernelDuration, &kernelLayout, &s.Kernels[i])
 	}
 
 	k := &s.Counters
@@ -208,22 +203,16 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.overwritten, k.RecentOverwritten)
 
 	c.devices(ch, s.Devices)
-
-	if c.native != nil {
-		c.native.collect(ch, c.hub)
-	}
 }
 
-// histogram sends a as a const histogram; the hub's buckets are per bucket,
-// Prometheus's cumulative.
-func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, a *gpuspans.Aggregate) {
-	buckets := make(map[float64]uint64, len(c.bounds))
-	var cum uint64
-	for i, ub := range c.bounds {
-		cum += a.Buckets[i]
-		buckets[ub] = cum
+// histogram sends a as a histogram over l, built now: the snapshot is
+// reused by the next Collect while the registry may still be writing.
+func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, l *layout, a *gpuspans.Aggregate) {
+	ch <- &histogram{
+		desc:   d,
+		labels: prometheus.MakeLabelPairs(d, []string{strconv.Itoa(a.Device), a.Name}),
+		hist:   l.histogram(a, !c.classicOnly),
 	}
-	ch <- prometheus.MustNewConstHistogram(d, a.Count, a.Sum.Seconds(), buckets, strconv.Itoa(a.Device), a.Name)
 }
 
 // devices sends one up and one info series per device. A device being

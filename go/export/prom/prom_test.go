@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	dto "github.com/prometheus/client_model/go"
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/fake"
@@ -93,35 +92,45 @@ func servedHub(t testing.TB) *gpuspans.Hub {
 	return h
 }
 
-// bucketLines is the exposition of one classic histogram series whose
-// spans fall in the buckets with the given upper bounds (seconds, as
-// printed), one span each, in order.
-func bucketLines(name, labels string, sum string, spans ...string) string {
+// bucketLines is the exposition of one classic histogram series over l
+// holding spans of the given durations.
+func bucketLines(name, labels string, l *layout, spans ...time.Duration) string {
 	var b strings.Builder
-	var cum int
-	for _, d := range gpuspans.BucketBounds() {
-		le := fmt.Sprint(d.Seconds())
-		for len(spans) > 0 && spans[0] == le {
-			cum++
-			spans = spans[1:]
-		}
-		fmt.Fprintf(&b, "%s_bucket{%s,le=%q} %d\n", name, labels, le, cum)
+	var sum time.Duration
+	for _, d := range spans {
+		sum += d
 	}
-	fmt.Fprintf(&b, "%s_bucket{%s,le=\"+Inf\"} %d\n%s_sum{%s} %s\n%s_count{%s} %d\n", name, labels, cum, name, labels, sum, name, labels, cum)
+	for _, le := range l.bounds {
+		n := 0
+		for _, d := range spans {
+			if float64(d)/1e9 <= le {
+				n++
+			}
+		}
+		fmt.Fprintf(&b, "%s_bucket{%s,le=%q} %d\n", name, labels, fmt.Sprint(le), n)
+	}
+	fmt.Fprintf(&b, "%s_bucket{%s,le=\"+Inf\"} %d\n%s_sum{%s} %s\n%s_count{%s} %d\n",
+		name, labels, len(spans), name, labels, fmt.Sprint(sum.Seconds()), name, labels, len(spans))
 	return b.String()
 }
 
 func TestCollect(t *testing.T) {
+	const lane, kernel, us = "gpuspans_lane_duration_seconds", "gpuspans_kernel_duration_seconds", time.Microsecond
 	c := NewCollector(servedHub(t))
 	want := `
 # HELP gpuspans_lane_duration_seconds GPU time of a serve lane's work in one step.
 # TYPE gpuspans_lane_duration_seconds histogram
-` + bucketLines("gpuspans_lane_duration_seconds", `device="0",lane="prefill"`, "0.000198", "5e-05", "0.0002") +
-		bucketLines("gpuspans_lane_duration_seconds", `device="0",lane="decode"`, "5e-06", "2e-06", "5e-06") + `
+` + bucketLines(lane, `device="0",lane="prefill"`, &laneLayout, 150*us, 48*us) +
+		bucketLines(lane, `device="0",lane="decode"`, &laneLayout, 3*us, 2*us) +
+		// Devices 1 and 2 never landed a span: their series read zero.
+		bucketLines(lane, `device="1",lane="prefill"`, &laneLayout) + bucketLines(lane, `device="1",lane="decode"`, &laneLayout) +
+		bucketLines(lane, `device="2",lane="prefill"`, &laneLayout) + bucketLines(lane, `device="2",lane="decode"`, &laneLayout) + `
 # HELP gpuspans_kernel_duration_seconds GPU time of one kernel launch, on steps armed for kernel spans.
 # TYPE gpuspans_kernel_duration_seconds histogram
-` + bucketLines("gpuspans_kernel_duration_seconds", `device="0",kernel="other"`, "8e-06", "1e-05") +
-		bucketLines("gpuspans_kernel_duration_seconds", `device="0",kernel="attention"`, "4.2e-05", "2e-06", "5e-05") + `
+` + bucketLines(kernel, `device="0",kernel="other"`, &kernelLayout, 8*us) +
+		bucketLines(kernel, `device="0",kernel="attention"`, &kernelLayout, 40*us, 2*us) +
+		bucketLines(kernel, `device="1",kernel="other"`, &kernelLayout) + bucketLines(kernel, `device="1",kernel="attention"`, &kernelLayout) +
+		bucketLines(kernel, `device="2",kernel="other"`, &kernelLayout) + bucketLines(kernel, `device="2",kernel="attention"`, &kernelLayout) + `
 # HELP gpuspans_spans_begun_total Spans that took a ring slot: landed + dropped + errored + in flight.
 # TYPE gpuspans_spans_begun_total counter
 gpuspans_spans_begun_total 8
@@ -274,131 +283,11 @@ func TestLabel(t *testing.T) {
 	}
 }
 
-func TestNativeHistograms(t *testing.T) {
-	h := servedHub(t)
-	c := NewCollector(h, WithNativeHistograms(1.1))
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	got := gatherNative(t, reg)
-	for _, tc := range []struct {
-		family, series string
-		count          uint64
-		sum            float64
-	}{
-		{"gpuspans_native_lane_duration_seconds", `device="0",lane="prefill"`, 2, 198e-6},
-		{"gpuspans_native_lane_duration_seconds", `device="0",lane="decode"`, 2, 5e-6},
-		{"gpuspans_native_kernel_duration_seconds", `device="0",kernel="attention"`, 2, 42e-6},
-		{"gpuspans_native_kernel_duration_seconds", `device="0",kernel="other"`, 1, 8e-6},
-	} {
-		m := got[tc.family+"{"+tc.series+"}"]
-		if m == nil {
-			t.Errorf("no series %s{%s}", tc.family, tc.series)
-			continue
-		}
-		hist := m.GetHistogram()
-		if hist.GetSampleCount() != tc.count || !near(hist.GetSampleSum(), tc.sum) {
-			t.Errorf("%s{%s}: count %d, sum %g; want %d, %g", tc.family, tc.series, hist.GetSampleCount(), hist.GetSampleSum(), tc.count, tc.sum)
-		}
-		if hist.GetSchema() != 3 || len(hist.GetPositiveSpan()) == 0 {
-			t.Errorf("%s{%s}: schema %d, %d spans: not a native histogram at factor 1.1", tc.family, tc.series, hist.GetSchema(), len(hist.GetPositiveSpan()))
-		}
-		var inBuckets uint64
-		var v int64
-		for _, d := range hist.GetPositiveDelta() {
-			v += d
-			inBuckets += uint64(v)
-		}
-		if inBuckets+hist.GetZeroCount() != tc.count {
-			t.Errorf("%s{%s}: %d spans in buckets, want %d", tc.family, tc.series, inBuckets, tc.count)
-		}
-	}
-	if m := got["gpuspans_native_missed_spans_total{}"]; m.GetCounter().GetValue() != 0 {
-		t.Errorf("missed %v spans, want 0", m.GetCounter().GetValue())
-	}
-	// The classic families are unchanged by the option.
-	if n := testutil.CollectAndCount(c, "gpuspans_lane_duration_seconds"); n != 2 {
-		t.Errorf("%d classic lane series, want 2", n)
-	}
-
-	// Spans are observed once, however often the hub is scraped.
-	got = gatherNative(t, reg)
-	if n := got["gpuspans_native_lane_duration_seconds{"+`device="0",lane="prefill"`+"}"].GetHistogram().GetSampleCount(); n != 2 {
-		t.Errorf("after a second scrape: count %d, want 2", n)
-	}
-}
-
-// TestNativeMissed: spans overwritten in the recent ring before a scrape
-// are counted, not observed.
-func TestNativeMissed(t *testing.T) {
-	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, RecentSpans: 4, Now: clock.Now, Logf: func(string, ...interface{}) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpu := sim.New(sim.Options{Now: clock.Now})
-	if err := h.Install(0, stream, gpu.Opener(64)); err != nil {
-		t.Fatal(err)
-	}
-	c := NewCollector(h, WithNativeHistograms(1.1))
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	steps := func(n int) {
-		for i := 0; i < n; i++ {
-			h.BeginStep()
-			h.LaneBegin(0)
-			gpu.Launch(stream, time.Microsecond)
-			h.LaneEnd(0)
-			clock.Advance(time.Millisecond)
-		}
-		h.Harvest()
-	}
-	check := func(count, missed uint64) {
-		t.Helper()
-		got := gatherNative(t, reg)
-		if n := got[`gpuspans_native_lane_duration_seconds{device="0",lane="prefill"}`].GetHistogram().GetSampleCount(); n != count {
-			t.Errorf("native count %d, want %d", n, count)
-		}
-		if m := got["gpuspans_native_missed_spans_total{}"].GetCounter().GetValue(); m != float64(missed) {
-			t.Errorf("missed %v, want %d", m, missed)
-		}
-	}
-	steps(3)
-	check(3, 0)
-	steps(10) // 10 spans land; the ring keeps the last 4
-	check(7, 6)
-}
-
-func near(a, b float64) bool { return a-b < 1e-12 && b-a < 1e-12 }
-
-// gatherNative gathers reg and indexes the native families' series by
-// family{labels}.
-func gatherNative(t *testing.T, reg prometheus.Gatherer) map[string]*dto.Metric {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := make(map[string]*dto.Metric)
-	for _, mf := range mfs {
-		if !strings.HasPrefix(mf.GetName(), "gpuspans_native_") {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, fmt.Sprintf("%s=%q", l.GetName(), l.GetValue()))
-			}
-			out[mf.GetName()+"{"+strings.Join(labels, ",")+"}"] = m
-		}
-	}
-	return out
-}
-
 // TestConcurrentCollect scrapes while the hub runs; run it with -race.
 func TestConcurrentCollect(t *testing.T) {
 	h := servedHub(t)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(h, WithNativeHistograms(1.1)))
+	reg.MustRegister(NewCollector(h))
 	var wg sync.WaitGroup
 	for g := 0; g < 3; g++ {
 		wg.Add(1)
@@ -424,7 +313,7 @@ func TestPromtool(t *testing.T) {
 		t.Skip("promtool not on PATH")
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(servedHub(t), WithNativeHistograms(1.1)))
+	reg.MustRegister(NewCollector(servedHub(t)))
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.PanicOnError}).
 		ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -444,8 +333,8 @@ func BenchmarkCollect(b *testing.B) {
 	for _, native := range []bool{false, true} {
 		b.Run(fmt.Sprintf("native=%v", native), func(b *testing.B) {
 			var opts []Option
-			if native {
-				opts = append(opts, WithNativeHistograms(1.1))
+			if !native {
+				opts = append(opts, WithoutNativeHistograms())
 			}
 			c := NewCollector(servedHub(b), opts...)
 			ch := make(chan prometheus.Metric, 128)

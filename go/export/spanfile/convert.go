@@ -3,6 +3,7 @@ package spanfile
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
@@ -107,13 +108,10 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 		}
 		p.Devices[i] = pd
 	}
-	bounds := make([]int64, len(gpuspans.BucketBounds()))
-	for i, b := range gpuspans.BucketBounds() {
-		bounds[i] = int64(b)
-	}
 	add := func(kind gpuspansv1.SpanKind, aggs []gpuspans.Aggregate) {
 		for i := range aggs {
 			a := &aggs[i]
+			bounds, counts := sparseBuckets(a)
 			p.Aggregates = append(p.Aggregates, &gpuspansv1.Aggregate{
 				Kind:             kind,
 				Name:             a.Name,
@@ -122,8 +120,8 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 				SumNanos:         int64(a.Sum),
 				MinNanos:         int64(a.Min),
 				MaxNanos:         int64(a.Max),
-				BucketUpperNanos: append([]int64(nil), bounds...),
-				BucketCounts:     append([]uint64(nil), a.Buckets[:]...),
+				BucketUpperNanos: bounds,
+				BucketCounts:     counts,
 			})
 		}
 	}
@@ -135,8 +133,8 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 // SnapshotFromProto converts a wire snapshot back, with the time it was
 // taken (the zero time for 0). A device's reason becomes an error with that
 // text (errors.Is no longer matches the backend's sentinels). An unknown
-// level, device state or aggregate kind, or histogram bounds other than
-// gpuspans.BucketBounds, is an error: gpuspans types cannot hold them.
+// level, device state or aggregate kind, or a histogram bound that is not
+// one of the hub's buckets', is an error: gpuspans types cannot hold them.
 // Safe from any goroutine.
 func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, error) {
 	var s gpuspans.Snapshot
@@ -197,7 +195,6 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 		s.Devices = append(s.Devices, d)
 	}
 
-	bounds := gpuspans.BucketBounds()
 	for _, pa := range p.GetAggregates() {
 		a := gpuspans.Aggregate{
 			Device: int(pa.GetDevice()),
@@ -207,10 +204,9 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 			Min:    time.Duration(pa.GetMinNanos()),
 			Max:    time.Duration(pa.GetMaxNanos()),
 		}
-		if err := checkBuckets(pa, bounds); err != nil {
+		if err := fillBuckets(&a, pa); err != nil {
 			return s, taken, fmt.Errorf("spanfile: snapshot: aggregate %q on device %d: %w", a.Name, a.Device, err)
 		}
-		copy(a.Buckets[:], pa.GetBucketCounts())
 		switch pa.GetKind() {
 		case gpuspansv1.SpanKind_SPAN_KIND_LANE:
 			s.Lanes = append(s.Lanes, a)
@@ -223,17 +219,53 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 	return s, taken, nil
 }
 
-// checkBuckets accepts an aggregate's histogram only if it has exactly the
-// hub's bounds, since gpuspans.Aggregate cannot hold others.
-func checkBuckets(pa *gpuspansv1.Aggregate, bounds []time.Duration) error {
-	ub, counts := pa.GetBucketUpperNanos(), pa.GetBucketCounts()
-	if len(ub) != len(bounds) || len(counts) != gpuspans.NumBuckets {
-		return fmt.Errorf("histogram of %d bounds and %d counts, want %d and %d",
-			len(ub), len(counts), len(bounds), gpuspans.NumBuckets)
+// zeroBucketNanos names the zero bucket in bucket_upper_nanos: the longest
+// whole-nanosecond span at or below gpuspans.ZeroThreshold.
+const zeroBucketNanos = 59
+
+// upperNanos is the upper bound of a.Buckets[i] rounded down to whole
+// nanoseconds: spans are whole nanoseconds, so it names the bucket exactly
+// (every bucket is over a nanosecond wide).
+func upperNanos(i int) int64 { return int64(math.Floor(gpuspans.BucketUpperBound(i) * 1e9)) }
+
+// sparseBuckets lists a's non-empty buckets as the wire format keeps them;
+// most of an aggregate's 992 buckets are empty.
+func sparseBuckets(a *gpuspans.Aggregate) (bounds []int64, counts []uint64) {
+	if a.ZeroCount > 0 {
+		bounds, counts = append(bounds, zeroBucketNanos), append(counts, a.ZeroCount)
 	}
-	for i, b := range bounds {
-		if ub[i] != int64(b) {
-			return fmt.Errorf("histogram bound %d is %dns, want %dns", i, ub[i], int64(b))
+	for i, c := range a.Buckets {
+		if c > 0 {
+			bounds, counts = append(bounds, upperNanos(i)), append(counts, c)
+		}
+	}
+	return bounds, counts
+}
+
+// fillBuckets sets a's buckets from the sparse lists of pa, accepting only
+// bounds of the hub's own buckets, in increasing order.
+func fillBuckets(a *gpuspans.Aggregate, pa *gpuspansv1.Aggregate) error {
+	ub, counts := pa.GetBucketUpperNanos(), pa.GetBucketCounts()
+	if len(ub) != len(counts) {
+		return fmt.Errorf("histogram of %d bounds and %d counts, want as many of each", len(ub), len(counts))
+	}
+	prev := -2
+	for j, b := range ub {
+		i := -1 // the zero bucket
+		if b != zeroBucketNanos {
+			i = gpuspans.BucketIndex(time.Duration(b))
+			if i < 0 || upperNanos(i) != b {
+				return fmt.Errorf("histogram bound %d is %dns, not the upper bound of a bucket", j, b)
+			}
+		}
+		if i <= prev {
+			return fmt.Errorf("histogram bound %d is %dns, not above the one before", j, b)
+		}
+		prev = i
+		if i < 0 {
+			a.ZeroCount = counts[j]
+		} else {
+			a.Buckets[i] = counts[j]
 		}
 	}
 	return nil

@@ -89,8 +89,9 @@ func handSnapshot() gpuspans.Snapshot {
 		Lanes:   []gpuspans.Aggregate{{Device: 3, Name: "decode", Count: 2, Sum: 3000, Min: 1000, Max: 2000}},
 		Kernels: []gpuspans.Aggregate{{Device: 3, Name: "other", Count: 1, Sum: 7e9, Min: 7e9, Max: 7e9}},
 	}
-	s.Lanes[0].Buckets[0], s.Lanes[0].Buckets[1] = 1, 1
-	s.Kernels[0].Buckets[gpuspans.NumBuckets-2] = 1
+	s.Lanes[0].Buckets[gpuspans.BucketIndex(1000)], s.Lanes[0].Buckets[gpuspans.BucketIndex(2000)] = 1, 1
+	s.Kernels[0].Buckets[gpuspans.BucketIndex(7e9)] = 1
+	s.Kernels[0].ZeroCount = 2
 	return s
 }
 
@@ -476,10 +477,12 @@ func TestConversionErrors(t *testing.T) {
 		{"level", func(p *gpuspansv1.Snapshot) { p.Level = 0 }, "spanfile: snapshot: unknown level LEVEL_UNSPECIFIED"},
 		{"state", func(p *gpuspansv1.Snapshot) { p.Devices[2].State = "asleep" }, `spanfile: snapshot: device 4: unknown device state "asleep"`},
 		{"kind", func(p *gpuspansv1.Snapshot) { p.Aggregates[0].Kind = 0 }, `spanfile: snapshot: aggregate "decode" on device 3: unknown kind SPAN_KIND_UNSPECIFIED`},
-		{"bound", func(p *gpuspansv1.Snapshot) { p.Aggregates[1].BucketUpperNanos[3] = 7 },
-			`spanfile: snapshot: aggregate "other" on device 3: histogram bound 3 is 7ns, want 10000ns`},
+		{"bound", func(p *gpuspansv1.Snapshot) { p.Aggregates[1].BucketUpperNanos[1] = 1000 },
+			`spanfile: snapshot: aggregate "other" on device 3: histogram bound 1 is 1000ns, not the upper bound of a bucket`},
+		{"order", func(p *gpuspansv1.Snapshot) { b := p.Aggregates[0].BucketUpperNanos; b[0], b[1] = b[1], b[0] },
+			`spanfile: snapshot: aggregate "decode" on device 3: histogram bound 1 is 1017ns, not above the one before`},
 		{"buckets", func(p *gpuspansv1.Snapshot) { p.Aggregates[0].BucketCounts = nil },
-			`spanfile: snapshot: aggregate "decode" on device 3: histogram of 22 bounds and 0 counts, want 22 and 23`},
+			`spanfile: snapshot: aggregate "decode" on device 3: histogram of 2 bounds and 0 counts, want as many of each`},
 	} {
 		p := good()
 		tc.change(p)

@@ -335,9 +335,13 @@ type Aggregate struct {
 	SumNanos int64 `protobuf:"varint,5,opt,name=sum_nanos,json=sumNanos,proto3" json:"sum_nanos,omitempty"`
 	MinNanos int64 `protobuf:"varint,6,opt,name=min_nanos,json=minNanos,proto3" json:"min_nanos,omitempty"`
 	MaxNanos int64 `protobuf:"varint,7,opt,name=max_nanos,json=maxNanos,proto3" json:"max_nanos,omitempty"`
-	// Histogram: bucket_counts[i] counts spans with duration <= bucket_upper_nanos[i]
-	// and above the previous bound (not cumulative). The last count is the
-	// overflow bucket, above every bound, so it has one more entry than bounds.
+	// Histogram, sparse: bucket_counts[i] counts the spans of the hub bucket
+	// whose upper bound, in whole nanoseconds rounded down, is
+	// bucket_upper_nanos[i]. Hub buckets are those of a Prometheus native
+	// histogram of schema 5, (2^((k-1)/32), 2^(k/32)] seconds, from 2^-24 s
+	// to 2^7 s (the last also holds longer spans); 59 names the zero bucket,
+	// spans of at most 2^-24 s. Only non-empty buckets are listed, in order,
+	// so both lists have the same length.
 	BucketUpperNanos []int64  `protobuf:"varint,8,rep,packed,name=bucket_upper_nanos,json=bucketUpperNanos,proto3" json:"bucket_upper_nanos,omitempty"`
 	BucketCounts     []uint64 `protobuf:"varint,9,rep,packed,name=bucket_counts,json=bucketCounts,proto3" json:"bucket_counts,omitempty"`
 	unknownFields    protoimpl.UnknownFields
