@@ -222,11 +222,11 @@ func TestEventOffsetCorrection(t *testing.T) {
 		if raw {
 			wantMin, wantMax = offset, 10*time.Microsecond+offset
 		}
-		if len(st.Kernels) != 1 || st.Kernels[0].Min != wantMin || st.Kernels[0].Max != wantMax {
-			t.Errorf("raw=%v: kernel aggregates %+v, want min %v max %v", raw, st.Kernels, wantMin, wantMax)
+		if k := st.Kernels[0]; k.Count != 2 || k.Min != wantMin || k.Max != wantMax {
+			t.Errorf("raw=%v: kernel %s: %d spans, min %v max %v; want 2, min %v max %v", raw, k.Name, k.Count, k.Min, k.Max, wantMin, wantMax)
 		}
-		if len(st.Lanes) != 1 || st.Lanes[0].Max != 10*time.Microsecond+offset {
-			t.Errorf("raw=%v: lane aggregates %+v, want the raw %v", raw, st.Lanes, 10*time.Microsecond+offset)
+		if l := st.Lanes[0]; l.Count != 1 || l.Max != 10*time.Microsecond+offset {
+			t.Errorf("raw=%v: lane %s: %d spans, max %v; want 1, the raw %v", raw, l.Name, l.Count, l.Max, 10*time.Microsecond+offset)
 		}
 	}
 }

@@ -18,14 +18,14 @@
 //
 // Series per device, with L lanes, K registered kernels (plus "other"),
 // Bl = 169 lane bounds and Bk = 35 kernel bounds (each histogram adds
-// _bucket{le="+Inf"}, _sum and _count) and C = 23 other series (21 hub
-// counters and gauges, device_up, device_info):
+// _bucket{le="+Inf"}, _sum and _count) and C = 27 other series (24 hub
+// counters and gauges; device_up, device_info, event_offset_seconds):
 //
 //	series_per_device = L*(Bl+3) + (K+1)*(Bk+3) + C
-//	                  = 2*172 + 65*38 + 23 = 2,837 for 2 lanes and 64 kernels
+//	                  = 2*172 + 65*38 + 27 = 2,841 for 2 lanes and 64 kernels
 //
 // plus one native series per histogram (67) where Prometheus keeps both
-// forms: 2,904, under a budget of 3,000. Lanes and kernels with no span yet
+// forms: 2,908, under a budget of 3,000. Lanes and kernels with no span yet
 // are exported with zero counts, so series do not appear and vanish.
 //
 // To export several hubs into one registry, register each collector through
