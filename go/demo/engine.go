@@ -2,6 +2,7 @@ package demo
 
 import (
 	"fmt"
+	"math"
 	"math/rand"
 	"sync/atomic"
 	"time"
@@ -51,7 +52,8 @@ type Engine struct {
 	jitter   float64
 	rng      *rand.Rand
 	captured bool
-	steps    atomic.Uint64 // engine steps run, whatever the level (the hub counts only at step and above)
+	steps    atomic.Uint64    // engine steps run, whatever the level (the hub counts only at step and above)
+	scale    [2]atomic.Uint64 // float64 bits: each lane's kernel durations are multiplied by it (SetScale)
 }
 
 // NewEngine registers the kernels of cfg with hub and returns the engine.
@@ -65,6 +67,9 @@ func NewEngine(hub *gpuspans.Hub, gpu GPU, cfg EngineConfig) (*Engine, error) {
 		return nil, fmt.Errorf("demo: jitter %v outside 0..0.9", cfg.Jitter)
 	}
 	e := &Engine{hub: hub, gpu: gpu, jitter: cfg.Jitter, rng: rand.New(rand.NewSource(cfg.Seed))}
+	for i := range e.scale {
+		e.scale[i].Store(math.Float64bits(1))
+	}
 	for i, name := range []string{LanePrefill, LaneDecode} {
 		idx, ok := hub.LaneIndex(name)
 		if !ok {
@@ -163,10 +168,10 @@ func (e *Engine) Capture() (CaptureResult, error) {
 // Call it from the engine's goroutine only.
 func (e *Engine) Step() error {
 	e.hub.BeginStep()
-	if err := e.lane(e.lanes[0], e.prefill, false); err != nil {
+	if err := e.lane(0, e.prefill, false); err != nil {
 		return err
 	}
-	if err := e.lane(e.lanes[1], e.decode, e.captured); err != nil {
+	if err := e.lane(1, e.decode, e.captured); err != nil {
 		return err
 	}
 	if err := e.gpu.Wait(); err != nil {
@@ -179,14 +184,59 @@ func (e *Engine) Step() error {
 // Steps returns the number of steps run. Safe from any goroutine.
 func (e *Engine) Steps() uint64 { return e.steps.Load() }
 
-func (e *Engine) lane(idx int, kernels []launch, replay bool) error {
+// MinScale and MaxScale bound SetScale's factor.
+const (
+	MinScale = 0.1
+	MaxScale = 10
+)
+
+// SetScale multiplies the durations of the given lane's eager kernels
+// (LanePrefill or LaneDecode) by factor from the next step on, so that a
+// test can make a lane slower mid-run and watch the telemetry follow. The
+// graph replayed in decode is unchanged. Safe from any goroutine.
+func (e *Engine) SetScale(lane string, factor float64) error {
+	i := laneNumber(lane)
+	if i < 0 {
+		return fmt.Errorf("demo: no lane %q: want %s or %s", lane, LanePrefill, LaneDecode)
+	}
+	if !(factor >= MinScale && factor <= MaxScale) { // also refuses NaN
+		return fmt.Errorf("demo: scale %v for lane %s outside %v..%v", factor, lane, MinScale, MaxScale)
+	}
+	e.scale[i].Store(math.Float64bits(factor))
+	return nil
+}
+
+// Scale returns the lane's duration factor (1 unless SetScale changed it;
+// 0 for an unknown lane). Safe from any goroutine.
+func (e *Engine) Scale(lane string) float64 {
+	i := laneNumber(lane)
+	if i < 0 {
+		return 0
+	}
+	return math.Float64frombits(e.scale[i].Load())
+}
+
+func laneNumber(lane string) int {
+	switch lane {
+	case LanePrefill:
+		return 0
+	case LaneDecode:
+		return 1
+	}
+	return -1
+}
+
+// lane runs lane n (0 prefill, 1 decode).
+func (e *Engine) lane(n int, kernels []launch, replay bool) error {
 	stream := e.gpu.Stream()
+	idx := e.lanes[n]
+	scale := math.Float64frombits(e.scale[n].Load())
 	e.hub.LaneBegin(idx)
 	// LaneEnd runs whatever happens: an open lane span would be counted as
 	// in flight until the recorder is replaced.
 	defer e.hub.LaneEnd(idx)
 	for _, l := range kernels {
-		d := l.k.Duration
+		d := time.Duration(float64(l.k.Duration) * scale)
 		if e.jitter > 0 {
 			d = time.Duration(float64(d) * (1 + e.jitter*(2*e.rng.Float64()-1)))
 		}

@@ -21,6 +21,8 @@ type HandlerOptions struct {
 	ProtectReads bool
 	// Logf is told of every change made through the control endpoints.
 	Logf func(format string, args ...interface{})
+	// Engine, when set, gets SimPath to change its lanes' durations.
+	Engine *Engine
 }
 
 // protectedMux registers handlers behind control.Protect.
@@ -37,9 +39,9 @@ func (m protectedMux) Handle(pattern string, h http.Handler) {
 // /metrics (the hub's collector and the Go runtime and process collectors,
 // on a registry of their own), the live page and its JSON under
 // /debug/gpuspans, and the control endpoints under /control/. "/" redirects
-// to the live page. With ProtectReads, /metrics and the live page require
-// the token as the control endpoints do. The handler is safe for concurrent
-// use.
+// to the live page; with o.Engine, SimPath too. With ProtectReads, /metrics
+// and the live page require the token as the control endpoints do. The
+// handler is safe for concurrent use.
 func NewHandler(hub *gpuspans.Hub, o HandlerOptions) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
@@ -55,6 +57,9 @@ func NewHandler(hub *gpuspans.Hub, o HandlerOptions) http.Handler {
 	reads.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	debugpage.Register(reads, hub, debugpage.Options{Backend: o.Backend})
 	control.Register(mux, hub, control.Options{Token: o.Token, Logf: o.Logf})
+	if o.Engine != nil {
+		mux.Handle(SimPath, simHandler(o.Engine, o.Token, o.Logf))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {
 			http.NotFound(w, r)

@@ -228,11 +228,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 
 	var srv *http.Server
 	if ln != nil {
-		srv = newServer(NewHandler(hub, HandlerOptions{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf}), con)
+		srv = newServer(NewHandler(hub, HandlerOptions{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Engine: eng}), con)
 		go func() { _ = srv.Serve(ln) }() // Serve returns ErrServerClosed at Shutdown
 		res.HTTPAddress = ln.Addr()
 		base := "http://" + displayAddr(ln.Addr())
-		con.Printf("live page: %s/debug/gpuspans   metrics: %s/metrics   control: %s/control/level, /control/kernel_span_every", base, base, base)
+		con.Printf("live page: %s/debug/gpuspans   metrics: %s/metrics   control: %s/control/level, /control/kernel_span_every, /control/sim", base, base, base)
 		if cfg.OnListen != nil {
 			cfg.OnListen(ln.Addr())
 		}
