@@ -52,7 +52,9 @@ type Mux interface {
 
 // Register adds the page (Path, and Path/ redirecting to it) and its JSON
 // (SnapshotPath) for hub to mux. The handlers are safe for concurrent use: each request takes one
-// hub snapshot (the harvest lock, briefly) and renders it.
+// hub snapshot (the harvest lock, briefly) and renders it. Requests also
+// keep a few sparse copies of past totals (see history), from which the
+// page shows the last minute's and five minutes' quantiles and drops.
 func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 	if o.Refresh == 0 {
 		o.Refresh = DefaultRefresh
@@ -81,6 +83,7 @@ type server struct {
 	hub   *gpuspans.Hub
 	o     Options
 	lanes []string
+	hist  history // for the recent windows
 }
 
 // readOnly answers anything but GET and HEAD with 405, and reports whether
@@ -112,7 +115,10 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 		o.Refresh = time.Duration(secs * float64(time.Second))
 	}
 	snap := s.hub.Snapshot()
-	p := newPage(&snap, s.lanes, &o, o.Now())
+	now := o.Now()
+	s.hist.add(&snap, now)
+	p := newPage(&snap, s.lanes, &o, now)
+	p.addWindows(&snap, &s.hist, now)
 	p.Host = r.Host
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, p); err != nil {
@@ -132,7 +138,9 @@ func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	snap := s.hub.Snapshot()
-	b, err := json.MarshalIndent(toJSON(&snap, s.o.Backend, s.o.Now()), "", "  ")
+	now := s.o.Now()
+	s.hist.add(&snap, now)
+	b, err := json.MarshalIndent(toJSON(&snap, s.o.Backend, now), "", "  ")
 	if err != nil {
 		http.Error(w, "encoding the snapshot: "+err.Error(), http.StatusInternalServerError)
 		return

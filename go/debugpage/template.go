@@ -59,6 +59,7 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 <div><span>steps</span><b>{{.Snap.Step}}</b></div>
 <div><span>spans landed</span><b>{{.Snap.Counters.Landed}}</b><span>of {{.Snap.Counters.Begun}} begun</span></div>
 <div><span>in flight</span><b>{{.Snap.Counters.InFlight}}</b></div>
+<div id="dropped"><span>spans dropped</span><b{{if .DropCard.Alarm}} class="nonzero"{{end}}>{{.DropCard.Total}}</b><span>{{.DropCard.Share}} of begun, capturing aside; {{.DropCard.Recent}}</span></div>
 <div><span>errored</span><b{{if .Snap.Counters.Errored}} class="nonzero"{{end}}>{{.Snap.Counters.Errored}}</b></div>
 <div><span>updated</span><b>{{.Time}}</b></div>
 </div>
@@ -72,10 +73,11 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 
 <h2>Summary</h2>
 {{if .Rows}}<table id="summary">
-<tr><th class="l">kind</th><th class="l">name</th>{{if .Multi}}<th>gpu</th>{{end}}<th>count</th><th>p50</th><th>p99</th><th>max</th><th>mean</th></tr>
-{{range .Rows}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Name}}</td>{{if $.Multi}}<td>{{.Device}}</td>{{end}}<td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Max}}</td><td>{{.Mean}}</td></tr>
+<tr><th></th><th></th>{{if .Multi}}<th></th>{{end}}<th colspan="5">since start</th>{{range .Windows}}<th colspan="3">{{.}}</th>{{end}}</tr>
+<tr><th class="l">kind</th><th class="l">name</th>{{if .Multi}}<th>gpu</th>{{end}}<th>count</th><th>p50</th><th>p99</th><th>max</th><th>mean</th>{{range .Windows}}<th>count</th><th>p50</th><th>p99</th>{{end}}</tr>
+{{range .Rows}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Name}}</td>{{if $.Multi}}<td>{{.Device}}</td>{{end}}<td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Max}}</td><td>{{.Mean}}</td>{{range .Recent}}<td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P99}}</td>{{end}}</tr>
 {{end}}</table>
-<p><small>Since the hub started. p50 and p99 are estimated within 1.1% (the hub's buckets are 2.2% wide; the charts draw eight to a bar); max and mean are exact.</small></p>
+<p><small>Lanes and registered kernels with no span read zero. Recent windows subtract totals this page kept at a past refresh; one still filling says how far back it reaches. p50 and p99 are estimated within 1.1% (the hub's buckets are 2.2% wide; the charts draw eight to a bar); max and mean are exact.</small></p>
 {{else}}<p>No span has landed yet.</p>{{end}}
 
 <h2>Drops and errors</h2>

@@ -3,6 +3,7 @@ package debugpage
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -36,6 +37,17 @@ type page struct {
 	Rows      []row
 	Dropped   []named
 	Misuse    []named
+	Windows   []string // the recent windows' headings: "last 1m", or "last 40s" while one fills
+	DropCard  dropCard
+}
+
+// dropCard sums up lost spans at the top of the page: a starved run must
+// not look healthy.
+type dropCard struct {
+	Total  uint64 // since start, every reason but capturing
+	Share  string // of spans begun
+	Recent string // the last minute's drops per second by reason, or why unknown
+	Alarm  bool
 }
 
 type named struct {
@@ -46,7 +58,13 @@ type named struct {
 
 type row struct {
 	Kind, Name, Device, Count, P50, P99, Max, Mean string
+	Recent                                         []windowCell // per recent window, beside since-start
+	lane                                           bool
+	agg                                            *gpuspans.Aggregate
 }
+
+// windowCell is one row's quantiles over a recent window.
+type windowCell struct{ Count, P50, P99 string }
 
 // hist is one histogram, drawn as an inline SVG bar chart over display
 // buckets: the hub's buckets eight at a time, four to a doubling.
@@ -333,10 +351,14 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 		}
 	}
 	for i := range s.Lanes {
-		p.Rows = append(p.Rows, rowOf(gpuspans.KindLane, &s.Lanes[i]))
+		r := rowOf(gpuspans.KindLane, &s.Lanes[i])
+		r.lane, r.agg = true, &s.Lanes[i]
+		p.Rows = append(p.Rows, r)
 	}
 	for i := range s.Kernels {
-		p.Rows = append(p.Rows, rowOf(gpuspans.KindKernel, &s.Kernels[i]))
+		r := rowOf(gpuspans.KindKernel, &s.Kernels[i])
+		r.agg = &s.Kernels[i]
+		p.Rows = append(p.Rows, r)
 	}
 	if s.Step > 0 {
 		p.ArmedText = fmt.Sprintf("%d of %d steps armed (%.1f%%)", s.ArmedSteps, s.Step, 100*float64(s.ArmedSteps)/float64(s.Step))
@@ -356,6 +378,16 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 			Alarm: gpuspans.DropReason(r) != gpuspans.DropCapturing,
 		})
 	}
+	var lost uint64
+	for r, n := range c.Dropped {
+		if gpuspans.DropReason(r) != gpuspans.DropCapturing {
+			lost += n
+		}
+	}
+	p.DropCard = dropCard{Total: lost, Share: "0%", Recent: "recent rate not known yet", Alarm: lost > 0}
+	if c.Begun > 0 {
+		p.DropCard.Share = strconv.FormatFloat(100*float64(lost)/float64(c.Begun), 'f', 2, 64) + "%"
+	}
 	p.Misuse = []named{
 		{"lane already open", "LaneBegin on a lane already open (ignored)", c.LaneAlreadyOpen, true},
 		{"unknown lane", "LaneBegin with an index outside the hub's lanes (ignored)", c.UnknownLane, true},
@@ -367,4 +399,57 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 		{"abandoned pools", "retired pools given up on while still busy, left unclosed", c.AbandonedPools, true},
 	}
 	return p
+}
+
+// addWindows fills the recent-window columns and the drop card's recent
+// rate from h, which holds s's past totals.
+func (p *page) addWindows(s *gpuspans.Snapshot, h *history, now time.Time) {
+	for wi, d := range windows {
+		base, ok := h.base(now, d)
+		span := now.Sub(base.at).Round(time.Second)
+		switch {
+		case !ok:
+			p.Windows = append(p.Windows, "last "+shortDuration(d)+": filling")
+		case span < d:
+			p.Windows = append(p.Windows, "last "+shortDuration(span))
+		default:
+			p.Windows = append(p.Windows, "last "+shortDuration(d))
+		}
+		for i := range p.Rows {
+			r := &p.Rows[i]
+			if !ok {
+				r.Recent = append(r.Recent, windowCell{"–", "–", "–"})
+				continue
+			}
+			w := since(r.agg, &base, r.lane)
+			cell := windowCell{Count: strconv.FormatUint(w.Count, 10), P50: "–", P99: "–"}
+			if w.Count > 0 {
+				cell.P50, cell.P99 = summary.Duration(w.Quantile(0.5)), summary.Duration(w.Quantile(0.99))
+			}
+			r.Recent = append(r.Recent, cell)
+		}
+		if wi != 0 || !ok || span <= 0 {
+			continue
+		}
+		var parts []string
+		alarm := false
+		for r, now := range s.Counters.Dropped {
+			var n uint64
+			if now >= base.dropped[r] {
+				n = now - base.dropped[r]
+			}
+			alarm = alarm || (n > 0 && gpuspans.DropReason(r) != gpuspans.DropCapturing)
+			parts = append(parts, fmt.Sprintf("%s %.1f/s", gpuspans.DropReason(r), float64(n)/span.Seconds()))
+		}
+		p.DropCard.Recent = p.Windows[0] + ": " + strings.Join(parts, ", ")
+		p.DropCard.Alarm = alarm
+	}
+}
+
+// shortDuration writes whole minutes as "5m", anything else in seconds.
+func shortDuration(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		return strconv.Itoa(int(d/time.Minute)) + "m"
+	}
+	return strconv.Itoa(int(d/time.Second)) + "s"
 }
