@@ -26,7 +26,7 @@ RULES_GO_PATCH="$ROOT/third_party/rules_go/rules_go-$RULES_GO_VERSION.patch"
 # Anything that changes what is built into the cache changes the stamp.
 STAMP_VERSION="rules_go=$RULES_GO_VERSION gazelle=$GAZELLE_VERSION go=$GO_SDK_VERSION \
 patch=$(sha256sum <"$RULES_GO_PATCH" | cut -c1-16) \
-tools=$(cat "$ROOT/tools/deps/go.mod" "$ROOT/tools/deps/go.sum" | sha256sum | cut -c1-16) v4"
+tools=$(cat "$ROOT/tools/deps/go.mod" "$ROOT/tools/deps/go.sum" | sha256sum | cut -c1-16) v5"
 CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
 log() { echo "bootstrap: $*" >&2; }
 die() { echo "bootstrap: error: $*" >&2; exit 1; }
@@ -95,6 +95,9 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/b
   cp -R "$(moddir "github.com/bazelbuild/rules_go@$RULES_GO_VERSION")" "$RULES_GO_DIR"
   chmod -R u+w "$RULES_GO_DIR"
   patch -s -p1 -d "$RULES_GO_DIR" <"$RULES_GO_PATCH" || die "cannot apply $RULES_GO_PATCH"
+  # Module zips drop executable bits; rules_go's scripts need them (bazel
+  # coverage symlinks lcov_merger.sh and refuses a non-executable one).
+  find "$RULES_GO_DIR" -name '*.sh' -exec chmod +x {} +
 
   # gazelle: module zips drop vendor/, but go_repository_tools builds gazelle
   # in GOPATH mode from vendor/; re-create it through the proxy. Debian's
@@ -139,7 +142,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/b
   rm -rf "$COV_DIR"
   mkdir -p "$COV_DIR"
   echo 'workspace(name = "remote_coverage_tools")' >"$COV_DIR/WORKSPACE"
-  printf '#!/bin/sh\necho "coverage tools are not available offline" >&2\nexit 1\n' >"$COV_DIR/unavailable.sh"
+  printf '#!/bin/sh\necho "gpuspans: bazel coverage is not available offline (Debian packages no remote_coverage_tools); use: go test -cover ./..." >&2\nexit 1\n' >"$COV_DIR/unavailable.sh"
   chmod +x "$COV_DIR/unavailable.sh"
   cat >"$COV_DIR/BUILD.bazel" <<'EOF'
 package(default_visibility = ["//visibility:public"])
