@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/summary"
+	"github.com/gpuspans/gpuspans/go/internal/durfmt"
 )
 
 // Histogram geometry, in SVG user units. The plot leaves room on the left
@@ -114,9 +114,9 @@ type marker struct {
 // its lower bound.
 func bucketLabel(bounds []time.Duration, i int) string {
 	if i >= len(bounds) {
-		return ">" + summary.Duration(bounds[len(bounds)-1])
+		return ">" + durfmt.Format(bounds[len(bounds)-1])
 	}
-	return summary.Duration(bounds[i])
+	return durfmt.Format(bounds[i])
 }
 
 // perDisplay is how many of the hub's buckets one bar draws: 2^(1/4) wide
@@ -217,7 +217,7 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 		if i == 0 {
 			return "0"
 		}
-		return summary.Duration(bounds[i-1])
+		return durfmt.Format(bounds[i-1])
 	}
 	for i := lo; i <= hi; i++ {
 		c := counts[i]
@@ -244,18 +244,18 @@ func newHist(kind gpuspans.SpanKind, name string, device int, multi bool, a *gpu
 	}
 	if (n%every) == 0 && hi < len(bounds) {
 		// The right edge of the last bar, unless it is the open-ended one.
-		h.Ticks = append(h.Ticks, tick{X: float64(h.PlotRight), Label: summary.Duration(bounds[hi])})
+		h.Ticks = append(h.Ticks, tick{X: float64(h.PlotRight), Label: durfmt.Format(bounds[hi])})
 	}
 	if a.Count > 0 {
 		p50, p99 := a.Quantile(0.5), a.Quantile(0.99)
-		h.P50, h.P99, h.Max = summary.Duration(p50), summary.Duration(p99), summary.Duration(a.Max)
+		h.P50, h.P99, h.Max = durfmt.Format(p50), durfmt.Format(p99), durfmt.Format(a.Max)
 		for _, m := range []struct {
 			name, anchor string
 			v            time.Duration
 		}{{"p50", "end", p50}, {"p99", "start", p99}} {
 			h.Markers = append(h.Markers, marker{
 				X:    float64(h.PlotLeft) + position(bounds, m.v, lo)*slot,
-				Name: m.name, Value: summary.Duration(m.v), Anchor: m.anchor,
+				Name: m.name, Value: durfmt.Format(m.v), Anchor: m.anchor,
 			})
 		}
 	}
@@ -297,8 +297,8 @@ func rowOf(kind gpuspans.SpanKind, a *gpuspans.Aggregate) row {
 	return row{
 		Kind: kind.String(), Name: a.Name, Device: strconv.Itoa(a.Device),
 		Count: strconv.FormatUint(a.Count, 10),
-		P50:   summary.Duration(a.Quantile(0.5)), P99: summary.Duration(a.Quantile(0.99)),
-		Max: summary.Duration(a.Max), Mean: summary.Duration(mean),
+		P50:   durfmt.Format(a.Quantile(0.5)), P99: durfmt.Format(a.Quantile(0.99)),
+		Max: durfmt.Format(a.Max), Mean: durfmt.Format(mean),
 	}
 }
 
@@ -424,7 +424,7 @@ func (p *page) addWindows(s *gpuspans.Snapshot, h *history, now time.Time) {
 			w := since(r.agg, &base, r.lane)
 			cell := windowCell{Count: strconv.FormatUint(w.Count, 10), P50: "–", P99: "–"}
 			if w.Count > 0 {
-				cell.P50, cell.P99 = summary.Duration(w.Quantile(0.5)), summary.Duration(w.Quantile(0.99))
+				cell.P50, cell.P99 = durfmt.Format(w.Quantile(0.5)), durfmt.Format(w.Quantile(0.99))
 			}
 			r.Recent = append(r.Recent, cell)
 		}

@@ -8,15 +8,14 @@ package summary
 
 import (
 	"errors"
-	"fmt"
 	"io"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/durfmt"
 )
 
 // Row is one line of the table: the spans of one lane or one kernel on one
@@ -231,36 +230,5 @@ func Write(w io.Writer, rows []Row) error {
 }
 
 // Duration formats d with three significant digits in the largest unit
-// that keeps it at least 1: "850ns", "12.3us", "1.05ms", "2.50s". It is
-// shorter than time.Duration.String's full precision, which a table of
-// estimates does not have. Safe from any goroutine.
-func Duration(d time.Duration) string {
-	if d < 0 {
-		if d == math.MinInt64 {
-			d++ // its negation overflows; three digits cannot show the lost nanosecond
-		}
-		return "-" + Duration(-d)
-	}
-	units := []struct {
-		size time.Duration
-		name string
-	}{{time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}}
-	for _, u := range units {
-		if d >= u.size {
-			v := float64(d) / float64(u.size)
-			return fmt.Sprintf("%.*f%s", decimals(v), v, u.name)
-		}
-	}
-	return strconv.FormatInt(int64(d), 10) + "ns"
-}
-
-// decimals is how many decimals give v three significant digits.
-func decimals(v float64) int {
-	switch {
-	case v >= 99.95:
-		return 0
-	case v >= 9.995:
-		return 1
-	}
-	return 2
-}
+// that keeps it at least 1: "850ns", "12.3us", "1.05ms", "2.50s".
+func Duration(d time.Duration) string { return durfmt.Format(d) }

@@ -14,28 +14,6 @@ import (
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
-func TestDuration(t *testing.T) {
-	for _, c := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{0, "0ns"},
-		{850, "850ns"},
-		{1000, "1.00us"},
-		{12345, "12.3us"},
-		{999_400, "999us"},
-		{1_049_000, "1.05ms"},
-		{2_500_000_000, "2.50s"},
-		{120 * time.Second, "120s"},
-		{-1500, "-1.50us"},
-		{math.MinInt64, "-9223372037s"},
-	} {
-		if got := Duration(c.d); got != c.want {
-			t.Errorf("Duration(%d) = %q, want %q", int64(c.d), got, c.want)
-		}
-	}
-}
-
 func TestWrite(t *testing.T) {
 	rows := []Row{
 		{Kind: gpuspans.KindLane, Name: "prefill", Count: 300, P50: 834 * time.Microsecond, P99: 1040 * time.Microsecond, Max: 1050 * time.Microsecond},

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The checks CI runs besides the test command: generated files current
 # (BUILD files, deps.bzl, protobuf Go code, the amalgamation), formatting,
+# the rule that the serving path and the live page link no protobuf,
 # vet, a cgo-free build, the consumer workspace and the C++ core's tests
 # under the sanitizers. .ci/run runs the race tests and end-to-end tests
 # itself. Needs tools/bootstrap.sh to have run.
@@ -41,6 +42,15 @@ unformatted="$(gofmt -l $(git ls-files '*.go'))"
 
 step "go vet"
 go vet ./...
+
+step "dependencies: the serving path and the live page link no protobuf"
+# A serving binary that mounts the live page and the control endpoints must
+# not pay for the span-file and wire-schema code (26 protobuf packages).
+for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage; do
+  if go list -deps "$pkg" | grep -q '^google.golang.org/protobuf'; then
+    fail "$pkg links protobuf: $(go list -deps "$pkg" | grep -c '^google.golang.org/protobuf') packages"
+  fi
+done
 
 step "CGO_ENABLED=0: the API compiles without cgo"
 CGO_ENABLED=0 go build ./...
