@@ -1,6 +1,7 @@
 package gpuspans
 
 import (
+	"context"
 	"math"
 	"testing"
 	"time"
@@ -228,5 +229,59 @@ func TestEventOffsetCorrection(t *testing.T) {
 		if l := st.Lanes[0]; l.Count != 1 || l.Max != 10*time.Microsecond+offset {
 			t.Errorf("raw=%v: lane %s: %d spans, max %v; want 1, the raw %v", raw, l.Name, l.Count, l.Max, 10*time.Microsecond+offset)
 		}
+	}
+}
+
+// TestRunHarvester: while a harvester runs, BeginStep makes no backend
+// call; the harvester lands the spans; one harvester at a time; BeginStep
+// harvests again once it returns.
+func TestRunHarvester(t *testing.T) {
+	h, f := kernelHub(t, Options{}, fake.Options{})
+	if err := h.RunHarvester(context.Background(), 0); err == nil {
+		t.Error("RunHarvester ran with a zero interval")
+	}
+	run := func(interval time.Duration) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error)
+		go func() { done <- h.RunHarvester(ctx, interval) }()
+		for !h.background.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("RunHarvester: %v", err)
+			}
+		}
+	}
+
+	stop := run(time.Hour) // never ticks: every call below is BeginStep's
+	if err := h.RunHarvester(context.Background(), time.Millisecond); err == nil {
+		t.Error("a second harvester ran")
+	}
+	before := f.Calls()
+	for i := 0; i < 100; i++ {
+		h.BeginStep()
+		h.KernelEnd(h.KernelBegin(1, kernelStream))
+	}
+	if d := f.Calls().Sub(before); d.Harvest != 0 {
+		t.Errorf("BeginStep harvested %d times beside a harvester", d.Harvest)
+	}
+	stop()
+
+	stop = run(time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	for snap(t, h).Counters.Landed < 100 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	stop()
+	if c := snap(t, h).Counters; c.Landed != 100 || c.InFlight != 0 {
+		t.Errorf("the harvester left %+v", c)
+	}
+	before = f.Calls()
+	h.KernelEnd(h.KernelBegin(1, kernelStream))
+	h.BeginStep()
+	if d := f.Calls().Sub(before); d.Harvest != 1 {
+		t.Errorf("after the harvester stopped, BeginStep harvested %d times, want 1", d.Harvest)
 	}
 }

@@ -1,6 +1,7 @@
 package gpuspans
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -114,6 +115,7 @@ type Hub struct {
 
 	step       atomic.Uint64
 	every      atomic.Int64
+	background atomic.Bool // a RunHarvester is running: BeginStep does not harvest
 	armedSteps atomic.Uint64
 	openLanes  atomic.Int64 // lane spans open on any recorder: LaneEnd has work
 
@@ -479,18 +481,24 @@ func (h *Hub) BeginStep() {
 
 func (h *Hub) beginStep() {
 	s := atomic.LoadUint32(&h.state)
+	bg := h.background.Load()
 	if Level(s&levelMask) == LevelOff {
-		h.Harvest()
+		if !bg {
+			h.Harvest()
+		}
 		return
 	}
 	step := h.step.Add(1)
 	if Level(s&levelMask) != LevelKernel {
-		if atomic.LoadInt32(&h.pools) != 0 {
+		if atomic.LoadInt32(&h.pools) != 0 && !bg {
 			h.Harvest()
 		}
 		return
 	}
 	h.arm(step)
+	if bg {
+		return
+	}
 	if !h.mu.TryLock() {
 		h.harvestsSkipped.Add(1)
 		return
@@ -536,6 +544,52 @@ func (h *Hub) Harvest() {
 		return
 	}
 	defer h.mu.Unlock()
+	h.harvestLocked()
+}
+
+// RunHarvester harvests every interval on the calling goroutine until ctx
+// is done, so that BeginStep only counts and arms the step: on an armed
+// step with hundreds of kernel spans, a harvest at step begin costs the
+// engine's scheduler thread hundreds of microseconds. Run it on a goroutine
+// of its own (go hub.RunHarvester(ctx, time.Millisecond)). While it runs it
+// also opens the pools of devices installed at level Kernel (at its next
+// tick rather than at the next step), and spans land up to one interval
+// later than at step begin. Like every harvest it never waits for the GPU,
+// and a tick that finds the harvest lock held is skipped and counted.
+// Harvests at step begin resume when it returns. It returns an error at
+// once for an interval <= 0 or while another RunHarvester runs, and nil
+// when ctx is done.
+func (h *Hub) RunHarvester(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		return fmt.Errorf("gpuspans: RunHarvester: interval must be positive, got %v", interval)
+	}
+	if !h.background.CompareAndSwap(false, true) {
+		return errors.New("gpuspans: RunHarvester: a harvester is already running on this hub")
+	}
+	defer h.background.Store(false)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			h.harvestInBackground()
+		}
+	}
+}
+
+// harvestInBackground is one RunHarvester tick: what BeginStep would do at
+// its level, pools opened included.
+func (h *Hub) harvestInBackground() {
+	if !h.mu.TryLock() {
+		h.harvestsSkipped.Add(1)
+		return
+	}
+	defer h.mu.Unlock()
+	if Level(atomic.LoadUint32(&h.state)&levelMask) == LevelKernel {
+		h.openPending()
+	}
 	h.harvestLocked()
 }
 
