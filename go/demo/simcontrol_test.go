@@ -57,15 +57,17 @@ func TestSimControl(t *testing.T) {
 			t.Errorf("%s %q: %d %q, want %d %q", c.method, c.body, code, reply, c.code, c.reply)
 		}
 	}
-	for i := 0; i < 3; i++ {
+	for i := 0; i < 10; i++ {
 		if err := eng.Step(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	drain(hub)
 	s := hub.Snapshot()
-	// The simulator may start a kernel a little late, never early.
-	if p, d := s.Lanes[0], s.Lanes[1]; p.Min < 50*time.Microsecond || p.Max > 55*time.Microsecond || d.Min < 120*time.Microsecond || d.Max > 125*time.Microsecond {
-		t.Errorf("prefill %v..%v, decode %v..%v: want 50us and 120us", p.Min, p.Max, d.Min, d.Max)
+	// The simulator runs on the host clock: a loaded machine (the race
+	// detector, CI) may start a kernel late, never early. So the shortest
+	// span of 10 tells the scale: decode 1.2x, prefill untouched.
+	if p, d := s.Lanes[0], s.Lanes[1]; p.Min < 50*time.Microsecond || p.Min >= 60*time.Microsecond || d.Min < 120*time.Microsecond || d.Min >= 132*time.Microsecond {
+		t.Errorf("shortest prefill %v, decode %v: want 50us and 120us", p.Min, d.Min)
 	}
 }
