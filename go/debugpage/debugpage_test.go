@@ -235,6 +235,14 @@ func TestSnapshotJSON(t *testing.T) {
 	if s.Counters.Landed != s.Counters.Begun || s.Counters.Dropped["capturing"] != 0 {
 		t.Errorf("counters %+v", s.Counters)
 	}
+	// The simulated device names itself and reports its event offset (0).
+	if len(s.Devices) != 1 || !strings.HasPrefix(s.Devices[0].UUID, "GPU-") || s.Devices[0].PCIBusID == "" ||
+		s.Devices[0].Name != "gpuspans simulated GPU" || s.Devices[0].EventOffsetNs != 0 {
+		t.Errorf("devices %+v", s.Devices)
+	}
+	if page := get(t, serve(hub, Options{}), "GET", Path).Body.String(); !strings.Contains(page, s.Devices[0].UUID) {
+		t.Error("the page does not show the device's UUID")
+	}
 }
 
 func TestReadOnly(t *testing.T) {

@@ -52,6 +52,11 @@ type deviceJSON struct {
 	Stream   uint64 `json:"stream"`
 	Slots    int    `json:"slots"`
 	InFlight uint64 `json:"in_flight"`
+	UUID     string `json:"uuid,omitempty"`
+	PCIBusID string `json:"pci_bus_id,omitempty"`
+	Name     string `json:"name,omitempty"`
+	// EventOffsetNs is subtracted from kernel spans; -1 until measured.
+	EventOffsetNs int64 `json:"event_offset_ns"`
 }
 
 type aggregateJSON struct {
@@ -105,7 +110,10 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 		j.Counters.Dropped[gpuspans.DropReason(r).String()] = n
 	}
 	for _, d := range s.Devices {
-		dj := deviceJSON{Device: d.Device, State: d.State.String(), Stream: uint64(d.Stream), Slots: d.Slots, InFlight: d.InFlight}
+		dj := deviceJSON{
+			Device: d.Device, State: d.State.String(), Stream: uint64(d.Stream), Slots: d.Slots, InFlight: d.InFlight,
+			UUID: d.Identity.UUID, PCIBusID: d.Identity.PCIBusID, Name: d.Identity.Name, EventOffsetNs: int64(d.EventOffset),
+		}
 		if d.Err != nil {
 			dj.Reason = d.Err.Error()
 		}
