@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The checks CI runs besides the test command: generated files current
 # (BUILD files, deps.bzl, protobuf Go code, the amalgamation), formatting,
-# the rule that the serving path and the live page link no protobuf,
+# the rule that the serving path and the live page link no protobuf, the
+# span entry points inlining,
 # vet, a cgo-free build, the consumer workspace and the C++ core's tests
 # under the sanitizers. .ci/run runs the race tests and end-to-end tests
 # itself. Needs tools/bootstrap.sh to have run.
@@ -50,6 +51,14 @@ for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage; do
   if go list -deps "$pkg" | grep -q '^google.golang.org/protobuf'; then
     fail "$pkg links protobuf: $(go list -deps "$pkg" | grep -c '^google.golang.org/protobuf') packages"
   fi
+done
+
+step "inlining: the span entry points inline into the caller"
+# The disabled path is one check of an atomic word only if the entry point
+# inlines; a change that pushes one over the inliner's budget fails here.
+inl="$(go build -gcflags=-m ./go/gpuspans 2>&1)"
+for fn in BeginStep LaneBegin LaneEnd KernelBegin KernelEnd; do
+  grep -qE "can inline \(\*Hub\)\.$fn\$" <<<"$inl" || fail "(*Hub).$fn no longer inlines"
 done
 
 step "CGO_ENABLED=0: the API compiles without cgo"
