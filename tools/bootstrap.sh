@@ -247,6 +247,10 @@ write_rc() {
       echo "$cmd --repo_env=GOPROXY=$(go env GOPROXY)"
       echo "$cmd --repo_env=GOSUMDB=$(go env GOSUMDB)"
     done
+    # Coverage needs tools Debian does not package, and rules_go v0.34 cannot
+    # instrument Go 1.20+ tests: every test under `bazel coverage` runs the
+    # stub, which says so and names go test -cover.
+    echo "coverage --run_under=$COV_DIR/unavailable.sh"
   } >"$rc.tmp"
   mv "$rc.tmp" "$rc"
 }
