@@ -333,6 +333,12 @@ func (h *Hub) SetKernelSpanEvery(n int) error {
 // KernelSpanEvery returns the arming period in steps. Safe from any goroutine.
 func (h *Hub) KernelSpanEvery() int { return int(h.every.Load()) }
 
+// Step returns the step counter: the Step that spans begun now carry (it
+// counts at LevelStep and above, so it stands still at Off). An engine reads
+// it after BeginStep to tell an exporter which requests the step serves.
+// One atomic load; safe from any goroutine.
+func (h *Hub) Step() uint64 { return h.step.Load() }
+
 // Lanes returns a copy of the lane names; index i is lane i. Safe from any
 // goroutine.
 func (h *Hub) Lanes() []string { return append([]string(nil), h.lanes...) }

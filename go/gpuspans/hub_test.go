@@ -170,3 +170,20 @@ func TestSetLevel(t *testing.T) {
 		t.Errorf("state after lowering = %#x; want Step with armed clear", atomic.LoadUint32(&h.state))
 	}
 }
+
+// TestStep: Step is the step spans begun now carry, counted from LevelStep.
+func TestStep(t *testing.T) {
+	h := newHub(t, Options{})
+	h.BeginStep() // Off: not counted
+	if h.Step() != 0 {
+		t.Errorf("Step() = %d at Off, want 0", h.Step())
+	}
+	if err := h.SetLevel(LevelStep); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	h.BeginStep()
+	if got, snap := h.Step(), h.Snapshot().Step; got != 2 || snap != 2 {
+		t.Errorf("Step() = %d, Snapshot().Step = %d; want 2", got, snap)
+	}
+}
