@@ -1,0 +1,567 @@
+// Package otlp exports a hub's landed spans as OpenTelemetry traces over
+// OTLP/HTTP, so that GPU time shows up in the same tracing backend, and
+// linked to the same requests, as a serving engine's request traces.
+//
+// # What is sent
+//
+// One trace per sampled engine step: a root span "gpu step" covering the
+// step's spans on every device, under it the lane spans ("lane decode"), and
+// under each lane the kernel spans ("kernel attn") of its device that lie
+// inside it in time (a kernel inside no lane hangs off the root). Spans keep
+// their host-clock start (gpuspans.Span.StartNs) and their GPU duration, to
+// the nanosecond. The step's trace and root span ids are derived from the
+// step number and a random per-exporter key, and the other span ids from
+// the span's landing Seq, so a span that lands after its step was sent still
+// joins its trace. Spans the backend could not place on the host clock
+// (StartNs 0, as with gpuspans.Options.NoStartTimes) are not sent: a span at
+// the Unix epoch, or at the time the exporter read it, would be a lie on a
+// timeline. They are counted (Stats.Unplaced).
+//
+// Attributes, with semantic-convention names where they exist
+// (hardware/GPU conventions; all other names under "gpuspans."):
+//
+//	hw.type                "gpu"
+//	hw.id                  the GPU UUID, as DCGM and nvidia-smi write it (when known)
+//	hw.model               the product name, "NVIDIA H200" (when known)
+//	gpuspans.device        the device ordinal (int)
+//	gpuspans.pci_bus_id    "00000000:19:00.0" (when known)
+//	gpuspans.stream        the stream, "0x..."
+//	gpuspans.kind          "lane" or "kernel"
+//	gpuspans.lane          the lane name, on lane spans
+//	gpuspans.kernel        the kernel name, on kernel spans
+//	gpuspans.step          the engine step (int)
+//
+// The resource carries service.name (Options.ServiceName) and
+// Options.Resource.
+//
+// # Requests
+//
+// LinkStep tells the exporter which requests (their span contexts) a step
+// serves; the lane spans of that step then carry OTel links to them, at most
+// Options.MaxLinks per step (the rest counted, and sent as the span's
+// dropped-links count). It copies into a fixed ring and allocates nothing.
+// TracerProvider gives the engine a tracer whose spans (its request spans,
+// in the demo) go out through the same queue and connection.
+//
+// # Cost and safety
+//
+// Nothing here runs on the serving path but LinkStep. A goroutine reads
+// Hub.RecentSpans every Options.PollEvery, keeps the spans of one step in
+// Options.SampleEvery (steps whose number is a multiple of it: every lane
+// span of those steps, and their kernel spans when the step was armed), and
+// puts them on a bounded queue without ever waiting; another goroutine sends
+// the queue in batches. A full queue drops spans, a failed send drops its
+// batch (no retries: the next batch tries again), and both are counted and
+// exported as Prometheus metrics by Collector. An unreachable collector
+// therefore costs one failed request per batch and counted drops, and
+// nothing in the engine waits for it.
+package otlp
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// Defaults for the zero Options, and bounds.
+const (
+	// DefaultSampleEvery matches gpuspans.DefaultKernelSpanEvery, so that
+	// with both defaults every sampled step is armed and carries its kernel
+	// spans.
+	DefaultSampleEvery   = 16
+	DefaultQueueSpans    = 4096
+	DefaultBatchSpans    = 512
+	DefaultPollEvery     = 200 * time.Millisecond
+	DefaultExportTimeout = 10 * time.Second
+	DefaultMaxLinks      = 64
+	DefaultLinkSteps     = 64
+	DefaultServiceName   = "gpuspans"
+
+	MaxQueueSpans = 1 << 20
+	MaxLinks      = 1024
+	MaxLinkSteps  = 1 << 16
+)
+
+// ScopeName is the instrumentation scope of the GPU spans.
+const ScopeName = "github.com/gpuspans/gpuspans/go/export/otlp"
+
+// Options configures an Exporter. The zero value but Endpoint is valid.
+type Options struct {
+	// Endpoint is the collector's OTLP/HTTP address, "http://host:port" or
+	// "https://host:port"; with no path, traces go to /v1/traces, else to
+	// the path given. Ignored when SpanExporter is set.
+	Endpoint string
+	// Headers are sent with every request (an auth token, say).
+	Headers map[string]string
+	// SpanExporter, when set, replaces the OTLP/HTTP exporter (tests, or
+	// another transport). Close shuts it down.
+	SpanExporter sdktrace.SpanExporter
+
+	// ServiceName is the resource's service.name (0: "gpuspans"); Resource
+	// adds attributes to the resource.
+	ServiceName string
+	Resource    []attribute.KeyValue
+
+	// SampleEvery exports the spans of steps whose number is a multiple of
+	// it (0: DefaultSampleEvery; 1: every step).
+	SampleEvery int
+	// NoKernelSpans leaves kernel spans out, sending lane spans only.
+	NoKernelSpans bool
+
+	QueueSpans    int           // the queue's bound, in spans (0: DefaultQueueSpans)
+	BatchSpans    int           // spans per request, at most (0: DefaultBatchSpans)
+	PollEvery     time.Duration // how often the hub is read (0: DefaultPollEvery)
+	ExportTimeout time.Duration // per request (0: DefaultExportTimeout)
+
+	// MaxLinks caps the request links of a step (0: DefaultMaxLinks).
+	MaxLinks int
+	// LinkSteps is how many sampled steps LinkStep remembers (0:
+	// DefaultLinkSteps): links of a step must still be there when its
+	// spans are read, PollEvery plus a harvest later.
+	LinkSteps int
+
+	// Logf reports export failures (the first, then one in a minute at
+	// most) and recoveries. Nil means log.Printf.
+	Logf func(format string, args ...interface{})
+}
+
+// Stats are an exporter's totals since New. Every span read from the hub
+// is Unsampled, Unplaced, or sent to the queue; every span put to the queue
+// (step roots and TracerProvider spans too) ends up Exported, dropped
+// (QueueFull, ExportFailed, Shutdown), or still Queued.
+type Stats struct {
+	Read      uint64 // spans read from the hub
+	Missed    uint64 // spans the hub's recent ring overwrote before they were read
+	Unsampled uint64 // spans of steps not sampled (or kernel spans, with NoKernelSpans)
+	Unplaced  uint64 // sampled spans without a host start time, not sent
+
+	Enqueued     uint64 // spans put on the queue
+	QueueFull    uint64 // spans dropped: the queue was full
+	Exported     uint64 // spans the collector accepted
+	ExportFailed uint64 // spans dropped with a failed request
+	Shutdown     uint64 // spans still queued when Close gave up
+	Queued       uint64 // spans on the queue now
+
+	Exports      uint64 // requests sent
+	ExportErrors uint64 // requests that failed
+
+	LinksDropped  uint64 // request links past MaxLinks
+	LinkStepsLost uint64 // steps whose links LinkStep overwrote before their spans were read
+}
+
+// Exporter exports a hub's spans over OTLP. Make one with New; Close it.
+// Its methods are safe for concurrent use.
+type Exporter struct {
+	hub      *gpuspans.Hub
+	exp      sdktrace.SpanExporter
+	res      *resource.Resource
+	scope    instrumentation.Scope
+	every    uint64
+	kernels  bool
+	batch    int
+	poll     time.Duration
+	timeout  time.Duration
+	logf     func(format string, args ...interface{})
+	key      [4]uint64 // derives trace and span ids
+	queue    chan sdktrace.ReadOnlySpan
+	tp       *sdktrace.TracerProvider
+	links    linkRing
+	asm      assembler // owned by the poller
+	closing  atomic.Bool
+	stopPoll chan struct{}
+	stopSend chan struct{}
+	pollDone chan struct{}
+	sendDone chan struct{}
+	ctx      context.Context // ends the sender's requests at a hard stop
+	cancel   context.CancelFunc
+	once     sync.Once
+	closeErr error
+
+	read, missed, unsampled, unplaced     atomic.Uint64
+	enqueued, queueFull, exported, failed atomic.Uint64
+	shutdown, exports, exportErrors       atomic.Uint64
+	linksDropped, linkStepsLost           atomic.Uint64
+	lastFailLog                           atomic.Int64 // Unix ns of the last failure logged
+	failing                               atomic.Bool
+}
+
+// New starts an exporter of h's spans: its goroutines run until Close, or
+// until ctx is done (then without a last read and send). Errors name the
+// offending option; nothing is started then.
+func New(ctx context.Context, h *gpuspans.Hub, o Options) (*Exporter, error) {
+	if h == nil {
+		return nil, errors.New("otlp: New: nil hub")
+	}
+	if err := o.fill(); err != nil {
+		return nil, err
+	}
+	exp := o.SpanExporter
+	if exp == nil {
+		var err error
+		if exp, err = newHTTPExporter(ctx, &o); err != nil {
+			return nil, err
+		}
+	}
+	attrs := append([]attribute.KeyValue{semconv.ServiceName(o.ServiceName)}, o.Resource...)
+	e := &Exporter{
+		hub:      h,
+		exp:      exp,
+		res:      resource.NewWithAttributes(semconv.SchemaURL, attrs...),
+		scope:    instrumentation.Scope{Name: ScopeName},
+		every:    uint64(o.SampleEvery),
+		kernels:  !o.NoKernelSpans,
+		batch:    o.BatchSpans,
+		poll:     o.PollEvery,
+		timeout:  o.ExportTimeout,
+		logf:     o.Logf,
+		queue:    make(chan sdktrace.ReadOnlySpan, o.QueueSpans),
+		stopPoll: make(chan struct{}),
+		stopSend: make(chan struct{}),
+		pollDone: make(chan struct{}),
+		sendDone: make(chan struct{}),
+	}
+	var b [32]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("otlp: New: reading random id key: %w", err)
+	}
+	for i := range e.key {
+		e.key[i] = binary.LittleEndian.Uint64(b[8*i:])
+	}
+	e.links.init(o.LinkSteps, o.MaxLinks, e.every)
+	e.asm.init(e)
+	e.tp = sdktrace.NewTracerProvider(
+		sdktrace.WithResource(e.res),
+		sdktrace.WithSpanProcessor(processor{e}),
+	)
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	go e.pollLoop()
+	go e.sendLoop()
+	go func() {
+		// A done ctx stops everything at once, as a Close that has no time.
+		select {
+		case <-ctx.Done():
+			expired, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = e.Close(expired)
+		case <-e.sendDone:
+		}
+	}()
+	return e, nil
+}
+
+// fill checks o and fills in its defaults.
+func (o *Options) fill() error {
+	if o.SpanExporter == nil {
+		if err := CheckEndpoint(o.Endpoint); err != nil {
+			return err
+		}
+	}
+	if o.ServiceName == "" {
+		o.ServiceName = DefaultServiceName
+	}
+	type bound struct {
+		name     string
+		v        *int
+		def, max int
+	}
+	for _, b := range []bound{
+		{"SampleEvery", &o.SampleEvery, DefaultSampleEvery, 1 << 30},
+		{"QueueSpans", &o.QueueSpans, DefaultQueueSpans, MaxQueueSpans},
+		{"BatchSpans", &o.BatchSpans, DefaultBatchSpans, MaxQueueSpans},
+		{"MaxLinks", &o.MaxLinks, DefaultMaxLinks, MaxLinks},
+		{"LinkSteps", &o.LinkSteps, DefaultLinkSteps, MaxLinkSteps},
+	} {
+		switch {
+		case *b.v == 0:
+			*b.v = b.def
+		case *b.v < 0 || *b.v > b.max:
+			return fmt.Errorf("otlp: Options.%s is %d, want 1..%d", b.name, *b.v, b.max)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    *time.Duration
+		def  time.Duration
+	}{{"PollEvery", &o.PollEvery, DefaultPollEvery}, {"ExportTimeout", &o.ExportTimeout, DefaultExportTimeout}} {
+		switch {
+		case *d.v == 0:
+			*d.v = d.def
+		case *d.v < time.Millisecond || *d.v > time.Hour:
+			return fmt.Errorf("otlp: Options.%s is %v, want 1ms..1h", d.name, *d.v)
+		}
+	}
+	if o.Logf == nil {
+		o.Logf = log.Printf
+	}
+	return nil
+}
+
+// CheckEndpoint reports what is wrong with an OTLP/HTTP endpoint, as
+// Options.Endpoint takes it: "http://host:port" or "https://host:port",
+// with an optional path.
+func CheckEndpoint(endpoint string) error {
+	_, _, err := parseEndpoint(endpoint)
+	return err
+}
+
+// parseEndpoint splits an endpoint into its URL and the path to post to.
+func parseEndpoint(endpoint string) (*url.URL, string, error) {
+	if endpoint == "" {
+		return nil, "", errors.New("otlp: no endpoint: want http://host:port")
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return nil, "", fmt.Errorf("otlp: endpoint %q: %w", endpoint, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, "", fmt.Errorf("otlp: endpoint %q: scheme %q, want http:// or https:// (OTLP/HTTP; gRPC is not supported)", endpoint, u.Scheme)
+	case u.Hostname() == "":
+		return nil, "", fmt.Errorf("otlp: endpoint %q has no host", endpoint)
+	case u.Port() == "":
+		return nil, "", fmt.Errorf("otlp: endpoint %q has no port (the OTLP/HTTP port is usually 4318)", endpoint)
+	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+		return nil, "", fmt.Errorf("otlp: endpoint %q: want no user, query or fragment (use Options.Headers for credentials)", endpoint)
+	}
+	path := u.Path
+	if path == "" || path == "/" {
+		path = "/v1/traces"
+	}
+	return u, path, nil
+}
+
+func newHTTPExporter(ctx context.Context, o *Options) (sdktrace.SpanExporter, error) {
+	u, path, err := parseEndpoint(o.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	opts := []otlptracehttp.Option{
+		otlptracehttp.WithEndpoint(u.Host),
+		otlptracehttp.WithURLPath(path),
+		otlptracehttp.WithTimeout(o.ExportTimeout),
+		// A failed batch is dropped and counted: retrying would hold the
+		// queue behind a collector that is down.
+		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
+	}
+	if u.Scheme == "http" {
+		opts = append(opts, otlptracehttp.WithInsecure())
+	}
+	if len(o.Headers) > 0 {
+		opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("otlp: endpoint %s: %w", o.Endpoint, err)
+	}
+	return exp, nil
+}
+
+// TracerProvider returns a tracer provider whose spans go out with the GPU
+// spans: same resource, queue and connection, counted in the same Stats.
+// An engine makes its request spans with it (the demo does) when it has
+// no tracing of its own. It is shut down by Close.
+func (e *Exporter) TracerProvider() trace.TracerProvider { return e.tp }
+
+// Sampled reports whether the spans of step are exported, so that an
+// engine can skip building links for the others.
+func (e *Exporter) Sampled(step uint64) bool { return step%e.every == 0 }
+
+// LinkStep records that step (Hub.Step, read after BeginStep) serves the
+// requests whose spans are links, so that the step's lane spans link to
+// them. Calls for one step add up, to Options.MaxLinks links (the rest are
+// counted); steps not sampled are ignored. It copies links and keeps
+// nothing of the slice. Call it before the step's spans land: links of a
+// step whose spans were read already are lost. Safe from any goroutine;
+// allocates nothing, and takes a lock that the exporter's goroutine holds
+// only to copy one step's links.
+func (e *Exporter) LinkStep(step uint64, links []trace.SpanContext) {
+	if step%e.every != 0 || len(links) == 0 {
+		return
+	}
+	dropped, lost := e.links.add(step, links)
+	if dropped > 0 {
+		e.linksDropped.Add(uint64(dropped))
+	}
+	if lost {
+		e.linkStepsLost.Add(1)
+	}
+}
+
+// Stats returns the exporter's totals. Safe from any goroutine.
+func (e *Exporter) Stats() Stats {
+	return Stats{
+		Read:          e.read.Load(),
+		Missed:        e.missed.Load(),
+		Unsampled:     e.unsampled.Load(),
+		Unplaced:      e.unplaced.Load(),
+		Enqueued:      e.enqueued.Load(),
+		QueueFull:     e.queueFull.Load(),
+		Exported:      e.exported.Load(),
+		ExportFailed:  e.failed.Load(),
+		Shutdown:      e.shutdown.Load(),
+		Queued:        uint64(len(e.queue)),
+		Exports:       e.exports.Load(),
+		ExportErrors:  e.exportErrors.Load(),
+		LinksDropped:  e.linksDropped.Load(),
+		LinkStepsLost: e.linkStepsLost.Load(),
+	}
+}
+
+// QueueCapacity is the queue's bound, in spans.
+func (e *Exporter) QueueCapacity() int { return cap(e.queue) }
+
+// Close stops reading the hub, reads and queues what landed since the last
+// read (every pending step, complete or not), sends what is queued until ctx
+// is done, and shuts the transport down. Spans still queued when ctx ends
+// are dropped and counted (Shutdown); a request under way is cancelled.
+// Call Close after the engine's last harvest to export its last spans. It
+// returns the transport's shutdown error; calling it again returns the same.
+func (e *Exporter) Close(ctx context.Context) error {
+	e.once.Do(func() {
+		stop := context.AfterFunc(ctx, e.cancel)
+		defer stop()
+		// No new request spans; the provider's processor only enqueues, so
+		// its shutdown cannot block.
+		_ = e.tp.Shutdown(ctx)
+		close(e.stopPoll)
+		<-e.pollDone
+		e.closing.Store(true)
+		close(e.stopSend)
+		<-e.sendDone
+		sctx, cancel := context.WithTimeout(context.Background(), e.timeout)
+		if ctx.Err() != nil {
+			cancel()
+			sctx, cancel = ctx, func() {}
+		}
+		e.closeErr = e.exp.Shutdown(sctx)
+		cancel()
+		e.cancel()
+	})
+	return e.closeErr
+}
+
+// enqueue puts s on the queue, or drops and counts it: it never waits.
+func (e *Exporter) enqueue(s sdktrace.ReadOnlySpan) {
+	if e.closing.Load() {
+		e.shutdown.Add(1)
+		return
+	}
+	select {
+	case e.queue <- s:
+		e.enqueued.Add(1)
+	default:
+		e.queueFull.Add(1)
+	}
+}
+
+// pollLoop reads the hub every PollEvery until stopPoll, then once more.
+func (e *Exporter) pollLoop() {
+	defer close(e.pollDone)
+	t := time.NewTicker(e.poll)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stopPoll:
+			if e.ctx.Err() == nil {
+				e.asm.poll(true)
+			}
+			return
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			e.asm.poll(false)
+		}
+	}
+}
+
+// sendLoop sends the queue in batches until stopSend, then sends what is
+// left unless the stop is hard.
+func (e *Exporter) sendLoop() {
+	defer close(e.sendDone)
+	batch := make([]sdktrace.ReadOnlySpan, 0, e.batch)
+	for {
+		select {
+		case s := <-e.queue:
+			batch = e.fill(append(batch[:0], s))
+			e.send(batch)
+		case <-e.stopSend:
+			for len(e.queue) > 0 && e.ctx.Err() == nil {
+				batch = e.fill(batch[:0])
+				e.send(batch)
+			}
+			e.shutdown.Add(uint64(len(e.queue)))
+			for len(e.queue) > 0 {
+				<-e.queue
+			}
+			return
+		}
+	}
+}
+
+// fill adds to batch what the queue holds, up to a full batch, without
+// waiting.
+func (e *Exporter) fill(batch []sdktrace.ReadOnlySpan) []sdktrace.ReadOnlySpan {
+	for len(batch) < e.batch {
+		select {
+		case s := <-e.queue:
+			batch = append(batch, s)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (e *Exporter) send(batch []sdktrace.ReadOnlySpan) {
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, e.timeout)
+	err := e.exp.ExportSpans(ctx, batch)
+	cancel()
+	e.exports.Add(1)
+	if err != nil {
+		e.exportErrors.Add(1)
+		e.failed.Add(uint64(len(batch)))
+		now := time.Now().UnixNano()
+		if !e.failing.Swap(true) || now-e.lastFailLog.Load() > int64(time.Minute) {
+			e.lastFailLog.Store(now)
+			e.logf("gpuspans otlp: export of %d spans failed (dropped; %d dropped so far): %v", len(batch), e.failed.Load(), err)
+		}
+	} else {
+		e.exported.Add(uint64(len(batch)))
+		if e.failing.Swap(false) {
+			e.logf("gpuspans otlp: exports succeed again")
+		}
+	}
+	clear(batch) // let the spans go while the goroutine waits
+}
+
+// processor feeds the tracer provider's ended spans to the queue.
+type processor struct{ e *Exporter }
+
+func (p processor) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (p processor) OnEnd(s sdktrace.ReadOnlySpan) {
+	if s.SpanContext().IsSampled() {
+		p.e.enqueue(s)
+	}
+}
+func (p processor) Shutdown(context.Context) error   { return nil }
+func (p processor) ForceFlush(context.Context) error { return nil }
