@@ -385,6 +385,10 @@ func TestConfigValidate(t *testing.T) {
 		{"NaN jitter", func(c *Config) { c.Engine.Jitter = math.NaN() }},
 		{"blank token", func(c *Config) { c.Token = " " }},
 		{"protected reads without a token", func(c *Config) { c.ProtectReads = true }},
+		{"OTLP without a port", func(c *Config) { c.OTLP = "http://collector" }},
+		{"OTLP over gRPC", func(c *Config) { c.OTLP = "grpc://collector:4317" }},
+		{"zero OTLP sampling", func(c *Config) { c.OTLPSampleEvery = 0 }},
+		{"no requests", func(c *Config) { c.Requests = 0 }},
 	} {
 		cfg := DefaultConfig()
 		c.mod(&cfg)

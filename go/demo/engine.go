@@ -54,6 +54,10 @@ type Engine struct {
 	captured bool
 	steps    atomic.Uint64    // engine steps run, whatever the level (the hub counts only at step and above)
 	scale    [2]atomic.Uint64 // float64 bits: each lane's kernel durations are multiplied by it (SetScale)
+
+	// onStep, when set, is called with the hub's step number after each
+	// BeginStep: where an engine tells its exporters the step's requests.
+	onStep func(step uint64)
 }
 
 // NewEngine registers the kernels of cfg with hub and returns the engine.
@@ -168,6 +172,9 @@ func (e *Engine) Capture() (CaptureResult, error) {
 // Call it from the engine's goroutine only.
 func (e *Engine) Step() error {
 	e.hub.BeginStep()
+	if e.onStep != nil {
+		e.onStep(e.hub.Step())
+	}
 	if err := e.lane(0, e.prefill, false); err != nil {
 		return err
 	}

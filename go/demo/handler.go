@@ -23,6 +23,9 @@ type HandlerOptions struct {
 	Logf func(format string, args ...interface{})
 	// Engine, when set, gets SimPath to change its lanes' durations.
 	Engine *Engine
+	// Collectors are registered on /metrics beside the hub's (the OTLP
+	// exporter's drop counters, say).
+	Collectors []prometheus.Collector
 }
 
 // protectedMux registers handlers behind control.Protect.
@@ -49,6 +52,7 @@ func NewHandler(hub *gpuspans.Hub, o HandlerOptions) http.Handler {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	reg.MustRegister(o.Collectors...)
 	mux := http.NewServeMux()
 	reads := control.Mux(mux)
 	if o.ProtectReads {

@@ -21,7 +21,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/gpuspans/gpuspans/go/control"
+	"github.com/gpuspans/gpuspans/go/export/otlp"
 	"github.com/gpuspans/gpuspans/go/export/outfile"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
@@ -53,6 +56,14 @@ type Config struct {
 	TraceSpans int    // the trace keeps the last this many spans
 	SpansPath  string // the span file, written as spans land; "" writes none
 
+	// OTLP is an OTLP/HTTP collector (http://host:port) to send GPU spans
+	// to, with synthetic request spans they link to; "" sends nothing.
+	OTLP string
+	// OTLPSampleEvery sends the spans of one step in this many.
+	OTLPSampleEvery int
+	// Requests is how many simulated requests each step serves (with OTLP).
+	Requests int
+
 	// StatusEvery is the status line's period (0: twice a second on a
 	// terminal, every five seconds otherwise; < 0: no status line).
 	StatusEvery time.Duration
@@ -71,6 +82,8 @@ const (
 	MinRate       = 1e-3
 	MaxRate       = 1e6
 	DefaultJitter = 0.25
+	// MaxOTLPSampleEvery bounds Config.OTLPSampleEvery.
+	MaxOTLPSampleEvery = 1 << 20
 	// recentSpans sizes the hub's recent-span ring that the trace and the
 	// span file are fed from: several seconds of spans at any sane rate,
 	// between polls every pollEvery.
@@ -112,6 +125,8 @@ func DefaultConfig() Config {
 		Listen:          DefaultListen,
 		TracePath:       DefaultTracePath,
 		TraceSpans:      DefaultTraceSpans,
+		OTLPSampleEvery: otlp.DefaultSampleEvery,
+		Requests:        DefaultRequests,
 	}
 }
 
@@ -136,6 +151,15 @@ func (c *Config) Validate() error {
 		return errors.New("no kernels: give the prefill or decode lane at least one")
 	case c.ProtectReads && c.Token == "":
 		return errors.New("protect_reads: there is no token to require (--token, --token_file or GPUSPANS_TOKEN)")
+	case c.OTLPSampleEvery < 1 || c.OTLPSampleEvery > MaxOTLPSampleEvery:
+		return fmt.Errorf("otlp_sample_every %d: want 1..%d", c.OTLPSampleEvery, MaxOTLPSampleEvery)
+	case c.Requests < 1 || c.Requests > MaxRequests:
+		return fmt.Errorf("requests %d: want 1..%d", c.Requests, MaxRequests)
+	}
+	if c.OTLP != "" {
+		if err := otlp.CheckEndpoint(c.OTLP); err != nil {
+			return err // it names the endpoint, after "otlp:"
+		}
 	}
 	if err := control.CheckToken(c.Token); err != nil {
 		return fmt.Errorf("token: %w", err)
@@ -155,6 +179,7 @@ type Result struct {
 	FileSpans   uint64            // spans written to the span file
 	StoppedWhy  string            // "interrupted", "--steps", "--duration" or the error
 	HTTPAddress net.Addr          // where the HTTP surface was served, or nil
+	OTLP        otlp.Stats        // what the OTLP exporter did, with Config.OTLP
 }
 
 // Run runs the demo until ctx is done or a limit of cfg is reached, then
@@ -226,9 +251,34 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		con.Printf("captured a graph of %d kernels at start, with kernel spans around each launch: the hub refused %d on the capturing stream (dropped: capturing) and the capture ended intact", res.Capture.Kernels, res.Capture.Refused)
 	}
 
+	var exp *otlp.Exporter
+	var reqs *requests
+	var extra []prometheus.Collector
+	if cfg.OTLP != "" {
+		// Not ctx: Ctrl-C ends the loop, and Close below still sends the last spans.
+		exp, err = otlp.New(context.Background(), hub, otlp.Options{
+			Endpoint:    cfg.OTLP,
+			ServiceName: "gpuspans-demo",
+			SampleEvery: cfg.OTLPSampleEvery,
+			Logf:        con.Printf,
+		})
+		if err != nil {
+			return res, err
+		}
+		defer func() { // a run that fails before the end; the end closes it with time to send
+			expired, cancel := context.WithCancel(context.Background())
+			cancel()
+			_ = exp.Close(expired)
+		}()
+		reqs = newRequests(exp, cfg.Requests, cfg.Engine.Seed)
+		eng.onStep = reqs.step
+		extra = append(extra, exp.Collector())
+		con.Printf("OTLP: GPU spans of 1 step in %d, and %d simulated requests per step, to %s", cfg.OTLPSampleEvery, cfg.Requests, cfg.OTLP)
+	}
+
 	var srv *http.Server
 	if ln != nil {
-		srv = newServer(NewHandler(hub, HandlerOptions{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Engine: eng}), con)
+		srv = newServer(NewHandler(hub, HandlerOptions{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Engine: eng, Collectors: extra}), con)
 		go func() { _ = srv.Serve(ln) }() // Serve returns ErrServerClosed at Shutdown
 		res.HTTPAddress = ln.Addr()
 		base := "http://" + displayAddr(ln.Addr())
@@ -260,6 +310,16 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 	col.poll()
 	hub.Uninstall(gpu.Device())
 	drain(hub)
+	if exp != nil {
+		reqs.end()
+		// The last spans go out now, with a few seconds for a slow collector.
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if cerr := exp.Close(cctx); cerr != nil {
+			con.Printf("OTLP: closing the exporter: %v", cerr)
+		}
+		cancel()
+		res.OTLP = exp.Stats()
+	}
 	gpuClosed = true
 	if cerr := gpu.Close(); cerr != nil && err == nil {
 		err = cerr
@@ -400,6 +460,11 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 			left = fmt.Sprintf("; %d left out, with no host start time", res.Unplaced)
 		}
 		con.Printf("trace: %d spans written to %s%s (open it in https://ui.perfetto.dev or chrome://tracing)", res.TraceSpans, outs.tracePath, left)
+	}
+	if cfg.OTLP != "" {
+		o := &res.OTLP
+		con.Printf("OTLP: %d spans exported to %s (GPU spans, step roots, requests); dropped: %d queue full, %d in failed requests, %d at exit, %d without a host start time; %d spans of unsampled steps left out",
+			o.Exported, cfg.OTLP, o.QueueFull, o.ExportFailed, o.Shutdown, o.Unplaced, o.Unsampled)
 	}
 	if outs.spansPath != "" {
 		con.Printf("span file: %d spans written to %s (gpuspans trace summary %s)", res.FileSpans, outs.spansPath, outs.spansPath)

@@ -49,6 +49,13 @@ so an existing file is only replaced by a complete one; a path holding
 anything but a regular file (a device, a FIFO, a symbolic link) is refused,
 and so are --trace and --spans naming the same file.
 
+With --otlp, it also sends the spans of one step in --otlp_sample_every to an
+OpenTelemetry collector over OTLP/HTTP: one trace per step ("gpu step", its lane
+spans, their kernel spans), each lane span linked to the spans of the
+--requests simulated requests the step served, which it sends too. Drops are
+counted on /metrics (gpuspans_otlp_*); a collector that is down costs nothing
+else.
+
 Kernel lists are name=duration pairs: --prefill=embed=60us,attn=450us.
 `
 
@@ -121,6 +128,9 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.TracePath, "trace", cfg.TracePath, "timeline trace written on exit (Chrome trace JSON); empty for none")
 	fs.IntVar(&cfg.TraceSpans, "trace_spans", cfg.TraceSpans, "the trace keeps the last this many spans")
 	fs.StringVar(&cfg.SpansPath, "spans", cfg.SpansPath, "span file, written as spans land (protobuf, see proto/gpuspans/v1); empty for none")
+	fs.StringVar(&cfg.OTLP, "otlp", cfg.OTLP, "OTLP/HTTP collector `endpoint` (http://host:4318) to send GPU spans to, linked to simulated request spans; empty for none")
+	fs.IntVar(&cfg.OTLPSampleEvery, "otlp_sample_every", cfg.OTLPSampleEvery, "with --otlp, send the spans of one step in this many (1..1048576)")
+	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "with --otlp, simulated requests in every step's batch, each a span the step's GPU spans link to")
 	fs.Var((*statusEvery)(&cfg.StatusEvery), "status_every", "status line `period` (5s, or seconds: 5); 0: 0.5s on a terminal (rewritten in place), 5s otherwise; negative (-1): none")
 	pos, code, ok := parseFlags(fs, args, stdout, stderr)
 	if !ok {

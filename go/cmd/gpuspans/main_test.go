@@ -348,6 +348,10 @@ func TestDemoFlagValues(t *testing.T) {
 		{"--status_every=-1s", 0, ""},
 		{"--status_every=0.01", 0, ""},
 		{"--status_every=soon", 2, "status_every"},
+		{"--otlp=collector:4318", 1, `otlp: endpoint "collector:4318": scheme "collector", want http://`},
+		{"--otlp=http://collector", 1, "has no port"},
+		{"--otlp_sample_every=0", 1, "otlp_sample_every 0: want 1..1048576"},
+		{"--requests=100000", 1, "requests 100000: want 1..1024"},
 	} {
 		code, out, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", c.flag)
 		if code != c.code || !strings.Contains(errOut, c.want) {
