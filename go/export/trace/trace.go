@@ -2,18 +2,24 @@
 // which ui.perfetto.dev and chrome://tracing open.
 //
 // Each device is a process, "GPU <n>" (pid n+1, clear of pid 0, which
-// Perfetto reserves for the kernel's idle task). In it each lane has a track ("lane prefill"), and so
-// does each stream kernel spans ran on ("kernels, stream 0x..."), lanes
-// listed first. A span is a complete event ("ph":"X") on its track, named
-// after the lane or kernel, with its step, stream and seq in args.
+// Perfetto reserves for the kernel's idle task). In it each lane has a
+// track ("lane prefill"), and so does each stream kernel spans ran on
+// ("kernels, stream 0x..."), lanes listed first. Tracks are numeric tids
+// (1, 2, ... per process) named by thread_name metadata events, as
+// torch.profiler's (Kineto's) traces name theirs. A span is a complete
+// event ("ph":"X") on its track, named after the lane or kernel, with its
+// step, stream (the CUstream value, a JSON integer) and seq in args.
 //
 // Timestamps are on the host clock, in microseconds with nanosecond
-// decimals, counted from an origin (Options.Origin) recorded in the
-// file's otherData. Viewers parse them as doubles: counted from the Unix
-// epoch they would keep only a quarter of a microsecond, enough to make
-// back-to-back kernels overlap; counted from a nearby origin they keep the
-// nanoseconds. Spans the backend could not place on the host clock
-// (StartNs 0) are left out and counted.
+// decimals, counted from an origin (Options.Origin) that the file records
+// as Kineto does, in a top-level "baseTimeNanoseconds" (Unix ns), and in
+// otherData.origin_unix_nanos: an event began at baseTimeNanoseconds +
+// 1000*ts ns, which is how a gpuspans trace and a Kineto trace of the same
+// run line up (docs/traces.md, tools/trace/merge.py). Viewers parse
+// timestamps as doubles: counted from the Unix epoch they would keep only a
+// quarter of a microsecond, enough to make back-to-back kernels overlap;
+// counted from a nearby origin they keep the nanoseconds. Spans the backend
+// could not place on the host clock (StartNs 0) are left out and counted.
 package trace
 
 import (
@@ -125,7 +131,11 @@ func (t *Writer) Close() error {
 	if t.events > 0 {
 		b = append(b, '\n')
 	}
-	b = append(b, `],"otherData":{"origin_unix_nanos":"`...)
+	// The default origin is a whole second, which a double holds exactly:
+	// readers that parse JSON numbers as doubles still get it right.
+	b = append(b, `],"displayTimeUnit":"ms","baseTimeNanoseconds":`...)
+	b = strconv.AppendInt(b, t.origin, 10)
+	b = append(b, `,"otherData":{"origin_unix_nanos":"`...)
 	b = strconv.AppendInt(b, t.origin, 10)
 	b = append(b, `","unplaced_spans":`...)
 	b = strconv.AppendUint(b, t.counts.Unplaced, 10)
@@ -187,9 +197,9 @@ func (t *Writer) span(s *gpuspans.Span) {
 	b = strconv.AppendUint(b, s.Step, 10)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendUint(b, s.Seq, 10)
-	b = append(b, `,"stream":"0x`...)
-	b = strconv.AppendUint(b, uint64(s.Stream), 16)
-	b = append(b, `"}}`...)
+	b = append(b, `,"stream":`...)
+	b = strconv.AppendUint(b, uint64(s.Stream), 10)
+	b = append(b, `}}`...)
 	t.write(b)
 	t.counts.Written++
 }

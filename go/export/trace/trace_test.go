@@ -102,8 +102,10 @@ type event struct {
 }
 
 type document struct {
-	TraceEvents []event
-	OtherData   map[string]interface{}
+	TraceEvents         []event
+	DisplayTimeUnit     string
+	BaseTimeNanoseconds json.Number
+	OtherData           map[string]interface{}
 }
 
 func parse(t *testing.T, data []byte) document {
@@ -185,6 +187,13 @@ func TestTrace(t *testing.T) {
 	if got := doc.OtherData["origin_unix_nanos"]; got != strconv.FormatInt(origin, 10) {
 		t.Errorf("origin_unix_nanos = %v, want %d", got, origin)
 	}
+	// Kineto's base time: the same origin, as a number a double holds exactly.
+	if got := string(doc.BaseTimeNanoseconds); got != strconv.FormatInt(origin, 10) || int64(float64(origin)) != origin {
+		t.Errorf("baseTimeNanoseconds = %s, want %d", got, origin)
+	}
+	if doc.DisplayTimeUnit != "ms" {
+		t.Errorf("displayTimeUnit = %q", doc.DisplayTimeUnit)
+	}
 
 	procs := make(map[int]string)
 	threads := make(map[track]string)
@@ -250,7 +259,7 @@ func TestTrace(t *testing.T) {
 		if p.start != s.StartNs-origin || p.end-p.start != s.DurationNs ||
 			ev.Name != strings.ToValidUTF8(s.Name, "\uFFFD") || ev.Cat != s.Kind.String() || ev.Pid != s.Device+1 ||
 			threads[track{ev.Pid, ev.Tid}] != strings.ToValidUTF8(wantTrack, "\uFFFD") ||
-			fmt.Sprint(ev.Args["step"]) != fmt.Sprint(s.Step) || ev.Args["stream"] != fmt.Sprintf("%#x", uint64(s.Stream)) {
+			fmt.Sprint(ev.Args["step"]) != fmt.Sprint(s.Step) || fmt.Sprint(ev.Args["stream"]) != fmt.Sprint(uint64(s.Stream)) {
 			t.Errorf("event %+v (at %d+%d) does not match span %+v", ev, p.start, p.end-p.start, s)
 		}
 	}
