@@ -104,7 +104,7 @@ def main(argv=None):
     except MergeError as e:
         print(f"merge.py: {e}", file=sys.stderr)
         return 1
-    print(f"{args.output}: {n} gpuspans events merged into {args.kineto}")
+    print(f"{args.output}: {n} gpuspans events merged into {args.kineto}, shifted by {(base_time(spans, args.gpuspans) - base_time(kineto, args.kineto)) / 1e9:+.9f} s")
     return 0
 
 
