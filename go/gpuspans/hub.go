@@ -91,6 +91,15 @@ type Options struct {
 	// measure the GPU time between the lane's begin and end events, idle gaps
 	// between its kernels included.
 	RawKernelSpans bool
+	// StateMirror, when not nil, is a word the hub keeps equal to its state
+	// (the level, MirrorArmed and MirrorPools: see MirrorLevel), so that a
+	// caller in another language can test it with one load and skip calling
+	// in, as the Go entry points' inlined checks do (package capi gives C
+	// callers a word outside Go's heap). The hub writes it with atomic
+	// stores whenever the level, the arming or the open pools change; once
+	// no call is changing them, it holds exactly the hub's state. Fixed
+	// after New; the word must outlive the hub.
+	StateMirror *uint32
 }
 
 // Hub is the control plane of GPU spans: the level, the step counter, one
@@ -135,8 +144,9 @@ type Hub struct {
 	slots   int
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
-	want    uint32 // HarvestItem.WantStart for every span: 0 with NoStartTimes
-	raw     bool   // Options.RawKernelSpans
+	want    uint32  // HarvestItem.WantStart for every span: 0 with NoStartTimes
+	raw     bool    // Options.RawKernelSpans
+	mirror  *uint32 // Options.StateMirror, or nil
 	// leakSteps is LeakSteps; tests shorten it.
 	leakSteps uint64
 
@@ -201,6 +211,7 @@ func New(o Options) (*Hub, error) {
 		kernelNames: []string{OtherKernel},
 	}
 	h.raw = o.RawKernelSpans
+	h.mirror = o.StateMirror
 	if o.NoStartTimes {
 		h.want = 0
 	}
@@ -246,7 +257,43 @@ func New(o Options) (*Hub, error) {
 	h.every.Store(int64(every))
 	atomic.StoreUint32(&h.state, uint32(o.Level))
 	h.set.Store(&recorderSet{})
+	h.syncMirror()
 	return h, nil
+}
+
+// Bits of the Options.StateMirror word.
+const (
+	MirrorLevel uint32 = levelMask // the Level
+	MirrorArmed uint32 = armedBit  // this step is armed for kernel spans (only ever at LevelKernel)
+	// MirrorPools is set while any pool is open: BeginStep then harvests at
+	// every level, and lane spans may be open (LaneEnd has work) even below
+	// LevelKernel.
+	MirrorPools uint32 = 0x8
+)
+
+// syncMirror copies the state into Options.StateMirror. Every writer of the
+// state or of pools calls it after its change, and it stores until what it
+// stored is still current, so the last store of racing writers holds the
+// latest state: the word can lag a change in progress, never a finished one.
+func (h *Hub) syncMirror() {
+	if h.mirror == nil {
+		return
+	}
+	for {
+		v := h.mirrorValue()
+		atomic.StoreUint32(h.mirror, v)
+		if h.mirrorValue() == v {
+			return
+		}
+	}
+}
+
+func (h *Hub) mirrorValue() uint32 {
+	v := atomic.LoadUint32(&h.state)
+	if atomic.LoadInt32(&h.pools) != 0 {
+		v |= MirrorPools
+	}
+	return v
 }
 
 // checkName validates a lane or kernel name: it becomes a label value, so it
@@ -312,6 +359,7 @@ func (h *Hub) SetLevel(l Level) error {
 			next |= old & armedBit
 		}
 		if atomic.CompareAndSwapUint32(&h.state, old, next) {
+			h.syncMirror()
 			return nil
 		}
 	}
@@ -529,7 +577,11 @@ func (h *Hub) arm(step uint64) {
 		if armed {
 			next |= armedBit
 		}
-		if next == old || atomic.CompareAndSwapUint32(&h.state, old, next) {
+		if next == old {
+			break
+		}
+		if atomic.CompareAndSwapUint32(&h.state, old, next) {
+			h.syncMirror()
 			break
 		}
 	}
@@ -614,6 +666,7 @@ func (h *Hub) openPending() {
 			continue
 		}
 		atomic.AddInt32(&h.pools, 1)
+		h.syncMirror()
 	}
 }
 
@@ -654,6 +707,7 @@ func (h *Hub) sweep() {
 				h.logf("gpuspans: closing the retired pool of device %d: %v", r.device, err)
 			}
 			atomic.AddInt32(&h.pools, -1)
+			h.syncMirror()
 		}
 		h.begunFinished += r.seal()
 	}
@@ -666,6 +720,7 @@ func (h *Hub) sweep() {
 				h.abandonedPools++
 				h.logf("gpuspans: giving up on closing a retired pool of device %d: still busy, and %d more are waiting; its events are left unreleased", r.device, MaxBusyRetired)
 				atomic.AddInt32(&h.pools, -1)
+				h.syncMirror()
 				h.begunFinished += r.seal()
 				continue
 			}
