@@ -140,7 +140,7 @@ func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
 	snap := s.hub.Snapshot()
 	now := s.o.Now()
 	s.hist.add(&snap, now)
-	b, err := json.MarshalIndent(toJSON(&snap, s.o.Backend, now), "", "  ")
+	b, err := MarshalSnapshot(&snap, s.o.Backend, now)
 	if err != nil {
 		http.Error(w, "encoding the snapshot: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -157,3 +157,11 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"pct":  func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 	"secs": func(ms int64) string { return strconv.FormatInt((ms+999)/1000, 10) },
 }).Parse(pageHTML))
+
+// MarshalSnapshot encodes s as SnapshotPath serves it, stamped now, with
+// backend as its "backend" field (omitted when empty), so that bindings for
+// other languages (package capi) hand out the same document. Safe from any
+// goroutine; s is only read.
+func MarshalSnapshot(s *gpuspans.Snapshot, backend string, now time.Time) ([]byte, error) {
+	return json.MarshalIndent(toJSON(s, backend, now), "", "  ")
+}
