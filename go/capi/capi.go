@@ -1,0 +1,28 @@
+//go:build cgo
+
+// Command capi is the C ABI of the gpuspans hub: built with
+// -buildmode=c-archive or c-shared, it lets engines in C, C++ and Python
+// (ctypes, python/gpuspans) drive a gpuspans.Hub, install CUDA or simulated
+// devices, record spans, take snapshots and serve the HTTP surface. The
+// functions are documented in include/gpuspans/hub.h, the header callers
+// include (not the one go build writes).
+//
+// It is the one Go package besides go/cuda that imports "C": exported Go
+// functions can only live in a cgo package main. It adds no C code of its
+// own beyond the array of state words (words.c), which must be C memory:
+// the header's inline span functions read it without calling into Go.
+//
+// Rules every export follows: handles are integers checked against a table
+// (never Go pointers handed to C), a panic is recovered into
+// GS_HUB_ERR_INTERNAL, and errors are returned as status codes with the
+// message kept for gs_hub_last_error.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/include
+#define GS_HUB_TYPES_ONLY
+#include "gpuspans/hub.h"
+*/
+import "C"
+
+func main() {}

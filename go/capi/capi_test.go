@@ -1,0 +1,122 @@
+//go:build cgo
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// The library is built once per test run, as a user would build it.
+var (
+	libDir  string
+	libOnce = map[string]*sync.Once{"c-archive": {}, "c-shared": {}}
+	libErr  = map[string]error{}
+	libMu   sync.Mutex
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gpuspans-capi")
+	if err != nil {
+		panic(err)
+	}
+	libDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// library builds go/capi with -buildmode=mode and returns the library's
+// path; it skips the test when gcc is missing.
+func library(t *testing.T, mode string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found: cannot build or link the C ABI")
+	}
+	name := map[string]string{"c-archive": "libgpuspans.a", "c-shared": "libgpuspans.so"}[mode]
+	out := filepath.Join(libDir, name)
+	libOnce[mode].Do(func() {
+		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
+		cmd := exec.Command(goTool, "build", "-buildmode="+mode, "-o", out, ".")
+		b, err := cmd.CombinedOutput()
+		libMu.Lock()
+		defer libMu.Unlock()
+		if err != nil {
+			libErr[mode] = err
+			t.Logf("go build -buildmode=%s:\n%s", mode, b)
+		}
+	})
+	libMu.Lock()
+	defer libMu.Unlock()
+	if err := libErr[mode]; err != nil {
+		t.Fatalf("building the %s library: %v", mode, err)
+	}
+	return out
+}
+
+// compile builds a C or C++ program of srcs against lib and returns it.
+func compile(t *testing.T, compiler, lib, exe string, srcs ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath(compiler); err != nil {
+		t.Skipf("%s not found", compiler)
+	}
+	out := filepath.Join(t.TempDir(), exe)
+	args := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-Iinclude", "-o", out}
+	args = append(args, srcs...)
+	if strings.HasSuffix(lib, ".so") {
+		args = append(args, "-L"+filepath.Dir(lib), "-lgpuspans", "-Wl,-rpath,"+filepath.Dir(lib))
+	} else {
+		args = append(args, lib, "-lstdc++")
+	}
+	args = append(args, "-ldl", "-lpthread", "-lm")
+	if b, err := exec.Command(compiler, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", compiler, strings.Join(args, " "), err, b)
+	}
+	return out
+}
+
+// run runs a program and fails the test if it fails.
+func run(t *testing.T, exe string, args ...string) string {
+	t.Helper()
+	b, err := exec.Command(exe, args...).CombinedOutput()
+	t.Logf("%s:\n%s", filepath.Base(exe), b)
+	if err != nil {
+		t.Fatalf("%s: %v", filepath.Base(exe), err)
+	}
+	return string(b)
+}
+
+func TestCArchive(t *testing.T) {
+	exe := compile(t, "gcc", library(t, "c-archive"), "hub_test", "testdata/hub_test.c")
+	if out := run(t, exe); !strings.Contains(out, "PASS") {
+		t.Error("hub_test did not pass")
+	}
+}
+
+func TestCShared(t *testing.T) {
+	exe := compile(t, "gcc", library(t, "c-shared"), "hub_test", "testdata/hub_test.c")
+	if out := run(t, exe); !strings.Contains(out, "PASS") {
+		t.Error("hub_test did not pass")
+	}
+}
+
+// The header compiles as C++ too, and the example engine loop runs on the
+// simulated GPU.
+func TestCXXEngine(t *testing.T) {
+	exe := compile(t, "g++", library(t, "c-archive"), "engine", "-std=c++17", "../../examples/cpp/engine.cc")
+	out := run(t, exe, "--steps=64")
+	if !strings.Contains(out, `"name": "decode"`) {
+		t.Error("the engine's snapshot has no decode lane")
+	}
+}
+
+// The benchmark runs (briefly); its numbers are logged, not checked.
+func TestCBench(t *testing.T) {
+	exe := compile(t, "gcc", library(t, "c-archive"), "hub_bench", "testdata/hub_bench.c")
+	run(t, exe, "20000")
+}

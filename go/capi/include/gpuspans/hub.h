@@ -1,0 +1,310 @@
+/*
+ * gpuspans hub C ABI: the control plane (levels, the span ring, harvests,
+ * aggregates, Prometheus, the live page and the control endpoints) for
+ * engines written in C, C++, or any language with a C FFI.
+ *
+ * The functions are implemented in Go (go/capi) and built into a library
+ * that carries the Go runtime:
+ *   go build -buildmode=c-archive -o libgpuspans.a ./go/capi   (link with -lstdc++ -ldl -lpthread)
+ *   go build -buildmode=c-shared  -o libgpuspans.so ./go/capi
+ * or, under Bazel, @com_github_gpuspans_gpuspans//go/capi:hub. Include this
+ * header, not the one `go build` writes beside the library: this one holds
+ * the documentation, the constants and the inline fast paths.
+ *
+ * Conventions for every function below:
+ * - A hub is a gs_hub, an integer handle; 0 is never a hub. Every exported
+ *   function checks its handle: a closed, stale or made-up one returns
+ *   GS_HUB_ERR_BAD_HANDLE and touches nothing. Nothing here dereferences a
+ *   caller's handle, so no handle can crash the process.
+ * - Functions return a gs_hub_status (GS_HUB_OK is 0). The message of a
+ *   hub's last failure is gs_hub_last_error(hub, ...); failures with no hub
+ *   to blame (gs_hub_create, a bad handle) are gs_hub_last_error(0, ...).
+ * - Nothing aborts and no Go panic crosses this ABI: a panic inside a call
+ *   is recovered and returned as GS_HUB_ERR_INTERNAL with its message.
+ * - Strings passed in are NUL-terminated UTF-8, read during the call only.
+ * - Thread safety: every function may be called from any thread, at once,
+ *   except gs_hub_close, which must not race with other calls on its hub.
+ * - Cost: the span calls (gs_hub_begin_step, gs_hub_lane_begin/_end,
+ *   gs_hub_kernel_begin/_end) are static inline functions that read the
+ *   hub's state word (a relaxed load) and call into Go only when the
+ *   hub has work: at level Off (with no pool open) and on steps not armed
+ *   for kernel spans they make no call at all. When they do call, it is one
+ *   call, about 0.1 us from a C thread with Go 1.26.
+ * - Signals: the Go runtime in the library installs no handler for SIGINT,
+ *   SIGTERM or SIGQUIT (nothing here calls os/signal), so the host keeps its
+ *   own handling of Ctrl-C. It does handle SIGSEGV, SIGBUS, SIGFPE inside
+ *   Go code, and uses SIGURG (preemption); see Go's os/signal documentation
+ *   on c-archive and c-shared.
+ */
+#ifndef GPUSPANS_HUB_H_
+#define GPUSPANS_HUB_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status of a call. Values are stable: they are part of the ABI. */
+typedef enum gs_hub_status {
+  GS_HUB_OK = 0,
+  GS_HUB_ERR_BAD_HANDLE = 1,       /* not an open hub (closed, stale, or never one) */
+  GS_HUB_ERR_INVALID_ARGUMENT = 2, /* an argument out of range, a bad name, NULL where not allowed */
+  GS_HUB_ERR_TOO_SMALL = 3,        /* the caller's buffer is too small; *len says what is needed */
+  GS_HUB_ERR_LISTEN = 4,           /* the HTTP address cannot be served (in use, or refused by the token rules) */
+  GS_HUB_ERR_LIMIT = 5,            /* GS_HUB_MAX_HUBS hubs are open already */
+  GS_HUB_ERR_INTERNAL = 6          /* a bug: a panic was recovered; the message says where */
+} gs_hub_status;
+
+/* A hub handle. */
+typedef uint64_t gs_hub;
+
+/* Levels, as go/gpuspans: each records everything the one below does. */
+enum {
+  GS_HUB_LEVEL_OFF = 0,    /* nothing recorded; span calls make no call into Go */
+  GS_HUB_LEVEL_STEP = 1,   /* steps counted on the host; nothing touches the GPU */
+  GS_HUB_LEVEL_KERNEL = 2  /* lane spans every step, kernel spans on 1 step in kernel_span_every */
+};
+
+/* Formats of gs_hub_snapshot. */
+enum {
+  GS_HUB_SNAPSHOT_JSON = 0, /* the live page's JSON (/debug/gpuspans/snapshot.json): UTF-8 text */
+  GS_HUB_SNAPSHOT_PROTO = 1 /* gpuspans.v1.Snapshot (proto/gpuspans/v1/spans.proto), binary */
+};
+
+/* Flags of gs_hub_serve. */
+enum {
+  GS_HUB_SERVE_PROTECT_READS = 1 /* /metrics and the live page require the token too */
+};
+
+/* How many hubs a process may hold open at once. */
+#define GS_HUB_MAX_HUBS 64
+
+/* Options of gs_hub_create. Zero every field you do not set (memset, or
+ * `= {0}`): each zero means the default, as go/gpuspans.Options. */
+typedef struct gs_hub_options {
+  const char* const* lanes;  /* lane names (lane i is lanes[i]); NULL: "prefill", "decode" */
+  int32_t num_lanes;         /* entries in lanes, 1..64 when lanes is set */
+  int32_t level;             /* initial level: GS_HUB_LEVEL_* */
+  int32_t kernel_span_every; /* arm kernel spans on 1 step in this many (0: 16) */
+  int32_t slots;             /* span ring slots per device (0: 4096) */
+  int32_t recent_spans;      /* ring of recent spans (0: 8192) */
+  int32_t no_start_times;    /* nonzero: do not place spans on the host clock (one driver call less per span) */
+  int32_t raw_kernel_spans;  /* nonzero: do not subtract the event offset from kernel spans */
+  int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr */
+} gs_hub_options;
+
+/* The state word of each hub slot, written by the hub (atomic stores) and
+ * read by the inline functions below: bits 0-1 the level, GS_HUB_WORD_ARMED
+ * on a step armed for kernel spans, GS_HUB_WORD_POOLS while a pool is open
+ * (steps then harvest, and lane spans may be open, at any level). A hub's
+ * word is gs_hub_words[(hub % GS_HUB_MAX_HUBS) * GS_HUB_WORD_STRIDE], in an
+ * array in the library's C data (not Go's heap), one cache line per hub; a
+ * slot with no open hub holds 0. gs_hub_words is a pointer, not the array,
+ * so that executables linked against the shared library (which get copies
+ * of the data symbols they read) still read the library's words. Read a
+ * word only through gs_hub_word. */
+#define GS_HUB_WORD_LEVEL 0x3u
+#define GS_HUB_WORD_ARMED 0x4u
+#define GS_HUB_WORD_POOLS 0x8u
+#define GS_HUB_WORD_STRIDE 16
+extern uint32_t* const gs_hub_words;
+
+#ifndef GS_HUB_TYPES_ONLY /* go/capi's own cgo preamble stops here */
+
+/* gs_hub_word returns hub's state word: a relaxed load (after the load of
+ * the constant gs_hub_words), no call, in bounds for any handle (a bad one
+ * reads some slot's word, maybe 0). */
+static inline uint32_t gs_hub_word(gs_hub hub) {
+  return __atomic_load_n(&gs_hub_words[(hub % GS_HUB_MAX_HUBS) * GS_HUB_WORD_STRIDE],
+                         __ATOMIC_RELAXED);
+}
+
+/* gs_hub_status_name returns a static string naming st ("GS_HUB_ERR_BAD_HANDLE").
+ * Thread-safe, never NULL. */
+const char* gs_hub_status_name(int32_t st);
+
+/* gs_hub_last_error copies the message of hub's last failure (hub 0: the
+ * last failure with no hub to blame) into buf, NUL-terminated and truncated
+ * to cap bytes when cap > 0, and returns its full length (0: none). A
+ * message stays until the next failure replaces it. A bad handle reads
+ * hub 0's message. Thread-safe. */
+size_t gs_hub_last_error(gs_hub hub, char* buf, size_t cap);
+
+/* gs_hub_create makes a hub configured by *opts (NULL: all defaults) and
+ * stores its handle in *out. It touches no GPU. GS_HUB_ERR_INVALID_ARGUMENT
+ * names the bad option (a bad lane name, a duplicate lane, a negative
+ * kernel_span_every, a level out of range); GS_HUB_ERR_LIMIT when
+ * GS_HUB_MAX_HUBS hubs are open. Thread-safe. */
+gs_hub_status gs_hub_create(const gs_hub_options* opts, gs_hub* out);
+
+/* gs_hub_close stops serving, sets the level to Off, uninstalls every
+ * device, lands the spans still in flight for up to 1 s (so their pools
+ * close), and frees the handle; later calls with it return
+ * GS_HUB_ERR_BAD_HANDLE. Must not race with other calls on the hub. */
+gs_hub_status gs_hub_close(gs_hub hub);
+
+/* gs_hub_install_cuda attaches CUDA device `device` (an ordinal, 0..63)
+ * with lane spans recorded on `stream` (a CUstream as an integer, the value
+ * of torch.cuda.Stream.cuda_stream; 0 is the legacy default stream). Its
+ * event pool opens at the first step at level Kernel, on the device's
+ * primary context: a missing driver shows then, as the device's failed
+ * state in snapshots, not as an error here. Replaces the device's previous
+ * installation (its spans still land). Thread-safe. */
+gs_hub_status gs_hub_install_cuda(gs_hub hub, int32_t device, uint64_t stream);
+
+/* gs_hub_install_sim attaches a simulated GPU as device `device`, lane
+ * spans on `stream` (any integer names a stream), for tests and demos
+ * without a GPU: work queued with gs_hub_sim_launch runs on the host clock,
+ * and every span reads event_offset_ns longer than its work (as a real
+ * GPU's event pairs do; 0 for none). Replaces any earlier installation of
+ * the device, simulated or not. Thread-safe. */
+gs_hub_status gs_hub_install_sim(gs_hub hub, int32_t device, uint64_t stream,
+                                 int64_t event_offset_ns);
+
+/* gs_hub_sim_launch queues duration_ns of simulated work on `stream` of the
+ * simulated device `device`: it starts when the stream is free and runs on
+ * the host clock. GS_HUB_ERR_INVALID_ARGUMENT when the device is not
+ * simulated or the duration is negative. Thread-safe. */
+gs_hub_status gs_hub_sim_launch(gs_hub hub, int32_t device, uint64_t stream, int64_t duration_ns);
+
+/* gs_hub_uninstall detaches device's recorder (its spans still land). A
+ * device with nothing installed is left alone. Thread-safe. */
+gs_hub_status gs_hub_uninstall(gs_hub hub, int32_t device);
+
+/* gs_hub_register_kernel names a kernel handle (a CUfunction as an
+ * integer, or any id of your choosing) so its spans aggregate under name;
+ * spans of handles never registered aggregate as "other". At most 1024
+ * handles and names; names are short printable UTF-8. Thread-safe. */
+gs_hub_status gs_hub_register_kernel(gs_hub hub, uint64_t kernel, const char* name);
+
+/* gs_hub_lane_index stores in *lane the index of the lane called name,
+ * for gs_hub_lane_begin and _end. GS_HUB_ERR_INVALID_ARGUMENT names an
+ * unknown lane. Thread-safe. */
+gs_hub_status gs_hub_lane_index(gs_hub hub, const char* name, int32_t* lane);
+
+/* gs_hub_set_level sets the level (GS_HUB_LEVEL_*); lowering below Kernel
+ * disarms kernel spans at once, raising to Kernel arms from the next step.
+ * gs_hub_get_level reads it. Thread-safe. */
+gs_hub_status gs_hub_set_level(gs_hub hub, int32_t level);
+gs_hub_status gs_hub_get_level(gs_hub hub, int32_t* level);
+
+/* gs_hub_set_kernel_span_every arms kernel spans on 1 step in n (n >= 1)
+ * from the next step on. Thread-safe. */
+gs_hub_status gs_hub_set_kernel_span_every(gs_hub hub, int32_t n);
+
+/* gs_hub_harvest lands every finished span now, without waiting for the
+ * GPU (steps do this; call it only to land spans between steps).
+ * gs_hub_drain harvests until no span is in flight or timeout_ms passed,
+ * sleeping 1 ms between harvests, and stores in *in_flight (may be NULL)
+ * what is still in flight: for the end of a run, or tests. Thread-safe. */
+gs_hub_status gs_hub_harvest(gs_hub hub);
+gs_hub_status gs_hub_drain(gs_hub hub, int32_t timeout_ms, uint64_t* in_flight);
+
+/* gs_hub_snapshot writes a snapshot of hub (aggregates with histograms,
+ * counters, device states) in `format` (GS_HUB_SNAPSHOT_*) into buf and its
+ * length in bytes into *len. JSON is NUL-terminated (not counted in *len).
+ * When cap is too small (buf may then be NULL) it returns
+ * GS_HUB_ERR_TOO_SMALL with the size needed in *len (plus 1 for JSON's NUL)
+ * and writes nothing; a snapshot taken later may be larger, so allocate
+ * with room to spare, or loop. Thread-safe. */
+gs_hub_status gs_hub_snapshot(gs_hub hub, int32_t format, void* buf, size_t cap, size_t* len);
+
+/* gs_hub_serve serves hub's HTTP surface on addr ("127.0.0.1:9464"; port 0
+ * picks one): /metrics (Prometheus), the live page /debug/gpuspans and its
+ * JSON, and the control endpoints /control/level and
+ * /control/kernel_span_every, exactly as the Go demo does. The token rules
+ * are the Go API's (go/control): a non-loopback address needs a token,
+ * which is then required on the control endpoints (and, with
+ * GS_HUB_SERVE_PROTECT_READS, on every path); a blank token or one with
+ * white space is refused. token may be NULL or "" for none. The bound
+ * address ("127.0.0.1:41234") is written to bound (NUL-terminated, may be
+ * NULL). GS_HUB_ERR_LISTEN names the address and why; GS_HUB_ERR_INVALID_ARGUMENT
+ * when the hub serves already. The server runs on Go's threads until
+ * gs_hub_stop_serving or gs_hub_close. Thread-safe. */
+gs_hub_status gs_hub_serve(gs_hub hub, const char* addr, const char* token, int32_t flags,
+                           char* bound, size_t bound_cap);
+gs_hub_status gs_hub_stop_serving(gs_hub hub);
+
+/* The calls behind the inline span functions below. Call those instead:
+ * these always cross into Go (each checks its handle, and does what the Go
+ * method of the same name does). */
+gs_hub_status gs_hub_begin_step_call(gs_hub hub);
+gs_hub_status gs_hub_lane_begin_call(gs_hub hub, int32_t lane);
+gs_hub_status gs_hub_lane_end_call(gs_hub hub, int32_t lane);
+uint64_t gs_hub_kernel_begin_call(gs_hub hub, int32_t device, uint64_t kernel, uint64_t stream);
+gs_hub_status gs_hub_kernel_end_call(gs_hub hub, uint64_t token);
+
+/* gs_hub_begin_step marks the start of an engine step: once per step,
+ * before its lane spans. At Step it counts the step; at Kernel it arms 1
+ * step in kernel_span_every, opens pools installed since, and lands
+ * finished spans. Never waits for the GPU. No call into Go at Off with no
+ * pool open. Inline functions skip the handle check when they make no call
+ * (they then return GS_HUB_OK whatever the handle). */
+static inline gs_hub_status gs_hub_begin_step(gs_hub hub) {
+  if ((gs_hub_word(hub) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS)) == 0) return GS_HUB_OK;
+  return gs_hub_begin_step_call(hub);
+}
+
+/* gs_hub_lane_begin opens lane's span on every installed device's lane
+ * stream, at Kernel (no call below it). A lane out of range or already
+ * open is ignored and counted, as in Go. Never blocks. */
+static inline gs_hub_status gs_hub_lane_begin(gs_hub hub, int32_t lane) {
+  if ((gs_hub_word(hub) & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL) return GS_HUB_OK;
+  return gs_hub_lane_begin_call(hub, lane);
+}
+
+/* gs_hub_lane_end ends lane's span wherever one is open, at any level (a
+ * span begun at Kernel ends even if the level dropped since). No call when
+ * the level is below Kernel and no pool is open. Never blocks. */
+static inline gs_hub_status gs_hub_lane_end(gs_hub hub, int32_t lane) {
+  uint32_t w = gs_hub_word(hub);
+  if ((w & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL && (w & GS_HUB_WORD_POOLS) == 0) return GS_HUB_OK;
+  return gs_hub_lane_end_call(hub, lane);
+}
+
+/* gs_hub_kernel_begin opens a span around the launch of `kernel` on
+ * `stream`, on the lowest installed device, when this step is armed for
+ * kernel spans, and returns its token for gs_hub_kernel_end; 0 when it
+ * opened nothing (not armed: no call; the stream being captured into a
+ * graph; a bad handle). Call it just before the launch and
+ * gs_hub_kernel_end just after. Never blocks. Every nonzero token must be
+ * ended: an unended span is reclaimed as leaked 256 steps later. */
+static inline uint64_t gs_hub_kernel_begin(gs_hub hub, uint64_t kernel, uint64_t stream) {
+  if ((gs_hub_word(hub) & GS_HUB_WORD_ARMED) == 0) return 0;
+  return gs_hub_kernel_begin_call(hub, -1, kernel, stream);
+}
+
+/* gs_hub_kernel_begin_on is gs_hub_kernel_begin on device `device`, for
+ * processes that drive several GPUs. */
+static inline uint64_t gs_hub_kernel_begin_on(gs_hub hub, int32_t device, uint64_t kernel,
+                                              uint64_t stream) {
+  if ((gs_hub_word(hub) & GS_HUB_WORD_ARMED) == 0) return 0;
+  return gs_hub_kernel_begin_call(hub, device, kernel, stream);
+}
+
+/* gs_hub_kernel_end closes the span of token; token 0 does nothing (no
+ * call). A token not open on this hub (ended already, or made up) changes
+ * nothing and returns GS_HUB_ERR_INVALID_ARGUMENT. It acts at any level.
+ * Never blocks. */
+static inline gs_hub_status gs_hub_kernel_end(gs_hub hub, uint64_t token) {
+  if (token == 0) return GS_HUB_OK;
+  return gs_hub_kernel_end_call(hub, token);
+}
+
+/* For tests: gs_hub_testing_count_crossings(1) makes every exported
+ * function count its calls, and gs_hub_testing_crossings returns the count
+ * (since the library loaded); so a test can prove that a disabled path made
+ * no call. Counting costs one atomic add per call; it is off by default.
+ * Thread-safe. */
+void gs_hub_testing_count_crossings(int32_t on);
+uint64_t gs_hub_testing_crossings(void);
+
+#endif /* GS_HUB_TYPES_ONLY */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSPANS_HUB_H_ */

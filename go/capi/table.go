@@ -1,0 +1,137 @@
+//go:build cgo
+
+package main
+
+/*
+#define GS_HUB_TYPES_ONLY
+#include "gpuspans/hub.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/sim"
+)
+
+// Status codes of gpuspans/hub.h.
+const (
+	statusOK              = C.GS_HUB_OK
+	statusBadHandle       = C.GS_HUB_ERR_BAD_HANDLE
+	statusInvalidArgument = C.GS_HUB_ERR_INVALID_ARGUMENT
+	statusTooSmall        = C.GS_HUB_ERR_TOO_SMALL
+	statusListen          = C.GS_HUB_ERR_LISTEN
+	statusLimit           = C.GS_HUB_ERR_LIMIT
+	statusInternal        = C.GS_HUB_ERR_INTERNAL
+)
+
+// maxHubs is GS_HUB_MAX_HUBS; a handle is gen*maxHubs + slot, gen >= 1, so
+// handle % maxHubs indexes both the table and the state words, and 0 is
+// never a handle.
+const (
+	maxHubs    = C.GS_HUB_MAX_HUBS
+	wordStride = C.GS_HUB_WORD_STRIDE
+)
+
+// The header's word bits must be the hub's mirror bits.
+var _ = [1]struct{}{}[C.GS_HUB_WORD_LEVEL^gpuspans.MirrorLevel]
+var _ = [1]struct{}{}[C.GS_HUB_WORD_ARMED^gpuspans.MirrorArmed]
+var _ = [1]struct{}{}[C.GS_HUB_WORD_POOLS^gpuspans.MirrorPools]
+
+// hub is one open hub and what the C side attached to it.
+type hub struct {
+	handle uint64
+	h      *gpuspans.Hub
+	word   *uint32 // its state word in C memory
+	slots  int     // Options.Slots as given (0: default), for CUDA pools
+	logf   func(format string, args ...interface{})
+	tokens tokenTable
+
+	errMu   sync.Mutex // guards lastErr alone, so that fail works under mu
+	lastErr string
+
+	mu      sync.Mutex       // guards the rest
+	sims    map[int]*sim.GPU // simulated devices by ordinal
+	cudaDev map[int]bool     // CUDA devices installed
+	srv     *http.Server
+	ln      net.Listener
+}
+
+var (
+	table   [maxHubs]atomic.Pointer[hub]
+	tableMu sync.Mutex // serialises create and close
+	gens    [maxHubs]uint64
+
+	globalErrMu sync.Mutex
+	globalErr   string // the last failure with no hub to blame
+
+	countCrossings atomic.Bool
+	crossings      atomic.Uint64
+)
+
+// words is the array of state words the callers read (words.c).
+var words = unsafe.Slice((*uint32)(unsafe.Pointer(C.gs_hub_words)), maxHubs*wordStride)
+
+// wordOf returns slot's state word.
+func wordOf(slot int) *uint32 { return &words[slot*wordStride] }
+
+// lookup returns the open hub of handle, or nil.
+func lookup(handle C.gs_hub) *hub {
+	e := table[uint64(handle)%maxHubs].Load()
+	if e == nil || e.handle != uint64(handle) {
+		return nil
+	}
+	return e
+}
+
+// cross counts a call from C when a test asked for it.
+func cross() {
+	if countCrossings.Load() {
+		crossings.Add(1)
+	}
+}
+
+// fail records msg as hub e's last error (e nil: the global one) and
+// returns st.
+func fail(e *hub, st C.gs_hub_status, format string, args ...interface{}) C.gs_hub_status {
+	msg := fmt.Sprintf(format, args...)
+	if e == nil {
+		globalErrMu.Lock()
+		globalErr = msg
+		globalErrMu.Unlock()
+		return st
+	}
+	e.errMu.Lock()
+	e.lastErr = msg
+	e.errMu.Unlock()
+	return st
+}
+
+// badHandle records and returns GS_HUB_ERR_BAD_HANDLE for a call named op.
+func badHandle(op string, handle C.gs_hub) C.gs_hub_status {
+	return fail(nil, statusBadHandle, "%s: %d is not an open hub (closed, or never returned by gs_hub_create)", op, uint64(handle))
+}
+
+// recoverTo turns a panic in an export named op into GS_HUB_ERR_INTERNAL
+// in *st; deferred first thing by every export that can reach Go code
+// beyond this package.
+func recoverTo(op string, e *hub, st *C.gs_hub_status) {
+	if r := recover(); r != nil {
+		*st = panicked(op, e, r)
+	}
+}
+
+// panicked records the recovered panic r of an export named op.
+func panicked(op string, e *hub, r interface{}) C.gs_hub_status {
+	return fail(e, statusInternal, "%s: internal error (a bug in gpuspans, please report): %v\n%s", op, r, debug.Stack())
+}
+
+// atomicStoreWord sets a state word, as the hub does.
+func atomicStoreWord(w *uint32, v uint32) { atomic.StoreUint32(w, v) }

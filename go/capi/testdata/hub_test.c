@@ -1,0 +1,299 @@
+// The C ABI's test, on the simulated GPU: go/capi's Go test builds the
+// library as a c-archive and as a c-shared library and runs this against
+// each. Prints what it checks; exits non-zero on the first failure.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gpuspans/hub.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                              \
+  do {                                                \
+    if (!(cond)) {                                    \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                   \
+      fprintf(stderr, "\n");                          \
+      failures++;                                     \
+    }                                                 \
+  } while (0)
+
+static char errbuf[4096];
+
+static const char* last_error(gs_hub h) {
+  gs_hub_last_error(h, errbuf, sizeof errbuf);
+  return errbuf;
+}
+
+#define CHECK_OK(call)                                                              \
+  do {                                                                              \
+    gs_hub_status st_ = (call);                                                     \
+    CHECK(st_ == GS_HUB_OK, "%s = %s: %s", #call, gs_hub_status_name(st_), last_error(hub)); \
+  } while (0)
+
+// count returns the "count" of the aggregate named name in a JSON snapshot
+// (the first one after "kind": lanes before kernels), or -1.
+static long count_of(const char* json, const char* section, const char* name) {
+  char key[256];
+  const char* p = strstr(json, section);
+  if (p == NULL) return -1;
+  snprintf(key, sizeof key, "\"name\": \"%s\"", name);
+  p = strstr(p, key);
+  if (p == NULL) return -1;
+  p = strstr(p, "\"count\": ");
+  if (p == NULL) return -1;
+  return strtol(p + strlen("\"count\": "), NULL, 10);
+}
+
+static long counter(const char* json, const char* name) {
+  char key[128];
+  snprintf(key, sizeof key, "\"%s\": ", name);
+  const char* p = strstr(json, key);
+  return p == NULL ? -1 : strtol(p + strlen(key), NULL, 10);
+}
+
+// http sends a request to host:port and returns the status code, with the
+// response in resp.
+static int http(const char* addr, const char* request, char* resp, size_t cap) {
+  char host[64];
+  const char* colon = strrchr(addr, ':');
+  if (colon == NULL || (size_t)(colon - addr) >= sizeof host) return -1;
+  memcpy(host, addr, colon - addr);
+  host[colon - addr] = 0;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)atoi(colon + 1));
+  if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) return -1;
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0 || connect(fd, (struct sockaddr*)&sa, sizeof sa) != 0) return -1;
+  if (write(fd, request, strlen(request)) != (ssize_t)strlen(request)) return -1;
+  size_t n = 0;
+  ssize_t r;
+  while (n + 1 < cap && (r = read(fd, resp + n, cap - 1 - n)) > 0) n += (size_t)r;
+  resp[n] = 0;
+  close(fd);
+  int code = -1;
+  sscanf(resp, "HTTP/1.%*d %d", &code);
+  return code;
+}
+
+enum { kAttention = 0x1000, kMLP = 0x2000, kStream = 7 };
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  gs_hub hub = 0;
+
+  // Options are checked, and errors name what was wrong.
+  {
+    const char* lanes[] = {"prefill", "prefill"};
+    gs_hub_options o;
+    memset(&o, 0, sizeof o);
+    o.lanes = lanes;
+    o.num_lanes = 2;
+    gs_hub_status st = gs_hub_create(&o, &hub);
+    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "duplicate lane"),
+          "duplicate lanes: %s, %s", gs_hub_status_name(st), last_error(0));
+    o.num_lanes = 0;
+    st = gs_hub_create(&o, &hub);
+    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "num_lanes"), "num_lanes 0: %s", last_error(0));
+    o.lanes = NULL;
+    o.level = 9;
+    st = gs_hub_create(&o, &hub);
+    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "level is 9"), "level 9: %s", last_error(0));
+    o.level = 0;
+    o.kernel_span_every = -2;
+    st = gs_hub_create(&o, &hub);
+    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "KernelSpanEvery"), "every -2: %s", last_error(0));
+    CHECK(gs_hub_create(NULL, NULL) == GS_HUB_ERR_INVALID_ARGUMENT, "NULL out accepted");
+  }
+
+  const char* lanes[] = {"prefill", "decode"};
+  gs_hub_options o;
+  memset(&o, 0, sizeof o);
+  o.lanes = lanes;
+  o.num_lanes = 2;
+  o.level = GS_HUB_LEVEL_KERNEL;
+  o.kernel_span_every = 2;
+  o.quiet = 1;
+  CHECK_OK(gs_hub_create(&o, &hub));
+  CHECK(hub != 0, "hub handle 0");
+  CHECK_OK(gs_hub_install_sim(hub, 0, kStream, 0));
+  CHECK_OK(gs_hub_register_kernel(hub, kAttention, "attention"));
+  CHECK_OK(gs_hub_register_kernel(hub, kMLP, "mlp"));
+  int32_t prefill = -1, decode = -1;
+  CHECK_OK(gs_hub_lane_index(hub, "prefill", &prefill));
+  CHECK_OK(gs_hub_lane_index(hub, "decode", &decode));
+  CHECK(prefill == 0 && decode == 1, "lane indexes %d %d", prefill, decode);
+
+  // 20 steps; steps 2, 4, ... are armed: 10 armed steps, 2 kernel spans each.
+  gs_hub_testing_count_crossings(1);
+  int tokens = 0;
+  for (int step = 1; step <= 20; step++) {
+    CHECK_OK(gs_hub_begin_step(hub));
+    int32_t lane[2] = {prefill, decode};
+    for (int l = 0; l < 2; l++) {
+      CHECK_OK(gs_hub_lane_begin(hub, lane[l]));
+      CHECK_OK(gs_hub_sim_launch(hub, 0, kStream, 20000));
+      uint64_t tok = gs_hub_kernel_begin(hub, l == 0 ? kAttention : kMLP, kStream);
+      CHECK((tok != 0) == (step % 2 == 0), "step %d: token %llu", step, (unsigned long long)tok);
+      tokens += tok != 0;
+      CHECK_OK(gs_hub_sim_launch(hub, 0, kStream, 50000));
+      CHECK_OK(gs_hub_kernel_end(hub, tok));
+      CHECK_OK(gs_hub_lane_end(hub, lane[l]));
+    }
+  }
+  CHECK(tokens == 20, "%d kernel tokens, want 20", tokens);
+  uint64_t in_flight = 99;
+  CHECK_OK(gs_hub_drain(hub, 5000, &in_flight));
+  CHECK(in_flight == 0, "%llu spans in flight after drain", (unsigned long long)in_flight);
+
+  // Size negotiation, then the JSON.
+  size_t len = 0;
+  char tiny[8];
+  gs_hub_status st = gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, tiny, sizeof tiny, &len);
+  CHECK(st == GS_HUB_ERR_TOO_SMALL && len > sizeof tiny, "small buffer: %s, len %zu", gs_hub_status_name(st), len);
+  CHECK(strstr(last_error(hub), "needs") != NULL, "small buffer message: %s", last_error(hub));
+  st = gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, NULL, 0, &len);
+  CHECK(st == GS_HUB_ERR_TOO_SMALL, "NULL buffer: %s", gs_hub_status_name(st));
+  size_t cap = len + 4096;
+  char* json = malloc(cap);
+  CHECK_OK(gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, json, cap, &len));
+  CHECK(strlen(json) == len, "JSON length %zu, strlen %zu", len, strlen(json));
+  long n;
+  CHECK((n = count_of(json, "\"lanes\"", "prefill")) == 20, "prefill count %ld, want 20", n);
+  CHECK((n = count_of(json, "\"lanes\"", "decode")) == 20, "decode count %ld, want 20", n);
+  CHECK((n = count_of(json, "\"kernels\"", "attention")) == 10, "attention count %ld, want 10", n);
+  CHECK((n = count_of(json, "\"kernels\"", "mlp")) == 10, "mlp count %ld, want 10", n);
+  CHECK((n = counter(json, "landed")) == 60, "landed %ld, want 60", n);
+  CHECK((n = counter(json, "step")) == 20, "step %ld, want 20", n);
+  CHECK(strstr(json, "simulated GPU 0") != NULL, "backend not named");
+  printf("ok: 20 steps on the simulated GPU: 40 lane spans and 20 kernel spans landed\n");
+  free(json);
+
+  st = gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_PROTO, NULL, 0, &len);
+  CHECK(st == GS_HUB_ERR_TOO_SMALL && len > 0, "proto size: %s", gs_hub_status_name(st));
+  void* pb = malloc(len + 4096);
+  CHECK_OK(gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_PROTO, pb, len + 4096, &len));
+  CHECK(len > 100, "proto snapshot of %zu bytes", len);
+  free(pb);
+  CHECK(gs_hub_snapshot(hub, 5, NULL, 0, &len) == GS_HUB_ERR_INVALID_ARGUMENT, "format 5 accepted");
+
+  // Unarmed steps at Kernel: the kernel calls make no crossing.
+  CHECK_OK(gs_hub_set_kernel_span_every(hub, 1000000));
+  CHECK_OK(gs_hub_begin_step(hub)); // step 21 disarms
+  uint64_t before = gs_hub_testing_crossings();
+  for (int i = 0; i < 1000; i++) {
+    uint64_t tok = gs_hub_kernel_begin(hub, kAttention, kStream);
+    CHECK(tok == 0, "unarmed token %llu", (unsigned long long)tok);
+    gs_hub_kernel_end(hub, tok);
+  }
+  CHECK(gs_hub_testing_crossings() == before, "unarmed kernel spans crossed %llu times",
+        (unsigned long long)(gs_hub_testing_crossings() - before));
+  // And each call that has work crosses once.
+  before = gs_hub_testing_crossings();
+  gs_hub_begin_step(hub);
+  gs_hub_lane_begin(hub, prefill);
+  gs_hub_lane_end(hub, prefill);
+  CHECK(gs_hub_testing_crossings() - before == 3, "a step and a lane span crossed %llu times, want 3",
+        (unsigned long long)(gs_hub_testing_crossings() - before));
+
+  // The HTTP surface: loopback needs no token; a public address does.
+  char bound[64];
+  CHECK_OK(gs_hub_serve(hub, "127.0.0.1:0", NULL, 0, bound, sizeof bound));
+  st = gs_hub_serve(hub, "127.0.0.1:0", NULL, 0, NULL, 0);
+  CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "already"), "second serve: %s", last_error(hub));
+  static char resp[1 << 20];
+  int code = http(bound, "GET /metrics HTTP/1.0\r\n\r\n", resp, sizeof resp);
+  CHECK(code == 200 && strstr(resp, "gpuspans_lane_duration_seconds") != NULL, "/metrics: %d", code);
+  code = http(bound, "GET /debug/gpuspans HTTP/1.0\r\n\r\n", resp, sizeof resp);
+  CHECK(code == 200 && strstr(resp, "<svg") != NULL, "live page: %d", code);
+  code = http(bound, "PUT /control/level HTTP/1.0\r\nContent-Length: 4\r\n\r\nstep", resp, sizeof resp);
+  CHECK(code == 200, "PUT /control/level: %d", code);
+  int32_t level = -1;
+  CHECK_OK(gs_hub_get_level(hub, &level));
+  CHECK(level == GS_HUB_LEVEL_STEP && (gs_hub_word(hub) & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_STEP,
+        "level after PUT: %d, word %#x", level, gs_hub_word(hub));
+  CHECK_OK(gs_hub_stop_serving(hub));
+  st = gs_hub_serve(hub, "0.0.0.0:0", NULL, 0, NULL, 0);
+  CHECK(st == GS_HUB_ERR_LISTEN && strstr(last_error(hub), "token"), "public without a token: %s", last_error(hub));
+  st = gs_hub_serve(hub, "127.0.0.1:0", " ", 0, NULL, 0);
+  CHECK(st == GS_HUB_ERR_LISTEN && strstr(last_error(hub), "blank"), "blank token: %s", last_error(hub));
+  CHECK_OK(gs_hub_serve(hub, "127.0.0.1:0", "s3cret", GS_HUB_SERVE_PROTECT_READS, bound, sizeof bound));
+  code = http(bound, "GET /metrics HTTP/1.0\r\n\r\n", resp, sizeof resp);
+  CHECK(code == 401, "protected /metrics without a token: %d", code);
+  code = http(bound, "PUT /control/level HTTP/1.0\r\nAuthorization: Bearer wrong\r\nContent-Length: 3\r\n\r\noff", resp, sizeof resp);
+  CHECK(code == 403, "PUT with a wrong token: %d", code);
+  code = http(bound, "GET /metrics HTTP/1.0\r\nAuthorization: Bearer s3cret\r\n\r\n", resp, sizeof resp);
+  CHECK(code == 200, "/metrics with the token: %d", code);
+  printf("ok: serving, token rules\n");
+
+  // Bad arguments are refused by name.
+  CHECK(gs_hub_set_level(hub, 7) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "level 7"), "level 7: %s", last_error(hub));
+  CHECK(gs_hub_set_kernel_span_every(hub, 0) == GS_HUB_ERR_INVALID_ARGUMENT, "every 0 accepted");
+  CHECK(gs_hub_lane_index(hub, "nope", &prefill) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "prefill, decode"),
+        "unknown lane: %s", last_error(hub));
+  CHECK(gs_hub_register_kernel(hub, 1, NULL) == GS_HUB_ERR_INVALID_ARGUMENT, "NULL name accepted");
+  CHECK(gs_hub_register_kernel(hub, 1, "other") == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "reserved"),
+        "name other: %s", last_error(hub));
+  CHECK(gs_hub_install_sim(hub, 64, 0, 0) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "device 64"),
+        "device 64: %s", last_error(hub));
+  CHECK(gs_hub_install_cuda(hub, -1, 0) == GS_HUB_ERR_INVALID_ARGUMENT, "CUDA device -1 accepted");
+  CHECK(gs_hub_sim_launch(hub, 3, 0, 10) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "not a simulated device"),
+        "launch on device 3: %s", last_error(hub));
+  CHECK(gs_hub_kernel_end(hub, 123456789) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "123456789"),
+        "made-up token: %s", last_error(hub));
+  CHECK(gs_hub_drain(hub, -1, NULL) == GS_HUB_ERR_INVALID_ARGUMENT, "timeout -1 accepted");
+  CHECK(strcmp(gs_hub_status_name(99), "GS_HUB_STATUS_UNKNOWN") == 0, "status 99 named %s", gs_hub_status_name(99));
+  printf("ok: bad arguments\n");
+
+  // A hub at Off with nothing open: no call at all.
+  gs_hub off = 0;
+  o.level = GS_HUB_LEVEL_OFF;
+  CHECK_OK(gs_hub_create(&o, &off));
+  CHECK_OK(gs_hub_install_sim(off, 0, kStream, 0));
+  CHECK(gs_hub_word(off) == 0, "word of a hub at Off: %#x", gs_hub_word(off));
+  before = gs_hub_testing_crossings();
+  for (int i = 0; i < 100000; i++) {
+    gs_hub_begin_step(off);
+    gs_hub_lane_begin(off, 0);
+    gs_hub_kernel_end(off, gs_hub_kernel_begin(off, kAttention, kStream));
+    gs_hub_lane_end(off, 0);
+  }
+  CHECK(gs_hub_testing_crossings() == before, "the disabled path crossed %llu times",
+        (unsigned long long)(gs_hub_testing_crossings() - before));
+  printf("ok: the disabled path made no call in 400000 span calls\n");
+
+  // Bad handles: refused, never a crash, the inline paths included.
+  CHECK_OK(gs_hub_close(off));
+  CHECK(gs_hub_set_level(off, 1) == GS_HUB_ERR_BAD_HANDLE && strstr(last_error(0), "not an open hub"),
+        "closed hub: %s", last_error(0));
+  CHECK(gs_hub_close(off) == GS_HUB_ERR_BAD_HANDLE, "double close accepted");
+  gs_hub junk[] = {0, 1, 63, 64, 12345, ~(gs_hub)0, hub + GS_HUB_MAX_HUBS};
+  for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
+    gs_hub j = junk[i];
+    CHECK(gs_hub_set_level(j, 1) == GS_HUB_ERR_BAD_HANDLE, "handle %llu accepted", (unsigned long long)j);
+    CHECK(gs_hub_begin_step_call(j) == GS_HUB_ERR_BAD_HANDLE, "step on handle %llu", (unsigned long long)j);
+    CHECK(gs_hub_kernel_begin_call(j, -1, 1, 0) == 0, "kernel span on handle %llu", (unsigned long long)j);
+    CHECK(gs_hub_kernel_end_call(j, 1) == GS_HUB_ERR_BAD_HANDLE, "kernel end on handle %llu", (unsigned long long)j);
+    gs_hub_begin_step(j);
+    gs_hub_lane_begin(j, 0);
+    gs_hub_lane_end(j, 0);
+    gs_hub_kernel_end(j, gs_hub_kernel_begin(j, 1, 0));
+    CHECK(gs_hub_snapshot(j, 0, NULL, 0, &len) == GS_HUB_ERR_BAD_HANDLE, "snapshot of handle %llu", (unsigned long long)j);
+  }
+  printf("ok: bad handles\n");
+
+  CHECK_OK(gs_hub_close(hub));
+  if (failures) {
+    fprintf(stderr, "%d failures\n", failures);
+    return 1;
+  }
+  printf("PASS\n");
+  return 0;
+}
