@@ -1,0 +1,430 @@
+"""gpuspans for Python: always-on GPU timing telemetry for serving engines.
+
+A pure-Python binding (ctypes) of the gpuspans hub's C ABI
+(go/capi/include/gpuspans/hub.h), over libgpuspans.so: the library found
+beside this package, or at $GPUSPANS_LIB.
+
+    import gpuspans, torch
+
+    stream = torch.cuda.current_stream()
+    with gpuspans.Hub(lanes=["prefill", "decode"], level="kernel") as hub:
+        hub.install(0, stream)            # a torch.cuda.Stream, or its .cuda_stream
+        hub.serve("127.0.0.1:9464")       # /metrics, /debug/gpuspans, /control/...
+        decode = hub.lane("decode")
+        while serving:
+            hub.step()
+            with decode:
+                with hub.kernel("attention"):
+                    attention(...)
+        print(hub.snapshot()["lanes"])
+
+Costs: at level Off (and on steps not armed for kernel spans) a span call
+reads the hub's state word through ctypes and returns, without calling into
+the library; otherwise it makes one call. Every method is safe from any
+thread, except close.
+"""
+
+import ctypes
+import enum
+import json
+import threading
+
+from . import _lib
+
+__version__ = "0.1.0"
+
+__all__ = ["Hub", "Level", "Error", "Lane", "SimGPU", "library"]
+
+
+class Level(enum.IntEnum):
+    """How much the hub records; each level records all the one below does."""
+
+    OFF = 0
+    STEP = 1
+    KERNEL = 2
+
+
+class Error(Exception):
+    """A failed call: status is the gs_hub_status, name its name."""
+
+    def __init__(self, status, name, message):
+        super().__init__(f"{name}: {message}" if message else name)
+        self.status = status
+        self.name = name
+
+
+_lib_lock = threading.Lock()
+_lib_handle = None
+
+
+def library():
+    """The loaded library (loaded on first use)."""
+    global _lib_handle
+    with _lib_lock:
+        if _lib_handle is None:
+            _lib_handle = _lib.load()
+        return _lib_handle
+
+
+def _level(value):
+    if isinstance(value, str):
+        try:
+            return Level[value.strip().upper()]
+        except KeyError:
+            raise ValueError(f"gpuspans: unknown level {value!r} (want off, step or kernel)") from None
+    try:
+        return Level(value)
+    except ValueError:
+        raise ValueError(f"gpuspans: unknown level {value!r} (want off, step or kernel)") from None
+
+
+def _stream(stream):
+    """A stream handle as an integer: None is 0 (the legacy default stream);
+    torch.cuda.Stream and anything with .cuda_stream gives that."""
+    if stream is None:
+        return 0
+    handle = getattr(stream, "cuda_stream", stream)
+    if isinstance(handle, bool) or not isinstance(handle, int):
+        raise TypeError(f"gpuspans: stream {stream!r}: want a torch.cuda.Stream, an int handle or None")
+    if handle < 0:
+        raise ValueError(f"gpuspans: stream handle {handle} is negative")
+    return handle
+
+
+class _NoSpan:
+    """The kernel span of a step not armed: entering and leaving do nothing."""
+
+    __slots__ = ()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+_NO_SPAN = _NoSpan()
+
+
+class _KernelSpan:
+    """An open kernel span, ended when the with block exits."""
+
+    __slots__ = ("_hub", "_token")
+
+    def __init__(self, hub, token):
+        self._hub = hub
+        self._token = token
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._hub.kernel_end(self._token)
+        return False
+
+
+class Lane:
+    """A lane of a hub, usable as a context manager around the lane's work:
+    `with hub.lane("decode"): ...`. Reusable and cheap: get it once."""
+
+    __slots__ = ("_hub", "index", "name")
+
+    def __init__(self, hub, index, name):
+        self._hub = hub
+        self.index = index
+        self.name = name
+
+    def begin(self):
+        self._hub.lane_begin(self.index)
+
+    def end(self):
+        self._hub.lane_end(self.index)
+
+    def __enter__(self):
+        self._hub.lane_begin(self.index)
+        return self
+
+    def __exit__(self, *exc):
+        self._hub.lane_end(self.index)
+        return False
+
+    def __repr__(self):
+        return f"Lane({self.name!r}, index={self.index})"
+
+
+class SimGPU:
+    """A simulated GPU installed on a hub (Hub.install(..., sim=True)): work
+    launched on it runs on the host clock, so spans land without a GPU."""
+
+    def __init__(self, hub, device, stream):
+        self._hub = hub
+        self.device = device
+        self.stream = stream
+
+    def launch(self, seconds, stream=None):
+        """Queues `seconds` of work on stream (default: the lane stream)."""
+        s = self.stream if stream is None else _stream(stream)
+        self._hub._check(
+            self._hub._lib.gs_hub_sim_launch(self._hub._h, self.device, s, int(seconds * 1e9))
+        )
+
+
+class Hub:
+    """A gpuspans hub: levels, the span ring, harvests, aggregates and the
+    HTTP surface, driven from Python.
+
+    lanes: the lane names (default "prefill", "decode"); level: "off",
+    "step", "kernel" or a Level; kernel_span_every: arm kernel spans on 1
+    step in this many (default 16); slots, recent_spans: ring sizes (0:
+    defaults); no_start_times, raw_kernel_spans: as go/gpuspans.Options;
+    quiet: no log lines on stderr.
+    """
+
+    def __init__(
+        self,
+        lanes=("prefill", "decode"),
+        level=Level.OFF,
+        kernel_span_every=16,
+        slots=0,
+        recent_spans=0,
+        no_start_times=False,
+        raw_kernel_spans=False,
+        quiet=False,
+    ):
+        self._lib = lib = library()
+        self._h = 0
+        if isinstance(lanes, str):
+            raise TypeError("gpuspans: lanes must be a sequence of names, not one string")
+        names = [str(n) for n in lanes]
+        if not names:
+            raise ValueError("gpuspans: lanes is empty; want at least one lane name")
+        arr = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
+        o = _lib.Options()
+        o.lanes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+        o.num_lanes = len(names)
+        o.level = int(_level(level))
+        o.kernel_span_every = int(kernel_span_every)
+        o.slots = int(slots)
+        o.recent_spans = int(recent_spans)
+        o.no_start_times = int(bool(no_start_times))
+        o.raw_kernel_spans = int(bool(raw_kernel_spans))
+        o.quiet = int(bool(quiet))
+        h = ctypes.c_uint64()
+        self._check(lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h)), hub=0)
+        self._h = h.value
+        self._word = ctypes.c_uint32.from_address(_lib.word_address(lib, self._h))
+        self.lanes = tuple(names)
+        self._lanes = {n: Lane(self, i, n) for i, n in enumerate(names)}
+        self._kernels = {}  # name -> id, for kernels named by string
+        self._kernel_lock = threading.Lock()
+        self._streams = {}  # device -> lane stream, the kernel spans' default
+        # The span paths' calls, bound once.
+        self._step_call = lib.gs_hub_begin_step_call
+        self._lane_begin_call = lib.gs_hub_lane_begin_call
+        self._lane_end_call = lib.gs_hub_lane_end_call
+        self._kernel_begin_call = lib.gs_hub_kernel_begin_call
+        self._kernel_end_call = lib.gs_hub_kernel_end_call
+
+    # Errors.
+
+    def _check(self, status, hub=None):
+        if status != _lib.OK:
+            h = self._h if hub is None else hub
+            buf = ctypes.create_string_buffer(4096)
+            self._lib.gs_hub_last_error(h, buf, len(buf))
+            name = self._lib.gs_hub_status_name(status).decode()
+            raise Error(status, name, buf.value.decode(errors="replace"))
+
+    # Set-up.
+
+    def install(self, device=0, stream=None, sim=False, event_offset=0.0):
+        """Attaches device `device`, lane spans recorded on stream (a
+        torch.cuda.Stream, its .cuda_stream, or None for the legacy default
+        stream). With sim=True it is a simulated GPU (returned, to launch
+        work on), each span reading event_offset seconds long as a real GPU's
+        event pairs do. A CUDA device's events are created at the first step
+        at level Kernel."""
+        s = _stream(stream)
+        if sim:
+            self._check(self._lib.gs_hub_install_sim(self._h, int(device), s, int(event_offset * 1e9)))
+            self._streams[int(device)] = s
+            return SimGPU(self, int(device), s)
+        self._check(self._lib.gs_hub_install_cuda(self._h, int(device), s))
+        self._streams[int(device)] = s
+        return None
+
+    def uninstall(self, device=0):
+        """Detaches device (its spans still land)."""
+        self._check(self._lib.gs_hub_uninstall(self._h, int(device)))
+        self._streams.pop(int(device), None)
+
+    def register_kernel(self, kernel, name):
+        """Names kernel (an int id, such as a CUfunction's value) so its spans
+        aggregate under name."""
+        self._check(self._lib.gs_hub_register_kernel(self._h, int(kernel), str(name).encode()))
+
+    def _kernel_id(self, name):
+        kid = self._kernels.get(name)
+        if kid is None:
+            with self._kernel_lock:
+                kid = self._kernels.get(name)
+                if kid is None:
+                    kid = len(self._kernels) + 1
+                    self.register_kernel(kid, name)
+                    self._kernels[name] = kid
+        return kid
+
+    def lane(self, name):
+        """The Lane called name (a context manager; also .begin(), .end())."""
+        try:
+            return self._lanes[name]
+        except KeyError:
+            raise KeyError(f"gpuspans: no lane {name!r} (lanes: {', '.join(self.lanes)})") from None
+
+    # Levels.
+
+    @property
+    def level(self):
+        """The level, as a Level; set it with a Level or "off", "step", "kernel"."""
+        v = ctypes.c_int32()
+        self._check(self._lib.gs_hub_get_level(self._h, ctypes.byref(v)))
+        return Level(v.value)
+
+    @level.setter
+    def level(self, value):
+        self._check(self._lib.gs_hub_set_level(self._h, int(_level(value))))
+
+    def set_kernel_span_every(self, n):
+        """Arms kernel spans on 1 step in n (n >= 1) from the next step."""
+        self._check(self._lib.gs_hub_set_kernel_span_every(self._h, int(n)))
+
+    @property
+    def armed(self):
+        """Whether this step is armed for kernel spans (one memory read)."""
+        return bool(self._word.value & _lib.WORD_ARMED)
+
+    # The span paths: each reads the state word first and calls in only
+    # when the hub has work.
+
+    def step(self):
+        """Marks the start of an engine step (once per step, before its
+        lanes): counts it, arms kernel spans on 1 step in N, lands finished
+        spans. Never waits for the GPU."""
+        if self._word.value & (_lib.WORD_LEVEL | _lib.WORD_POOLS):
+            self._step_call(self._h)
+
+    def lane_begin(self, lane):
+        """Opens lane's span (an index, a name, or a Lane) at level Kernel."""
+        if self._word.value & _lib.WORD_LEVEL == Level.KERNEL:
+            self._lane_begin_call(self._h, lane if type(lane) is int else self._lane_index(lane))
+
+    def lane_end(self, lane):
+        """Ends lane's span wherever one is open."""
+        w = self._word.value
+        if w & _lib.WORD_LEVEL == Level.KERNEL or w & _lib.WORD_POOLS:
+            self._lane_end_call(self._h, lane if type(lane) is int else self._lane_index(lane))
+
+    def _lane_index(self, lane):
+        if isinstance(lane, Lane):
+            return lane.index
+        return self.lane(lane).index
+
+    def kernel_begin(self, kernel, stream=None, device=-1):
+        """Opens a span around a kernel launch on an armed step and returns
+        its token for kernel_end (0: nothing opened). kernel is an int id or
+        a name (registered on first use); stream defaults to the device's
+        lane stream."""
+        if not self._word.value & _lib.WORD_ARMED:
+            return 0
+        kid = kernel if type(kernel) is int else self._kernel_id(kernel)
+        if stream is None:
+            s = self._streams.get(device if device >= 0 else min(self._streams, default=0), 0)
+        else:
+            s = _stream(stream)
+        return self._kernel_begin_call(self._h, device, kid, s)
+
+    def kernel_end(self, token):
+        """Closes the span of a token from kernel_begin; 0 does nothing."""
+        if token:
+            self._check(self._kernel_end_call(self._h, token))
+
+    def kernel(self, kernel, stream=None, device=-1):
+        """A context manager around one kernel launch: a span on armed
+        steps, nothing (and no call) on the others."""
+        if not self._word.value & _lib.WORD_ARMED:
+            return _NO_SPAN
+        token = self.kernel_begin(kernel, stream, device)
+        if not token:
+            return _NO_SPAN
+        return _KernelSpan(self, token)
+
+    # Reading and serving.
+
+    def harvest(self):
+        """Lands finished spans now (steps do this)."""
+        self._check(self._lib.gs_hub_harvest(self._h))
+
+    def drain(self, timeout=1.0):
+        """Harvests until no span is in flight or timeout seconds passed;
+        returns how many are still in flight."""
+        n = ctypes.c_uint64()
+        self._check(self._lib.gs_hub_drain(self._h, int(timeout * 1000), ctypes.byref(n)))
+        return n.value
+
+    def _snapshot(self, fmt):
+        n = ctypes.c_size_t()
+        size = 64 << 10
+        for _ in range(8):
+            buf = ctypes.create_string_buffer(size)
+            st = self._lib.gs_hub_snapshot(self._h, fmt, buf, size, ctypes.byref(n))
+            if st == _lib.ERR_TOO_SMALL:
+                size = n.value + (16 << 10)
+                continue
+            self._check(st)
+            return buf.raw[: n.value]
+        raise Error(_lib.ERR_TOO_SMALL, "GS_HUB_ERR_TOO_SMALL", "the snapshot kept growing")
+
+    def snapshot(self):
+        """The hub's snapshot as a dict: the live page's JSON (lanes and
+        kernels with counts, quantiles and buckets; counters; devices)."""
+        return json.loads(self._snapshot(_lib.SNAPSHOT_JSON))
+
+    def snapshot_proto(self):
+        """The snapshot as gpuspans.v1.Snapshot bytes (proto/gpuspans/v1)."""
+        return self._snapshot(_lib.SNAPSHOT_PROTO)
+
+    def serve(self, addr="127.0.0.1:9464", token=None, protect_reads=False):
+        """Serves /metrics, the live page and the control endpoints on addr
+        (port 0 picks one) and returns the bound address. A non-loopback
+        address needs a token, required then on the control endpoints (and
+        with protect_reads on every path)."""
+        bound = ctypes.create_string_buffer(128)
+        tok = None if token is None else str(token).encode()
+        flags = _lib.SERVE_PROTECT_READS if protect_reads else 0
+        self._check(self._lib.gs_hub_serve(self._h, str(addr).encode(), tok, flags, bound, len(bound)))
+        return bound.value.decode()
+
+    def stop_serving(self):
+        """Stops the HTTP server, if any."""
+        self._check(self._lib.gs_hub_stop_serving(self._h))
+
+    # Lifetime.
+
+    def close(self):
+        """Stops serving, lands what is in flight (up to 1 s) and frees the
+        hub. Closing twice is fine; other calls after it raise Error."""
+        if self._h:
+            h, self._h = self._h, 0
+            # A closed hub's slot may hold another hub's word later.
+            self._word = ctypes.c_uint32(0)
+            self._check(self._lib.gs_hub_close(h), hub=h)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __repr__(self):
+        return f"<gpuspans.Hub {self._h} lanes={list(self.lanes)}>"

@@ -1,0 +1,107 @@
+"""Loads libgpuspans.so (go/capi built with -buildmode=c-shared) with ctypes
+and declares the functions of gpuspans/hub.h."""
+
+import ctypes
+import os
+
+LIB_ENV = "GPUSPANS_LIB"
+LIB_NAME = "libgpuspans.so"
+
+# gpuspans/hub.h's constants.
+OK = 0
+ERR_BAD_HANDLE = 1
+ERR_INVALID_ARGUMENT = 2
+ERR_TOO_SMALL = 3
+ERR_LISTEN = 4
+ERR_LIMIT = 5
+ERR_INTERNAL = 6
+
+MAX_HUBS = 64
+WORD_STRIDE = 16
+WORD_LEVEL = 0x3
+WORD_ARMED = 0x4
+WORD_POOLS = 0x8
+SNAPSHOT_JSON = 0
+SNAPSHOT_PROTO = 1
+SERVE_PROTECT_READS = 1
+
+
+class Options(ctypes.Structure):
+    """gs_hub_options."""
+
+    _fields_ = [
+        ("lanes", ctypes.POINTER(ctypes.c_char_p)),
+        ("num_lanes", ctypes.c_int32),
+        ("level", ctypes.c_int32),
+        ("kernel_span_every", ctypes.c_int32),
+        ("slots", ctypes.c_int32),
+        ("recent_spans", ctypes.c_int32),
+        ("no_start_times", ctypes.c_int32),
+        ("raw_kernel_spans", ctypes.c_int32),
+        ("quiet", ctypes.c_int32),
+    ]
+
+
+def find():
+    """Returns the library's path: $GPUSPANS_LIB, else the copy beside this
+    package (where the wheel puts it)."""
+    path = os.environ.get(LIB_ENV)
+    if path:
+        if not os.path.isfile(path):
+            raise OSError(f"{LIB_ENV}={path}: no such file")
+        return path
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), LIB_NAME)
+    if not os.path.isfile(path):
+        raise OSError(
+            f"gpuspans: {LIB_NAME} not found beside the package ({path}); "
+            f"set {LIB_ENV} to the library built with "
+            "`go build -buildmode=c-shared -o libgpuspans.so ./go/capi`, "
+            "or install the wheel built by tools/python/wheel.sh"
+        )
+    return path
+
+
+def load(path=None):
+    """Loads the library and declares its functions' types."""
+    lib = ctypes.CDLL(path or find())
+    u64, i32, i64, sz = ctypes.c_uint64, ctypes.c_int32, ctypes.c_int64, ctypes.c_size_t
+    p = ctypes.POINTER
+    sigs = {
+        "gs_hub_status_name": (ctypes.c_char_p, [i32]),
+        "gs_hub_last_error": (sz, [u64, ctypes.c_char_p, sz]),
+        "gs_hub_create": (i32, [p(Options), p(u64)]),
+        "gs_hub_close": (i32, [u64]),
+        "gs_hub_install_cuda": (i32, [u64, i32, u64]),
+        "gs_hub_install_sim": (i32, [u64, i32, u64, i64]),
+        "gs_hub_sim_launch": (i32, [u64, i32, u64, i64]),
+        "gs_hub_uninstall": (i32, [u64, i32]),
+        "gs_hub_register_kernel": (i32, [u64, u64, ctypes.c_char_p]),
+        "gs_hub_lane_index": (i32, [u64, ctypes.c_char_p, p(i32)]),
+        "gs_hub_set_level": (i32, [u64, i32]),
+        "gs_hub_get_level": (i32, [u64, p(i32)]),
+        "gs_hub_set_kernel_span_every": (i32, [u64, i32]),
+        "gs_hub_harvest": (i32, [u64]),
+        "gs_hub_drain": (i32, [u64, i32, p(u64)]),
+        "gs_hub_snapshot": (i32, [u64, i32, ctypes.c_void_p, sz, p(sz)]),
+        "gs_hub_serve": (i32, [u64, ctypes.c_char_p, ctypes.c_char_p, i32, ctypes.c_char_p, sz]),
+        "gs_hub_stop_serving": (i32, [u64]),
+        "gs_hub_begin_step_call": (i32, [u64]),
+        "gs_hub_lane_begin_call": (i32, [u64, i32]),
+        "gs_hub_lane_end_call": (i32, [u64, i32]),
+        "gs_hub_kernel_begin_call": (u64, [u64, i32, u64, u64]),
+        "gs_hub_kernel_end_call": (i32, [u64, u64]),
+        "gs_hub_testing_count_crossings": (None, [i32]),
+        "gs_hub_testing_crossings": (u64, []),
+    }
+    for name, (res, args) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+    return lib
+
+
+def word_address(lib, handle):
+    """The address of hub handle's state word in the array gs_hub_words
+    points to."""
+    base = ctypes.c_void_p.in_dll(lib, "gs_hub_words").value
+    return base + (handle % MAX_HUBS) * WORD_STRIDE * ctypes.sizeof(ctypes.c_uint32)

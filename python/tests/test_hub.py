@@ -1,0 +1,190 @@
+"""The Python binding on the simulated GPU. Needs the c-shared library:
+GPUSPANS_LIB=path/libgpuspans.so PYTHONPATH=python python3 -m unittest discover -s python/tests -t python
+"""
+
+import json
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import gpuspans
+from gpuspans import _lib
+
+
+def lane_count(snap, name):
+    return next(a["count"] for a in snap["lanes"] if a["name"] == name)
+
+
+def kernel_count(snap, name):
+    return next(a["count"] for a in snap["kernels"] if a["name"] == name)
+
+
+class FakeStream:
+    """What the binding uses of a torch.cuda.Stream."""
+
+    def __init__(self, handle):
+        self.cuda_stream = handle
+
+
+class HubTest(unittest.TestCase):
+    def test_spans_land(self):
+        with gpuspans.Hub(lanes=["prefill", "decode"], level="kernel", kernel_span_every=2, quiet=True) as hub:
+            gpu = hub.install(0, FakeStream(5), sim=True)
+            prefill, decode = hub.lane("prefill"), hub.lane("decode")
+            armed = 0
+            for step in range(1, 21):
+                hub.step()
+                armed += hub.armed
+                with prefill:
+                    with hub.kernel("attention"):
+                        gpu.launch(20e-6)
+                hub.lane_begin("decode")
+                tok = hub.kernel_begin("mlp")
+                gpu.launch(30e-6)
+                hub.kernel_end(tok)
+                hub.lane_end(decode)
+            self.assertEqual(armed, 10)
+            self.assertEqual(hub.drain(5.0), 0)
+            snap = hub.snapshot()
+            self.assertEqual(lane_count(snap, "prefill"), 20)
+            self.assertEqual(lane_count(snap, "decode"), 20)
+            self.assertEqual(kernel_count(snap, "attention"), 10)
+            self.assertEqual(kernel_count(snap, "mlp"), 10)
+            self.assertEqual(snap["counters"]["landed"], 60)
+            self.assertEqual(snap["devices"][0]["stream"], 5)
+            self.assertGreater(len(hub.snapshot_proto()), 100)
+
+    def test_disabled_path_makes_no_call(self):
+        lib = gpuspans.library()
+        with gpuspans.Hub(level="off", quiet=True) as hub:
+            hub.install(0, 0, sim=True)
+            lib.gs_hub_testing_count_crossings(1)
+            try:
+                before = lib.gs_hub_testing_crossings()
+                decode = hub.lane("decode")
+                for _ in range(10000):
+                    hub.step()
+                    with decode:
+                        with hub.kernel("attention"):
+                            pass
+                    hub.kernel_end(hub.kernel_begin(7))
+                self.assertEqual(lib.gs_hub_testing_crossings(), before)
+                # At Kernel, unarmed steps make no kernel call.
+                hub.set_kernel_span_every(1000000)
+                hub.level = "kernel"
+                hub.step()
+                before = lib.gs_hub_testing_crossings()
+                for _ in range(1000):
+                    with hub.kernel("attention"):
+                        pass
+                self.assertEqual(lib.gs_hub_testing_crossings(), before)
+            finally:
+                lib.gs_hub_testing_count_crossings(0)
+
+    def test_levels(self):
+        with gpuspans.Hub(quiet=True) as hub:
+            self.assertIs(hub.level, gpuspans.Level.OFF)
+            hub.level = "Kernel "
+            self.assertIs(hub.level, gpuspans.Level.KERNEL)
+            hub.level = gpuspans.Level.STEP
+            self.assertEqual(hub.level, 1)
+            with self.assertRaisesRegex(ValueError, "unknown level 'loud'"):
+                hub.level = "loud"
+            with self.assertRaisesRegex(ValueError, "unknown level 7"):
+                hub.level = 7
+            with self.assertRaises(gpuspans.Error) as cm:
+                hub.set_kernel_span_every(0)
+            self.assertEqual(cm.exception.name, "GS_HUB_ERR_INVALID_ARGUMENT")
+
+    def test_errors_name_what_was_wrong(self):
+        with self.assertRaisesRegex(gpuspans.Error, "duplicate lane"):
+            gpuspans.Hub(lanes=["a", "a"])
+        with self.assertRaisesRegex(ValueError, "lanes is empty"):
+            gpuspans.Hub(lanes=[])
+        with self.assertRaisesRegex(TypeError, "not one string"):
+            gpuspans.Hub(lanes="decode")
+        hub = gpuspans.Hub(quiet=True)
+        with self.assertRaisesRegex(KeyError, "no lane 'nope'"):
+            hub.lane("nope")
+        with self.assertRaisesRegex(gpuspans.Error, "device 99"):
+            hub.install(99, sim=True)
+        with self.assertRaisesRegex(TypeError, "stream"):
+            hub.install(0, "stream")
+        with self.assertRaisesRegex(gpuspans.Error, "reserved"):
+            hub.register_kernel(1, "other")
+        with self.assertRaisesRegex(gpuspans.Error, "not a kernel span open"):
+            hub.kernel_end(424242)
+        hub.close()
+        hub.close()  # twice is fine
+        with self.assertRaises(gpuspans.Error) as cm:
+            hub.level = "step"
+        self.assertEqual(cm.exception.status, _lib.ERR_BAD_HANDLE)
+        hub.step()  # a closed hub's span calls do nothing
+        hub.lane_end(0)
+
+    def test_serve(self):
+        with gpuspans.Hub(level="step", quiet=True) as hub:
+            hub.install(0, sim=True)
+            addr = hub.serve("127.0.0.1:0")
+            with urllib.request.urlopen(f"http://{addr}/metrics", timeout=10) as r:
+                self.assertIn(b"gpuspans_level", r.read())
+            with urllib.request.urlopen(f"http://{addr}/debug/gpuspans/snapshot.json", timeout=10) as r:
+                self.assertEqual(json.load(r)["level"], "step")
+            req = urllib.request.Request(f"http://{addr}/control/level", data=b"kernel", method="PUT")
+            with urllib.request.urlopen(req, timeout=10) as r:
+                self.assertEqual(r.read().strip(), b"kernel")
+            self.assertIs(hub.level, gpuspans.Level.KERNEL)
+            with self.assertRaisesRegex(gpuspans.Error, "serving on .* already"):
+                hub.serve("127.0.0.1:0")
+            hub.stop_serving()
+            with self.assertRaisesRegex(gpuspans.Error, "token"):
+                hub.serve("0.0.0.0:0")
+            addr = hub.serve("127.0.0.1:0", token="s3cret")
+            req = urllib.request.Request(f"http://{addr}/control/level", data=b"off", method="PUT")
+            with self.assertRaises(urllib.error.HTTPError) as cm:
+                urllib.request.urlopen(req, timeout=10)
+            self.assertEqual(cm.exception.code, 401)
+
+    def test_many_hubs(self):
+        hubs = [gpuspans.Hub(quiet=True) for _ in range(_lib.MAX_HUBS)]
+        try:
+            # Handles are taken by the hubs of other tests too; at the limit
+            # creation fails by name.
+            with self.assertRaisesRegex(gpuspans.Error, "hubs are open already"):
+                gpuspans.Hub()
+        finally:
+            for h in hubs:
+                h.close()
+        gpuspans.Hub(quiet=True).close()
+
+    def test_threads(self):
+        import threading
+
+        with gpuspans.Hub(level="kernel", kernel_span_every=1, quiet=True) as hub:
+            gpu = hub.install(0, 3, sim=True)
+            hub.step()
+            errors = []
+
+            def work():
+                try:
+                    for _ in range(200):
+                        with hub.kernel("k"):
+                            gpu.launch(1e-6)
+                except Exception as e:  # noqa: BLE001 - reported below
+                    errors.append(e)
+
+            ts = [threading.Thread(target=work) for _ in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual(errors, [])
+            deadline = time.time() + 5
+            while hub.drain(1.0) and time.time() < deadline:
+                pass
+            self.assertEqual(kernel_count(hub.snapshot(), "k"), 800)
+
+
+if __name__ == "__main__":
+    unittest.main()

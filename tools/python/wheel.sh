@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds libgpuspans.so (go/capi with -buildmode=c-shared) and the Python
+# wheel around it, with the standard library alone (no PyPI):
+#   tools/python/wheel.sh [out-dir]        (default out/python)
+# then: pip install out/python/gpuspans-*.whl
+# Go: the host `go` (GOTOOLCHAIN fetches the go.mod version), or $GO.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+OUT="$(mkdir -p "${1:-$ROOT/out/python}" && cd "${1:-$ROOT/out/python}" && pwd)"
+GO="${GO:-go}"
+(cd "$ROOT" && "$GO" build -buildmode=c-shared -o "$OUT/libgpuspans.so" ./go/capi)
+rm -f "$OUT/libgpuspans.h" # go build's header; C callers use go/capi/include/gpuspans/hub.h
+python3 "$ROOT/tools/python/wheel.py" --lib "$OUT/libgpuspans.so" --out "$OUT"
