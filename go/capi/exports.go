@@ -170,16 +170,22 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 		return badHandle("gs_hub_close", handle)
 	}
 	defer recoverTo("gs_hub_close", e, &st)
-	tableMu.Lock()
-	table[e.handle%maxHubs].Store(nil)
-	tableMu.Unlock()
+	// The handle stops working at once, but the slot stays taken until the
+	// hub has stopped writing its word, so a hub created meanwhile cannot
+	// get the slot and see its word overwritten.
+	if !e.closed.CompareAndSwap(false, true) {
+		return badHandle("gs_hub_close", handle)
+	}
 	e.stopServing()
 	_ = e.h.SetLevel(gpuspans.LevelOff)
 	for d := 0; d < gpuspans.MaxDevices; d++ {
 		e.h.Uninstall(d)
 	}
 	drain(e.h, time.Second)
+	tableMu.Lock()
 	atomicStoreWord(e.word, 0)
+	table[e.handle%maxHubs].Store(nil)
+	tableMu.Unlock()
 	return statusOK
 }
 

@@ -53,6 +53,7 @@ type hub struct {
 	slots  int     // Options.Slots as given (0: default), for CUDA pools
 	logf   func(format string, args ...interface{})
 	tokens tokenTable
+	closed atomic.Bool // set first thing by gs_hub_close
 
 	errMu   sync.Mutex // guards lastErr alone, so that fail works under mu
 	lastErr string
@@ -85,7 +86,7 @@ func wordOf(slot int) *uint32 { return &words[slot*wordStride] }
 // lookup returns the open hub of handle, or nil.
 func lookup(handle C.gs_hub) *hub {
 	e := table[uint64(handle)%maxHubs].Load()
-	if e == nil || e.handle != uint64(handle) {
+	if e == nil || e.handle != uint64(handle) || e.closed.Load() {
 		return nil
 	}
 	return e
