@@ -23,9 +23,10 @@ GO_SDK_VERSION=1.26.8     # driven by rules_go 0.34 through our patch (third_par
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 RULES_GO_PATCH="$ROOT/third_party/rules_go/rules_go-$RULES_GO_VERSION.patch"
+GAZELLE_PATCH="$ROOT/third_party/gazelle/gazelle-$GAZELLE_VERSION.patch"
 # Anything that changes what is built into the cache changes the stamp.
 STAMP_VERSION="rules_go=$RULES_GO_VERSION gazelle=$GAZELLE_VERSION go=$GO_SDK_VERSION \
-patch=$(sha256sum <"$RULES_GO_PATCH" | cut -c1-16) \
+patch=$(cat "$RULES_GO_PATCH" "$GAZELLE_PATCH" | sha256sum | cut -c1-16) \
 tools=$(cat "$ROOT/tools/deps/go.mod" "$ROOT/tools/deps/go.sum" | sha256sum | cut -c1-16) v5"
 CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
 log() { echo "bootstrap: $*" >&2; }
@@ -108,6 +109,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/b
   (cd "$GAZELLE_DIR" && go mod vendor)
   sed -i -e '/^load(":gazelle_binary_test.bzl"/d' -e '/^gazelle_binary_test_suite()/d' \
     "$GAZELLE_DIR/internal/BUILD.bazel"
+  patch -s -p1 -d "$GAZELLE_DIR" <"$GAZELLE_PATCH" || die "cannot apply $GAZELLE_PATCH"
 
   # Go SDK: the golang.org/toolchain module; running it once makes the go
   # command restore the executable bits the module cache strips.
@@ -229,10 +231,20 @@ for d in "$SKYLIB_DIR" "$PLATFORMS_DIR" "$RULES_PROTO_DIR" "$RULES_JAVA_DIR"; do
 done
 
 # The overrides, for this workspace and for the example consumer workspace.
+# A workspace whose outputs were made with other tools (its rc names another
+# stamp) is expunged first: Bazel does not notice that an overridden
+# repository's contents changed (a new rules_go or gazelle patch), and would
+# keep the repositories fetched with the old ones.
 write_rc() {
-  local rc="$1"
+  local rc="$1" ws
+  ws="$(dirname "$rc")"
+  if [[ -e "$ws/bazel-out" ]] && ! grep -qxF "# stamp: $STAMP_VERSION" "$rc" 2>/dev/null; then
+    log "tools changed since $ws was last built: bazel clean --expunge there"
+    (cd "$ws" && bazel clean --expunge >/dev/null 2>&1) || log "could not expunge $ws; run 'bazel clean --expunge' there"
+  fi
   {
     echo "# Written by tools/bootstrap.sh. Machine-specific: do not commit."
+    echo "# stamp: $STAMP_VERSION"
     for cmd in build query fetch; do
       echo "$cmd --override_repository=io_bazel_rules_go=$RULES_GO_DIR"
       echo "$cmd --override_repository=bazel_gazelle=$GAZELLE_DIR"
