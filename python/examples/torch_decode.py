@@ -129,6 +129,12 @@ def agreement(args, rt, model, install):
         prev = None
         for i in range(args.agree_steps + 1):
             events = {ln: (rt.event(), rt.event()) for ln in diffs}
+            # Keep the GPU behind the host for the whole step, as a busy
+            # engine's is: both pairs' events are then stamped where the
+            # work is. On an idle GPU each event is stamped when the host
+            # records it, and the pairs differ by the host's time between
+            # the two record calls (tens of us from Python).
+            rt.busy(args.agree_lead_us)
             engine_step(hub, lanes, model, dev, i, args.prefill_every, events)
             rt.synchronize()
             hub.harvest()
@@ -227,6 +233,7 @@ def report(args, rt, model, install, out=sys.stdout):
 
     diffs, missing = agreement(args, rt, model, install)
     w("## Lane spans against event pairs at the same points\n\n")
+    w(f"Each compared step runs behind {args.agree_lead_us} us of GPU sleep queued ahead, so the GPU is busy when the events are recorded.\n\n")
     w("| lane | spans | mean gpuspans us | mean events us | max abs diff us | max rel diff | within 5 us or 1% |\n")
     w("| --- | ---: | ---: | ---: | ---: | ---: | --- |\n")
     agree = {}
@@ -290,6 +297,20 @@ class TorchRuntime:
 
     def synchronize(self):
         self.torch.cuda.synchronize()
+
+    def busy(self, us):
+        """Queues about us microseconds of GPU sleep on the current stream."""
+        if us <= 0:
+            return
+        if getattr(self, "_cycles_per_us", None) is None:
+            cycles = 1 << 22
+            b, e = self.torch.cuda.Event(enable_timing=True), self.torch.cuda.Event(enable_timing=True)
+            b.record()
+            self.torch.cuda._sleep(cycles)
+            e.record()
+            e.synchronize()
+            self._cycles_per_us = cycles / max(b.elapsed_time(e) * 1e3, 1.0)
+        self.torch.cuda._sleep(int(us * self._cycles_per_us))
 
     def describe(self):
         t = self.torch
@@ -456,6 +477,7 @@ def parse(argv):
     ap.add_argument("--prefill-every", type=int, default=64, help="a new batch (prefill) every this many steps")
     ap.add_argument("--kernel-span-every", type=int, default=16, help="arm kernel spans on 1 step in this many")
     ap.add_argument("--agree-steps", type=int, default=200, help="steps compared span by span with event pairs")
+    ap.add_argument("--agree-lead-us", type=int, default=5000, help="GPU sleep queued before each compared step (0: none)")
     ap.add_argument("--cost-spans", type=int, default=8192, help="spans per cost measurement")
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--d-model", type=int, default=1024)

@@ -38,6 +38,9 @@ class FakeRuntime:
     def synchronize(self):
         pass
 
+    def busy(self, us):
+        pass
+
     def describe(self):
         return "fake runtime"
 
