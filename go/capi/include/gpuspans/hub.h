@@ -5,7 +5,7 @@
  *
  * The functions are implemented in Go (go/capi) and built into a library
  * that carries the Go runtime:
- *   go build -buildmode=c-archive -o libgpuspans.a ./go/capi   (link with -lstdc++ -ldl -lpthread)
+ *   go build -buildmode=c-archive -o libgpuspans.a ./go/capi   (link with -lstdc++ -lm -ldl -lpthread)
  *   go build -buildmode=c-shared  -o libgpuspans.so ./go/capi
  * or, under Bazel, @com_github_gpuspans_gpuspans//go/capi:hub. Include this
  * header, not the one `go build` writes beside the library: this one holds
