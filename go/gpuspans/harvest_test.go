@@ -285,3 +285,31 @@ func TestRunHarvester(t *testing.T) {
 		t.Errorf("after the harvester stopped, BeginStep harvested %d times, want 1", d.Harvest)
 	}
 }
+
+// TestPerDeviceCounters: outcomes are split by the device they happened on,
+// and each device's add up (checked by snap for every test).
+func TestPerDeviceCounters(t *testing.T) {
+	h, _ := kernelHub(t, Options{}, fake.Options{})
+	f1 := newFake(t, fake.Options{Device: 1})
+	if err := h.Install(1, laneStream, f1.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep() // opens device 1's pool
+	f1.SetCapturing(kernelStream, true)
+	for i := 0; i < 3; i++ {
+		h.KernelEnd(h.Device(0).KernelBegin(1, kernelStream))
+		h.KernelEnd(h.Device(1).KernelBegin(1, kernelStream)) // refused: capturing
+	}
+	h.Harvest()
+	s := snap(t, h)
+	if len(s.PerDevice) != 2 {
+		t.Fatalf("per device %+v", s.PerDevice)
+	}
+	d0, d1 := s.PerDevice[0], s.PerDevice[1]
+	if d0.Device != 0 || d0.Landed != 3 || d0.DroppedTotal() != 0 {
+		t.Errorf("device 0: %+v", d0)
+	}
+	if d1.Device != 1 || d1.Landed != 0 || d1.Dropped[DropCapturing] != 3 {
+		t.Errorf("device 1: %+v", d1)
+	}
+}

@@ -88,6 +88,21 @@ func checkBalance(t testing.TB, s *Snapshot) {
 		t.Fatalf("begun %d != landed %d + dropped %v + in flight %d + errored %d = %d",
 			c.Begun, c.Landed, c.Dropped, c.InFlight, c.Errored, sum)
 	}
+	// Per device: the same identity, and the devices add up to the totals.
+	var all DeviceCounters
+	for _, d := range s.PerDevice {
+		if sum := d.Landed + d.DroppedTotal() + d.InFlight + d.Errored; d.Begun != sum {
+			t.Fatalf("device %d: begun %d != landed %d + dropped %v + in flight %d + errored %d = %d",
+				d.Device, d.Begun, d.Landed, d.Dropped, d.InFlight, d.Errored, sum)
+		}
+		all.Begun, all.Landed, all.Errored, all.InFlight = all.Begun+d.Begun, all.Landed+d.Landed, all.Errored+d.Errored, all.InFlight+d.InFlight
+		for i := range all.Dropped {
+			all.Dropped[i] += d.Dropped[i]
+		}
+	}
+	if all.Begun != c.Begun || all.Landed != c.Landed || all.Errored != c.Errored || all.InFlight != c.InFlight || all.Dropped != c.Dropped {
+		t.Fatalf("devices add up to %+v, totals are %+v", all, *c)
+	}
 }
 
 func snap(t testing.TB, h *Hub) Snapshot {

@@ -137,6 +137,8 @@ type Hub struct {
 	stickyDisables  atomic.Uint64
 	poolPanics      atomic.Uint64
 	harvestsSkipped atomic.Uint64
+	// devc splits the span outcomes above by device, for per-device metrics.
+	devc [MaxDevices]devCounts
 
 	// Fixed at New.
 	lanes   []string
@@ -169,6 +171,21 @@ type Hub struct {
 	recentSeq         uint64 // Seq of the newest span landed
 	recentRead        uint64 // highest Seq RecentSpans has returned
 	recentOverwritten uint64
+}
+
+// devCounts are one device's share of the hub's span outcome counters.
+type devCounts struct {
+	dropped       [numDropReasons]atomic.Uint64
+	errored       atomic.Uint64
+	landed        uint64 // harvest lock
+	begunFinished uint64 // harvest lock: spans begun on its recorders since finished
+}
+
+// finish adds a sealed recorder's spans to the totals. Caller holds h.mu.
+func (h *Hub) finish(r *recorder) {
+	n := r.seal()
+	h.begunFinished += n
+	h.devc[r.device].begunFinished += n
 }
 
 // cacheLine pads apart words that different goroutines write.
@@ -709,7 +726,7 @@ func (h *Hub) sweep() {
 			atomic.AddInt32(&h.pools, -1)
 			h.syncMirror()
 		}
-		h.begunFinished += r.seal()
+		h.finish(r)
 	}
 	if busy > MaxBusyRetired {
 		// Oldest first: kept is in h.recs' order.
@@ -721,7 +738,7 @@ func (h *Hub) sweep() {
 				h.logf("gpuspans: giving up on closing a retired pool of device %d: still busy, and %d more are waiting; its events are left unreleased", r.device, MaxBusyRetired)
 				atomic.AddInt32(&h.pools, -1)
 				h.syncMirror()
-				h.begunFinished += r.seal()
+				h.finish(r)
 				continue
 			}
 			k = append(k, r)

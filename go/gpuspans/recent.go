@@ -77,6 +77,7 @@ func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 	}
 	a.observe(it.DurationNs)
 	h.landed++
+	h.devc[device].landed++
 
 	if h.recent == nil {
 		h.recent = make([]Span, h.recentCap)

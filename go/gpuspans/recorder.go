@@ -243,12 +243,12 @@ func (r *recorder) begin(kind SpanKind, key uint64, stream backend.Stream) (uint
 		!sl.word.CompareAndSwap(w, pack(pos, slotOpening)) {
 		// Still in use by an older span, or taken by a newer one while this
 		// path was preempted: drop rather than wait.
-		h.dropped[DropSlotBusy].Add(1)
+		r.drop(DropSlotBusy)
 		return 0, false
 	}
 	sl.kind, sl.key, sl.stream, sl.step = kind, key, stream, h.step.Load()
 	if r.status.Load() != recOpen {
-		r.release(sl, pos, &h.dropped[DropRetired])
+		r.release(sl, pos, DropRetired)
 		return 0, false
 	}
 	// The pool checks the stream itself and refuses with ErrCapturing (a
@@ -273,7 +273,7 @@ func (r *recorder) end(pos uint64) bool {
 		return false
 	}
 	if r.status.Load()&recStateMask == recDead {
-		r.release(sl, pos, &r.hub.errored)
+		r.release(sl, pos, errored)
 		return true
 	}
 	if err := r.recordEnd(int(i), sl.stream); err != nil {
@@ -284,29 +284,43 @@ func (r *recorder) end(pos uint64) bool {
 	return true
 }
 
-// release frees the slot of a span that will not land and counts it. The
-// slot is freed before the count so that a snapshot, which reads the counts
-// before it scans the slots, never sees the span twice.
-func (r *recorder) release(sl *slot, pos uint64, counter *atomic.Uint64) {
+// errored, as release's outcome, counts the span as errored, not dropped.
+const errored = DropReason(-1)
+
+// release frees the slot of a span that will not land and counts it as
+// dropped for reason, or errored. The slot is freed before the count so
+// that a snapshot, which reads the counts before it scans the slots, never
+// sees the span twice.
+func (r *recorder) release(sl *slot, pos uint64, reason DropReason) {
 	sl.word.Store(pack(pos, slotFree))
-	counter.Add(1)
+	if reason == errored {
+		r.hub.errored.Add(1)
+		r.hub.devc[r.device].errored.Add(1)
+		return
+	}
+	r.drop(reason)
+}
+
+// drop counts a span dropped for reason, hub-wide and for the device.
+func (r *recorder) drop(reason DropReason) {
+	r.hub.dropped[reason].Add(1)
+	r.hub.devc[r.device].dropped[reason].Add(1)
 }
 
 // spanFailed releases a span whose record call failed: a capturing stream is
 // a drop, a sticky error or a panic kills the recorder, anything else is an
 // error (logged the first time).
 func (r *recorder) spanFailed(sl *slot, pos uint64, err error) {
-	h := r.hub
 	switch {
 	case errors.Is(err, backend.ErrCapturing):
-		r.release(sl, pos, &h.dropped[DropCapturing])
+		r.release(sl, pos, DropCapturing)
 		return
 	case fatal(err):
 		r.kill(err)
 	default:
 		r.logFirst(err)
 	}
-	r.release(sl, pos, &h.errored)
+	r.release(sl, pos, errored)
 }
 
 // logFirst logs the recorder's first span error; later ones are only counted,
@@ -372,7 +386,7 @@ func (r *recorder) abandonLane(lane int) {
 	pos := t - 1
 	sl := &r.slots[pos%uint64(len(r.slots))]
 	if sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
-		r.hub.dropped[DropRetired].Add(1)
+		r.drop(DropRetired)
 	}
 }
 
@@ -502,7 +516,7 @@ func (r *recorder) harvest() {
 			if !dead && !r.logged.Load() {
 				r.logFirst(fmt.Errorf("harvest: slot %d failed with driver code %d", it.Slot, it.Code))
 			}
-			r.release(sl, pos, &h.errored)
+			r.release(sl, pos, errored)
 		case it.State == backend.Done:
 			if sl.kind == KindKernel && r.offset > 0 && !h.raw {
 				it.DurationNs = max(it.DurationNs-r.offset, 0)
@@ -549,7 +563,7 @@ func (r *recorder) leaked(i uint64, pos, step uint64) bool {
 	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
 		return false // ended meanwhile
 	}
-	r.hub.dropped[DropLeaked].Add(1)
+	r.drop(DropLeaked)
 	if !r.leakLogged {
 		r.leakLogged = true
 		r.hub.logf("gpuspans: reclaimed a span on device %d left open for %d steps (later ones are counted, not logged): a KernelSpan or lane not ended", r.device, r.hub.leakSteps)

@@ -88,6 +88,27 @@ func (c *Counters) DroppedTotal() uint64 {
 	return n
 }
 
+// DeviceCounters are one device's share of Counters' span outcomes, with
+// the same identity: Begun == Landed + DroppedTotal() + InFlight + Errored
+// in a snapshot taken while no span call is running.
+type DeviceCounters struct {
+	Device   int
+	Begun    uint64
+	Landed   uint64
+	Dropped  [NumDropReasons]uint64
+	Errored  uint64
+	InFlight uint64
+}
+
+// DroppedTotal is the sum of Dropped over all reasons.
+func (c *DeviceCounters) DroppedTotal() uint64 {
+	var n uint64
+	for _, d := range c.Dropped {
+		n += d
+	}
+	return n
+}
+
 // DeviceState is the state of a device's recorder.
 type DeviceState int
 
@@ -145,9 +166,12 @@ type Snapshot struct {
 	Step            uint64 // steps counted (at LevelStep and above)
 	ArmedSteps      uint64 // steps armed for kernel spans
 	Counters        Counters
-	Devices         []DeviceStatus // by device
-	Lanes           []Aggregate    // by installed device, then lane; lanes with no span yet are there, empty
-	Kernels         []Aggregate    // by installed device, then registration order ([0] is OtherKernel), empty ones included
+	// PerDevice splits Counters' span outcomes by device: one entry for
+	// every device ever installed, by device.
+	PerDevice []DeviceCounters
+	Devices   []DeviceStatus // by device
+	Lanes     []Aggregate    // by installed device, then lane; lanes with no span yet are there, empty
+	Kernels   []Aggregate    // by installed device, then registration order ([0] is OtherKernel), empty ones included
 }
 
 // Snapshot returns a new snapshot. Safe from any goroutine; takes the
@@ -212,6 +236,7 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 	for _, r := range h.recs {
 		c.Begun += r.next.Load()
 	}
+	h.perDevice(s)
 
 	c.LaneAlreadyOpen = h.laneAlreadyOpen.Load()
 	c.UnknownLane = h.unknownLane.Load()
@@ -236,5 +261,33 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 		// not vanish from pages and scrapes.
 		s.Lanes = append(s.Lanes, d.lanes...)
 		s.Kernels = append(s.Kernels, d.kernels...)
+	}
+}
+
+// perDevice fills s.PerDevice in the order Snapshot reads the totals:
+// outcomes, then slots, then hand-outs. Caller holds h.mu.
+func (h *Hub) perDevice(s *Snapshot) {
+	s.PerDevice = s.PerDevice[:0]
+	for dev := range h.devs {
+		if h.devs[dev] == nil {
+			continue
+		}
+		dc := &h.devc[dev]
+		c := DeviceCounters{Device: dev, Landed: dc.landed, Errored: dc.errored.Load()}
+		for i := range c.Dropped {
+			c.Dropped[i] = dc.dropped[i].Load()
+		}
+		for _, r := range h.recs {
+			if r.device == dev {
+				c.InFlight += r.inFlight()
+			}
+		}
+		c.Begun = dc.begunFinished
+		for _, r := range h.recs {
+			if r.device == dev {
+				c.Begun += r.next.Load()
+			}
+		}
+		s.PerDevice = append(s.PerDevice, c)
 	}
 }

@@ -18,8 +18,9 @@
 //
 // Series per device, with L lanes, K registered kernels (plus "other"),
 // Bl = 169 lane bounds and Bk = 35 kernel bounds (each histogram adds
-// _bucket{le="+Inf"}, _sum and _count) and C = 27 other series (24 hub
-// counters and gauges; device_up, device_info, event_offset_seconds):
+// _bucket{le="+Inf"}, _sum and _count) and C = 27 other series (16 hub-wide
+// counters and gauges; per device, the 8 span outcome series, device_up,
+// device_info and event_offset_seconds):
 //
 //	series_per_device = L*(Bl+3) + (K+1)*(Bk+3) + C
 //	                  = 2*172 + 65*38 + 27 = 2,841 for 2 lanes and 64 kernels
@@ -106,11 +107,11 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),
 
-		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight."),
-		landed:   d("spans_landed_total", "Spans harvested with a duration."),
-		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed).", "reason"),
-		errored:  d("spans_errored_total", "Spans a driver call failed for."),
-		inFlight: d("spans_in_flight", "Spans holding a slot: open, or ended and awaiting a harvest."),
+		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight.", "device"),
+		landed:   d("spans_landed_total", "Spans harvested with a duration.", "device"),
+		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed).", "device", "reason"),
+		errored:  d("spans_errored_total", "Spans a driver call failed for.", "device"),
+		inFlight: d("spans_in_flight", "Spans holding a slot: open, or ended and awaiting a harvest.", "device"),
 
 		unknownLane:     d("unknown_lane_calls_total", "LaneBegin calls with a lane index outside the hub's lanes (ignored)."),
 		laneOpen:        d("lane_already_open_calls_total", "LaneBegin calls on a lane already open (ignored)."),
@@ -176,13 +177,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	counter(c.begun, k.Begun)
-	counter(c.landed, k.Landed)
-	for r, n := range k.Dropped {
-		counter(c.dropped, n, gpuspans.DropReason(r).String())
+	for i := range s.PerDevice {
+		d := &s.PerDevice[i]
+		dev := strconv.Itoa(d.Device)
+		counter(c.begun, d.Begun, dev)
+		counter(c.landed, d.Landed, dev)
+		for r, n := range d.Dropped {
+			counter(c.dropped, n, dev, gpuspans.DropReason(r).String())
+		}
+		counter(c.errored, d.Errored, dev)
+		gauge(c.inFlight, float64(d.InFlight), dev)
 	}
-	counter(c.errored, k.Errored)
-	gauge(c.inFlight, float64(k.InFlight))
 	counter(c.unknownLane, k.UnknownLane)
 	counter(c.laneOpen, k.LaneAlreadyOpen)
 	counter(c.badEnd, k.BadEnd)

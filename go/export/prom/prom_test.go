@@ -133,22 +133,38 @@ func TestCollect(t *testing.T) {
 		bucketLines(kernel, `device="2",kernel="other"`, &kernelLayout) + bucketLines(kernel, `device="2",kernel="attention"`, &kernelLayout) + `
 # HELP gpuspans_spans_begun_total Spans that took a ring slot: landed + dropped + errored + in flight.
 # TYPE gpuspans_spans_begun_total counter
-gpuspans_spans_begun_total 8
+gpuspans_spans_begun_total{device="0"} 7
+gpuspans_spans_begun_total{device="1"} 0
+gpuspans_spans_begun_total{device="2"} 1
 # HELP gpuspans_spans_landed_total Spans harvested with a duration.
 # TYPE gpuspans_spans_landed_total counter
-gpuspans_spans_landed_total 7
+gpuspans_spans_landed_total{device="0"} 7
+gpuspans_spans_landed_total{device="1"} 0
+gpuspans_spans_landed_total{device="2"} 0
 # HELP gpuspans_spans_dropped_total Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed).
 # TYPE gpuspans_spans_dropped_total counter
-gpuspans_spans_dropped_total{reason="capturing"} 0
-gpuspans_spans_dropped_total{reason="leaked"} 0
-gpuspans_spans_dropped_total{reason="retired"} 0
-gpuspans_spans_dropped_total{reason="slot_busy"} 0
+gpuspans_spans_dropped_total{device="0",reason="capturing"} 0
+gpuspans_spans_dropped_total{device="0",reason="leaked"} 0
+gpuspans_spans_dropped_total{device="0",reason="retired"} 0
+gpuspans_spans_dropped_total{device="0",reason="slot_busy"} 0
+gpuspans_spans_dropped_total{device="1",reason="capturing"} 0
+gpuspans_spans_dropped_total{device="1",reason="leaked"} 0
+gpuspans_spans_dropped_total{device="1",reason="retired"} 0
+gpuspans_spans_dropped_total{device="1",reason="slot_busy"} 0
+gpuspans_spans_dropped_total{device="2",reason="capturing"} 0
+gpuspans_spans_dropped_total{device="2",reason="leaked"} 0
+gpuspans_spans_dropped_total{device="2",reason="retired"} 0
+gpuspans_spans_dropped_total{device="2",reason="slot_busy"} 0
 # HELP gpuspans_spans_errored_total Spans a driver call failed for.
 # TYPE gpuspans_spans_errored_total counter
-gpuspans_spans_errored_total 1
+gpuspans_spans_errored_total{device="0"} 0
+gpuspans_spans_errored_total{device="1"} 0
+gpuspans_spans_errored_total{device="2"} 1
 # HELP gpuspans_spans_in_flight Spans holding a slot: open, or ended and awaiting a harvest.
 # TYPE gpuspans_spans_in_flight gauge
-gpuspans_spans_in_flight 0
+gpuspans_spans_in_flight{device="0"} 0
+gpuspans_spans_in_flight{device="1"} 0
+gpuspans_spans_in_flight{device="2"} 0
 # HELP gpuspans_unknown_lane_calls_total LaneBegin calls with a lane index outside the hub's lanes (ignored).
 # TYPE gpuspans_unknown_lane_calls_total counter
 gpuspans_unknown_lane_calls_total 1

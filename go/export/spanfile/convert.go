@@ -108,6 +108,14 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 		}
 		p.Devices[i] = pd
 	}
+	for i := range s.PerDevice {
+		d := &s.PerDevice[i]
+		p.DeviceCounters = append(p.DeviceCounters, &gpuspansv1.DeviceCounters{
+			Device: int32(d.Device), Begun: d.Begun, Landed: d.Landed, Errored: d.Errored, InFlight: d.InFlight,
+			DroppedSlotBusy: d.Dropped[gpuspans.DropSlotBusy], CaptureSkipped: d.Dropped[gpuspans.DropCapturing],
+			DroppedRetired: d.Dropped[gpuspans.DropRetired], DroppedLeaked: d.Dropped[gpuspans.DropLeaked],
+		})
+	}
 	add := func(kind gpuspansv1.SpanKind, aggs []gpuspans.Aggregate) {
 		for i := range aggs {
 			a := &aggs[i]
@@ -193,6 +201,16 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 			d.Err = errors.New(r)
 		}
 		s.Devices = append(s.Devices, d)
+	}
+	for _, pd := range p.GetDeviceCounters() {
+		d := gpuspans.DeviceCounters{
+			Device: int(pd.GetDevice()), Begun: pd.GetBegun(), Landed: pd.GetLanded(), Errored: pd.GetErrored(), InFlight: pd.GetInFlight(),
+		}
+		d.Dropped[gpuspans.DropSlotBusy] = pd.GetDroppedSlotBusy()
+		d.Dropped[gpuspans.DropCapturing] = pd.GetCaptureSkipped()
+		d.Dropped[gpuspans.DropRetired] = pd.GetDroppedRetired()
+		d.Dropped[gpuspans.DropLeaked] = pd.GetDroppedLeaked()
+		s.PerDevice = append(s.PerDevice, d)
 	}
 
 	for _, pa := range p.GetAggregates() {

@@ -791,8 +791,10 @@ type Snapshot struct {
 	Counters        *Counters              `protobuf:"bytes,6,opt,name=counters,proto3" json:"counters,omitempty"`
 	Devices         []*DeviceStatus        `protobuf:"bytes,7,rep,name=devices,proto3" json:"devices,omitempty"`
 	Aggregates      []*Aggregate           `protobuf:"bytes,8,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// counters' span outcomes split by device, one per device ever installed.
+	DeviceCounters []*DeviceCounters `protobuf:"bytes,9,rep,name=device_counters,json=deviceCounters,proto3" json:"device_counters,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -881,6 +883,123 @@ func (x *Snapshot) GetAggregates() []*Aggregate {
 	return nil
 }
 
+func (x *Snapshot) GetDeviceCounters() []*DeviceCounters {
+	if x != nil {
+		return x.DeviceCounters
+	}
+	return nil
+}
+
+// One device's share of Counters' span outcomes, with the same identity:
+// begun = landed + the drops + in_flight + errored.
+type DeviceCounters struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Device          int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Begun           uint64                 `protobuf:"varint,2,opt,name=begun,proto3" json:"begun,omitempty"`
+	Landed          uint64                 `protobuf:"varint,3,opt,name=landed,proto3" json:"landed,omitempty"`
+	Errored         uint64                 `protobuf:"varint,4,opt,name=errored,proto3" json:"errored,omitempty"`
+	InFlight        uint64                 `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	DroppedSlotBusy uint64                 `protobuf:"varint,6,opt,name=dropped_slot_busy,json=droppedSlotBusy,proto3" json:"dropped_slot_busy,omitempty"`
+	CaptureSkipped  uint64                 `protobuf:"varint,7,opt,name=capture_skipped,json=captureSkipped,proto3" json:"capture_skipped,omitempty"`
+	DroppedRetired  uint64                 `protobuf:"varint,8,opt,name=dropped_retired,json=droppedRetired,proto3" json:"dropped_retired,omitempty"`
+	DroppedLeaked   uint64                 `protobuf:"varint,9,opt,name=dropped_leaked,json=droppedLeaked,proto3" json:"dropped_leaked,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DeviceCounters) Reset() {
+	*x = DeviceCounters{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeviceCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeviceCounters) ProtoMessage() {}
+
+func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeviceCounters.ProtoReflect.Descriptor instead.
+func (*DeviceCounters) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *DeviceCounters) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetBegun() uint64 {
+	if x != nil {
+		return x.Begun
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetLanded() uint64 {
+	if x != nil {
+		return x.Landed
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetErrored() uint64 {
+	if x != nil {
+		return x.Errored
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetInFlight() uint64 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetDroppedSlotBusy() uint64 {
+	if x != nil {
+		return x.DroppedSlotBusy
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetCaptureSkipped() uint64 {
+	if x != nil {
+		return x.CaptureSkipped
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetDroppedRetired() uint64 {
+	if x != nil {
+		return x.DroppedRetired
+	}
+	return 0
+}
+
+func (x *DeviceCounters) GetDroppedLeaked() uint64 {
+	if x != nil {
+		return x.DroppedLeaked
+	}
+	return 0
+}
+
 // Identifies a span file; its first record.
 type Header struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -895,7 +1014,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1026,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1039,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{6}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Header) GetSchema() string {
@@ -956,7 +1075,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1087,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1100,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -1104,7 +1223,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\vpool_panics\x18\x12 \x01(\x04R\n" +
 	"poolPanics\x12)\n" +
 	"\x10harvest_failures\x18\x13 \x01(\x04R\x0fharvestFailures\x12'\n" +
-	"\x0fabandoned_pools\x18\x14 \x01(\x04R\x0eabandonedPools\"\xdf\x02\n" +
+	"\x0fabandoned_pools\x18\x14 \x01(\x04R\x0eabandonedPools\"\xa5\x03\n" +
 	"\bSnapshot\x12(\n" +
 	"\x10taken_unix_nanos\x18\x01 \x01(\x03R\x0etakenUnixNanos\x12(\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x12.gpuspans.v1.LevelR\x05level\x12*\n" +
@@ -1116,7 +1235,18 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\adevices\x18\a \x03(\v2\x19.gpuspans.v1.DeviceStatusR\adevices\x126\n" +
 	"\n" +
 	"aggregates\x18\b \x03(\v2\x16.gpuspans.v1.AggregateR\n" +
-	"aggregates\"N\n" +
+	"aggregates\x12D\n" +
+	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCounters\"\xb2\x02\n" +
+	"\x0eDeviceCounters\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
+	"\x05begun\x18\x02 \x01(\x04R\x05begun\x12\x16\n" +
+	"\x06landed\x18\x03 \x01(\x04R\x06landed\x12\x18\n" +
+	"\aerrored\x18\x04 \x01(\x04R\aerrored\x12\x1b\n" +
+	"\tin_flight\x18\x05 \x01(\x04R\binFlight\x12*\n" +
+	"\x11dropped_slot_busy\x18\x06 \x01(\x04R\x0fdroppedSlotBusy\x12'\n" +
+	"\x0fcapture_skipped\x18\a \x01(\x04R\x0ecaptureSkipped\x12'\n" +
+	"\x0fdropped_retired\x18\b \x01(\x04R\x0edroppedRetired\x12%\n" +
+	"\x0edropped_leaked\x18\t \x01(\x04R\rdroppedLeaked\"N\n" +
 	"\x06Header\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\tR\x06schema\x12,\n" +
 	"\x12created_unix_nanos\x18\x02 \x01(\x03R\x10createdUnixNanos\"\xa6\x01\n" +
@@ -1149,18 +1279,19 @@ func file_proto_gpuspans_v1_spans_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_gpuspans_v1_spans_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
-	(SpanKind)(0),        // 0: gpuspans.v1.SpanKind
-	(Level)(0),           // 1: gpuspans.v1.Level
-	(*Span)(nil),         // 2: gpuspans.v1.Span
-	(*SpanBatch)(nil),    // 3: gpuspans.v1.SpanBatch
-	(*Aggregate)(nil),    // 4: gpuspans.v1.Aggregate
-	(*DeviceStatus)(nil), // 5: gpuspans.v1.DeviceStatus
-	(*Counters)(nil),     // 6: gpuspans.v1.Counters
-	(*Snapshot)(nil),     // 7: gpuspans.v1.Snapshot
-	(*Header)(nil),       // 8: gpuspans.v1.Header
-	(*Record)(nil),       // 9: gpuspans.v1.Record
+	(SpanKind)(0),          // 0: gpuspans.v1.SpanKind
+	(Level)(0),             // 1: gpuspans.v1.Level
+	(*Span)(nil),           // 2: gpuspans.v1.Span
+	(*SpanBatch)(nil),      // 3: gpuspans.v1.SpanBatch
+	(*Aggregate)(nil),      // 4: gpuspans.v1.Aggregate
+	(*DeviceStatus)(nil),   // 5: gpuspans.v1.DeviceStatus
+	(*Counters)(nil),       // 6: gpuspans.v1.Counters
+	(*Snapshot)(nil),       // 7: gpuspans.v1.Snapshot
+	(*DeviceCounters)(nil), // 8: gpuspans.v1.DeviceCounters
+	(*Header)(nil),         // 9: gpuspans.v1.Header
+	(*Record)(nil),         // 10: gpuspans.v1.Record
 }
 var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	0,  // 0: gpuspans.v1.Span.kind:type_name -> gpuspans.v1.SpanKind
@@ -1170,14 +1301,15 @@ var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	6,  // 4: gpuspans.v1.Snapshot.counters:type_name -> gpuspans.v1.Counters
 	5,  // 5: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
 	4,  // 6: gpuspans.v1.Snapshot.aggregates:type_name -> gpuspans.v1.Aggregate
-	3,  // 7: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
-	7,  // 8: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
-	8,  // 9: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	8,  // 7: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
+	3,  // 8: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
+	7,  // 9: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
+	9,  // 10: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
+	11, // [11:11] is the sub-list for method output_type
+	11, // [11:11] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_proto_gpuspans_v1_spans_proto_init() }
@@ -1185,7 +1317,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 	if File_proto_gpuspans_v1_spans_proto != nil {
 		return
 	}
-	file_proto_gpuspans_v1_spans_proto_msgTypes[7].OneofWrappers = []any{
+	file_proto_gpuspans_v1_spans_proto_msgTypes[8].OneofWrappers = []any{
 		(*Record_Spans)(nil),
 		(*Record_Snapshot)(nil),
 		(*Record_Header)(nil),
@@ -1196,7 +1328,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_gpuspans_v1_spans_proto_rawDesc), len(file_proto_gpuspans_v1_spans_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
