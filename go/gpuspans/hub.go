@@ -129,15 +129,13 @@ type Hub struct {
 	openLanes  atomic.Int64 // lane spans open on any recorder: LaneEnd has work
 
 	// Counters written on span paths, rarely: only when something goes wrong.
-	dropped         [numDropReasons]atomic.Uint64
-	errored         atomic.Uint64
 	unknownLane     atomic.Uint64
 	laneAlreadyOpen atomic.Uint64
 	badEnd          atomic.Uint64
 	stickyDisables  atomic.Uint64
 	poolPanics      atomic.Uint64
 	harvestsSkipped atomic.Uint64
-	// devc splits the span outcomes above by device, for per-device metrics.
+	// devc counts span outcomes by device; Counters' totals are their sums.
 	devc [MaxDevices]devCounts
 
 	// Fixed at New.
@@ -156,8 +154,6 @@ type Hub struct {
 	// is held; readers and control calls take it briefly. It guards all below.
 	mu                sync.Mutex
 	recs              []*recorder // every recorder not yet finished, by device, oldest first
-	begunFinished     uint64      // spans begun on recorders since finished
-	landed            uint64
 	installFailures   uint64
 	harvestFailures   uint64
 	abandonedPools    uint64
@@ -183,9 +179,7 @@ type devCounts struct {
 
 // finish adds a sealed recorder's spans to the totals. Caller holds h.mu.
 func (h *Hub) finish(r *recorder) {
-	n := r.seal()
-	h.begunFinished += n
-	h.devc[r.device].begunFinished += n
+	h.devc[r.device].begunFinished += r.seal()
 }
 
 // cacheLine pads apart words that different goroutines write.

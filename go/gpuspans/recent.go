@@ -76,7 +76,6 @@ func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 		a = &d.kernels[h.kernelIdx[sl.key]] // a missing handle is index 0, OtherKernel
 	}
 	a.observe(it.DurationNs)
-	h.landed++
 	h.devc[device].landed++
 
 	if h.recent == nil {

@@ -43,8 +43,9 @@ type recorder struct {
 	id    backend.Identity // the device's, when the pool can tell it
 
 	// Owned by the harvest lock: the device's event offset in ns, -1 until
-	// the pool (a backend.Calibrated) knows it.
+	// the pool knows it; cal is the pool when it measures one, else nil.
 	offset int64
+	cal    backend.Calibrated
 
 	// Owned by the harvest lock.
 	tail       uint64                // oldest position a harvest may still need to look at
@@ -142,6 +143,7 @@ func (r *recorder) openPool(maxSlots int) error {
 	r.items = make([]backend.HarvestItem, 0, n)
 	r.id = identityOf(pool)
 	r.offset = -1
+	r.cal, _ = pool.(backend.Calibrated)
 	r.seen = make([]openSeen, n)
 	r.pool = pool
 	r.status.Store(recOpen)
@@ -210,11 +212,9 @@ func (r *recorder) recordEnd(i int, stream backend.Stream) (err error) {
 func (r *recorder) harvestPool(items []backend.HarvestItem) (err error) {
 	defer recoverPool("Harvest", &err)
 	err = r.pool.Harvest(items)
-	if r.offset < 0 {
-		if c, ok := r.pool.(backend.Calibrated); ok {
-			if d, ok := c.EventOffset(); ok && d >= 0 {
-				r.offset = int64(d)
-			}
+	if r.offset < 0 && r.cal != nil {
+		if d, ok := r.cal.EventOffset(); ok && d >= 0 {
+			r.offset = int64(d)
 		}
 	}
 	return err
@@ -294,18 +294,14 @@ const errored = DropReason(-1)
 func (r *recorder) release(sl *slot, pos uint64, reason DropReason) {
 	sl.word.Store(pack(pos, slotFree))
 	if reason == errored {
-		r.hub.errored.Add(1)
 		r.hub.devc[r.device].errored.Add(1)
 		return
 	}
 	r.drop(reason)
 }
 
-// drop counts a span dropped for reason, hub-wide and for the device.
-func (r *recorder) drop(reason DropReason) {
-	r.hub.dropped[reason].Add(1)
-	r.hub.devc[r.device].dropped[reason].Add(1)
-}
+// drop counts a span dropped for reason on the recorder's device.
+func (r *recorder) drop(reason DropReason) { r.hub.devc[r.device].dropped[reason].Add(1) }
 
 // spanFailed releases a span whose record call failed: a capturing stream is
 // a drop, a sticky error or a panic kills the recorder, anything else is an

@@ -198,18 +198,26 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 
 	// Outcome counters first, then the slots, then the hand-outs: span
 	// paths free a slot before counting its outcome and take a position
-	// before claiming a slot, so in this order no span is seen twice.
-	c := &s.Counters
-	c.Landed = h.landed
-	for i := range c.Dropped {
-		c.Dropped[i] = h.dropped[i].Load()
+	// before claiming a slot, so in this order no span is seen twice. Each
+	// is kept per device; the totals are their sums.
+	var at [MaxDevices]int // index+1 of a device's entry in s.PerDevice
+	s.PerDevice = s.PerDevice[:0]
+	for dev, d := range h.devs {
+		if d == nil {
+			continue
+		}
+		dc := &h.devc[dev]
+		pd := DeviceCounters{Device: dev, Landed: dc.landed, Errored: dc.errored.Load(), Begun: dc.begunFinished}
+		for i := range pd.Dropped {
+			pd.Dropped[i] = dc.dropped[i].Load()
+		}
+		s.PerDevice = append(s.PerDevice, pd)
+		at[dev] = len(s.PerDevice)
 	}
-	c.Errored = h.errored.Load()
-	c.InFlight = 0
 	s.Devices = s.Devices[:0]
 	for _, r := range h.recs {
 		n := r.inFlight()
-		c.InFlight += n
+		s.PerDevice[at[r.device]-1].InFlight += n
 		st := r.status.Load()
 		ds := DeviceStatus{Device: r.device, Stream: r.stream, Slots: len(r.slots), InFlight: n, Identity: r.id, EventOffset: -1}
 		if r.pool != nil {
@@ -232,11 +240,21 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 		}
 		s.Devices = append(s.Devices, ds)
 	}
-	c.Begun = h.begunFinished
 	for _, r := range h.recs {
-		c.Begun += r.next.Load()
+		s.PerDevice[at[r.device]-1].Begun += r.next.Load()
 	}
-	h.perDevice(s)
+	c := &s.Counters
+	c.Begun, c.Landed, c.Errored, c.InFlight, c.Dropped = 0, 0, 0, 0, [NumDropReasons]uint64{}
+	for i := range s.PerDevice {
+		d := &s.PerDevice[i]
+		c.Begun += d.Begun
+		c.Landed += d.Landed
+		c.Errored += d.Errored
+		c.InFlight += d.InFlight
+		for k, n := range d.Dropped {
+			c.Dropped[k] += n
+		}
+	}
 
 	c.LaneAlreadyOpen = h.laneAlreadyOpen.Load()
 	c.UnknownLane = h.unknownLane.Load()
@@ -261,33 +279,5 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 		// not vanish from pages and scrapes.
 		s.Lanes = append(s.Lanes, d.lanes...)
 		s.Kernels = append(s.Kernels, d.kernels...)
-	}
-}
-
-// perDevice fills s.PerDevice in the order Snapshot reads the totals:
-// outcomes, then slots, then hand-outs. Caller holds h.mu.
-func (h *Hub) perDevice(s *Snapshot) {
-	s.PerDevice = s.PerDevice[:0]
-	for dev := range h.devs {
-		if h.devs[dev] == nil {
-			continue
-		}
-		dc := &h.devc[dev]
-		c := DeviceCounters{Device: dev, Landed: dc.landed, Errored: dc.errored.Load()}
-		for i := range c.Dropped {
-			c.Dropped[i] = dc.dropped[i].Load()
-		}
-		for _, r := range h.recs {
-			if r.device == dev {
-				c.InFlight += r.inFlight()
-			}
-		}
-		c.Begun = dc.begunFinished
-		for _, r := range h.recs {
-			if r.device == dev {
-				c.Begun += r.next.Load()
-			}
-		}
-		s.PerDevice = append(s.PerDevice, c)
 	}
 }
