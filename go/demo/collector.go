@@ -40,6 +40,9 @@ func newCollector(hub *gpuspans.Hub, eng *Engine, outs *outputs, con *console, s
 			statusEvery = 500 * time.Millisecond
 		}
 	}
+	if outs.wantSpans() {
+		hub.KeepStartTimes() // the first spans the outputs get are placed too
+	}
 	return &collector{hub: hub, eng: eng, outs: outs, con: con, statusEvery: statusEvery, quit: make(chan struct{}), prevT: time.Now()}
 }
 
@@ -71,6 +74,9 @@ func (c *collector) stop() { c.once.Do(func() { close(c.quit) }) }
 
 // poll hands the spans landed since the last poll to the outputs.
 func (c *collector) poll() {
+	if !c.outs.wantSpans() {
+		return // reading would keep the hub placing spans nobody uses
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buf = c.hub.RecentSpans(c.last, c.buf[:0])

@@ -570,6 +570,9 @@ func (o *outputs) describe() string {
 }
 
 // add takes the spans the collector read.
+// wantSpans reports whether any output takes spans. Fixed after openOutputs.
+func (o *outputs) wantSpans() bool { return o.traceTmp != nil || o.spans != nil }
+
 func (o *outputs) add(spans []gpuspans.Span) {
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -3,6 +3,7 @@ package gpuspans
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,21 +172,70 @@ func TestRecentSpans(t *testing.T) {
 	}
 }
 
-func TestNoStartTimes(t *testing.T) {
-	for _, skip := range []bool{false, true} {
-		h, gpu, clock, s := simHub(t, Options{NoStartTimes: skip})
-		h.LaneBegin(0)
-		gpu.Launch(s, time.Millisecond)
-		h.LaneEnd(0)
-		clock.Advance(2 * time.Millisecond)
-		h.Harvest()
-		spans := h.RecentSpans(0, nil)
-		if len(spans) != 1 || spans[0].DurationNs != int64(time.Millisecond) {
-			t.Fatalf("NoStartTimes=%v: spans %+v", skip, spans)
-		}
-		if placed := spans[0].StartNs != 0; placed == skip {
-			t.Errorf("NoStartTimes=%v: StartNs %d", skip, spans[0].StartNs)
-		}
+// TestStartTimes: spans are placed on the host clock always, never, or by
+// default only while a reader has asked for spans within StartTimesIdle.
+func TestStartTimes(t *testing.T) {
+	type step struct {
+		read   bool          // a RecentSpans (or KeepStartTimes) call before the span lands
+		keep   bool          // KeepStartTimes instead of RecentSpans
+		wait   time.Duration // clock moved on after the read
+		placed bool          // the span carries a start time
+	}
+	for _, c := range []struct {
+		name  string
+		o     Options
+		steps []step
+	}{
+		{"auto", Options{}, []step{
+			{placed: false}, // nobody has read yet
+			{read: true, placed: true},
+			{wait: StartTimesIdle - time.Second, placed: true},
+			{wait: 2 * time.Second, placed: false}, // the reader went away
+			{read: true, keep: true, placed: true},
+		}},
+		{"always", Options{AlwaysStartTimes: true}, []step{{placed: true}, {wait: time.Hour, placed: true}}},
+		{"never", Options{NoStartTimes: true}, []step{{placed: false}, {read: true, placed: false}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+			gpu := sim.New(sim.Options{Now: clock.Now})
+			s := gpu.NewStream()
+			c.o.Level, c.o.Now = LevelKernel, clock.Now
+			h := newHub(t, c.o)
+			if err := h.Install(0, s, gpu.Opener(64)); err != nil {
+				t.Fatal(err)
+			}
+			h.BeginStep()
+			var seq uint64
+			for i, st := range c.steps {
+				switch {
+				case st.keep:
+					h.KeepStartTimes()
+				case st.read:
+					h.RecentSpans(seq, nil)
+				}
+				clock.Advance(st.wait)
+				h.LaneBegin(0)
+				gpu.Launch(s, time.Millisecond)
+				h.LaneEnd(0)
+				clock.Advance(2 * time.Millisecond)
+				h.Harvest()
+				h.mu.Lock() // read the ring without counting as a reader
+				sp := h.recent[h.recentSeq%uint64(len(h.recent))]
+				h.mu.Unlock()
+				seq = sp.Seq
+				if sp.DurationNs != int64(time.Millisecond) {
+					t.Fatalf("step %d: span %+v", i, sp)
+				}
+				if placed := sp.StartNs != 0; placed != st.placed {
+					t.Errorf("step %d: StartNs %d, want placed %v", i, sp.StartNs, st.placed)
+				}
+			}
+		})
+	}
+	if _, err := New(Options{NoStartTimes: true, AlwaysStartTimes: true}); err == nil ||
+		!strings.Contains(err.Error(), "NoStartTimes") || !strings.Contains(err.Error(), "AlwaysStartTimes") {
+		t.Errorf("both start-time options: %v", err)
 	}
 }
 

@@ -78,11 +78,17 @@ type Options struct {
 	Logf func(format string, args ...interface{})
 	// Now is the host clock used to time harvests. Nil means time.Now.
 	Now func() time.Time
-	// NoStartTimes stops placing spans on the host clock: each harvested
-	// span then costs one driver call less (the elapsed time from the
-	// host-clock anchor), and spans carry StartNs 0, so timeline traces
-	// cannot place them. Durations, aggregates and metrics are unaffected.
-	NoStartTimes bool
+	// NoStartTimes stops placing spans on the host clock for good, and
+	// AlwaysStartTimes places every span. By default (neither) a harvest
+	// places spans only while something reads them: from a RecentSpans
+	// call until StartTimesIdle passes without one. Placing a span costs
+	// one more driver call per span in the harvest (the elapsed time from
+	// the host-clock anchor: 250-400 ns on an H200), which a hub that is
+	// only scraped for metrics then never pays. Unplaced spans carry
+	// StartNs 0 (timeline traces leave them out); durations, aggregates
+	// and metrics are the same either way. Setting both is an error.
+	NoStartTimes     bool
+	AlwaysStartTimes bool
 	// RawKernelSpans reports kernel spans as their event pairs read them.
 	// By default a kernel span's duration has its device's event offset
 	// subtracted (clamped at 0): the gap an event pair adds around a kernel,
@@ -144,7 +150,7 @@ type Hub struct {
 	slots   int
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
-	want    uint32  // HarvestItem.WantStart for every span: 0 with NoStartTimes
+	starts  startMode
 	raw     bool    // Options.RawKernelSpans
 	mirror  *uint32 // Options.StateMirror, or nil
 	// leakSteps is LeakSteps; tests shorten it.
@@ -167,6 +173,35 @@ type Hub struct {
 	recentSeq         uint64 // Seq of the newest span landed
 	recentRead        uint64 // highest Seq RecentSpans has returned
 	recentOverwritten uint64
+	readAt            time.Time // the last RecentSpans call, for startsAuto
+	want              uint32    // HarvestItem.WantStart for the harvest under way
+}
+
+// StartTimesIdle is how long after the last RecentSpans call a hub with
+// neither Options.NoStartTimes nor Options.AlwaysStartTimes keeps placing
+// spans on the host clock. Readers (span files, traces, OTLP) poll every few
+// seconds; a minute covers a slow one.
+const StartTimesIdle = time.Minute
+
+// startMode says when harvests place spans on the host clock.
+type startMode uint8
+
+const (
+	startsAuto   startMode = iota // while RecentSpans was called within StartTimesIdle
+	startsNever                   // Options.NoStartTimes
+	startsAlways                  // Options.AlwaysStartTimes
+)
+
+// wantStarts reports whether a harvest starting at now places spans.
+// Caller holds h.mu.
+func (h *Hub) wantStarts(now time.Time) bool {
+	switch h.starts {
+	case startsNever:
+		return false
+	case startsAlways:
+		return true
+	}
+	return !h.readAt.IsZero() && now.Sub(h.readAt) < StartTimesIdle
 }
 
 // devCounts are one device's share of the hub's span outcome counters.
@@ -216,15 +251,19 @@ func New(o Options) (*Hub, error) {
 		slots:       o.Slots,
 		logf:        o.Logf,
 		now:         o.Now,
-		want:        1,
 		leakSteps:   LeakSteps,
 		kernelIdx:   make(map[uint64]int),
 		kernelNames: []string{OtherKernel},
 	}
 	h.raw = o.RawKernelSpans
 	h.mirror = o.StateMirror
-	if o.NoStartTimes {
-		h.want = 0
+	switch {
+	case o.NoStartTimes && o.AlwaysStartTimes:
+		return nil, errors.New("gpuspans: Options.NoStartTimes and Options.AlwaysStartTimes are both set")
+	case o.NoStartTimes:
+		h.starts = startsNever
+	case o.AlwaysStartTimes:
+		h.starts = startsAlways
 	}
 	for i, name := range h.lanes {
 		if err := checkName(name); err != nil {
@@ -685,6 +724,10 @@ func (h *Hub) openPending() {
 // Caller holds h.mu.
 func (h *Hub) harvestLocked() {
 	start := h.now()
+	h.want = 0
+	if h.wantStarts(start) {
+		h.want = 1
+	}
 	for _, r := range h.recs {
 		r.harvest()
 	}

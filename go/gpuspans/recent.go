@@ -43,11 +43,14 @@ type Span struct {
 // ring whose Seq is above afterSeq, and returns the extended slice. An
 // exporter polls with the last Seq it saw; spans overwritten before it asked
 // are counted in Counters.RecentOverwritten. With dst's capacity reused the
-// call allocates nothing. Safe from any goroutine; takes the harvest lock
-// briefly.
+// call allocates nothing. A call also keeps harvests placing spans on the
+// host clock for StartTimesIdle (see Options.NoStartTimes): spans landed
+// before a reader's first call may carry StartNs 0. Safe from any
+// goroutine; takes the harvest lock briefly.
 func (h *Hub) RecentSpans(afterSeq uint64, dst []Span) []Span {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.readAt = h.now()
 	if afterSeq >= h.recentSeq {
 		return dst
 	}
@@ -63,6 +66,16 @@ func (h *Hub) RecentSpans(afterSeq uint64, dst []Span) []Span {
 		h.recentRead = h.recentSeq
 	}
 	return dst
+}
+
+// KeepStartTimes makes harvests place spans on the host clock for the next
+// StartTimesIdle, as a RecentSpans call does (see Options.NoStartTimes). A
+// reader of start times calls it when it attaches, so that the spans it
+// will read first are placed too. Takes the harvest lock briefly.
+func (h *Hub) KeepStartTimes() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.readAt = h.now()
 }
 
 // land records a span harvested Done: its aggregate and the recent ring.

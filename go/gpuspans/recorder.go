@@ -480,7 +480,7 @@ func (r *recorder) harvest() {
 			tail = held - 1
 		}
 		if w&slotStateMask == slotClosed {
-			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: r.hub.want})
+			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: h.want})
 		}
 	}
 	r.tail = tail

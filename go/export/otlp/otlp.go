@@ -219,6 +219,7 @@ func New(ctx context.Context, h *gpuspans.Hub, o Options) (*Exporter, error) {
 			return nil, err
 		}
 	}
+	h.KeepStartTimes() // spans without a start are not sent: have the first ones placed
 	attrs := append([]attribute.KeyValue{semconv.ServiceName(o.ServiceName)}, o.Resource...)
 	e := &Exporter{
 		hub:      h,
