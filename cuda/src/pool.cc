@@ -58,7 +58,7 @@ $L_wait:
 }
 )";
 
-// Distinct end streams a harvest sorts and prefix-searches; items on further
+// Distinct end streams a harvest sorts and walks in end order; items on further
 // streams are checked one by one. Serving engines use a handful of streams.
 constexpr uint8_t kMaxGroups = 16;
 // Scratch group values beyond the real groups.
@@ -80,6 +80,7 @@ struct Slot {
   CUevent end = nullptr;
   std::atomic<uint32_t> state{0};
   std::atomic<uint32_t> anchor_gen{0};  // anchor current at record_begin, 0: none
+  std::atomic<uint64_t> begin_stream{0};
   std::atomic<uint64_t> end_stream{0};
   std::atomic<uint64_t> end_seq{0};     // order of record_end calls in the pool
 };
@@ -407,36 +408,40 @@ class Harvest {
     }
   }
 
-  // SearchGroup finds how many of a stream's spans (ordered by end record)
-  // have completed, with a binary search on their end events: work on one
-  // stream completes in order. Then it reads elapsed times for that prefix
-  // only. The usual harvest has all done but the last few, so the last end is
-  // checked first. A non-sticky query error leaves the order unknowable:
-  // the group is then checked item by item.
+  // SearchGroup lands the completed prefix of a stream's spans, ordered by
+  // end record: work on one stream completes in order, so the first span
+  // whose end has not completed ends the walk, whatever follows it. The
+  // elapsed-time read is the probe (NOT_READY until both events completed),
+  // so a harvest costs one call per span that lands plus one per stream,
+  // however many spans are still in flight behind. NOT_READY on a span that
+  // began on another stream may be that begin: its end is queried, and the
+  // walk goes on past it when the end has completed. Records racing on one
+  // stream can order the prefix wrongly; then a completed span waits for a
+  // later harvest, never the reverse (Elapsed is the ground truth).
   CUresult SearchGroup(uint32_t offset, uint32_t m) {
     const uint32_t* o = p_->order.get() + offset;
-    uint32_t lo = 0, hi = m;  // [0, lo) complete, [hi, m) not complete
-    uint32_t probe = m - 1;
-    while (lo < hi) {
-      CUresult r = d_->cuEventQuery(SlotOf(o[probe]).end);
+    for (uint32_t k = 0; k < m; ++k) {
+      Slot& s = SlotOf(o[k]);
+      float ms = 0;
+      CUresult r = d_->cuEventElapsedTime(&ms, s.begin, s.end);
       if (r == CUDA_SUCCESS) {
-        lo = probe + 1;
-      } else if (r == CUDA_ERROR_NOT_READY) {
-        hi = probe;
-      } else if (IsSticky(r)) {
-        return r;
-      } else {
-        for (uint32_t k = 0; k < m; ++k) {
-          r = QueryThenElapsed(o[k]);
-          if (r != CUDA_SUCCESS) return r;
-        }
-        return CUDA_SUCCESS;
+        Land(o[k], ms);
+        continue;
       }
-      probe = lo + (hi - lo) / 2;
-    }
-    for (uint32_t k = 0; k < lo; ++k) {
-      CUresult r = Elapsed(o[k]);
-      if (r != CUDA_SUCCESS) return r;
+      if (r != CUDA_ERROR_NOT_READY) {
+        r = Outcome(o[k], r);  // this span's own failure: the order still holds
+        if (r != CUDA_SUCCESS) return r;
+        continue;
+      }
+      if (s.begin_stream.load(std::memory_order_relaxed) == s.end_stream.load(std::memory_order_relaxed)) {
+        return CUDA_SUCCESS;  // the end itself is still in flight
+      }
+      r = d_->cuEventQuery(s.end);
+      if (r == CUDA_ERROR_NOT_READY) return CUDA_SUCCESS;
+      if (r != CUDA_SUCCESS) {
+        r = Outcome(o[k], r);
+        if (r != CUDA_SUCCESS) return r;
+      }
     }
     return CUDA_SUCCESS;
   }
@@ -455,12 +460,17 @@ class Harvest {
     float ms = 0;
     CUresult r = d_->cuEventElapsedTime(&ms, s.begin, s.end);
     if (r == CUDA_SUCCESS) {
-      items_[i].state = GS_SPAN_DONE;
-      items_[i].duration_ns = MsToNs(ms);
-      s.state.store(0, std::memory_order_release);
+      Land(i, ms);
       return CUDA_SUCCESS;
     }
     return Outcome(i, r);
+  }
+
+  // Land marks item i done, ms long: both its events have completed.
+  void Land(size_t i, float ms) {
+    items_[i].state = GS_SPAN_DONE;
+    items_[i].duration_ns = MsToNs(ms);
+    SlotOf(i).state.store(0, std::memory_order_release);
   }
 
   CUresult Outcome(size_t i, CUresult r) {
@@ -547,6 +557,7 @@ gs_status Record(gs_pool* p, uint32_t slot, uint64_t stream, int32_t* cu, bool e
     sl.state.fetch_or(kEndPending, std::memory_order_relaxed);
     sl.state.fetch_and(~kOpen, std::memory_order_release);
   } else {
+    sl.begin_stream.store(stream, std::memory_order_relaxed);
     sl.anchor_gen.store(p->current_gen.load(std::memory_order_acquire), std::memory_order_relaxed);
     sl.state.fetch_or(kBeginPending | kOpen, std::memory_order_release);
   }

@@ -182,7 +182,7 @@ func TestForcedOutcomes(t *testing.T) {
 	span(t, f, p, 0, streamA, time.Millisecond)
 	f.Advance(2 * time.Millisecond)
 	items := []backend.HarvestItem{{Slot: 0}}
-	f.Force(p, 0, true, FakeQuery, cuNotReady, 1)
+	f.Force(p, 0, true, FakeElapsed, cuNotReady, 1)
 	if p.Harvest(items); items[0].State != backend.InFlight {
 		t.Errorf("forced NOT_READY: %+v", items[0])
 	}

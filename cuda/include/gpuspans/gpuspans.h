@@ -176,8 +176,9 @@ gs_status gs_pool_record_end(gs_pool* pool, uint32_t slot, uint64_t stream,
 /* gs_pool_harvest checks n slots in one call and never waits for the GPU.
  * For each item it reports done with the elapsed nanoseconds, still in
  * flight, or an error. Work on one stream completes in order, so the pool
- * finds each stream's completed prefix with a few cuEventQuery calls and then
- * calls only cuEventElapsedTime for each completed span.
+ * walks each stream's spans in end order and stops at the first still in
+ * flight: one cuEventElapsedTime per span that lands, plus one call per
+ * stream, however many spans are still in flight behind.
  * The thread's stream capture mode is exchanged to relaxed for the call and
  * restored after, so a harvest never invalidates a GLOBAL-mode capture that
  * another thread is running. Also re-anchors the host clock (see
