@@ -56,6 +56,23 @@ struct Result {
 
 std::vector<Result> g_rows;
 
+// The free-running serving loop's raw reference, which gpubench's freerun
+// rows compare with: per step a lane event pair on the lane stream around
+// kFreeKernels empty kernels in event pairs on the kernel stream, no sync,
+// so the CPU runs ahead of the GPU as in a busy engine; each step then reads
+// the spans that completed (query and elapsed time, oldest first, stopping
+// at the first not done). "none" launches the kernels alone.
+constexpr int kFreeSteps = 3000;
+constexpr int kFreeKernels = 16;
+constexpr int kFreeRing = 256 * (kFreeKernels + 1);  // event pairs: 256 steps in flight at most
+
+struct FreeRun {
+  double none_ns = 0, raw_ns = 0;  // host ns per step, median of kRepeats
+  double landed_per_step = 0;
+};
+
+FreeRun g_free;
+
 void Row(const char* id, const char* what, double raw, double lib) {
   printf("| %-44s | %9.0f | %9.0f | %5.2f |\n", what, raw, lib, raw > 0 ? lib / raw : 0.0);
   g_rows.push_back({id, what, raw, lib});
@@ -83,6 +100,8 @@ bool WriteJSON(const char* path, double launch_only) {
   }
   fprintf(f, "  ],\n");
   fprintf(f, "  \"launch_only_ns\": %.1f,\n", launch_only);
+  fprintf(f, "  \"freerun\": {\"steps\": %d, \"kernel_spans_per_step\": %d, \"none_step_ns\": %.1f, \"raw_step_ns\": %.1f, \"landed_per_step\": %.2f},\n",
+          kFreeSteps, kFreeKernels, g_free.none_ns, g_free.raw_ns, g_free.landed_per_step);
   fprintf(f, "  \"floor\": {\"span_ns\": %.1f, \"record_ns\": %.1f, \"harvest_ns\": %.1f, \"launch_in_span_ns\": %.1f},\n",
           record + harvest, record, harvest, Find("launch_in_span", false));
   fprintf(f, "  \"lib\": {\"span_ns\": %.1f, \"record_ns\": %.1f, \"harvest_ns\": %.1f, \"launch_in_span_ns\": %.1f}\n}\n",
@@ -94,6 +113,79 @@ bool WriteJSON(const char* path, double launch_only) {
 int Fail(const char* what, const gs_error& err) {
   fprintf(stderr, "driver_bench: %s: %s\n", what, err.message);
   return 1;
+}
+
+FreeRun MeasureFreeRun(const gs::Driver* d, gs_kit* kit, uint64_t kstream, uint64_t lstream) {
+  CUstream ks = reinterpret_cast<CUstream>(kstream), ls = reinterpret_cast<CUstream>(lstream);
+  std::vector<CUevent> b(kFreeRing), e(kFreeRing);
+  for (int i = 0; i < kFreeRing; ++i) {
+    d->cuEventCreate(&b[i], CU_EVENT_DEFAULT);
+    d->cuEventCreate(&e[i], CU_EVENT_DEFAULT);
+  }
+  auto sync = [&] {
+    gs_kit_sync(kit, kstream, nullptr);
+    gs_kit_sync(kit, lstream, nullptr);
+  };
+  auto none = [&] {
+    for (int st = 0; st < kFreeSteps; ++st) {
+      for (int k = 0; k < kFreeKernels; ++k) gs_kit_empty(kit, kstream, nullptr);
+    }
+  };
+  uint64_t landed = 0;
+  auto raw = [&] {
+    uint64_t head = 0, tail = 0;  // pairs recorded / read
+    float ms = 0;
+    for (int st = 0; st < kFreeSteps; ++st) {
+      // Read what completed, oldest first; the ring never fills: 256 steps
+      // of spans cannot all be in flight behind empty kernels.
+      while (tail < head) {
+        const int i = static_cast<int>(tail % kFreeRing);
+        if (d->cuEventQuery(e[i]) != CUDA_SUCCESS) break;
+        d->cuEventElapsedTime(&ms, b[i], e[i]);
+        ++tail;
+        ++landed;
+      }
+      if (head - tail + kFreeKernels + 1 > kFreeRing) {
+        fprintf(stderr, "driver_bench: freerun ring full\n");
+        break;
+      }
+      const int lane = static_cast<int>(head++ % kFreeRing);
+      d->cuEventRecord(b[lane], ls);
+      for (int k = 0; k < kFreeKernels; ++k) {
+        const int i = static_cast<int>(head++ % kFreeRing);
+        d->cuEventRecord(b[i], ks);
+        gs_kit_empty(kit, kstream, nullptr);
+        d->cuEventRecord(e[i], ks);
+      }
+      d->cuEventRecord(e[lane], ls);
+    }
+  };
+  auto timed = [&](const std::function<void()>& f) {
+    int64_t t0 = SteadyNs();
+    f();
+    double v = static_cast<double>(SteadyNs() - t0) / kFreeSteps;
+    sync();
+    return v;
+  };
+  FreeRun out;
+  timed(none);  // warm up
+  timed(raw);
+  landed = 0;
+  std::vector<double> n, r;
+  for (int rep = 0; rep < kRepeats; ++rep) {  // interleaved, as noise drifts
+    n.push_back(timed(none));
+    r.push_back(timed(raw));
+  }
+  std::sort(n.begin(), n.end());
+  std::sort(r.begin(), r.end());
+  out.none_ns = n[n.size() / 2];
+  out.raw_ns = r[r.size() / 2];
+  out.landed_per_step = static_cast<double>(landed) / (kRepeats * kFreeSteps);
+  for (int i = 0; i < kFreeRing; ++i) {
+    d->cuEventDestroy(b[i]);
+    d->cuEventDestroy(e[i]);
+  }
+  return out;
 }
 
 }  // namespace
@@ -281,6 +373,10 @@ int main(int argc, char** argv) {
       }));
   mt_sync();
   gs_pool_harvest(pool, items.data(), kSpans, nullptr);
+  g_free = MeasureFreeRun(d, kit, mt_streams[0], mt_streams[1]);
+  printf("free-running loop, %d empty kernels in spans + a lane span per step, no sync: launches alone %.0f ns/step, "
+         "raw records + raw harvest of landed spans %.0f ns/step (+%.0f), %.1f spans landed per step\n",
+         kFreeKernels, g_free.none_ns, g_free.raw_ns, g_free.raw_ns - g_free.none_ns, g_free.landed_per_step);
   printf("floor per span with 4 recording threads (records + one-thread query and elapsed): %.0f ns\n",
          Find("record_4threads", false) + raw_harvest);
   for (uint64_t st : mt_streams) gs_kit_stream_destroy(kit, st, nullptr);
