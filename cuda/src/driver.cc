@@ -11,7 +11,6 @@
 #include <mutex>
 
 #include "driver.h"
-#include "gpuspans/gpuspans_testing.h"
 
 namespace gs {
 namespace {
@@ -112,12 +111,16 @@ void Load(LoadState* s) {
   s->ready.store(true, std::memory_order_release);
 }
 
-void Reset(const Loader* loader) {
+}  // namespace
+
+void SetLoaderForTesting(const Loader* loader) {
   LoadState* old = g_state.load(std::memory_order_acquire);
-  g_state.store(new LoadState(loader, old), std::memory_order_release);
+  g_state.store(new LoadState(loader ? loader : &kRealLoader, old), std::memory_order_release);
 }
 
-}  // namespace
+void SetCaptureModeExchangeForTesting(bool enabled) {
+  g_exchange_capture_mode.store(enabled, std::memory_order_relaxed);
+}
 
 const Driver* LoadedDriver() {
   LoadState* s = g_state.load(std::memory_order_acquire);
@@ -270,17 +273,6 @@ gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_
   }
   if (err) *err = gs_error{};
   return GS_OK;
-}
-
-void gs_testing_use_fake_driver(void) {
-  gs::FakeReset();
-  gs::Reset(&gs::FakeLoader());
-}
-
-void gs_testing_use_real_driver(void) { gs::Reset(&gs::kRealLoader); }
-
-void gs_testing_set_capture_mode_exchange(int32_t enabled) {
-  gs::g_exchange_capture_mode.store(enabled != 0, std::memory_order_relaxed);
 }
 
 }  // extern "C"

@@ -1,5 +1,5 @@
 // Internal: the process-wide CUDA driver table and helpers shared by the
-// pool, the test kit and the benchmark. Not a public header.
+// pool, the fake driver, the test kit and the benchmark. Not a public header.
 #ifndef GPUSPANS_CUDA_SRC_DRIVER_H_
 #define GPUSPANS_CUDA_SRC_DRIVER_H_
 
@@ -85,13 +85,22 @@ gs_status SetError(gs_error* err, gs_status status, CUresult r, const char* fmt,
 // HostNowNs reads CLOCK_REALTIME in nanoseconds since the Unix epoch.
 int64_t HostNowNs();
 
-// The fake driver (fake_driver.cc) as a loader, for gs_testing_use_fake_driver.
-const Loader& FakeLoader();
-void FakeReset();
-
 // CaptureModeExchangeEnabled is false only while a test turned the exchange
 // off (gs_testing_set_capture_mode_exchange) to show what it prevents.
 bool CaptureModeExchangeEnabled();
+
+// Test seams. Production code never calls them: the gs_testing_* entry
+// points of gpuspans_testing.h (fake_driver.cc, //cuda:core_testing) do, so
+// that the core links no test code. That header's rules apply.
+//
+// SetLoaderForTesting makes the next gs_driver_load use loader (null: the
+// real libcuda.so.1), forgetting the current load.
+void SetLoaderForTesting(const Loader* loader);
+// SetCaptureModeExchangeForTesting turns the capture-mode exchange off or on.
+void SetCaptureModeExchangeForTesting(bool enabled);
+// PoolEventForTesting is slot's begin (end false) or end event as an integer;
+// 0 for a null pool or a slot out of range.
+uint64_t PoolEventForTesting(const gs_pool* pool, uint32_t slot, bool end);
 
 // Makes a context current for a scope unless it already is. A thread with no
 // current context adopts it for good (cuCtxSetCurrent), as the CUDA runtime

@@ -1,7 +1,9 @@
-// A fake CUDA driver compiled into the library, so the pool's logic (and the
-// Go binding above it) is tested on machines without a GPU. It implements the
-// core's symbol table with the same signatures as the real driver, models
-// event completion with a settable clock, and counts every call. See
+// A fake CUDA driver for tests (//cuda:core_testing, never linked into
+// production), so the pool's logic (and the Go binding above it) is tested
+// on machines without a GPU. It implements the core's symbol table with the
+// same signatures as the real driver, models event completion with a
+// settable clock, and counts every call. It also holds every gs_testing_*
+// entry point, over the core's test seams in driver.h. See
 // gpuspans_testing.h for the model and the control API.
 #include <stdio.h>
 
@@ -451,8 +453,6 @@ const char* FakeLastError() {
   return "libcuda.so.1: cannot open shared object file (fake driver told to fail)";
 }
 
-}  // namespace
-
 const Loader& FakeLoader() {
   static const Loader loader = {&FakeOpen, &FakeSymbol, &FakeLastError};
   return loader;
@@ -476,11 +476,27 @@ void FakeReset() {
   t_contexts.clear();
 }
 
+}  // namespace
 }  // namespace gs
 
 using gs::S;
 
 extern "C" {
+
+void gs_testing_use_fake_driver(void) {
+  gs::FakeReset();
+  gs::SetLoaderForTesting(&gs::FakeLoader());
+}
+
+void gs_testing_use_real_driver(void) { gs::SetLoaderForTesting(nullptr); }
+
+void gs_testing_set_capture_mode_exchange(int32_t enabled) {
+  gs::SetCaptureModeExchangeForTesting(enabled != 0);
+}
+
+uint64_t gs_testing_pool_event(const gs_pool* pool, uint32_t slot, int32_t end) {
+  return gs::PoolEventForTesting(pool, slot, end != 0);
+}
 
 void gs_testing_fake_fail_open(int32_t fail) {
   std::lock_guard<std::mutex> lock(S().mu);

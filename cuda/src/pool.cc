@@ -10,7 +10,6 @@
 
 #include "driver.h"
 #include "gpuspans/gpuspans.h"
-#include "gpuspans/gpuspans_testing.h"
 
 namespace gs {
 namespace {
@@ -771,10 +770,10 @@ void gs_pool_set_anchor_interval(gs_pool* pool, int64_t interval_ns) {
                                  std::memory_order_relaxed);
 }
 
-uint64_t gs_testing_pool_event(const gs_pool* pool, uint32_t slot, int32_t end) {
+}  // extern "C"
+
+uint64_t gs::PoolEventForTesting(const gs_pool* pool, uint32_t slot, bool end) {
   if (!pool || slot >= pool->nslots) return 0;
   const Slot& s = pool->slots[slot];
   return reinterpret_cast<uint64_t>(end ? s.end : s.begin);
 }
-
-}  // extern "C"

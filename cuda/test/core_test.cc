@@ -1,5 +1,5 @@
-// CPU tests of the gpuspans core against the fake driver compiled into the
-// library. No GPU, no test framework: each test is a function, CHECK counts
+// CPU tests of the gpuspans core against the fake driver (//cuda:core_testing).
+// No GPU, no test framework: each test is a function, CHECK counts
 // failures, and the last line reads "N passed, N failed".
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: a47dc4dc4f6021c157d78029e4cd7b69cff992fbcd11a580cd40a9fb9efd4e22
+// sees only this file, rebuilds when they change: 9ef705b445486178f4482f1bd18e8ef56874965abfb0dfe7816564bb4eacc693
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/fake_driver.cc"
