@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -284,9 +285,9 @@ func runSafety(e *env) (interface{}, string, error) {
 	// counted).
 	const capturedKernels = 8
 	const captureOpen = 30 * time.Microsecond
-	capture := func(p *safetyPhase, inside func()) cuda.Graph {
+	capture := func(p *safetyPhase, inside func()) cudatest.Graph {
 		p.Captures++
-		if err := g.CaptureBegin(k, cuda.CaptureGlobal); err != nil {
+		if err := g.CaptureBegin(k, cudatest.CaptureGlobal); err != nil {
 			p.OtherCaptureErrors++
 			if p.FirstError == "" {
 				p.FirstError = "CaptureBegin: " + err.Error()
@@ -329,7 +330,7 @@ func runSafety(e *env) (interface{}, string, error) {
 		p.CapturesOK++
 		return graph
 	}
-	launch := func(p *safetyPhase, graph cuda.Graph, destroy bool) error {
+	launch := func(p *safetyPhase, graph cudatest.Graph, destroy bool) error {
 		x, err := g.Instantiate(graph)
 		if err != nil {
 			return err
@@ -361,8 +362,8 @@ func runSafety(e *env) (interface{}, string, error) {
 	}
 
 	type phaseFn func(p *safetyPhase, step int) error
-	var once cuda.Graph
-	var onceExec cuda.GraphExec
+	var once cudatest.Graph
+	var onceExec cudatest.GraphExec
 	phases := []struct {
 		name, what string
 		steps      int

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
 // gpu is what the sections need from one device: the test kit on a GPU
@@ -21,12 +21,12 @@ type gpu interface {
 	NewTimer() (timer, error)
 	NewGridTimer(ctas int) (timer, error)
 	Sync(backend.Stream) error
-	CaptureBegin(backend.Stream, cuda.CaptureMode) error
-	CaptureEnd(backend.Stream) (cuda.Graph, error)
-	Instantiate(cuda.Graph) (cuda.GraphExec, error)
-	Launch(cuda.GraphExec, backend.Stream) error
-	DestroyGraph(cuda.Graph) error
-	DestroyGraphExec(cuda.GraphExec) error
+	CaptureBegin(backend.Stream, cudatest.CaptureMode) error
+	CaptureEnd(backend.Stream) (cudatest.Graph, error)
+	Instantiate(cudatest.Graph) (cudatest.GraphExec, error)
+	Launch(cudatest.GraphExec, backend.Stream) error
+	DestroyGraph(cudatest.Graph) error
+	DestroyGraphExec(cudatest.GraphExec) error
 	Close() error
 }
 
@@ -38,18 +38,18 @@ type timer interface {
 
 // kitGPU is the real device: the kit, with its timer type hidden behind
 // the interface.
-type kitGPU struct{ *cuda.Kit }
+type kitGPU struct{ *cudatest.Kit }
 
 func (k kitGPU) Spin(s backend.Stream, d time.Duration, t timer) error {
-	var ct *cuda.Timer
+	var ct *cudatest.Timer
 	if t != nil {
-		ct = t.(*cuda.Timer)
+		ct = t.(*cudatest.Timer)
 	}
 	return k.Kit.Spin(s, d, ct)
 }
 
 func (k kitGPU) SpinGrid(s backend.Stream, d time.Duration, t timer) error {
-	return k.Kit.SpinGrid(s, d, t.(*cuda.Timer))
+	return k.Kit.SpinGrid(s, d, t.(*cudatest.Timer))
 }
 
 func (k kitGPU) NewTimer() (timer, error) { return k.NewGridTimer(1) }
@@ -71,7 +71,7 @@ func (k kitGPU) NewGridTimer(ctas int) (timer, error) {
 // it exists to run every path of the benchmark on a machine without a GPU.
 type fakeState struct {
 	mu      sync.Mutex
-	fd      *cuda.FakeDriver
+	fd      *cudatest.FakeDriver
 	next    backend.Stream
 	busy    map[backend.Stream]time.Duration // mirror of the fake's busy-until per stream
 	capture map[backend.Stream]fakeCapture
@@ -89,7 +89,7 @@ const (
 	fakeEpoch  = uint64(1) << 40      // fake %globaltimer at fake time 0
 )
 
-func newFakeState(fd *cuda.FakeDriver) *fakeState {
+func newFakeState(fd *cudatest.FakeDriver) *fakeState {
 	return &fakeState{
 		fd:      fd,
 		next:    0x70000000, // far from the fake driver's own stream handles
@@ -183,7 +183,7 @@ func (f fakeGPU) Sync(s backend.Stream) error {
 	return nil
 }
 
-func (f fakeGPU) CaptureBegin(s backend.Stream, mode cuda.CaptureMode) error {
+func (f fakeGPU) CaptureBegin(s backend.Stream, mode cudatest.CaptureMode) error {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	if _, ok := f.st.capture[s]; ok {
@@ -198,7 +198,7 @@ func (f fakeGPU) CaptureBegin(s backend.Stream, mode cuda.CaptureMode) error {
 // CaptureEnd fails with 901 as the driver would when a query broke the
 // capture, or when an event was recorded into it (on the GPU that event
 // becomes a graph node and its query breaks the capture).
-func (f fakeGPU) CaptureEnd(s backend.Stream) (cuda.Graph, error) {
+func (f fakeGPU) CaptureEnd(s backend.Stream) (cudatest.Graph, error) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	began, ok := f.st.capture[s]
@@ -212,18 +212,20 @@ func (f fakeGPU) CaptureEnd(s backend.Stream) (cuda.Graph, error) {
 		return 0, &backend.DriverError{Op: "Kit.CaptureEnd", Code: 901, Msg: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (fake)"}
 	}
 	f.st.graphs++
-	return cuda.Graph(f.st.graphs), nil
+	return cudatest.Graph(f.st.graphs), nil
 }
 
-func (f fakeGPU) Instantiate(g cuda.Graph) (cuda.GraphExec, error) { return cuda.GraphExec(g), nil }
+func (f fakeGPU) Instantiate(g cudatest.Graph) (cudatest.GraphExec, error) {
+	return cudatest.GraphExec(g), nil
+}
 
-func (f fakeGPU) Launch(x cuda.GraphExec, s backend.Stream) error {
+func (f fakeGPU) Launch(x cudatest.GraphExec, s backend.Stream) error {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	f.st.work(s, fakeLaunch, true)
 	return nil
 }
 
-func (f fakeGPU) DestroyGraph(cuda.Graph) error         { return nil }
-func (f fakeGPU) DestroyGraphExec(cuda.GraphExec) error { return nil }
-func (f fakeGPU) Close() error                          { return nil }
+func (f fakeGPU) DestroyGraph(cudatest.Graph) error         { return nil }
+func (f fakeGPU) DestroyGraphExec(cudatest.GraphExec) error { return nil }
+func (f fakeGPU) Close() error                              { return nil }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
 // section is one independent measurement. run returns its result (any
@@ -59,7 +60,7 @@ type env struct {
 // section) and returns it ready.
 func (e *env) setup() error {
 	if e.fake {
-		fd := cuda.UseFakeDriverForTesting()
+		fd := cudatest.UseFakeDriver()
 		fd.SetDeviceCount(2)
 		// Pools calibrate their event offset: 0, as the fake's spans have none.
 		fd.Kernels(0)
@@ -73,7 +74,7 @@ func (e *env) newGPU(device int) (gpu, error) {
 	if e.fake {
 		return fakeGPU{e.fakeSt}, nil
 	}
-	k, err := cuda.NewKit(device)
+	k, err := cudatest.NewKit(device)
 	if err != nil {
 		return nil, err
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
 // Every section runs against the fake driver and writes a result that the
 // report can read: the GPU run is one shot, so its paths are tried here.
 func TestSectionsOnFakeDriver(t *testing.T) {
-	cuda.UseFakeDriverForTesting()
+	cudatest.UseFakeDriver()
 	if err := cuda.Load(); err != nil {
 		t.Skipf("no fake driver in this build: %v", err)
 	}

@@ -48,7 +48,19 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda/internal/bridge"
 )
+
+// go/cuda/cudatest reaches the C pool and the error mapping through bridge.
+func init() {
+	bridge.PoolPtr = func(pool any) uintptr {
+		if p, ok := pool.(*Pool); ok && p != nil {
+			return uintptr(p.h)
+		}
+		return 0
+	}
+	bridge.ErrorOf = func(op string, e unsafe.Pointer) error { return errorOf(op, (*C.gs_error)(e)) }
+}
 
 // backend.HarvestItem is passed to C as gs_harvest_item without copying, so
 // their layouts must match: each line fails to compile (constant index out
@@ -268,12 +280,6 @@ func (p *Pool) Harvest(items []backend.HarvestItem) error {
 		return &backend.DriverError{Op: "Harvest", Msg: fmt.Sprintf("%d items for %d slots, or a slot out of range", len(items), p.slots), Kind: backend.ErrBadSlot}
 	}
 	return p.statusError("Harvest", st, int32(r))
-}
-
-// SetAnchorInterval sets how often Harvest re-anchors GPU time to the host
-// clock (default 500 ms; d <= 0 restores it). Safe from any goroutine.
-func (p *Pool) SetAnchorInterval(d time.Duration) {
-	C.gs_pool_set_anchor_interval(C.gsgo_pool(p.h), C.int64_t(d))
 }
 
 // Close releases the pool's events and context. While any recorded event

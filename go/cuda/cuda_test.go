@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cuda
+package cuda_test
 
 import (
 	"errors"
@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
 // These tests run the core against its fake driver, on any machine. The
@@ -26,16 +28,16 @@ const (
 	cuIllegalAddress = 700
 )
 
-func useFake(t testing.TB) *FakeDriver {
+func useFake(t testing.TB) *cudatest.FakeDriver {
 	t.Helper()
-	f := UseFakeDriverForTesting()
-	t.Cleanup(UseRealDriverForTesting)
+	f := cudatest.UseFakeDriver()
+	t.Cleanup(cudatest.UseRealDriver)
 	return f
 }
 
-func openPool(t testing.TB, slots int) *Pool {
+func openPool(t testing.TB, slots int) *cuda.Pool {
 	t.Helper()
-	p, err := Open(0, slots)
+	p, err := cuda.Open(0, slots)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -44,7 +46,7 @@ func openPool(t testing.TB, slots int) *Pool {
 
 // closeAndCheckLeaks closes p (finishing the fake GPU's work first) and
 // checks that the fake holds no event, stream or context afterwards.
-func closeAndCheckLeaks(t testing.TB, f *FakeDriver, p *Pool) {
+func closeAndCheckLeaks(t testing.TB, f *cudatest.FakeDriver, p *cuda.Pool) {
 	t.Helper()
 	f.Advance(time.Hour)
 	if err := p.Close(); err != nil {
@@ -56,7 +58,7 @@ func closeAndCheckLeaks(t testing.TB, f *FakeDriver, p *Pool) {
 	}
 }
 
-func span(t testing.TB, f *FakeDriver, p *Pool, slot int, s backend.Stream, work time.Duration) {
+func span(t testing.TB, f *cudatest.FakeDriver, p *cuda.Pool, slot int, s backend.Stream, work time.Duration) {
 	t.Helper()
 	if err := p.RecordBegin(slot, s); err != nil {
 		t.Fatalf("RecordBegin(%d): %v", slot, err)
@@ -79,14 +81,14 @@ func driverError(t *testing.T, err error) *backend.DriverError {
 func TestLoadWithoutLibrary(t *testing.T) {
 	f := useFake(t)
 	f.FailOpen(true)
-	err := Load()
+	err := cuda.Load()
 	if !errors.Is(err, backend.ErrNoDriver) || !strings.Contains(err.Error(), "libcuda.so.1") {
 		t.Fatalf("Load: %v, want ErrNoDriver naming libcuda.so.1", err)
 	}
-	if _, err := Open(0, 8); !errors.Is(err, backend.ErrNoDriver) {
+	if _, err := cuda.Open(0, 8); !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("Open: %v, want ErrNoDriver", err)
 	}
-	if n, err := DeviceCount(); n != 0 || !errors.Is(err, backend.ErrNoDriver) {
+	if n, err := cuda.DeviceCount(); n != 0 || !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("DeviceCount: %d, %v", n, err)
 	}
 }
@@ -94,7 +96,7 @@ func TestLoadWithoutLibrary(t *testing.T) {
 func TestLoadMissingSymbol(t *testing.T) {
 	f := useFake(t)
 	f.DropSymbol("cuEventElapsedTime")
-	err := Load()
+	err := cuda.Load()
 	if !errors.Is(err, backend.ErrNoDriver) || !strings.Contains(err.Error(), "cuEventElapsedTime") {
 		t.Fatalf("Load: %v, want ErrNoDriver naming cuEventElapsedTime", err)
 	}
@@ -103,7 +105,7 @@ func TestLoadMissingSymbol(t *testing.T) {
 func TestLoadInitError(t *testing.T) {
 	f := useFake(t)
 	f.InitResult(cuNoDevice)
-	err := Load()
+	err := cuda.Load()
 	if de := driverError(t, err); de.Code != cuNoDevice || de.Kind != backend.ErrNoDriver ||
 		!strings.Contains(de.Msg, "CUDA_ERROR_NO_DEVICE") {
 		t.Fatalf("Load: %#v", de)
@@ -114,7 +116,7 @@ func TestOpenFailsPartWay(t *testing.T) {
 	for _, k := range []int{1, 9, 20} {
 		f := useFake(t)
 		f.FailEventCreate(k, cuOutOfMemory)
-		_, err := Open(0, 8)
+		_, err := cuda.Open(0, 8)
 		if de := driverError(t, err); de.Code != cuOutOfMemory {
 			t.Fatalf("Open failing at event %d: %v", k, err)
 		}
@@ -123,10 +125,10 @@ func TestOpenFailsPartWay(t *testing.T) {
 		}
 	}
 	useFake(t)
-	if _, err := Open(0, 0); err == nil {
+	if _, err := cuda.Open(0, 0); err == nil {
 		t.Error("Open with 0 slots succeeded")
 	}
-	if _, err := Open(1, 8); driverError(t, err).Code != 101 {
+	if _, err := cuda.Open(1, 8); driverError(t, err).Code != 101 {
 		t.Errorf("Open on a missing device: %v", err)
 	}
 }
@@ -182,11 +184,11 @@ func TestForcedOutcomes(t *testing.T) {
 	span(t, f, p, 0, streamA, time.Millisecond)
 	f.Advance(2 * time.Millisecond)
 	items := []backend.HarvestItem{{Slot: 0}}
-	f.Force(p, 0, true, FakeElapsed, cuNotReady, 1)
+	f.Force(p, 0, true, cudatest.FakeElapsed, cuNotReady, 1)
 	if p.Harvest(items); items[0].State != backend.InFlight {
 		t.Errorf("forced NOT_READY: %+v", items[0])
 	}
-	f.Force(p, 0, true, FakeElapsed, cuInvalidHandle, 1)
+	f.Force(p, 0, true, cudatest.FakeElapsed, cuInvalidHandle, 1)
 	if p.Harvest(items); items[0].State != backend.Failed || items[0].Code != cuInvalidHandle {
 		t.Errorf("forced elapsed error: %+v", items[0])
 	}
@@ -231,7 +233,7 @@ func TestStickyErrorKillsPool(t *testing.T) {
 func TestCaptureRefused(t *testing.T) {
 	f := useFake(t)
 	p := openPool(t, 4)
-	f.SetCapturing(streamB, CaptureGlobal)
+	f.SetCapturing(streamB, cudatest.CaptureGlobal)
 	if err := p.RecordBegin(0, streamB); !errors.Is(err, backend.ErrCapturing) {
 		t.Errorf("RecordBegin on a capturing stream: %v", err)
 	}
@@ -263,8 +265,8 @@ func TestCaptureRefused(t *testing.T) {
 		t.Errorf("capture disturbed: %+v", c)
 	}
 	// Control: without the exchange, the fake sees the capture broken.
-	SetCaptureModeExchangeForTesting(false)
-	defer SetCaptureModeExchangeForTesting(true)
+	cudatest.SetCaptureModeExchange(false)
+	defer cudatest.SetCaptureModeExchange(true)
 	span(t, f, p, 2, streamA, time.Millisecond)
 	f.Advance(2 * time.Millisecond)
 	if err := p.Harvest([]backend.HarvestItem{{Slot: 2}}); err != nil {
@@ -273,7 +275,7 @@ func TestCaptureRefused(t *testing.T) {
 	if got := f.Counters().CapturesInvalidated; got != 1 {
 		t.Errorf("control: %d captures invalidated, want 1", got)
 	}
-	SetCaptureModeExchangeForTesting(true)
+	cudatest.SetCaptureModeExchange(true)
 	f.EndCapture(streamB)
 	closeAndCheckLeaks(t, f, p)
 }
@@ -370,7 +372,7 @@ func TestStartTimes(t *testing.T) {
 	items := []backend.HarvestItem{{Slot: 0}}
 	h0 := time.Now().UnixNano()
 	must(t, p.Harvest(items)) // promotes it
-	p.SetAnchorInterval(time.Nanosecond)
+	cudatest.SetAnchorInterval(p, time.Nanosecond)
 	must(t, p.Harvest(items)) // records a second anchor at fake time 0
 	h1 := time.Now().UnixNano()
 	must(t, p.Harvest(items)) // promotes it
@@ -392,11 +394,11 @@ func TestStartTimes(t *testing.T) {
 func TestTwoDevices(t *testing.T) {
 	f := useFake(t)
 	f.SetDeviceCount(2)
-	if n, err := DeviceCount(); n != 2 || err != nil {
+	if n, err := cuda.DeviceCount(); n != 2 || err != nil {
 		t.Fatalf("DeviceCount: %d, %v", n, err)
 	}
 	a := openPool(t, 4)
-	b, err := Opener(1, 4)()
+	b, err := cuda.Opener(1, 4)()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,10 +413,10 @@ func TestDeviceIdentity(t *testing.T) {
 	f := useFake(t)
 	f.SetDeviceCount(2)
 	want := backend.Identity{UUID: "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01", PCIBusID: "00000000:1A:00.0", Name: "gpuspans fake GPU"}
-	if id, err := DeviceIdentity(1); id != want || err != nil {
+	if id, err := cuda.DeviceIdentity(1); id != want || err != nil {
 		t.Errorf("DeviceIdentity(1) = %+v, %v; want %+v", id, err, want)
 	}
-	p, err := Open(1, 4)
+	p, err := cuda.Open(1, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,15 +424,8 @@ func TestDeviceIdentity(t *testing.T) {
 		t.Errorf("Pool.Identity() = %+v, want %+v", id, want)
 	}
 	closeAndCheckLeaks(t, f, p)
-	if _, err := DeviceIdentity(7); err == nil || !strings.Contains(err.Error(), "cuDeviceGet(7)") {
+	if _, err := cuda.DeviceIdentity(7); err == nil || !strings.Contains(err.Error(), "cuDeviceGet(7)") {
 		t.Errorf("DeviceIdentity(7) = %v, want an error naming cuDeviceGet(7)", err)
-	}
-}
-
-func TestKitNeedsRealDriver(t *testing.T) {
-	useFake(t)
-	if _, err := NewKit(0); !errors.Is(err, backend.ErrNoDriver) {
-		t.Errorf("NewKit on the fake: %v, want ErrNoDriver", err)
 	}
 }
 
@@ -444,7 +439,7 @@ func TestZeroAllocations(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("RecordBegin+RecordEnd: %v allocations", n)
 	}
-	f.SetCapturing(streamB, CaptureGlobal)
+	f.SetCapturing(streamB, cudatest.CaptureGlobal)
 	if n := testing.AllocsPerRun(100, func() {
 		if !errors.Is(p.RecordBegin(4, streamB), backend.ErrCapturing) {
 			panic("not refused")

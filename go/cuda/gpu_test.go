@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cuda
+package cuda_test
 
 import (
 	"errors"
@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
 // GPU tests: they use the real driver and skip unless GPUSPANS_GPU=1 (set by
 // tools/gpu/run.sh on the GPU machine; Bazel selects them by tag).
 
 type gpu struct {
-	kit    *Kit
-	pool   *Pool
+	kit    *cudatest.Kit
+	pool   *cuda.Pool
 	stream backend.Stream
 }
 
@@ -28,16 +30,16 @@ func openGPU(t *testing.T, slots int) *gpu {
 	if os.Getenv("GPUSPANS_GPU") != "1" {
 		t.Skip("set GPUSPANS_GPU=1 to run GPU tests")
 	}
-	UseRealDriverForTesting()
-	if err := Load(); err != nil {
+	cudatest.UseRealDriver()
+	if err := cuda.Load(); err != nil {
 		t.Fatal(err)
 	}
 	g := &gpu{}
 	var err error
-	if g.kit, err = NewKit(0); err != nil {
+	if g.kit, err = cudatest.NewKit(0); err != nil {
 		t.Fatal(err)
 	}
-	if g.pool, err = Open(0, slots); err != nil {
+	if g.pool, err = cuda.Open(0, slots); err != nil {
 		t.Fatal(err)
 	}
 	if g.stream, err = g.kit.NewStream(); err != nil {
@@ -141,7 +143,7 @@ func TestGPUCaptureSafety(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for i := 0; i < 200; i++ {
-		gpuMust(t, g.kit.CaptureBegin(g.stream, CaptureGlobal))
+		gpuMust(t, g.kit.CaptureBegin(g.stream, cudatest.CaptureGlobal))
 		if err := g.pool.RecordBegin(0, g.stream); !errors.Is(err, backend.ErrCapturing) {
 			t.Errorf("RecordBegin during capture: %v", err)
 		}
@@ -169,7 +171,7 @@ func TestGPUCaptureSafety(t *testing.T) {
 // exporter labels series: UUID "GPU-...", pci_bus_id "00000000:19:00.0").
 func TestGPUDeviceIdentity(t *testing.T) {
 	_ = openGPU(t, 4)
-	n, err := DeviceCount()
+	n, err := cuda.DeviceCount()
 	gpuMust(t, err)
 	out, err := exec.Command("nvidia-smi", "--query-gpu=index,uuid,pci.bus_id,name", "--format=csv,noheader").Output()
 	if err != nil {
@@ -177,7 +179,7 @@ func TestGPUDeviceIdentity(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	for dev := 0; dev < n; dev++ {
-		id, err := DeviceIdentity(dev)
+		id, err := cuda.DeviceIdentity(dev)
 		gpuMust(t, err)
 		t.Logf("device %d: %+v", dev, id)
 		// CUDA and nvidia-smi may order devices differently (CUDA_DEVICE_ORDER):

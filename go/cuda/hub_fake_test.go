@@ -12,11 +12,12 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
 // Fault injection end to end: a hub on the CUDA binding and the C++ core,
-// with the fake driver compiled into the core playing the faults. Each test
+// with the fake driver (go/cuda/cudatest) playing the faults. Each test
 // checks what a serving binary would see (the device's state, one log line,
 // the counters balancing) and that the core leaks nothing and destroys no
 // event in flight. The fake is process-wide: none of these runs in
@@ -55,10 +56,10 @@ func (l *lines) count(sub string) int {
 // fakeHub returns a hub at Kernel with kernel spans on every step, on the
 // fake driver, and the opener that installs a pool on device 0 and keeps it
 // in *pool for the test's Force calls.
-func fakeHub(t *testing.T) (*gpuspans.Hub, *cuda.FakeDriver, *lines, func() backend.Opener, **cuda.Pool) {
+func fakeHub(t *testing.T) (*gpuspans.Hub, *cudatest.FakeDriver, *lines, func() backend.Opener, **cuda.Pool) {
 	t.Helper()
-	f := cuda.UseFakeDriverForTesting()
-	t.Cleanup(cuda.UseRealDriverForTesting)
+	f := cudatest.UseFakeDriver()
+	t.Cleanup(cudatest.UseRealDriver)
 	log := &lines{}
 	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: fakeSlots, Logf: log.logf})
 	if err != nil {
@@ -102,7 +103,7 @@ func steps(h *gpuspans.Hub, n int) {
 
 // drainAndCheck uninstalls device 0, lets the fake GPU finish, harvests until
 // the pool is closed, and checks that the core left nothing behind.
-func drainAndCheck(t *testing.T, h *gpuspans.Hub, f *cuda.FakeDriver) {
+func drainAndCheck(t *testing.T, h *gpuspans.Hub, f *cudatest.FakeDriver) {
 	t.Helper()
 	h.Uninstall(0)
 	f.Advance(time.Hour)
@@ -124,16 +125,16 @@ func drainAndCheck(t *testing.T, h *gpuspans.Hub, f *cuda.FakeDriver) {
 func TestHubFakeDriverLoadFaults(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		fault  func(*cuda.FakeDriver)
+		fault  func(*cudatest.FakeDriver)
 		reason string
 		kind   error
 	}{
-		{"no driver library", func(f *cuda.FakeDriver) { f.FailOpen(true) }, "libcuda.so.1", backend.ErrNoDriver},
-		{"missing symbol", func(f *cuda.FakeDriver) { f.DropSymbol("cuEventQuery") }, "cuEventQuery", backend.ErrNoDriver},
-		{"cuInit fails", func(f *cuda.FakeDriver) { f.InitResult(100) }, "CUDA_ERROR_NO_DEVICE", backend.ErrNoDriver},
-		{"pool creation fails at event 1", func(f *cuda.FakeDriver) { f.FailEventCreate(1, 2) }, "event 1 of 36", nil},
-		{"pool creation fails at event 17", func(f *cuda.FakeDriver) { f.FailEventCreate(17, 2) }, "event 17 of 36", nil},
-		{"pool creation fails at the last anchor", func(f *cuda.FakeDriver) { f.FailEventCreate(36, 2) }, "event 36 of 36", nil},
+		{"no driver library", func(f *cudatest.FakeDriver) { f.FailOpen(true) }, "libcuda.so.1", backend.ErrNoDriver},
+		{"missing symbol", func(f *cudatest.FakeDriver) { f.DropSymbol("cuEventQuery") }, "cuEventQuery", backend.ErrNoDriver},
+		{"cuInit fails", func(f *cudatest.FakeDriver) { f.InitResult(100) }, "CUDA_ERROR_NO_DEVICE", backend.ErrNoDriver},
+		{"pool creation fails at event 1", func(f *cudatest.FakeDriver) { f.FailEventCreate(1, 2) }, "event 1 of 36", nil},
+		{"pool creation fails at event 17", func(f *cudatest.FakeDriver) { f.FailEventCreate(17, 2) }, "event 17 of 36", nil},
+		{"pool creation fails at the last anchor", func(f *cudatest.FakeDriver) { f.FailEventCreate(36, 2) }, "event 36 of 36", nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h, f, log, opener, _ := fakeHub(t)
@@ -200,14 +201,14 @@ func TestHubFakeDriverQueryError(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		h.KernelEnd(h.KernelBegin(1, fakeKernel)) // ring positions 0..3 are slots 0..3
 	}
-	f.Force(*pool, 1, true, cuda.FakeElapsed, 400, 1)
-	f.Force(*pool, 2, true, cuda.FakeQuery|cuda.FakeElapsed, 400, -1)
+	f.Force(*pool, 1, true, cudatest.FakeElapsed, 400, 1)
+	f.Force(*pool, 2, true, cudatest.FakeQuery|cudatest.FakeElapsed, 400, -1)
 	h.Harvest()
 	s := balanced(t, h)
 	if c := s.Counters; c.Errored != 2 || c.Landed != 2 || c.InFlight != 0 || c.StickyDisables != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	f.Force(*pool, 2, true, cuda.FakeQuery|cuda.FakeElapsed, 0, 0)
+	f.Force(*pool, 2, true, cudatest.FakeQuery|cudatest.FakeElapsed, 0, 0)
 	drainAndCheck(t, h, f)
 }
 

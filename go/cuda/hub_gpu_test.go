@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -31,7 +32,7 @@ func gpuOnly(t *testing.T) {
 	if os.Getenv("GPUSPANS_GPU") != "1" {
 		t.Skip("set GPUSPANS_GPU=1 to run GPU tests")
 	}
-	cuda.UseRealDriverForTesting()
+	cudatest.UseRealDriver()
 	if err := cuda.Load(); err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +41,7 @@ func gpuOnly(t *testing.T) {
 // engine is one device's share of the test: a kit, a lane stream and a
 // kernel stream.
 type engine struct {
-	kit          *cuda.Kit
+	kit          *cudatest.Kit
 	lane, kernel backend.Stream
 }
 
@@ -48,7 +49,7 @@ func newEngine(t *testing.T, device int) *engine {
 	t.Helper()
 	e := &engine{}
 	var err error
-	if e.kit, err = cuda.NewKit(device); err != nil {
+	if e.kit, err = cudatest.NewKit(device); err != nil {
 		t.Fatal(err)
 	}
 	if e.lane, err = e.kit.NewStream(); err != nil {
@@ -99,7 +100,7 @@ func TestGPUHubEndToEnd(t *testing.T) {
 	if err := h.SetKernelSpanEvery(e2eEvery); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.kit.CaptureBegin(e.kernel, cuda.CaptureGlobal); err != nil {
+	if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {

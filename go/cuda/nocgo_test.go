@@ -1,25 +1,23 @@
 //go:build !cgo
 
-package cuda
+package cuda_test
 
 import (
 	"errors"
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda"
 )
 
 func TestWithoutCgoEverythingReportsNoDriver(t *testing.T) {
-	if err := Load(); !errors.Is(err, backend.ErrNoDriver) {
+	if err := cuda.Load(); !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("Load: %v", err)
 	}
-	if _, err := Open(0, 8); !errors.Is(err, backend.ErrNoDriver) {
+	if _, err := cuda.Open(0, 8); !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("Open: %v", err)
 	}
-	if _, err := Opener(0, 8)(); !errors.Is(err, backend.ErrNoDriver) {
+	if _, err := cuda.Opener(0, 8)(); !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("Opener: %v", err)
-	}
-	if _, err := NewKit(0); !errors.Is(err, backend.ErrNoDriver) {
-		t.Errorf("NewKit: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
@@ -125,12 +126,12 @@ func (s *simGPU) Close() error { return nil }
 // cudaGPU runs the demo on a real GPU through the cuda package's test kit:
 // %globaltimer spin kernels of the chosen durations on a stream of its own.
 type cudaGPU struct {
-	kit       *cuda.Kit
+	kit       *cudatest.Kit
 	device    int
 	stream    backend.Stream
 	capturing bool
-	graph     cuda.Graph
-	exec      cuda.GraphExec
+	graph     cudatest.Graph
+	exec      cudatest.GraphExec
 	closeOnce sync.Once
 }
 
@@ -149,7 +150,7 @@ func NewCUDAGPU(device int) (GPU, error) {
 	if device < 0 || device >= n {
 		return nil, fmt.Errorf("CUDA device %d: the driver sees %d device(s)", device, n)
 	}
-	kit, err := cuda.NewKit(device)
+	kit, err := cudatest.NewKit(device)
 	if err != nil {
 		return nil, err
 	}
@@ -176,7 +177,7 @@ func (c *cudaGPU) BeginCapture() error {
 		return errors.New("cuda: capture already in progress")
 	}
 	runtime.LockOSThread()
-	if err := c.kit.CaptureBegin(c.stream, cuda.CaptureGlobal); err != nil {
+	if err := c.kit.CaptureBegin(c.stream, cudatest.CaptureGlobal); err != nil {
 		runtime.UnlockOSThread()
 		return err
 	}

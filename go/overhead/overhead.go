@@ -23,6 +23,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
@@ -352,7 +353,7 @@ func (nopPool) Harvest(items []backend.HarvestItem) error {
 // gpuRig is what the GPU rows share: the kit, for a stream and the empty
 // kernel, and a pool of the driver floor's own.
 type gpuRig struct {
-	kit    *cuda.Kit
+	kit    *cudatest.Kit
 	stream backend.Stream
 	pool   *cuda.Pool
 }
@@ -361,7 +362,7 @@ func openGPU(device int) (*gpuRig, error) {
 	if err := cuda.Load(); err != nil {
 		return nil, err
 	}
-	kit, err := cuda.NewKit(device)
+	kit, err := cudatest.NewKit(device)
 	if err != nil {
 		return nil, err
 	}

@@ -1,14 +1,19 @@
 //go:build cgo
 
-package cuda
+package cudatest
 
 /*
 #include <stdint.h>
 #include <stdlib.h>
 #include "gpuspans/gpuspans_testing.h"
 
+// The pool comes as an integer (bridge.PoolPtr); the C functions take no
+// action on a null one.
 static inline uint64_t gsgo_pool_event(uintptr_t h, uint32_t slot, int32_t end) {
   return gs_testing_pool_event((const gs_pool*)h, slot, end);
+}
+static inline void gsgo_set_anchor_interval(uintptr_t h, int64_t ns) {
+  gs_pool_set_anchor_interval((gs_pool*)h, ns);
 }
 */
 import "C"
@@ -18,38 +23,45 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/internal/bridge"
 )
 
-// FakeDriver steers the fake CUDA driver compiled into the core. For tests
-// only. Its methods, like the functions below, must not run concurrently
-// with each other, with Load, or with Open; pool calls may run concurrently
-// once the knobs are set. See cuda/include/gpuspans/gpuspans_testing.h for
-// the fake's model: a settable GPU clock, a busy-until time per stream, and
-// events that complete once the clock reaches their timestamp.
+// FakeDriver steers the fake CUDA driver. Its methods, like the functions
+// below, must not run concurrently with each other, with cuda.Load, or with
+// cuda.Open; pool calls may run concurrently once the knobs are set. See
+// cuda/include/gpuspans/gpuspans_testing.h for the fake's model: a settable
+// GPU clock, a busy-until time per stream, and events that complete once
+// the clock reaches their timestamp.
 type FakeDriver struct{}
 
-// UseFakeDriverForTesting resets the fake (clock 0, one device, no knobs,
-// counters zero) and makes the next Load, Open or NewKit use it instead of
-// libcuda.so.1. Close pools made with the previous driver first. For tests
-// only.
-func UseFakeDriverForTesting() *FakeDriver {
+// UseFakeDriver resets the fake (clock 0, one device, no knobs, counters
+// zero) and makes the next cuda.Load, cuda.Open or NewKit use it instead of
+// libcuda.so.1. Close pools made with the previous driver first.
+func UseFakeDriver() *FakeDriver {
 	C.gs_testing_use_fake_driver()
 	return &FakeDriver{}
 }
 
-// UseRealDriverForTesting makes the next Load load libcuda.so.1 again. For
-// tests only.
-func UseRealDriverForTesting() { C.gs_testing_use_real_driver() }
+// UseRealDriver makes the next cuda.Load load libcuda.so.1 again.
+func UseRealDriver() { C.gs_testing_use_real_driver() }
 
-// SetCaptureModeExchangeForTesting turns off (false) or back on the switch to
-// RELAXED capture mode around harvest queries, with any driver, to show in a
-// test what it prevents. For tests only.
-func SetCaptureModeExchangeForTesting(enabled bool) {
+// SetCaptureModeExchange turns off (false) or back on the switch to RELAXED
+// capture mode around harvest queries, with any driver, to show in a test
+// what it prevents.
+func SetCaptureModeExchange(enabled bool) {
 	var v C.int32_t
 	if enabled {
 		v = 1
 	}
 	C.gs_testing_set_capture_mode_exchange(v)
+}
+
+// SetAnchorInterval sets how often p's Harvest re-anchors GPU time to the
+// host clock (default 500 ms; d <= 0 restores it), so a test sees a
+// re-anchor without waiting. Safe from any goroutine.
+func SetAnchorInterval(p *cuda.Pool, d time.Duration) {
+	C.gsgo_set_anchor_interval(C.uintptr_t(bridge.PoolPtr(p)), C.int64_t(d))
 }
 
 // FailOpen makes loading the fake library fail, as dlopen does without a
@@ -97,12 +109,12 @@ func (*FakeDriver) RecordResult(code int32, times int) {
 // Force makes the next times calls of ops on slot's begin (end false) or
 // end event of p return code (times < 0: until a call with times 0).
 // Code 600 (CUDA_ERROR_NOT_READY) holds a span in flight.
-func (*FakeDriver) Force(p *Pool, slot int, end bool, ops FakeOp, code int32, times int) {
+func (*FakeDriver) Force(p *cuda.Pool, slot int, end bool, ops FakeOp, code int32, times int) {
 	var e C.int32_t
 	if end {
 		e = 1
 	}
-	ev := C.gsgo_pool_event(p.h, C.uint32_t(slot), e)
+	ev := C.gsgo_pool_event(C.uintptr_t(bridge.PoolPtr(p)), C.uint32_t(slot), e)
 	C.gs_testing_fake_force(ev, C.int32_t(ops), C.int32_t(code), C.int32_t(times))
 }
 

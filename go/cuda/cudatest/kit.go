@@ -1,8 +1,11 @@
 //go:build cgo
 
-package cuda
+package cudatest
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../../../cuda/include -I${SRCDIR}/../../../third_party/cuda
+#cgo CXXFLAGS: -std=c++17 -I${SRCDIR}/../../../cuda/include -I${SRCDIR}/../../../third_party/cuda
+#cgo LDFLAGS: -ldl -lstdc++
 #include <stdint.h>
 #include "gpuspans/gpuspans_testkit.h"
 */
@@ -14,6 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda/internal/bridge"
 )
 
 // Kit is the GPU test kit: streams, a %globaltimer spin kernel that can
@@ -43,7 +47,7 @@ func NewKit(device int) (*Kit, error) {
 	var k *C.gs_kit
 	var e C.gs_error
 	if C.gs_kit_create(C.int32_t(device), &k, &e) != C.GS_OK {
-		return nil, errorOf("NewKit", &e)
+		return nil, bridge.ErrorOf("NewKit", unsafe.Pointer(&e))
 	}
 	return &Kit{k: k, device: device}, nil
 }
@@ -52,7 +56,7 @@ func NewKit(device int) (*Kit, error) {
 func kitCall(op string, call func(*C.gs_error) C.gs_status) error {
 	var e C.gs_error
 	if call(&e) != C.GS_OK {
-		return errorOf(op, &e)
+		return bridge.ErrorOf(op, unsafe.Pointer(&e))
 	}
 	return nil
 }
