@@ -7,8 +7,9 @@
 // functions are documented in include/gpuspans/hub.h, the header callers
 // include (not the one go build writes).
 //
-// It is the one Go package besides go/cuda that imports "C": exported Go
-// functions can only live in a cgo package main. It adds no C code of its
+// It is the one Go package besides go/cuda (and go/cuda/cudatest, test
+// support) that imports "C": exported Go functions can only live in a cgo
+// package main. It adds no C code of its
 // own beyond the array of state words (words.c), which must be C memory:
 // the header's inline span functions read it without calling into Go.
 //
