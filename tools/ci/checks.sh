@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The checks CI runs besides the test command: generated files current
-# (BUILD files, deps.bzl, protobuf Go code, the amalgamation), formatting,
-# the rule that the serving path and the live page link no protobuf, the
-# span entry points inlining,
+# (BUILD files, deps.bzl, protobuf Go code, the amalgamations), formatting,
+# the rules that the serving path and the live page link no protobuf and
+# that production code links no test code, the span entry points inlining,
 # vet, a cgo-free build, the consumer workspace and the C++ core's tests
 # under the sanitizers. .ci/run runs the race tests and end-to-end tests
 # itself. Needs tools/bootstrap.sh to have run.
@@ -34,7 +34,7 @@ step "buildifier: formatting (all Starlark) and lint (MODULE.bazel)"
 step "protobuf: committed Go code current"
 tools/genproto.sh --check
 
-step "go/cuda/core_amalgamation.cc current with cuda/"
+step "the amalgamations (go/cuda, go/cuda/cudatest) current with cuda/"
 tools/amalgamate.sh --check
 
 step "gofmt"
@@ -52,6 +52,21 @@ for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage; do
     fail "$pkg links protobuf: $(go list -deps "$pkg" | grep -c '^google.golang.org/protobuf') packages"
   fi
 done
+
+step "dependencies: production code links no test code"
+# The fake driver and the GPU test kit are go/cuda/cudatest's, for tests,
+# benchmarks and the demo; a serving binary must not carry them.
+for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage ./go/export/...; do
+  deps="$(go list -deps "$pkg")"
+  if grep -qx 'github.com/gpuspans/gpuspans/go/cuda/cudatest' <<<"$deps"; then
+    fail "$pkg links go/cuda/cudatest"
+  fi
+done
+if grep -nE '(fake_driver|testkit)\.cc' go/cuda/core_amalgamation.cc; then
+  fail "go/cuda/core_amalgamation.cc compiles test code into go/cuda"
+fi
+testdeps="$(bazel query 'deps(//go/cuda) intersect (//cuda:core_testing + //cuda:testkit)')"
+[[ -z "$testdeps" ]] || fail "//go/cuda depends on test code: $testdeps"
 
 step "inlining: the span entry points inline into the caller"
 # The disabled path is one check of an atomic word only if the entry point
