@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 4e92ceb3267cd66b3cd60551175aa332dee92606be34f1a8a38958184ff78f22
+// sees only this file, rebuilds when they change: 177fe479f8a33cf832417ca8e25095e8b599954b8b638e0042f63197bc939be6
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/testkit.cc"
