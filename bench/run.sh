@@ -73,7 +73,7 @@ done
 step driver_bench 45 "$BIN/driver_bench" --json "$RAW/driver_bench.json"
 # Each section in its own process; its soft budget is 70% of its limit, so
 # a slow one stops early with what it has rather than be killed.
-for s in overhead:75 disabled:30 accuracy:30 safety:45 harvestwait:20 ceiling:30 multigpu:30; do
+for s in overhead:75 disabled:30 accuracy:30 safety:45 harvestwait:20 harvest:45 ceiling:30 multigpu:30; do
   name=${s%%:*} limit=${s##*:}
   step "go-$name" "$limit" "$BIN/gpubench" -section "$name" -out "$RAW" -budget "$((limit * 7 / 10))s" "${GOFLAGS_EXTRA[@]}"
 done

@@ -46,6 +46,7 @@ var sections = []section{
 	{"multigpu", "one hub, a pool per GPU, spans carry the right device", runMultiGPU},
 	{"ceiling", "span rate with the default pool until slot_busy drops start", runCeiling},
 	{"harvestwait", "BeginStep while a 50 ms kernel runs with spans queued behind it", runHarvestWait},
+	{"harvest", "landing in Go against the C core, BeginStep with a background harvester, a free-running loop", runHarvest},
 }
 
 // env is what every section gets.

@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// --- harvest ----------------------------------------------------------------
+//
+// What a harvest costs the serving thread: landing in Go against the C
+// core's batched harvest of the same spans, BeginStep with and without the
+// background harvester, and a free-running loop (no sync, the CPU ahead of
+// the GPU) whose raw reference driver_bench measures in the same run.
+
+type landingRow struct {
+	Starts      string  `json:"starts"` // "off" or "on": spans placed on the host clock
+	Spans       int     `json:"spans"`  // done spans per harvest
+	Repeats     int     `json:"repeats"`
+	CNsPerSpan  float64 `json:"c_ns_per_span"`  // cuda.Pool.Harvest: the C core's batched harvest, median
+	GoNsPerSpan float64 `json:"go_ns_per_span"` // Hub.Harvest landing as many spans, median
+	Ratio       float64 `json:"ratio"`          // go / c
+	Target      float64 `json:"target"`
+}
+
+type beginStepRow struct {
+	Harvester string  `json:"harvester"` // "inline" (BeginStep harvests) or "background" (RunHarvester, 1 ms)
+	Steps     int     `json:"steps"`
+	Spans     int     `json:"kernel_spans_per_step"`
+	P50Ns     float64 `json:"begin_step_p50_ns"`
+	P99Ns     float64 `json:"begin_step_p99_ns"`
+	MaxNs     float64 `json:"begin_step_max_ns"`
+	Landed    uint64  `json:"landed"`
+	Begun     uint64  `json:"begun"`
+	Dropped   uint64  `json:"dropped"`
+	Balanced  bool    `json:"balanced"` // begun == landed + dropped + errored + in flight, after settling
+}
+
+type freeRunRow struct {
+	Variant        string    `json:"variant"` // none, off, kernel, kernel_background
+	StepNsMedian   float64   `json:"step_ns_median"`
+	StepNsReps     []float64 `json:"step_ns_reps"`
+	AddedNs        float64   `json:"added_ns"`              // over none
+	HarvestNsStep  float64   `json:"harvest_ns_per_step"`   // Counters.HarvestTime per step (on the harvester's thread for background)
+	LandedPerStep  float64   `json:"landed_per_step"`       //
+	InFlightAtEnd  uint64    `json:"in_flight_at_loop_end"` // how far the GPU was behind
+	DroppedPerStep float64   `json:"dropped_per_step"`      //
+	Harvests       uint64    `json:"harvests"`              //
+	Skipped        uint64    `json:"harvests_skipped"`      //
+	StartTimes     bool      `json:"start_times,omitempty"` // any landed span was placed
+}
+
+type harvestResult struct {
+	Landing        []landingRow   `json:"landing"`
+	LandingMethod  string         `json:"landing_method"`
+	BeginStep      []beginStepRow `json:"begin_step"`
+	BeginMethod    string         `json:"begin_step_method"`
+	FreeRun        []freeRunRow   `json:"free_run"`
+	FreeRunMethod  string         `json:"free_run_method"`
+	FreeRunSteps   int            `json:"free_run_steps"`
+	FreeRunKernels int            `json:"free_run_kernel_spans_per_step"`
+	Truncated      bool           `json:"truncated,omitempty"`
+}
+
+func runHarvest(e *env) (interface{}, string, error) {
+	g, r, release, err := e.openRig(1)
+	if err != nil {
+		return nil, "", err
+	}
+	defer release()
+	res := &harvestResult{
+		LandingMethod: "per repeat: N empty kernels in spans on one stream, synced, then one timed harvest of the N done spans: " +
+			"cuda.Pool.Harvest (the C core's batched gs_pool_harvest, one cgo call) against Hub.Harvest (scan, the same C " +
+			"harvest, landing in aggregates and the recent ring); C and Go repeats interleaved, medians",
+		BeginMethod: "per step: BeginStep (timed), lane span around 512 kernel spans of empty kernels, no sync; every step " +
+			"armed; inline: BeginStep lands the previous step's spans; background: Hub.RunHarvester every 1 ms on its own goroutine",
+		FreeRunMethod: "per step: BeginStep, lane span on the lane stream around 16 kernel spans of empty kernels on the " +
+			"kernel stream, no sync (the CPU runs ahead of the GPU as in a busy engine); host time per step, median of " +
+			"interleaved repeats; none: the launches alone; start times on demand (no reader)",
+	}
+	for _, on := range []bool{false, true} {
+		row, err := measureLanding(e, g, r, on)
+		if err != nil {
+			return res, "", fmt.Errorf("landing, start times %v: %w", on, err)
+		}
+		res.Landing = append(res.Landing, row)
+	}
+	for _, bg := range []bool{false, true} {
+		if e.late() {
+			res.Truncated = true
+			return res, "", nil
+		}
+		row, err := measureBeginStep(e, g, r, bg)
+		if err != nil {
+			return res, "", fmt.Errorf("begin step, background %v: %w", bg, err)
+		}
+		res.BeginStep = append(res.BeginStep, row)
+	}
+	if e.late() {
+		res.Truncated = true
+		return res, "", nil
+	}
+	res.FreeRunSteps, res.FreeRunKernels = e.scale(3000, 50), 16
+	rows, err := measureFreeRun(e, g, r, res.FreeRunSteps, res.FreeRunKernels)
+	res.FreeRun = rows
+	if err != nil {
+		return res, "", fmt.Errorf("free run: %w", err)
+	}
+	return res, "", nil
+}
+
+// harvestHub is newHub with the start-time option given (always or never
+// for the landing rows, on demand, the default, elsewhere) and the level:
+// a hub created below Kernel opens no pool, so BeginStep stays one check.
+func harvestHub(r *rig, starts string, level gpuspans.Level) (*gpuspans.Hub, error) {
+	o := gpuspans.Options{Lanes: []string{"decode"}, Level: level, KernelSpanEvery: 1, Logf: logf}
+	switch starts {
+	case "on":
+		o.AlwaysStartTimes = true
+	case "off":
+		o.NoStartTimes = true
+	}
+	h, err := gpuspans.New(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.RegisterKernel(kEmpty, "empty"); err != nil {
+		return nil, err
+	}
+	if err := h.Install(0, r.lane, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
+		return nil, err
+	}
+	h.BeginStep() // opens the pool at Kernel; below, none opens
+	settle(h, r)
+	return h, nil
+}
+
+func measureLanding(e *env, g gpu, r *rig, startsOn bool) (landingRow, error) {
+	const n = 512
+	starts, target := "off", 1.3
+	if startsOn {
+		starts, target = "on", 2.0
+	}
+	row := landingRow{Starts: starts, Spans: n, Repeats: e.scale(21, 3), Target: target}
+	h, err := harvestHub(r, starts, gpuspans.LevelKernel)
+	if err != nil {
+		return row, err
+	}
+	defer closeHub(h, r)
+	pool, err := cuda.Open(0, n)
+	if err != nil {
+		return row, err
+	}
+	defer func() {
+		_ = r.syncAll()
+		items := make([]backend.HarvestItem, n)
+		for i := range items {
+			items[i].Slot = uint32(i)
+		}
+		_ = pool.Harvest(items)
+		_ = pool.Close()
+	}()
+	k := r.streams[0]
+	items := make([]backend.HarvestItem, n)
+	var cNs, goNs []float64
+	for rep := 0; rep < row.Repeats+1; rep++ { // the first is a warm-up
+		for i := 0; i < n; i++ {
+			r.fail("pool record", pool.RecordBegin(i, k))
+			r.fail("launch", g.Empty(k))
+			r.fail("pool record", pool.RecordEnd(i, k))
+		}
+		if err := r.syncAll(); err != nil {
+			return row, err
+		}
+		for i := range items {
+			items[i] = backend.HarvestItem{Slot: uint32(i)}
+			if startsOn {
+				items[i].WantStart = 1
+			}
+		}
+		t0 := time.Now()
+		err := pool.Harvest(items)
+		dc := time.Since(t0)
+		if err != nil {
+			return row, err
+		}
+		for i := range items {
+			if items[i].State != backend.Done {
+				return row, fmt.Errorf("C harvest: slot %d %v after a sync", i, items[i].State)
+			}
+		}
+
+		before := h.Snapshot().Counters.Landed
+		for i := 0; i < n; i++ {
+			sp := h.KernelBegin(kEmpty, k)
+			r.fail("launch", g.Empty(k))
+			h.KernelEnd(sp)
+		}
+		if err := r.syncAll(); err != nil {
+			return row, err
+		}
+		t0 = time.Now()
+		h.Harvest()
+		dg := time.Since(t0)
+		if got := h.Snapshot().Counters.Landed - before; got != n {
+			return row, fmt.Errorf("Go harvest landed %d of %d done spans", got, n)
+		}
+		if err := r.firstErr(); err != nil {
+			return row, err
+		}
+		if rep > 0 {
+			cNs = append(cNs, ns(dc)/n)
+			goNs = append(goNs, ns(dg)/n)
+		}
+	}
+	row.CNsPerSpan, row.GoNsPerSpan = median(cNs), median(goNs)
+	row.Ratio = div(row.GoNsPerSpan, row.CNsPerSpan)
+	return row, nil
+}
+
+func measureBeginStep(e *env, g gpu, r *rig, background bool) (beginStepRow, error) {
+	const spans = 512
+	row := beginStepRow{Harvester: "inline", Steps: e.scale(400, 6), Spans: spans}
+	h, err := harvestHub(r, "", gpuspans.LevelKernel)
+	if err != nil {
+		return row, err
+	}
+	var wg sync.WaitGroup
+	stop := func() {}
+	if background {
+		row.Harvester = "background"
+		ctx, cancel := context.WithCancel(context.Background())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = h.RunHarvester(ctx, time.Millisecond)
+		}()
+		stop = func() { cancel(); wg.Wait() }
+	}
+	k := r.streams[0]
+	took := make([]float64, 0, row.Steps)
+	for i := 0; i < row.Steps; i++ {
+		t0 := time.Now()
+		h.BeginStep()
+		took = append(took, ns(time.Since(t0)))
+		h.LaneBegin(0)
+		for j := 0; j < spans; j++ {
+			sp := h.KernelBegin(kEmpty, k)
+			r.fail("launch", g.Empty(k))
+			h.KernelEnd(sp)
+		}
+		h.LaneEnd(0)
+	}
+	stop()
+	s := settle(h, r)
+	closeHub(h, r)
+	if err := r.firstErr(); err != nil {
+		return row, err
+	}
+	took = took[1:] // the first step's BeginStep has nothing to land
+	row.P50Ns, row.P99Ns, row.MaxNs = quantile(took, 0.5), quantile(took, 0.99), maxOf(took)
+	c := s.Counters
+	row.Begun, row.Landed, row.Dropped = c.Begun, c.Landed, c.DroppedTotal()
+	row.Balanced = c.Begun == c.Landed+c.DroppedTotal()+c.Errored+c.InFlight
+	if !row.Balanced {
+		return row, fmt.Errorf("accounting: %+v", c)
+	}
+	return row, nil
+}
+
+// freeVariant is one variant of the free-running loop and its hub.
+type freeVariant struct {
+	name  string
+	h     *gpuspans.Hub // nil: launches only
+	level gpuspans.Level
+	bg    bool
+	reps  []float64
+	c0    gpuspans.Counters
+	steps int
+}
+
+func measureFreeRun(e *env, g gpu, r *rig, steps, kernels int) ([]freeRunRow, error) {
+	k := r.streams[0]
+	variants := []*freeVariant{{name: "none"}, {name: "off", level: gpuspans.LevelOff},
+		{name: "kernel", level: gpuspans.LevelKernel}, {name: "kernel_background", level: gpuspans.LevelKernel, bg: true}}
+	for _, v := range variants[1:] {
+		h, err := harvestHub(r, "", v.level)
+		if err != nil {
+			return nil, err
+		}
+		defer closeHub(h, r)
+		v.h = h
+	}
+	loop := func(v *freeVariant, n int) float64 {
+		var stop func()
+		if v.bg {
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = v.h.RunHarvester(ctx, time.Millisecond)
+			}()
+			stop = func() { cancel(); wg.Wait() }
+		}
+		h := v.h
+		t0 := time.Now()
+		for i := 0; i < n; i++ {
+			if h == nil {
+				for j := 0; j < kernels; j++ {
+					r.fail("launch", g.Empty(k))
+				}
+				continue
+			}
+			h.BeginStep()
+			h.LaneBegin(0)
+			for j := 0; j < kernels; j++ {
+				sp := h.KernelBegin(kEmpty, k)
+				r.fail("launch", g.Empty(k))
+				h.KernelEnd(sp)
+			}
+			h.LaneEnd(0)
+		}
+		d := ns(time.Since(t0)) / float64(n)
+		if stop != nil {
+			stop()
+		}
+		return d
+	}
+	for _, v := range variants { // warm up
+		loop(v, steps/10+1)
+		_ = r.syncAll()
+		if v.h != nil {
+			settle(v.h, r)
+			v.c0 = v.h.Snapshot().Counters
+		}
+	}
+	inFlight := map[string]uint64{}
+	for rep := 0; rep < e.scale(5, 2); rep++ {
+		for _, v := range variants {
+			v.reps = append(v.reps, loop(v, steps))
+			v.steps += steps
+			if v.h != nil {
+				inFlight[v.name] = max(inFlight[v.name], v.h.Snapshot().Counters.InFlight)
+			}
+			if err := r.syncAll(); err != nil {
+				return nil, err
+			}
+			if v.h != nil {
+				settle(v.h, r)
+			}
+		}
+		if e.late() {
+			break
+		}
+	}
+	if err := r.firstErr(); err != nil {
+		return nil, err
+	}
+	none := median(variants[0].reps)
+	var rows []freeRunRow
+	for _, v := range variants {
+		row := freeRunRow{Variant: v.name, StepNsMedian: median(v.reps), StepNsReps: v.reps}
+		row.AddedNs = row.StepNsMedian - none
+		if v.h != nil {
+			c := v.h.Snapshot().Counters
+			n := float64(v.steps)
+			row.HarvestNsStep = ns(c.HarvestTime-v.c0.HarvestTime) / n
+			row.LandedPerStep = float64(c.Landed-v.c0.Landed) / n
+			row.DroppedPerStep = float64(c.DroppedTotal()-v.c0.DroppedTotal()) / n
+			row.Harvests, row.Skipped = c.Harvests-v.c0.Harvests, c.HarvestsSkipped-v.c0.HarvestsSkipped
+			row.InFlightAtEnd = inFlight[v.name]
+			for _, sp := range v.h.RecentSpans(0, nil) {
+				if sp.StartNs != 0 {
+					row.StartTimes = true
+					break
+				}
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
