@@ -20,7 +20,7 @@ TARGET_SPAN_RATIO = 1.15  # the Go path per span, harvest included, against the 
 TARGET_ACCURACY_NS = 2000  # at spans of 100 us and more
 TARGET_HARVEST_MAX_NS = 1e6  # BeginStep while a 50 ms kernel runs: a wait would cost ~50 ms
 
-GO_SECTIONS = ["overhead", "disabled", "accuracy", "safety", "multigpu", "ceiling", "harvestwait"]
+GO_SECTIONS = ["overhead", "disabled", "accuracy", "safety", "multigpu", "ceiling", "harvestwait", "harvest"]
 
 
 def load_json(path):
@@ -79,6 +79,13 @@ def ratio(a, b):
 
 def rx(r):
     return "-" if r is None else "%.2fx" % r
+
+
+def against(r, target):
+    """The verdict of ratio r against a target ratio."""
+    if r <= target:
+        return "met: %.2fx <= %.2gx" % (r, target)
+    return "missed by %.0f%%: %.2fx > %.2gx" % ((r / target - 1) * 100, r, target)
 
 
 def cell(s):
@@ -385,6 +392,55 @@ class Report:
                 res.get("kernel", ""), res["in_flight_during"], res["landed_during"], res["landed_after_sync"],
                 ", ".join(ns(x) for x in res.get("begin_step_top3_ns") or [])))
 
+    def harvest_rows(self):
+        res = self.go_result("harvest", "Harvest cost (gpubench harvest)")
+        if res is None:
+            return
+        for row in res.get("landing", []):
+            r, t = row["ratio"], row["target"]
+            self.add("Landing in Go per span, start times %s: Hub.Harvest of %d done spans" % (row["starts"], row["spans"]),
+                     ns(row["go_ns_per_span"]), "C core batched harvest %s" % ns(row["c_ns_per_span"]), r,
+                     against(r, t),
+                     "median of %d interleaved repeats, one harvest each" % row["repeats"])
+        for row in res.get("begin_step", []):
+            bg = row["harvester"] == "background"
+            verdict = "info"
+            if bg:
+                verdict = ("met: p99 %s <= 5 us" if row["begin_step_p99_ns"] <= 5000 else "missed: p99 %s > 5 us") % ns(
+                    row["begin_step_p99_ns"])
+            self.add("BeginStep on an armed step with %d kernel spans, harvest %s" % (row["kernel_spans_per_step"], row["harvester"]),
+                     "p50 %s, p99 %s, max %s" % (ns(row["begin_step_p50_ns"]), ns(row["begin_step_p99_ns"]), ns(row["begin_step_max_ns"])),
+                     "p99 <= 5 us" if bg else "-", ratio(row["begin_step_p99_ns"], 5000) if bg else None, verdict,
+                     "%d steps; landed %d of %d begun, dropped %d; accounting %s" % (
+                         row["steps"], row["landed"], row["begun"], row["dropped"], "holds" if row["balanced"] else "BROKEN"))
+        free = {r["variant"]: r for r in res.get("free_run", [])}
+        fr = (self.db or {}).get("freerun") if not self.failure("driver_bench", self.db, self.db_err) else None
+        for name in ("kernel", "kernel_background"):
+            row = free.get(name)
+            if not row:
+                continue
+            what = "Free-running loop (%d kernel spans + 1 lane span per step, no sync), level Kernel, harvest %s: host time added per step" % (
+                res.get("free_run_kernel_spans_per_step", 0), "in BeginStep" if name == "kernel" else "in the background")
+            notes = "hub %s/step against launches alone %s; harvest %s/step%s, %.1f spans landed/step, up to %d in flight, %.2f dropped/step; start times %s" % (
+                ns(row["step_ns_median"]), ns(free["none"]["step_ns_median"]), ns(row["harvest_ns_per_step"]),
+                " (on the harvester's goroutine)" if name != "kernel" else "", row["landed_per_step"], row["in_flight_at_loop_end"],
+                row["dropped_per_step"], "placed" if row.get("start_times") else "not placed (no reader)")
+            if not fr or fr.get("raw_step_ns", 0) <= fr.get("none_step_ns", 0):
+                self.add(what, ns(row["added_ns"]), "no raw reference", "-", "FAILED: driver_bench has no freerun result", notes)
+                continue
+            raw = fr["raw_step_ns"] - fr["none_step_ns"]
+            r = row["added_ns"] / raw
+            notes += "; raw (driver_bench, same run): records + query/elapsed of landed spans %s/step over launches alone %s, %.1f landed/step" % (
+                ns(fr["raw_step_ns"]), ns(fr["none_step_ns"]), fr.get("landed_per_step", 0))
+            self.add(what, ns(row["added_ns"]), "raw records + raw harvest add %s" % ns(raw), r,
+                     against(r, 1.3), notes)
+        off = free.get("off")
+        if off:
+            self.add("Free-running loop, level Off: host time added per step", ns(off["added_ns"]), "launches alone %s" % ns(
+                free["none"]["step_ns_median"]), None, "info", "the span calls at Off: one check each")
+        if res.get("truncated"):
+            self.add("Harvest cost: section stopped early (time budget)", verdict="info")
+
     # --- peers --------------------------------------------------------------
 
     def peers_rows(self):
@@ -436,7 +492,7 @@ class Report:
 
     def build(self):
         for f in (self.floor_rows, self.overhead_rows, self.peers_rows, self.disabled_rows, self.accuracy_rows,
-                  self.safety_rows, self.multigpu_rows, self.ceiling_rows, self.harvestwait_rows):
+                  self.safety_rows, self.multigpu_rows, self.ceiling_rows, self.harvestwait_rows, self.harvest_rows):
             try:
                 f()
             except Exception as e:  # noqa: BLE001: one broken part must not hide the others
