@@ -401,7 +401,8 @@ class Report:
             self.add("Landing in Go per span, start times %s: Hub.Harvest of %d done spans" % (row["starts"], row["spans"]),
                      ns(row["go_ns_per_span"]), "C core batched harvest %s" % ns(row["c_ns_per_span"]), r,
                      against(r, t),
-                     "median of %d interleaved repeats, one harvest each" % row["repeats"])
+                     "median of %d interleaved repeats, one harvest each%s" % (row["repeats"], (
+                         "; the C core with start times: %s" % ns(row["c_ns_per_span_starts"])) if row.get("c_ns_per_span_starts") else ""))
         for row in res.get("begin_step", []):
             bg = row["harvester"] == "background"
             verdict = "info"
