@@ -24,9 +24,9 @@ import (
 	"github.com/gpuspans/gpuspans/go/control"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/debugpage"
-	"github.com/gpuspans/gpuspans/go/demo"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/demo"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 

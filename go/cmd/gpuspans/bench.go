@@ -5,7 +5,7 @@ import (
 	"io"
 	"runtime"
 
-	"github.com/gpuspans/gpuspans/go/overhead"
+	"github.com/gpuspans/gpuspans/go/internal/overhead"
 )
 
 const benchDescription = `Measures what gpuspans costs on this machine with Go's testing.Benchmark:

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/control"
-	"github.com/gpuspans/gpuspans/go/demo"
+	"github.com/gpuspans/gpuspans/go/internal/demo"
 )
 
 const demoDescription = `Runs a small serving engine loop with gpuspans at level kernel, as a serving

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/export/outfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
-	"github.com/gpuspans/gpuspans/go/summary"
+	"github.com/gpuspans/gpuspans/go/internal/summary"
 )
 
 const traceDescription = `Converts a span file (written by "gpuspans demo --spans" or any program

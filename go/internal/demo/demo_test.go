@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/summary"
+	"github.com/gpuspans/gpuspans/go/internal/summary"
 )
 
 // fastConfig is a demo on the simulator that runs steps back to back with

@@ -44,7 +44,7 @@ type request struct {
 func newRequests(exp *otlp.Exporter, n int, seed int64) *requests {
 	return &requests{
 		exp:    exp,
-		tracer: exp.TracerProvider().Tracer("github.com/gpuspans/gpuspans/go/demo"),
+		tracer: exp.TracerProvider().Tracer("github.com/gpuspans/gpuspans/go/internal/demo"),
 		rng:    rand.New(rand.NewSource(seed)),
 		live:   make([]request, 0, n),
 		links:  make([]trace.SpanContext, 0, n),

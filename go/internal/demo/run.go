@@ -29,7 +29,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/summary"
+	"github.com/gpuspans/gpuspans/go/internal/summary"
 )
 
 // Config configures Run: a plain value, which Run copies. DefaultConfig
