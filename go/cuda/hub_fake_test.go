@@ -4,9 +4,7 @@ package cuda_test
 
 import (
 	"errors"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +12,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
 
 // Fault injection end to end: a hub on the CUDA binding and the C++ core,
@@ -29,39 +28,15 @@ const (
 	fakeSlots                 = 16
 )
 
-// lines collects a hub's log lines.
-type lines struct {
-	mu sync.Mutex
-	l  []string
-}
-
-func (l *lines) logf(format string, args ...interface{}) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.l = append(l.l, fmt.Sprintf(format, args...))
-}
-
-func (l *lines) count(sub string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.l {
-		if strings.Contains(s, sub) {
-			n++
-		}
-	}
-	return n
-}
-
 // fakeHub returns a hub at Kernel with kernel spans on every step, on the
 // fake driver, and the opener that installs a pool on device 0 and keeps it
 // in *pool for the test's Force calls.
-func fakeHub(t *testing.T) (*gpuspans.Hub, *cudatest.FakeDriver, *lines, func() backend.Opener, **cuda.Pool) {
+func fakeHub(t *testing.T) (*gpuspans.Hub, *cudatest.FakeDriver, *gpuspanstest.Log, func() backend.Opener, **cuda.Pool) {
 	t.Helper()
 	f := cudatest.UseFakeDriver()
 	t.Cleanup(cudatest.UseRealDriver)
-	log := &lines{}
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: fakeSlots, Logf: log.logf})
+	log := new(gpuspanstest.Log)
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: fakeSlots, Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,18 +52,6 @@ func fakeHub(t *testing.T) (*gpuspans.Hub, *cudatest.FakeDriver, *lines, func() 
 		}
 	}
 	return h, f, log, opener, &pool
-}
-
-// balanced fails t unless every begun span is accounted for, and returns
-// the snapshot.
-func balanced(t *testing.T, h *gpuspans.Hub) gpuspans.Snapshot {
-	t.Helper()
-	s := h.Snapshot()
-	c := &s.Counters
-	if c.Begun != c.Landed+c.DroppedTotal()+c.InFlight+c.Errored {
-		t.Fatalf("begun %d != landed %d + dropped %v + in flight %d + errored %d", c.Begun, c.Landed, c.Dropped, c.InFlight, c.Errored)
-	}
-	return s
 }
 
 // steps runs n engine steps with a lane span and a kernel span each.
@@ -110,7 +73,7 @@ func drainAndCheck(t *testing.T, h *gpuspans.Hub, f *cudatest.FakeDriver) {
 	for i := 0; i < 3; i++ {
 		h.Harvest()
 	}
-	if s := balanced(t, h); len(s.Devices) != 0 {
+	if s := gpuspanstest.Snapshot(t, h); len(s.Devices) != 0 {
 		t.Errorf("devices left after draining: %+v", s.Devices)
 	}
 	c := f.Counters()
@@ -143,7 +106,7 @@ func TestHubFakeDriverLoadFaults(t *testing.T) {
 				t.Fatal(err)
 			}
 			steps(h, 20)
-			s := balanced(t, h)
+			s := gpuspanstest.Snapshot(t, h)
 			d := s.Devices[0]
 			if d.State != gpuspans.DeviceFailed || d.Err == nil || !strings.Contains(d.Err.Error(), c.reason) {
 				t.Fatalf("device %+v; want failed naming %q", d, c.reason)
@@ -154,8 +117,8 @@ func TestHubFakeDriverLoadFaults(t *testing.T) {
 			if s.Counters.InstallFailures != 1 || s.Counters.Begun != 0 || s.Step != 20 {
 				t.Errorf("counters %+v step %d", s.Counters, s.Step)
 			}
-			if n := log.count("GPU spans off on device 0"); n != 1 {
-				t.Errorf("logged %d times: %q", n, log.l)
+			if n := log.Count("GPU spans off on device 0"); n != 1 {
+				t.Errorf("logged %d times: %q", n, log.Lines())
 			}
 			drainAndCheck(t, h, f)
 		})
@@ -177,15 +140,15 @@ func TestHubFakeDriverRecordFailsMidSpan(t *testing.T) {
 	}
 	steps(h, 2*fakeSlots) // every slot, the failed ones included, is used again
 	h.Harvest()
-	s := balanced(t, h)
+	s := gpuspanstest.Snapshot(t, h)
 	if c := s.Counters; c.Errored != 3 || c.Landed != 2*2*fakeSlots || c.DroppedTotal() != 0 || c.InFlight != 0 {
 		t.Errorf("counters %+v", c)
 	}
 	if s.Devices[0].State != gpuspans.DeviceOpen {
 		t.Errorf("device %+v", s.Devices[0])
 	}
-	if n := log.count("span error on device 0"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.l)
+	if n := log.Count("span error on device 0"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 	drainAndCheck(t, h, f)
 }
@@ -204,7 +167,7 @@ func TestHubFakeDriverQueryError(t *testing.T) {
 	f.Force(*pool, 1, true, cudatest.FakeElapsed, 400, 1)
 	f.Force(*pool, 2, true, cudatest.FakeQuery|cudatest.FakeElapsed, 400, -1)
 	h.Harvest()
-	s := balanced(t, h)
+	s := gpuspanstest.Snapshot(t, h)
 	if c := s.Counters; c.Errored != 2 || c.Landed != 2 || c.InFlight != 0 || c.StickyDisables != 0 {
 		t.Errorf("counters %+v", c)
 	}
@@ -234,7 +197,7 @@ func TestHubFakeDriverSticky(t *testing.T) {
 	if got := f.Counters().DriverCalls - calls; got != 0 {
 		t.Errorf("%d driver calls after the sticky error", got)
 	}
-	s := balanced(t, h)
+	s := gpuspanstest.Snapshot(t, h)
 	d := s.Devices[0]
 	if d.State != gpuspans.DeviceDead || !errors.Is(d.Err, backend.ErrSticky) || !strings.Contains(d.Err.Error(), "700") {
 		t.Fatalf("device %+v", d)
@@ -245,8 +208,8 @@ func TestHubFakeDriverSticky(t *testing.T) {
 	if c := s.Counters; c.StickyDisables != 1 || c.Errored != 3 || c.Landed != 10 || c.InFlight != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	if n := log.count("until it is installed again"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.l)
+	if n := log.Count("until it is installed again"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 	// Installed again (after, say, a device reset: the fake's context is
 	// good again). The dead pool is released without queries.
@@ -261,7 +224,7 @@ func TestHubFakeDriverSticky(t *testing.T) {
 	steps(h, 5)
 	f.Advance(time.Hour)
 	h.Harvest()
-	s = balanced(t, h)
+	s = gpuspanstest.Snapshot(t, h)
 	if len(s.Devices) != 1 || s.Devices[0].State != gpuspans.DeviceOpen || s.Counters.Landed != 20 {
 		t.Errorf("after re-install: devices %+v counters %+v", s.Devices, s.Counters)
 	}
@@ -306,7 +269,7 @@ func TestHubFakeDriverReinstallWhileInFlight(t *testing.T) {
 	if c.LiveEvents != perPool || c.DestroysInFlight != 0 {
 		t.Errorf("after the old spans completed: %+v", c)
 	}
-	s := balanced(t, h)
+	s := gpuspanstest.Snapshot(t, h)
 	if len(s.Devices) != 1 || s.Devices[0].State != gpuspans.DeviceOpen {
 		t.Errorf("devices %+v", s.Devices)
 	}
@@ -315,7 +278,7 @@ func TestHubFakeDriverReinstallWhileInFlight(t *testing.T) {
 		t.Errorf("counters %+v", c)
 	}
 	h.KernelEnd(open) // stale now: counted, no call
-	if c := balanced(t, h).Counters; c.BadEnd != 1 {
+	if c := gpuspanstest.Snapshot(t, h).Counters; c.BadEnd != 1 {
 		t.Errorf("counters %+v", c)
 	}
 	drainAndCheck(t, h, f)

@@ -1,9 +1,6 @@
 package gpuspans
 
 import (
-	"fmt"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,29 +9,21 @@ import (
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
-// logSink collects a hub's log lines.
-type logSink struct {
-	mu    sync.Mutex
-	lines []string
-}
+// The helpers of package gpuspanstest, which package gpuspans's own tests
+// cannot import (it imports gpuspans): gpuspanstest_test.go, an external
+// test file, sets them before any test runs.
+var (
+	// CheckBalance is gpuspanstest.CheckAccounting.
+	CheckBalance func(t testing.TB, s *Snapshot)
+	// NewLog returns a new gpuspanstest.Log.
+	NewLog func() Log
+)
 
-func (l *logSink) logf(format string, args ...interface{}) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-}
-
-// count returns how many lines contain sub.
-func (l *logSink) count(sub string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, line := range l.lines {
-		if strings.Contains(line, sub) {
-			n++
-		}
-	}
-	return n
+// Log is the part of gpuspanstest.Log the tests use.
+type Log interface {
+	Logf(format string, args ...interface{})
+	Count(sub string) int
+	Lines() []string
 }
 
 // newHub returns a hub with o, logging to t unless o.Logf is set.
@@ -80,35 +69,10 @@ const (
 	kernelStream backend.Stream = 0x200
 )
 
-// checkBalance fails t unless every begun span is accounted for exactly.
-func checkBalance(t testing.TB, s *Snapshot) {
-	t.Helper()
-	c := &s.Counters
-	if sum := c.Landed + c.DroppedTotal() + c.InFlight + c.Errored; c.Begun != sum {
-		t.Fatalf("begun %d != landed %d + dropped %v + in flight %d + errored %d = %d",
-			c.Begun, c.Landed, c.Dropped, c.InFlight, c.Errored, sum)
-	}
-	// Per device: the same identity, and the devices add up to the totals.
-	var all DeviceCounters
-	for _, d := range s.PerDevice {
-		if sum := d.Landed + d.DroppedTotal() + d.InFlight + d.Errored; d.Begun != sum {
-			t.Fatalf("device %d: begun %d != landed %d + dropped %v + in flight %d + errored %d = %d",
-				d.Device, d.Begun, d.Landed, d.Dropped, d.InFlight, d.Errored, sum)
-		}
-		all.Begun, all.Landed, all.Errored, all.InFlight = all.Begun+d.Begun, all.Landed+d.Landed, all.Errored+d.Errored, all.InFlight+d.InFlight
-		for i := range all.Dropped {
-			all.Dropped[i] += d.Dropped[i]
-		}
-	}
-	if all.Begun != c.Begun || all.Landed != c.Landed || all.Errored != c.Errored || all.InFlight != c.InFlight || all.Dropped != c.Dropped {
-		t.Fatalf("devices add up to %+v, totals are %+v", all, *c)
-	}
-}
-
 func snap(t testing.TB, h *Hub) Snapshot {
 	t.Helper()
 	s := h.Snapshot()
-	checkBalance(t, &s)
+	CheckBalance(t, &s)
 	return s
 }
 

@@ -117,8 +117,8 @@ func TestReplacePendingNeverOpens(t *testing.T) {
 }
 
 func TestOpenerError(t *testing.T) {
-	var log logSink
-	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.logf})
+	log := NewLog()
+	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
 	f := newFake(t, fake.Options{OpenErr: fmt.Errorf("dlopen libcuda.so.1: %w", backend.ErrNoDriver)})
 	if err := h.Install(0, laneStream, f.Opener()); err != nil {
 		t.Fatal(err)
@@ -127,8 +127,8 @@ func TestOpenerError(t *testing.T) {
 	if c := f.Calls(); c.Opens != 1 || c.Total() != 1 {
 		t.Errorf("calls %+v; want only one open", c)
 	}
-	if n := log.count("GPU spans off on device 0"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.lines)
+	if n := log.Count("GPU spans off on device 0"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 	s := snap(t, h)
 	if s.Counters.InstallFailures != 1 || s.Devices[0].State != DeviceFailed || !errors.Is(s.Devices[0].Err, backend.ErrNoDriver) {
@@ -146,8 +146,8 @@ func TestOpenerError(t *testing.T) {
 }
 
 func TestRecordErrors(t *testing.T) {
-	var log logSink
-	h, f := kernelHub(t, Options{Logf: log.logf}, fake.Options{})
+	log := NewLog()
+	h, f := kernelHub(t, Options{Logf: log.Logf}, fake.Options{})
 	boom := errors.New("boom")
 	f.SetRecordError(func(op fake.Op, slot int, s backend.Stream) error {
 		if op == fake.OpRecordEnd || slot%2 == 0 {
@@ -172,8 +172,8 @@ func TestRecordErrors(t *testing.T) {
 	if c := s.Counters; c.Errored != 5 || c.Landed != 1 || c.InFlight != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	if n := log.count("span error on device 0"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.lines)
+	if n := log.Count("span error on device 0"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 	if s.Devices[0].State != DeviceOpen {
 		t.Errorf("a plain error changed the state to %v", s.Devices[0].State)
@@ -205,10 +205,10 @@ func TestHarvestFailedItems(t *testing.T) {
 }
 
 func TestStickyError(t *testing.T) {
-	var log logSink
+	log := NewLog()
 	// Calls: RecordBegin, RecordEnd for the first span; the third call (the
 	// second span's RecordBegin) is sticky.
-	h, f := kernelHub(t, Options{Logf: log.logf}, fake.Options{StickyAfter: 2})
+	h, f := kernelHub(t, Options{Logf: log.Logf}, fake.Options{StickyAfter: 2})
 	h.KernelEnd(h.KernelBegin(1, kernelStream))
 	open := h.KernelBegin(1, kernelStream)
 	if open != (KernelSpan{}) {
@@ -228,8 +228,8 @@ func TestStickyError(t *testing.T) {
 	if c := s.Counters; c.StickyDisables != 1 || c.Errored != 2 || c.InFlight != 0 || c.Landed != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	if n := log.count("until it is installed again"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.lines)
+	if n := log.Count("until it is installed again"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 	// Installing again closes the dead pool and starts afresh.
 	fresh := newFake(t, fake.Options{})
@@ -312,8 +312,8 @@ func TestBeginOnRetiredRecorderBacksOut(t *testing.T) {
 }
 
 func TestHarvestFailingAsAWholeKeepsSpans(t *testing.T) {
-	var log logSink
-	h, f := kernelHub(t, Options{Logf: log.logf}, fake.Options{})
+	log := NewLog()
+	h, f := kernelHub(t, Options{Logf: log.Logf}, fake.Options{})
 	for i := 0; i < 5; i++ {
 		h.KernelEnd(h.KernelBegin(1, kernelStream))
 	}
@@ -324,8 +324,8 @@ func TestHarvestFailingAsAWholeKeepsSpans(t *testing.T) {
 	if c := snap(t, h).Counters; c.Errored != 0 || c.Landed != 0 || c.InFlight != 5 {
 		t.Errorf("after failed harvests: %+v", c)
 	}
-	if n := log.count("capture mode switch failed"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.lines)
+	if n := log.Count("capture mode switch failed"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 	f.SetHarvestError(nil)
 	h.Harvest()

@@ -102,8 +102,8 @@ func TestMaxLanesOnASmallRing(t *testing.T) {
 // TestOpenerReturnsNothing: an opener that returns neither a pool nor an
 // error fails the device like any failed open.
 func TestOpenerReturnsNothing(t *testing.T) {
-	var log logSink
-	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.logf})
+	log := NewLog()
+	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
 	if err := h.Install(0, laneStream, func() (backend.Pool, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -112,14 +112,14 @@ func TestOpenerReturnsNothing(t *testing.T) {
 	if s.Devices[0].State != DeviceFailed || s.Counters.InstallFailures != 1 || s.Counters.Begun != 0 {
 		t.Errorf("snapshot %+v", s)
 	}
-	if n := log.count("no pool and no error"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.lines)
+	if n := log.Count("no pool and no error"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 }
 
 func TestOpenerPanics(t *testing.T) {
-	var log logSink
-	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.logf})
+	log := NewLog()
+	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
 	if err := h.Install(0, laneStream, func() (backend.Pool, error) { panic("driver wrapper bug") }); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestOpenerPanics(t *testing.T) {
 	if s.Devices[0].State != DeviceFailed || s.Counters.InstallFailures != 1 || s.Counters.Begun != 0 {
 		t.Errorf("snapshot %+v", s)
 	}
-	if n := log.count("opener panicked: driver wrapper bug"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.lines)
+	if n := log.Count("opener panicked: driver wrapper bug"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 }

@@ -342,8 +342,8 @@ func runModel(t *testing.T, slots int, next func(n int) (int, bool)) *hubModel {
 		k, _ := next(n)
 		return k
 	}
-	var log logSink
-	h, err := New(Options{Level: LevelKernel, KernelSpanEvery: 1, Slots: slots, Logf: log.logf})
+	log := NewLog()
+	h, err := New(Options{Level: LevelKernel, KernelSpanEvery: 1, Slots: slots, Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -505,20 +505,20 @@ func runModel(t *testing.T, slots int, next func(n int) (int, bool)) *hubModel {
 			h.KernelEnd(KernelSpan{})
 		}
 		trace = append(trace, name)
-		m.check(t, h, &log, trace)
+		m.check(t, h, log, trace)
 	}
 	return m
 }
 
 // check compares the hub with the model after a call.
-func (m *hubModel) check(t *testing.T, h *Hub, log *logSink, trace []string) {
+func (m *hubModel) check(t *testing.T, h *Hub, log Log, trace []string) {
 	t.Helper()
 	fail := func(format string, args ...interface{}) {
 		t.Helper()
 		t.Fatalf("after %d calls: %s\n%s", len(trace), fmt.Sprintf(format, args...), strings.Join(trace, "\n"))
 	}
 	s := h.Snapshot()
-	checkBalance(t, &s)
+	CheckBalance(t, &s)
 	begun, inFlight := m.begunFinished, uint64(0)
 	for _, r := range m.recs {
 		begun += r.next
@@ -557,13 +557,13 @@ func (m *hubModel) check(t *testing.T, h *Hub, log *logSink, trace []string) {
 	}
 	// The sticky error and the failed open say why once each; span errors
 	// are logged once per recorder.
-	if n := log.count("until it is installed again"); n != int(m.stickyDisables) {
-		fail("%d sticky log lines for %d sticky disables: %q", n, m.stickyDisables, log.lines)
+	if n := log.Count("until it is installed again"); n != int(m.stickyDisables) {
+		fail("%d sticky log lines for %d sticky disables: %q", n, m.stickyDisables, log.Lines())
 	}
-	if n := log.count("GPU spans off on device 0"); n != int(m.stickyDisables+m.installFailures) {
+	if n := log.Count("GPU spans off on device 0"); n != int(m.stickyDisables+m.installFailures) {
 		fail("%d 'spans off' log lines for %d sticky disables and %d failed opens", n, m.stickyDisables, m.installFailures)
 	}
-	if n := log.count("span error on device 0"); n != logged {
+	if n := log.Count("span error on device 0"); n != logged {
 		fail("%d span error log lines; the model logged for %d recorders", n, logged)
 	}
 }

@@ -64,8 +64,8 @@ func TestPoolPanics(t *testing.T) {
 		{"Close", DeviceOpen}, // Close runs only once the recorder is retired
 	} {
 		t.Run(c.op, func(t *testing.T) {
-			var log logSink
-			h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.logf})
+			log := NewLog()
+			h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
 			p := &panickyPool{Pool: newFake(t, fake.Options{}), op: c.op}
 			if err := h.Install(0, laneStream, func() (backend.Pool, error) { return p, nil }); err != nil {
 				t.Fatal(err)
@@ -87,8 +87,8 @@ func TestPoolPanics(t *testing.T) {
 				}
 			}
 			if c.state != DeviceOpen {
-				if n := log.count("bug in " + c.op); n != 1 {
-					t.Errorf("logged %d times: %q", n, log.lines)
+				if n := log.Count("bug in " + c.op); n != 1 {
+					t.Errorf("logged %d times: %q", n, log.Lines())
 				}
 			}
 			// Retire it: Close panics for "Close", and the pool is forgotten.
@@ -104,16 +104,16 @@ func TestPoolPanics(t *testing.T) {
 			if len(s.Devices) != 1 || s.Devices[0].State != DeviceOpen || s.Counters.Landed == 0 {
 				t.Errorf("after re-install: %+v", s)
 			}
-			if c.op == "Close" && log.count("bug in Close") != 1 {
-				t.Errorf("Close's panic not logged once: %q", log.lines)
+			if c.op == "Close" && log.Count("bug in Close") != 1 {
+				t.Errorf("Close's panic not logged once: %q", log.Lines())
 			}
 		})
 	}
 }
 
 func TestLeakedKernelSpansAreReclaimed(t *testing.T) {
-	var log logSink
-	h, _ := kernelHub(t, Options{Slots: 8, Logf: log.logf}, fake.Options{})
+	log := NewLog()
+	h, _ := kernelHub(t, Options{Slots: 8, Logf: log.Logf}, fake.Options{})
 	var lost []KernelSpan
 	for i := 0; i < 8; i++ {
 		lost = append(lost, h.KernelBegin(1, kernelStream)) // an exception path: never ended
@@ -135,8 +135,8 @@ func TestLeakedKernelSpansAreReclaimed(t *testing.T) {
 	if c := s.Counters; c.Dropped[DropLeaked] != 8 || c.Landed < 8 || c.InFlight > 1 {
 		t.Fatalf("telemetry did not recover: %+v", c)
 	}
-	if n := log.count("left open for"); n != 1 {
-		t.Errorf("logged %d times: %q", n, log.lines)
+	if n := log.Count("left open for"); n != 1 {
+		t.Errorf("logged %d times: %q", n, log.Lines())
 	}
 	// A late end of a reclaimed span is a bad end and touches nothing.
 	h.KernelEnd(lost[0])
@@ -181,8 +181,8 @@ func TestLeakedSpanLetsRetiredPoolClose(t *testing.T) {
 }
 
 func TestBusyRetiredPoolsAreBounded(t *testing.T) {
-	var log logSink
-	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.logf})
+	log := NewLog()
+	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
 	const installs = 40
 	var pools []*fake.Pool
 	for i := 0; i < installs; i++ {
@@ -199,7 +199,7 @@ func TestBusyRetiredPoolsAreBounded(t *testing.T) {
 	if len(s.Devices) != MaxBusyRetired+1 || s.Counters.AbandonedPools != installs-1-MaxBusyRetired {
 		t.Errorf("%d devices, %d abandoned", len(s.Devices), s.Counters.AbandonedPools)
 	}
-	if n := log.count("giving up on closing"); n != installs-1-MaxBusyRetired {
+	if n := log.Count("giving up on closing"); n != installs-1-MaxBusyRetired {
 		t.Errorf("logged %d times", n)
 	}
 	if s.Counters.Landed != installs {

@@ -10,7 +10,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -107,18 +106,6 @@ func checkScrape(body []byte) (map[string]float64, error) {
 	return m, nil
 }
 
-// balanced fails t unless every begun span is accounted for exactly: call
-// it while no span call runs.
-func balanced(t testing.TB, h *gpuspans.Hub) gpuspans.Snapshot {
-	t.Helper()
-	s := h.Snapshot()
-	c := &s.Counters
-	if c.Begun != c.Landed+c.DroppedTotal()+c.InFlight+c.Errored {
-		t.Fatalf("begun %d != landed %d + dropped %v + in flight %d + errored %d", c.Begun, c.Landed, c.Dropped, c.InFlight, c.Errored)
-	}
-	return s
-}
-
 // liveHeap is the heap in use right after a collection: what the process
 // holds, without the garbage it has not yet collected. Two collections, as
 // sync.Pool (promhttp's gzip writers, for one) keeps its objects through
@@ -165,23 +152,4 @@ func machine() string {
 		}
 	}
 	return fmt.Sprintf("%s/%s, %d CPUs (%s), GOMAXPROCS %d, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), model, runtime.GOMAXPROCS(0), runtime.Version())
-}
-
-// logLines collects a hub's log lines; safe after the test ends, unlike
-// t.Logf, since the hub may log from any goroutine.
-type logLines struct {
-	mu sync.Mutex
-	l  []string
-}
-
-func (l *logLines) logf(format string, args ...interface{}) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.l = append(l.l, fmt.Sprintf(format, args...))
-}
-
-func (l *logLines) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]string(nil), l.l...)
 }

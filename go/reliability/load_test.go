@@ -16,6 +16,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/control"
 	"github.com/gpuspans/gpuspans/go/debugpage"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
@@ -34,8 +35,8 @@ func TestManySpansPastThePool(t *testing.T) {
 	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
 	gpu := sim.New(sim.Options{Now: clock.Now})
 	lane, kern := gpu.NewStream(), gpu.NewStream()
-	var log logLines
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: ring, RecentSpans: 256, Logf: log.logf})
+	var log gpuspanstest.Log
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: ring, RecentSpans: 256, Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestManySpansPastThePool(t *testing.T) {
 	after := liveHeap()
 	h.Harvest()
 
-	s := balanced(t, h)
+	s := gpuspanstest.Snapshot(t, h)
 	c := s.Counters
 	n := uint64(steps)
 	// Each step the lane span and 63 kernel spans take the ring's 64 slots,
@@ -77,7 +78,7 @@ func TestManySpansPastThePool(t *testing.T) {
 		c.DroppedTotal() != c.Dropped[gpuspans.DropSlotBusy] || c.Errored != 0 || c.InFlight != 0 {
 		t.Errorf("counters %+v", c)
 	}
-	if l := log.lines(); len(l) != 0 {
+	if l := log.Lines(); len(l) != 0 {
 		t.Errorf("log lines %q", l)
 	}
 	mallocs := ms1.Mallocs - ms0.Mallocs
@@ -117,8 +118,8 @@ func TestLoad(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	gpu := sim.New(sim.Options{})
 	lane := gpu.NewStream()
-	var log logLines
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: ring, RecentSpans: 1024, Logf: log.logf})
+	var log gpuspanstest.Log
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: ring, RecentSpans: 1024, Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func TestLoad(t *testing.T) {
 		time.Sleep(time.Millisecond)
 		h.Harvest()
 	}
-	s := balanced(t, h)
+	s := gpuspanstest.Snapshot(t, h)
 	c := s.Counters
 	t.Logf("%v: %d steps, %d spans begun, %d landed, %v dropped; %d requests (%d MB); live heap %d -> %d bytes",
 		d, s.Step, c.Begun, c.Landed, c.Dropped, scrapes.Load(), bodyBytes.Load()>>20, heap1, heap2)
@@ -278,7 +279,7 @@ func TestLoad(t *testing.T) {
 	if scrapes.Load() < 8 {
 		t.Errorf("only %d requests", scrapes.Load())
 	}
-	if l := log.lines(); len(l) != 0 {
+	if l := log.Lines(); len(l) != 0 {
 		t.Errorf("log lines %q", l)
 	}
 	if grew := int64(heap2) - int64(heap1); grew > 1<<20 {

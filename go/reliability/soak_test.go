@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/debugpage"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
@@ -49,8 +50,8 @@ func TestSoak(t *testing.T) {
 	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
 	gpu := sim.New(sim.Options{Now: clock.Now})
 	lane, kern := gpu.NewStream(), gpu.NewStream()
-	var log logLines
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: ring, Logf: log.logf})
+	var log gpuspanstest.Log
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: ring, Logf: log.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestSoak(t *testing.T) {
 		t.Error(scrapeErr)
 	}
 
-	s := balanced(t, h)
+	s := gpuspanstest.Snapshot(t, h)
 	c := s.Counters
 	// Every span lands, but for one case: a harvest finding the lock held
 	// by a scrape skips rather than waits, and when that happens for four
@@ -167,7 +168,7 @@ func TestSoak(t *testing.T) {
 		busy != 0 && c.HarvestsSkipped == 0 {
 		t.Errorf("sent %d spans; counters %+v", sent, c)
 	}
-	if l := log.lines(); len(l) != 0 {
+	if l := log.Lines(); len(l) != 0 {
 		t.Errorf("log lines %q", l)
 	}
 	warm := heaps[len(heaps)/10]

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 	"github.com/gpuspans/gpuspans/go/internal/summary"
 )
 
@@ -82,8 +83,8 @@ func TestRunOnTheSimulator(t *testing.T) {
 	if c.Landed < 600 || c.Errored != 0 || c.InFlight != 0 || c.Dropped[gpuspans.DropSlotBusy] != 0 {
 		t.Errorf("counters %+v", *c)
 	}
-	if c.Begun != c.Landed+c.DroppedTotal()+c.InFlight+c.Errored {
-		t.Errorf("accounting: begun %d != landed+dropped+in flight+errored", c.Begun)
+	if err := gpuspanstest.Accounting(s); err != nil {
+		t.Error(err)
 	}
 	if res.Capture.Kernels != 2 || res.Capture.Refused != 2 || c.Dropped[gpuspans.DropCapturing] != 2 {
 		t.Errorf("capture %+v, dropped capturing %d: want both graph kernels refused", res.Capture, c.Dropped[gpuspans.DropCapturing])
