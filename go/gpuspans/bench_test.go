@@ -1,4 +1,4 @@
-package gpuspans
+package gpuspans_test
 
 import (
 	"fmt"
@@ -6,96 +6,116 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
+	"github.com/gpuspans/gpuspans/go/internal/overhead/loop"
 )
 
-// Spans are harvested every harvestEvery spans in the span benchmarks, so
-// that the ring never fills and the cost of landing is included, amortised.
-const harvestEvery = 256
+// The hub's CPU micro-benchmarks. Where `gpuspans bench` (the machine
+// report) measures the same thing, both time package loop's loops.
 
-func BenchmarkDisabled(b *testing.B) {
-	h := newHub(b, Options{})
-	if err := h.Install(0, laneStream, newFake(b, fake.Options{}).Opener()); err != nil {
-		b.Fatal(err)
+const (
+	laneStream   = gpuspans.LaneStreamForTest
+	kernelStream = gpuspans.KernelStreamForTest
+)
+
+// timeLoop is a benchmark of f on the hub h makes, made untimed.
+func timeLoop(h func(b *testing.B) *gpuspans.Hub, stream backend.Stream, f loop.Func) func(*testing.B) {
+	return func(b *testing.B) {
+		hub := h(b)
+		b.ReportAllocs()
+		b.ResetTimer()
+		f(hub, stream, b.N)
 	}
-	b.Run("LaneBegin", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			h.LaneBegin(0)
-		}
-	})
-	b.Run("LaneEnd", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			h.LaneEnd(0)
-		}
-	})
-	b.Run("KernelBegin", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			h.KernelBegin(1, kernelStream)
-		}
-	})
-	b.Run("Device.KernelBegin", func(b *testing.B) {
-		d := h.Device(0)
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			d.KernelBegin(1, kernelStream)
-		}
-	})
-	b.Run("KernelEnd", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			h.KernelEnd(KernelSpan{})
-		}
-	})
-	b.Run("BeginStep", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := 0; i < b.N; i++ {
-			h.BeginStep()
-		}
-	})
 }
 
+// disabledHub is a hub at level Off with a fake pool installed.
+func disabledHub(b *testing.B) *gpuspans.Hub {
+	h := gpuspans.NewHubForTest(b, gpuspans.Options{})
+	if err := h.Install(0, laneStream, gpuspans.NewFakeForTest(b, fake.Options{}).Opener()); err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// fakeHub is a hub at level Kernel, every step armed, on an open fake pool.
+func fakeHub(b *testing.B) *gpuspans.Hub {
+	h, _ := gpuspans.KernelHubForTest(b, gpuspans.Options{}, fake.Options{})
+	return h
+}
+
+// nopHub is fakeHub on a pool that does nothing: what is left is the hub's
+// own cost.
+func nopHub(b *testing.B) *gpuspans.Hub {
+	h := gpuspans.NewHubForTest(b, gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1})
+	if err := h.Install(0, laneStream, gpuspanstest.NopOpener); err != nil {
+		b.Fatal(err)
+	}
+	h.BeginStep()
+	return h
+}
+
+// BenchmarkDisabled times each span call alone at level Off, and the pairs
+// the machine report times.
+func BenchmarkDisabled(b *testing.B) {
+	h := disabledHub(b)
+	for _, c := range []struct {
+		name string
+		f    func(b *testing.B)
+	}{
+		{"LaneBegin", func(b *testing.B) { laneBegins(h, b.N) }},
+		{"LaneEnd", func(b *testing.B) { laneEnds(h, b.N) }},
+		{"KernelBegin", func(b *testing.B) { kernelBegins(h, b.N) }},
+		{"Device.KernelBegin", func(b *testing.B) { deviceKernelBegins(h.Device(0), b.N) }},
+		{"KernelEnd", func(b *testing.B) { kernelEnds(h, b.N) }},
+		{"BeginStep", func(b *testing.B) { loop.BeginSteps(h, 0, b.N) }},
+		{"LaneSpan", func(b *testing.B) { loop.LaneSpans(h, 0, b.N) }},
+		{"KernelSpan", func(b *testing.B) { loop.KernelSpans(h, kernelStream, b.N) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			c.f(b)
+		})
+	}
+}
+
+// The calls alone, each a loop of its own (see package loop).
+
+func laneBegins(h *gpuspans.Hub, n int) {
+	for i := 0; i < n; i++ {
+		h.LaneBegin(0)
+	}
+}
+
+func laneEnds(h *gpuspans.Hub, n int) {
+	for i := 0; i < n; i++ {
+		h.LaneEnd(0)
+	}
+}
+
+func kernelBegins(h *gpuspans.Hub, n int) {
+	for i := 0; i < n; i++ {
+		h.KernelBegin(1, kernelStream)
+	}
+}
+
+func deviceKernelBegins(d gpuspans.DeviceSpans, n int) {
+	for i := 0; i < n; i++ {
+		d.KernelBegin(1, kernelStream)
+	}
+}
+
+func kernelEnds(h *gpuspans.Hub, n int) {
+	for i := 0; i < n; i++ {
+		h.KernelEnd(gpuspans.KernelSpan{})
+	}
+}
+
+// BenchmarkEnabled times a span on an armed step, harvests amortised.
 func BenchmarkEnabled(b *testing.B) {
-	b.Run("LaneSpan/backend=fake", func(b *testing.B) {
-		h, _ := kernelHub(b, Options{}, fake.Options{})
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			h.LaneBegin(0)
-			h.LaneEnd(0)
-			if i%harvestEvery == 0 {
-				h.Harvest()
-			}
-		}
-	})
-	b.Run("KernelSpan/backend=fake", func(b *testing.B) {
-		h, _ := kernelHub(b, Options{}, fake.Options{})
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			h.KernelEnd(h.KernelBegin(1, kernelStream))
-			if i%harvestEvery == 0 {
-				h.Harvest()
-			}
-		}
-	})
-	// The hub's own cost: a backend that does nothing.
-	b.Run("KernelSpan/backend=nop", func(b *testing.B) {
-		h := newHub(b, Options{Level: LevelKernel, KernelSpanEvery: 1})
-		if err := h.Install(0, laneStream, func() (backend.Pool, error) { return nopPool{}, nil }); err != nil {
-			b.Fatal(err)
-		}
-		h.BeginStep()
-		b.ReportAllocs()
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			h.KernelEnd(h.KernelBegin(1, kernelStream))
-			if i%harvestEvery == 0 {
-				h.Harvest()
-			}
-		}
-	})
+	b.Run("LaneSpan/backend=fake", timeLoop(fakeHub, laneStream, loop.HarvestedLaneSpans))
+	b.Run("KernelSpan/backend=fake", timeLoop(fakeHub, kernelStream, loop.HarvestedKernelSpans))
+	b.Run("KernelSpan/backend=nop", timeLoop(nopHub, kernelStream, loop.HarvestedKernelSpans))
 	// The fake's share: the calls a kernel span makes, harvest included.
 	b.Run("KernelSpan/backend=fake/calls-only", func(b *testing.B) {
 		f := fake.New(fake.Options{})
@@ -114,46 +134,37 @@ func BenchmarkEnabled(b *testing.B) {
 
 func BenchmarkParallel(b *testing.B) {
 	b.Run("KernelSpan/backend=fake", func(b *testing.B) {
-		h, _ := kernelHub(b, Options{}, fake.Options{})
+		h := fakeHub(b)
 		b.ReportAllocs()
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			for i := 0; pb.Next(); i++ {
 				h.KernelEnd(h.KernelBegin(1, kernelStream))
-				if i%harvestEvery == 0 {
+				if i%loop.HarvestEvery == 0 {
 					h.Harvest() // TryLock: one goroutine harvests, the others skip
 				}
 			}
 		})
 		b.StopTimer()
 		c := h.Snapshot().Counters
-		b.ReportMetric(float64(c.Dropped[DropSlotBusy])/float64(c.Begun), "dropped/span")
+		b.ReportMetric(float64(c.Dropped[gpuspans.DropSlotBusy])/float64(c.Begun), "dropped/span")
 	})
 }
 
 func BenchmarkHarvest(b *testing.B) {
-	const slots = DefaultSlots
+	const slots = gpuspans.DefaultSlots
 	name := fmt.Sprintf("slots=%d/backend=fake", slots)
 	b.Run(name+"/outcome=done", func(b *testing.B) {
-		h, _ := kernelHub(b, Options{}, fake.Options{})
+		h := fakeHub(b)
 		b.ReportAllocs()
 		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			for j := 0; j < slots; j++ {
-				h.KernelEnd(h.KernelBegin(1, kernelStream))
-			}
-			b.StartTimer()
-			h.Harvest()
-		}
-		b.StopTimer()
-		if c := h.Snapshot().Counters; c.Landed != uint64(b.N*slots) {
-			b.Fatalf("landed %d of %d", c.Landed, b.N*slots)
+		if err := loop.Harvests(b, h, kernelStream, b.N, slots, nil); err != nil {
+			b.Fatal(err)
 		}
 	})
 	b.Run(name+"/outcome=in-flight", func(b *testing.B) {
-		h, f := kernelHub(b, Options{}, fake.Options{})
-		f.SetOutcome(inFlight)
+		h, f := gpuspans.KernelHubForTest(b, gpuspans.Options{}, fake.Options{})
+		f.SetOutcome(gpuspans.InFlightForTest)
 		for j := 0; j < slots; j++ {
 			h.KernelEnd(h.KernelBegin(1, kernelStream))
 		}
@@ -163,20 +174,4 @@ func BenchmarkHarvest(b *testing.B) {
 			h.Harvest()
 		}
 	})
-}
-
-// nopPool is a backend that does nothing and lands every span at once.
-type nopPool struct{}
-
-func (nopPool) Device() int                            { return 0 }
-func (nopPool) Slots() int                             { return DefaultSlots }
-func (nopPool) Capturing(backend.Stream) (bool, error) { return false, nil }
-func (nopPool) RecordBegin(int, backend.Stream) error  { return nil }
-func (nopPool) RecordEnd(int, backend.Stream) error    { return nil }
-func (nopPool) Close() error                           { return nil }
-func (nopPool) Harvest(items []backend.HarvestItem) error {
-	for i := range items {
-		items[i].State, items[i].DurationNs = backend.Done, 1000
-	}
-	return nil
 }

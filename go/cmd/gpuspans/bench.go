@@ -8,7 +8,8 @@ import (
 	"github.com/gpuspans/gpuspans/go/internal/overhead"
 )
 
-const benchDescription = `Measures what gpuspans costs on this machine with Go's testing.Benchmark:
+const benchDescription = `Measures what gpuspans costs on this machine (the machine report; the hub's
+CPU micro-benchmarks are go test -bench in go/gpuspans, on the same loops):
   - the disabled paths: span calls below level kernel, BeginStep at level off
     (what an always-on hub costs an engine that is not recording);
   - an enabled kernel span and lane span, on a backend that does nothing (the
@@ -38,6 +39,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	o.Progress = func(name string) { fmt.Fprintf(stderr, "measuring %s\n", name) }
+	o.Logf = func(format string, args ...interface{}) { fmt.Fprintf(stderr, format+"\n", args...) }
 	fmt.Fprintf(stdout, "gpuspans bench: %s %s/%s, %d CPUs, GOMAXPROCS %d\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
 	rows, note, err := overhead.Run(o)
 	if werr := overhead.Write(stdout, rows, note); werr != nil && err == nil {

@@ -42,7 +42,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"trace", "--help"}, 0, "gpuspans trace summary FILE", ""},
 		{[]string{"trace"}, 2, "", "want one span file"},
 		{[]string{"trace", "a", "b"}, 2, "", "want one span file"},
-		{[]string{"bench", "--help"}, 0, "testing.Benchmark", ""},
+		{[]string{"bench", "--help"}, 0, "the machine report", ""},
 		{[]string{"bench", "now"}, 2, "", "unexpected argument"},
 	} {
 		code, out, errOut := runCmd(c.args...)

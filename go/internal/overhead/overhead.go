@@ -1,30 +1,31 @@
-// Package overhead measures what gpuspans costs on this machine, with
-// testing.Benchmark, for `gpuspans bench`: the disabled paths (level below
-// Kernel: what an always-on hub costs on every call), an enabled span and a
-// harvest on backends that do no GPU work (the hub's own share), and, when
-// a CUDA driver and device are there, the same on real CUDA events next to
-// the floor under the hub: the binding's two event records with no hub at
-// all (the raw driver call is out of reach: the cuda package's Kit does not
-// expose a bare cuEventRecord; cuda/bench/driver_bench measures that one).
+// Package overhead is the machine report of `gpuspans bench`: what
+// gpuspans costs on this machine, now. It times the disabled paths (level
+// below Kernel: what an always-on hub costs on every call), an enabled span
+// and a harvest on backends that do no GPU work (the hub's own share), and,
+// when a CUDA driver and device are there, the same on real CUDA events
+// next to the floor under the hub: the binding's two event records with no
+// hub at all (the raw driver call is out of reach: the cuda package's Kit
+// does not expose a bare cuEventRecord; cuda/bench/driver_bench measures
+// that one).
 //
-// Each Row says what its loop does, so a number is never read for more
-// than it measures. Run is not safe for concurrent use: testing.Benchmark
-// reads the process-wide benchtime setting, which Run changes.
+// The loops are package loop's, which the hub's `go test -bench`
+// micro-benchmarks time too; this package times them itself (harness.go)
+// rather than through package testing, so the command links no test
+// framework and touches no flags. Each Row says what its loop does, so a
+// number is never read for more than it measures.
 package overhead
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
-	"sync"
-	"testing"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
+	"github.com/gpuspans/gpuspans/go/internal/overhead/loop"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
@@ -40,7 +41,7 @@ type Row struct {
 
 // Options configures Run; a plain value.
 type Options struct {
-	// Benchtime is how long each per-call benchmark runs (0: 500ms).
+	// Benchtime is how long each per-call row runs, at least (0: 500ms).
 	Benchtime time.Duration
 	// HarvestSpans is how many spans one measured harvest lands (0: 4096).
 	HarvestSpans int
@@ -53,26 +54,44 @@ type Options struct {
 	Device  int
 	// Progress, when set, is told the name of each row before it runs.
 	Progress func(name string)
+	// Logf, when set, gets the measured hubs' log lines (a pool that
+	// failed, say); nil discards them.
+	Logf func(format string, args ...interface{})
 }
 
-// harvestEvery bounds the ring's fill in the span benchmarks: a harvest
-// every this many spans keeps slots free, and its cost is in the figure,
-// amortised, as it is in a serving loop.
-const harvestEvery = 256
-
-var initOnce sync.Once
-
-// setBenchtime sets testing's -test.benchtime, which testing.Benchmark
-// reads; testing.Init registers it on the command line flag set.
-func setBenchtime(v string) error {
-	initOnce.Do(testing.Init)
-	return flag.CommandLine.Set("test.benchtime", v)
+// row is one row to measure: its run, timed for Benchtime, or, for a
+// harvest row (spans > 0), for HarvestRounds ops.
+type row struct {
+	name, what string
+	run        runFunc
+	spans      int
+	ref        bool // the reference, unless a later row is
 }
 
 // Run measures every row and returns them in print order. GPU rows come
-// last; note says why they are missing when they are. Not safe for
-// concurrent use: see the package comment.
+// last; note says why they are missing when they are. Rows run one after
+// another; concurrent Runs would time each other.
 func Run(o Options) (rows []Row, note string, err error) {
+	if err := o.defaults(); err != nil {
+		return nil, "", err
+	}
+	rows, err = o.measure(rows, o.cpuRows())
+	if err != nil || o.Backend == "none" || o.Backend == "sim" {
+		return markRef(rows), "GPU rows skipped (--backend=" + o.Backend + ")", err
+	}
+	gpu, err := openGPU(o.Device)
+	if err != nil {
+		if o.Backend == "cuda" {
+			return markRef(rows), "", err
+		}
+		return markRef(rows), fmt.Sprintf("no GPU rows: %v", err), nil
+	}
+	defer gpu.close()
+	rows, err = o.measure(rows, o.gpuRows(gpu))
+	return markRef(rows), "", err
+}
+
+func (o *Options) defaults() error {
 	if o.Benchtime <= 0 {
 		o.Benchtime = 500 * time.Millisecond
 	}
@@ -82,182 +101,138 @@ func Run(o Options) (rows []Row, note string, err error) {
 	if o.HarvestRounds <= 0 {
 		o.HarvestRounds = 50
 	}
+	if o.Progress == nil {
+		o.Progress = func(string) {}
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...interface{}) {}
+	}
 	switch o.Backend {
 	case "":
 		o.Backend = "auto"
 	case "auto", "cuda", "none", "sim":
 	default:
-		return nil, "", fmt.Errorf("overhead: unknown backend %q: want auto, cuda or none", o.Backend)
+		return fmt.Errorf("overhead: unknown backend %q: want auto, cuda or none", o.Backend)
 	}
-	progress := o.Progress
-	if progress == nil {
-		progress = func(string) {}
-	}
-	perCall := func(name, what string, f func(b *testing.B)) error {
-		progress(name)
-		if err := setBenchtime(o.Benchtime.String()); err != nil {
-			return err
-		}
-		r := testing.Benchmark(f)
-		if r.N == 0 {
-			return fmt.Errorf("overhead: %s failed", name)
-		}
-		rows = append(rows, Row{Name: name, What: what, NsOp: float64(r.T.Nanoseconds()) / float64(r.N), Allocs: r.AllocsPerOp()})
-		return nil
-	}
-	harvest := func(name, what string, open backend.Opener, stream backend.Stream, settle func()) error {
-		progress(name)
-		if err := setBenchtime(fmt.Sprintf("%dx", o.HarvestRounds)); err != nil {
-			return err
-		}
-		var failed error
-		r := testing.Benchmark(func(b *testing.B) { failed = benchHarvest(b, open, stream, o.HarvestSpans, settle) })
-		if failed != nil {
-			return fmt.Errorf("overhead: %s: %w", name, failed)
-		}
-		rows = append(rows, Row{Name: name, What: what, NsOp: float64(r.T.Nanoseconds()) / float64(r.N), Allocs: r.AllocsPerOp(), Spans: o.HarvestSpans})
-		return nil
-	}
+	return nil
+}
 
+// measure appends the figures of todo to rows, in order, and stops at the
+// first row that fails.
+func (o *Options) measure(rows []Row, todo []row) ([]Row, error) {
+	for _, r := range todo {
+		o.Progress(r.name)
+		var res result
+		var err error
+		if r.spans > 0 {
+			res, err = once(r.run, o.HarvestRounds)
+		} else {
+			res, err = measure(r.run, o.Benchtime)
+		}
+		if err != nil {
+			return rows, fmt.Errorf("overhead: %s: %w", r.name, err)
+		}
+		rows = append(rows, Row{Name: r.name, What: r.what, NsOp: res.nsOp, Allocs: res.allocs, Spans: r.spans, Ref: r.ref})
+	}
+	return rows, nil
+}
+
+// markRef keeps the last reference row as the one: the CUDA floor when
+// there is a GPU, else the hub's own cost.
+func markRef(rows []Row) []Row {
+	last := -1
+	for i := range rows {
+		if rows[i].Ref {
+			last = i
+		}
+		rows[i].Ref = false
+	}
+	if last >= 0 {
+		rows[last].Ref = true
+	}
+	return rows
+}
+
+// cpuRows are the rows every machine has: the simulated GPU and a backend
+// that does nothing.
+func (o *Options) cpuRows() []row {
 	g := sim.New(sim.Options{})
-	simStream := g.NewStream()
-	steps := []struct {
-		name, what string
-		f          func(*testing.B)
-	}{
-		{"disabled/kernel-span", "KernelBegin+KernelEnd at level step (kernel spans off): the call pair an instrumented launch pays while disarmed",
-			benchSpan(gpuspans.LevelStep, g.Opener(gpuspans.DefaultSlots), simStream, false)},
-		{"disabled/lane-span", "LaneBegin+LaneEnd at level off",
-			benchSpan(gpuspans.LevelOff, g.Opener(gpuspans.DefaultSlots), simStream, true)},
-		{"disabled/begin-step", "BeginStep at level off", benchBeginStep},
-		{"enabled/kernel-span/nop", "a kernel span on an armed step, backend that does nothing: the hub's own cost (harvest amortised)",
-			benchSpan(gpuspans.LevelKernel, nopOpener, 1, false)},
-		{"enabled/kernel-span/sim", "a kernel span on an armed step, simulated GPU (its mutex and clock reads included)",
-			benchSpan(gpuspans.LevelKernel, g.Opener(gpuspans.DefaultSlots), simStream, false)},
-		{"enabled/lane-span/sim", "a lane span, simulated GPU",
-			benchSpan(gpuspans.LevelKernel, g.Opener(gpuspans.DefaultSlots), simStream, true)},
+	s := g.NewStream()
+	simOpen := g.Opener(gpuspans.DefaultSlots)
+	nop := gpuspanstest.NopOpener
+	return []row{
+		{name: "disabled/kernel-span", what: "KernelBegin+KernelEnd at level step (kernel spans off): the call pair an instrumented launch pays while disarmed",
+			run: o.onHub(gpuspans.LevelStep, simOpen, s, loop.KernelSpans)},
+		{name: "disabled/lane-span", what: "LaneBegin+LaneEnd at level off",
+			run: o.onHub(gpuspans.LevelOff, simOpen, s, loop.LaneSpans)},
+		{name: "disabled/begin-step", what: "BeginStep at level off",
+			run: o.onHub(gpuspans.LevelOff, nil, 0, loop.BeginSteps)},
+		{name: "enabled/kernel-span/nop", what: "a kernel span on an armed step, backend that does nothing: the hub's own cost (harvest amortised)",
+			run: o.onHub(gpuspans.LevelKernel, nop, 1, loop.HarvestedKernelSpans), ref: true},
+		{name: "enabled/kernel-span/sim", what: "a kernel span on an armed step, simulated GPU (its mutex and clock reads included)",
+			run: o.onHub(gpuspans.LevelKernel, simOpen, s, loop.HarvestedKernelSpans)},
+		{name: "enabled/lane-span/sim", what: "a lane span, simulated GPU",
+			run: o.onHub(gpuspans.LevelKernel, simOpen, s, loop.HarvestedLaneSpans)},
+		{name: "harvest/nop", what: fmt.Sprintf("one Harvest landing %d spans, backend that does nothing", o.HarvestSpans),
+			run: o.harvests(nop, 1, nil), spans: o.HarvestSpans},
+		{name: "harvest/sim", what: fmt.Sprintf("one Harvest landing %d spans, simulated GPU", o.HarvestSpans),
+			run: o.harvests(g.Opener(o.HarvestSpans), s, simSettle), spans: o.HarvestSpans},
 	}
-	for _, s := range steps {
-		if err := perCall(s.name, s.what, s.f); err != nil {
-			return rows, "", err
+}
+
+// gpuRows are the rows on real CUDA events.
+func (o *Options) gpuRows(gpu *gpuRig) []row {
+	return []row{
+		{name: "enabled/kernel-span/cuda", what: "a kernel span on an armed step, real CUDA events on an idle stream (two cuEventRecord, harvest amortised)",
+			run: o.onHub(gpuspans.LevelKernel, cuda.Opener(o.Device, gpuspans.DefaultSlots), gpu.stream, loop.HarvestedKernelSpans)},
+		{name: "floor/record-pair/cuda", what: "the floor under the hub: Pool.RecordBegin+RecordEnd through the Go binding and the C core (cgo, capture check, two cuEventRecord), no hub; the Kit offers no bare cuEventRecord, so this is not the raw driver call",
+			run: gpu.floor, ref: true},
+		{name: "reference/empty-launch/cuda", what: "for scale: launching the kit's empty kernel (what is being timed)",
+			run: gpu.empty},
+		{name: "harvest/cuda", what: fmt.Sprintf("one Harvest landing %d spans of real CUDA events", o.HarvestSpans),
+			run: o.harvests(cuda.Opener(o.Device, o.HarvestSpans), gpu.stream, gpu.settle), spans: o.HarvestSpans},
+	}
+}
+
+// onHub is a row that times f on a hub set up, untimed, for each run: its
+// pool open (when open is not nil) and its step armed, then set to level.
+func (o *Options) onHub(level gpuspans.Level, open backend.Opener, stream backend.Stream, f loop.Func) runFunc {
+	return func(sw *stopwatch, n int) error {
+		h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: o.Logf})
+		if err == nil && open != nil {
+			err = h.Install(0, stream, open)
 		}
-	}
-	if err := harvest("harvest/nop", fmt.Sprintf("one Harvest landing %d spans, backend that does nothing", o.HarvestSpans), nopOpener, 1, nil); err != nil {
-		return rows, "", err
-	}
-	if err := harvest("harvest/sim", fmt.Sprintf("one Harvest landing %d spans, simulated GPU", o.HarvestSpans), g.Opener(o.HarvestSpans), simStream, simSettle); err != nil {
-		return rows, "", err
-	}
-
-	if o.Backend == "none" || o.Backend == "sim" {
-		rows[3].Ref = true
-		return rows, "GPU rows skipped (--backend=" + o.Backend + ")", nil
-	}
-	gpu, err := openGPU(o.Device)
-	if err != nil {
-		if o.Backend == "cuda" {
-			return rows, "", err
+		if err != nil {
+			return err
 		}
-		rows[3].Ref = true
-		return rows, fmt.Sprintf("no GPU rows: %v", err), nil
-	}
-	defer gpu.close()
-	opener := cuda.Opener(o.Device, gpuspans.DefaultSlots)
-	if err := perCall("enabled/kernel-span/cuda", "a kernel span on an armed step, real CUDA events on an idle stream (two cuEventRecord, harvest amortised)",
-		benchSpan(gpuspans.LevelKernel, opener, gpu.stream, false)); err != nil {
-		return rows, "", err
-	}
-	if err := perCall("floor/record-pair/cuda", "the floor under the hub: Pool.RecordBegin+RecordEnd through the Go binding and the C core (cgo, capture check, two cuEventRecord), no hub; the Kit offers no bare cuEventRecord, so this is not the raw driver call",
-		gpu.benchFloor); err != nil {
-		return rows, "", err
-	}
-	rows[len(rows)-1].Ref = true
-	if err := perCall("reference/empty-launch/cuda", "for scale: launching the kit's empty kernel (what is being timed)",
-		gpu.benchEmpty); err != nil {
-		return rows, "", err
-	}
-	if err := harvest("harvest/cuda", fmt.Sprintf("one Harvest landing %d spans of real CUDA events", o.HarvestSpans), cuda.Opener(o.Device, o.HarvestSpans), gpu.stream, gpu.settle); err != nil {
-		return rows, "", err
-	}
-	return rows, "", nil
-}
-
-// benchSpan times one span per op, a lane span or a kernel span, on a hub
-// at level. When spans are recorded it harvests every harvestEvery ops;
-// below Kernel there is nothing to harvest, and the disabled rows time the
-// bare calls. Each variant is a loop of its own in a function of its own:
-// a branch, a defer or a captured variable in the loop's function costs a
-// measurable part of a nanosecond path.
-func benchSpan(level gpuspans.Level, open backend.Opener, stream backend.Stream, lane bool) func(*testing.B) {
-	loop := kernelLoop
-	switch {
-	case level != gpuspans.LevelKernel && lane:
-		loop = laneLoop
-	case level == gpuspans.LevelKernel && lane:
-		loop = laneHarvestLoop
-	case level == gpuspans.LevelKernel:
-		loop = kernelHarvestLoop
-	}
-	return func(b *testing.B) {
-		h := spanHub(b, level, open, stream)
-		if h == nil {
-			return
-		}
-		b.Cleanup(func() { retire(h) })
-		b.ReportAllocs()
-		b.ResetTimer()
-		loop(b, h, stream)
-	}
-}
-
-func kernelLoop(b *testing.B, h *gpuspans.Hub, stream backend.Stream) {
-	for i := 0; i < b.N; i++ {
-		h.KernelEnd(h.KernelBegin(1, stream))
-	}
-}
-
-func laneLoop(b *testing.B, h *gpuspans.Hub, _ backend.Stream) {
-	for i := 0; i < b.N; i++ {
-		h.LaneBegin(0)
-		h.LaneEnd(0)
-	}
-}
-
-func kernelHarvestLoop(b *testing.B, h *gpuspans.Hub, stream backend.Stream) {
-	for i := 0; i < b.N; i++ {
-		h.KernelEnd(h.KernelBegin(1, stream))
-		if i%harvestEvery == harvestEvery-1 {
-			h.Harvest()
-		}
-	}
-}
-
-func laneHarvestLoop(b *testing.B, h *gpuspans.Hub, _ backend.Stream) {
-	for i := 0; i < b.N; i++ {
-		h.LaneBegin(0)
-		h.LaneEnd(0)
-		if i%harvestEvery == harvestEvery-1 {
-			h.Harvest()
-		}
-	}
-}
-
-// spanHub returns a hub whose pool is open and whose step is armed, then
-// set to level; nil (with b failed) if it cannot be made.
-func spanHub(b *testing.B, level gpuspans.Level, open backend.Opener, stream backend.Stream) *gpuspans.Hub {
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: b.Logf})
-	if err == nil {
-		err = h.Install(0, stream, open)
-	}
-	if err == nil {
+		defer retire(h)
 		h.BeginStep() // opens the pool and arms the step
-		err = h.SetLevel(level)
-	}
-	if err != nil {
-		b.Error(err)
+		if err := h.SetLevel(level); err != nil {
+			return err
+		}
+		sw.StartTimer()
+		f(h, stream, n)
+		sw.StopTimer()
 		return nil
 	}
-	return h
+}
+
+// harvests is a row that times harvests each landing HarvestSpans spans
+// (loop.Harvests); settle, when not nil, lets the events complete.
+func (o *Options) harvests(open backend.Opener, stream backend.Stream, settle func()) runFunc {
+	return func(sw *stopwatch, n int) error {
+		h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: o.HarvestSpans, Logf: o.Logf})
+		if err == nil {
+			err = h.Install(0, stream, open)
+		}
+		if err != nil {
+			return err
+		}
+		defer retire(h)
+		h.BeginStep()
+		sw.StartTimer()
+		return loop.Harvests(sw, h, stream, n, o.HarvestSpans, settle)
+	}
 }
 
 // retire uninstalls the hub's recorder and lands its last spans, so its
@@ -271,169 +246,9 @@ func retire(h *gpuspans.Hub) {
 	h.Harvest()
 }
 
-func benchBeginStep(b *testing.B) {
-	h, err := gpuspans.New(gpuspans.Options{Logf: b.Logf})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		h.BeginStep()
-	}
-}
-
 // simSettle lets the simulated GPU's events complete: the simulator
 // completes an event once the host clock has passed it.
 func simSettle() { time.Sleep(time.Millisecond) }
-
-// benchHarvest times harvests that each land spans spans; filling the ring
-// and letting its events complete (settle, when not nil) is not timed. It
-// returns an error rather than failing b, so the caller can say which row
-// broke.
-func benchHarvest(b *testing.B, open backend.Opener, stream backend.Stream, spans int, settle func()) error {
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: spans, Logf: b.Logf})
-	if err != nil {
-		return err
-	}
-	if err := h.Install(0, stream, open); err != nil {
-		return err
-	}
-	h.BeginStep()
-	defer func() {
-		h.Uninstall(0)
-		h.Harvest()
-	}()
-	var landed uint64
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		b.StopTimer()
-		for j := 0; j < spans; j++ {
-			h.KernelEnd(h.KernelBegin(1, stream))
-		}
-		// Events complete asynchronously: let them, untimed, so the timed
-		// harvest lands them all rather than finding some in flight.
-		if settle != nil {
-			settle()
-		}
-		before := h.Snapshot().Counters.Landed
-		b.StartTimer()
-		h.Harvest()
-		b.StopTimer()
-		after := h.Snapshot().Counters.Landed
-		landed += after - before
-		b.StartTimer()
-	}
-	b.StopTimer()
-	if want := uint64(b.N * spans); landed != want {
-		return fmt.Errorf("landed %d spans of %d: the measurement would not be of full harvests", landed, want)
-	}
-	return nil
-}
-
-// nopOpener opens a pool that does nothing and completes every span at
-// once: what is left is the hub's own cost.
-func nopOpener() (backend.Pool, error) { return nopPool{}, nil }
-
-type nopPool struct{}
-
-func (nopPool) Device() int                            { return 0 }
-func (nopPool) Slots() int                             { return gpuspans.MaxSlots }
-func (nopPool) Capturing(backend.Stream) (bool, error) { return false, nil }
-func (nopPool) RecordBegin(int, backend.Stream) error  { return nil }
-func (nopPool) RecordEnd(int, backend.Stream) error    { return nil }
-func (nopPool) Close() error                           { return nil }
-func (nopPool) Harvest(items []backend.HarvestItem) error {
-	for i := range items {
-		items[i].State, items[i].DurationNs = backend.Done, 1000
-	}
-	return nil
-}
-
-// gpuRig is what the GPU rows share: the kit, for a stream and the empty
-// kernel, and a pool of the driver floor's own.
-type gpuRig struct {
-	kit    *cudatest.Kit
-	stream backend.Stream
-	pool   *cuda.Pool
-}
-
-func openGPU(device int) (*gpuRig, error) {
-	if err := cuda.Load(); err != nil {
-		return nil, err
-	}
-	kit, err := cudatest.NewKit(device)
-	if err != nil {
-		return nil, err
-	}
-	stream, err := kit.NewStream()
-	if err != nil {
-		_ = kit.Close()
-		return nil, err
-	}
-	pool, err := cuda.Open(device, gpuspans.DefaultSlots)
-	if err != nil {
-		_ = kit.DestroyStream(stream)
-		_ = kit.Close()
-		return nil, err
-	}
-	return &gpuRig{kit: kit, stream: stream, pool: pool}, nil
-}
-
-func (g *gpuRig) benchFloor(b *testing.B) {
-	slots := g.pool.Slots()
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		slot := i % slots
-		if err := g.pool.RecordBegin(slot, g.stream); err != nil {
-			b.Fatal(err)
-		}
-		if err := g.pool.RecordEnd(slot, g.stream); err != nil {
-			b.Fatal(err)
-		}
-		if slot == slots-1 {
-			// The slots are reused: let the earlier records complete,
-			// untimed, so a record never races its own slot's query.
-			b.StopTimer()
-			_ = g.kit.Sync(g.stream)
-			b.StartTimer()
-		}
-	}
-	b.StopTimer()
-	_ = g.kit.Sync(g.stream)
-}
-
-func (g *gpuRig) benchEmpty(b *testing.B) {
-	b.ReportAllocs()
-	for i := 0; i < b.N; i++ {
-		if err := g.kit.Empty(g.stream); err != nil {
-			b.Fatal(err)
-		}
-		if i%1024 == 1023 {
-			b.StopTimer() // keep the launch queue from filling, which would time queue waits
-			_ = g.kit.Sync(g.stream)
-			b.StartTimer()
-		}
-	}
-	b.StopTimer()
-	_ = g.kit.Sync(g.stream)
-}
-
-// settle waits for the rig's stream, so every event recorded on it is
-// complete.
-func (g *gpuRig) settle() { _ = g.kit.Sync(g.stream) }
-
-func (g *gpuRig) close() {
-	_ = g.kit.Sync(g.stream)
-	for i := 0; i < 100; i++ {
-		if err := g.pool.Close(); err == nil {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
-	_ = g.kit.DestroyStream(g.stream)
-	_ = g.kit.Close()
-}
 
 // Write prints rows as a table: ns/op, allocations, ns per span for
 // harvests, and each row's ratio to the reference row, with what each row

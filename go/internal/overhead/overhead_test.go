@@ -62,3 +62,41 @@ func TestRunUnknownBackend(t *testing.T) {
 		t.Error("unknown backend accepted")
 	}
 }
+
+func TestNextOps(t *testing.T) {
+	for _, c := range []struct {
+		n          int
+		took, want time.Duration
+		next       int
+	}{
+		{1, time.Microsecond, time.Second, 100},            // at most a hundredfold
+		{1000, 100 * time.Millisecond, time.Second, 12000}, // 20% past the target
+		{10, time.Second, time.Millisecond, 11},            // at least one more
+		{5, 0, time.Second, 500},                           // a run too quick to time
+		{9e8, time.Millisecond, time.Second, 1e9},          // at most maxOps
+	} {
+		if got := nextOps(c.n, c.took, c.want); got != c.next {
+			t.Errorf("nextOps(%d, %v, %v) = %d, want %d", c.n, c.took, c.want, got, c.next)
+		}
+	}
+}
+
+// The stopwatch times and counts only what runs between its start and
+// stop.
+func TestStopwatch(t *testing.T) {
+	var sink []byte
+	r, err := once(func(sw *stopwatch, n int) error {
+		sink = make([]byte, 1<<20) // untimed: set-up
+		sw.StartTimer()
+		for i := 0; i < n; i++ {
+			sink = make([]byte, 64)
+		}
+		sw.StopTimer()
+		time.Sleep(20 * time.Millisecond) // untimed
+		return nil
+	}, 100)
+	if err != nil || r.allocs != 1 || r.nsOp <= 0 || r.nsOp > float64(time.Millisecond) {
+		t.Errorf("%+v, %v: want one allocation per op, and not the sleep", r, err)
+	}
+	_ = sink
+}
