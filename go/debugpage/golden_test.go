@@ -1,0 +1,30 @@
+package debugpage
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/gpuspans/gpuspans/go/internal/golden"
+)
+
+// The JSON the live page serves, indented so that a change reads as a
+// diff of the fields it touches.
+func TestGoldenSnapshotJSON(t *testing.T) {
+	f := golden.NewFixture(t)
+	mux := http.NewServeMux()
+	Register(mux, f.Hub, Options{Backend: "simulated GPU", Now: f.Clock.Now})
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, SnapshotPath, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", SnapshotPath, rec.Code, rec.Body)
+	}
+	var b bytes.Buffer
+	if err := json.Indent(&b, rec.Body.Bytes(), "", "  "); err != nil {
+		t.Fatal(err)
+	}
+	b.WriteByte('\n')
+	golden.Check(t, "testdata/snapshot.golden.json", b.Bytes())
+}

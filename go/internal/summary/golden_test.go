@@ -1,0 +1,18 @@
+package summary
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/gpuspans/gpuspans/go/internal/golden"
+)
+
+func TestGoldenTable(t *testing.T) {
+	f := golden.NewFixture(t)
+	s := f.Hub.Snapshot()
+	var b bytes.Buffer
+	if err := Write(&b, FromSnapshot(&s)); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/summary.golden.txt", b.Bytes())
+}
