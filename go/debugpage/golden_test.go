@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/internal/golden"
@@ -16,13 +15,8 @@ func TestGoldenSnapshotJSON(t *testing.T) {
 	f := golden.NewFixture(t)
 	mux := http.NewServeMux()
 	Register(mux, f.Hub, Options{Backend: "simulated GPU", Now: f.Clock.Now})
-	rec := httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, SnapshotPath, nil))
-	if rec.Code != http.StatusOK {
-		t.Fatalf("GET %s: %d %s", SnapshotPath, rec.Code, rec.Body)
-	}
 	var b bytes.Buffer
-	if err := json.Indent(&b, rec.Body.Bytes(), "", "  "); err != nil {
+	if err := json.Indent(&b, golden.Get(t, mux, SnapshotPath), "", "  "); err != nil {
 		t.Fatal(err)
 	}
 	b.WriteByte('\n')

@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,4 +67,16 @@ func diff(want, got []byte) string {
 	line("+", g)
 	fmt.Fprintf(&b, "(want %d lines, got %d)", len(w), len(g))
 	return b.String()
+}
+
+// Get serves a GET of path from h and returns the body; it fails t unless
+// the status is 200.
+func Get(t testing.TB, h http.Handler, path string) []byte {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, rec.Code, rec.Body)
+	}
+	return rec.Body.Bytes()
 }
