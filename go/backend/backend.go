@@ -13,6 +13,11 @@ import (
 	"time"
 )
 
+// MaxSlots is the most event pairs a Pool may have: the C core's limit
+// (kMaxSlots in cuda/src/pool.cc, which gs_pool_create enforces; a test
+// checks that they agree).
+const MaxSlots = 1 << 22
+
 // Stream is a GPU stream handle as an integer (a CUstream's pointer value).
 // 0 is the legacy default stream.
 type Stream uint64
@@ -59,17 +64,14 @@ type HarvestItem struct {
 // once for distinct slots; the caller owns a slot from its RecordBegin until a
 // harvest reports it Done or Failed, or until a record call on it failed (it
 // may then record the slot again: re-recording an event is legal, and Close
-// still checks that nothing is in flight). Harvest is called by one goroutine at a
-// time, concurrently with records. Capturing may be called from anywhere.
-// Close is called once, when no other call is running or can follow.
+// still checks that nothing is in flight). Harvest is called by one goroutine
+// at a time, concurrently with records. Close is called once, when no other
+// call is running or can follow.
 type Pool interface {
 	// Device is the device ordinal the pool lives on.
 	Device() int
-	// Slots is the number of event pairs.
+	// Slots is the number of event pairs, 1..MaxSlots.
 	Slots() int
-	// Capturing reports whether stream is being captured into a graph. It is
-	// the one query that is safe during capture.
-	Capturing(stream Stream) (bool, error)
 	// RecordBegin records slot's begin event on stream. It returns an error
 	// wrapping ErrCapturing, and records nothing, on a capturing stream.
 	RecordBegin(slot int, stream Stream) error

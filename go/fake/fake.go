@@ -23,7 +23,7 @@ type Options struct {
 	// OpenErr, when set, is what the Opener returns instead of the pool.
 	OpenErr error
 	// StickyAfter > 0 makes every call after the first StickyAfter calls to
-	// Capturing, RecordBegin, RecordEnd and Harvest fail with an error
+	// RecordBegin, RecordEnd and Harvest fail with an error
 	// wrapping backend.ErrSticky, like a CUDA context after a fault.
 	StickyAfter int64
 	// CloseBusy is how many times Close refuses with backend.ErrBusy before
@@ -48,7 +48,6 @@ type Calls struct {
 	Opens       int64 // calls of the Opener
 	Device      int64
 	Slots       int64
-	Capturing   int64
 	RecordBegin int64
 	RecordEnd   int64
 	Harvest     int64
@@ -62,7 +61,7 @@ type Calls struct {
 // Total is the number of calls of every kind: the Opener and every Pool
 // method.
 func (c Calls) Total() int64 {
-	return c.Opens + c.Device + c.Slots + c.Capturing + c.RecordBegin + c.RecordEnd + c.Harvest + c.Close
+	return c.Opens + c.Device + c.Slots + c.RecordBegin + c.RecordEnd + c.Harvest + c.Close
 }
 
 // Sub returns c - o, field by field: the calls made between two readings.
@@ -71,7 +70,6 @@ func (c Calls) Sub(o Calls) Calls {
 		Opens:                 c.Opens - o.Opens,
 		Device:                c.Device - o.Device,
 		Slots:                 c.Slots - o.Slots,
-		Capturing:             c.Capturing - o.Capturing,
 		RecordBegin:           c.RecordBegin - o.RecordBegin,
 		RecordEnd:             c.RecordEnd - o.RecordEnd,
 		Harvest:               c.Harvest - o.Harvest,
@@ -103,8 +101,8 @@ const (
 type Pool struct {
 	o Options
 
-	opens, device, slots, capturing, recordBegin, recordEnd, harvest, items, close atomic.Int64
-	whileCapturing, afterSticky                                                    atomic.Int64
+	opens, device, slots, recordBegin, recordEnd, harvest, items, close atomic.Int64
+	whileCapturing, afterSticky                                         atomic.Int64
 
 	running    atomic.Int64 // calls in progress, to catch a Close that overlaps one
 	scripted   atomic.Int64 // calls counted towards StickyAfter
@@ -173,8 +171,8 @@ func (p *Pool) SetRecordError(f RecordErrorFunc) {
 	p.recordErr.Store(&f)
 }
 
-// SetSticky makes every later call to Capturing, RecordBegin, RecordEnd and
-// Harvest fail with an error wrapping backend.ErrSticky (true), like a CUDA
+// SetSticky makes every later call to RecordBegin, RecordEnd and Harvest
+// fail with an error wrapping backend.ErrSticky (true), like a CUDA
 // context after a fault, or stops that (false). Calls made after one failed
 // so are counted in CallsAfterSticky either way.
 func (p *Pool) SetSticky(on bool) { p.stickyNow.Store(on) }
@@ -209,7 +207,6 @@ func (p *Pool) Calls() Calls {
 		Opens:                 p.opens.Load(),
 		Device:                p.device.Load(),
 		Slots:                 p.slots.Load(),
-		Capturing:             p.capturing.Load(),
 		RecordBegin:           p.recordBegin.Load(),
 		RecordEnd:             p.recordEnd.Load(),
 		Harvest:               p.harvest.Load(),
@@ -299,16 +296,6 @@ func (p *Pool) Slots() int {
 		p.violate("Slots after Close")
 	}
 	return p.o.Slots
-}
-
-// Capturing implements backend.Pool.
-func (p *Pool) Capturing(stream backend.Stream) (bool, error) {
-	p.capturing.Add(1)
-	defer p.leave()
-	if err := p.enter("Capturing"); err != nil {
-		return false, err
-	}
-	return p.isCapturing(stream), nil
 }
 
 // RecordBegin implements backend.Pool.

@@ -20,7 +20,7 @@ const (
 	MaxLanes       = 64      // lanes per hub
 	MaxDevices     = 64      // device ordinals 0..MaxDevices-1
 	MaxKernels     = 1024    // registered kernel handles, and distinct kernel names
-	MaxSlots       = 1 << 20 // Options.Slots
+	MaxSlots       = 1 << 20 // Options.Slots; at most backend.MaxSlots, a pool's limit
 	MaxRecentSpans = 1 << 20 // Options.RecentSpans
 	MaxNameLen     = 128     // bytes in a lane or kernel name
 

@@ -5,7 +5,19 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unsafe"
+
+	"github.com/gpuspans/gpuspans/go/backend"
 )
+
+// A slot is exactly one cache line, so that adjacent slots, claimed by
+// different goroutines, never share one: the index is out of range (a
+// compile error) when a slot is larger, and the constant overflows when it
+// is smaller.
+var _ = [1]struct{}{}[unsafe.Sizeof(slot{})-cacheLine]
+
+// The hub's ring never asks a pool for more slots than a pool may have.
+var _ = [1]struct{}{}[MaxSlots/(backend.MaxSlots+1)]
 
 func TestNewValidation(t *testing.T) {
 	many := make([]string, MaxLanes+1)

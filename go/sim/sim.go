@@ -112,10 +112,11 @@ func (g *GPU) reachLocked(st *stream) int64 {
 	return now
 }
 
-// Opener returns an Opener of pools of slots event pairs on this GPU.
+// Opener returns an Opener of pools of slots event pairs on this GPU
+// (1..backend.MaxSlots, or the Opener fails with backend.ErrBadSlot).
 func (g *GPU) Opener(slots int) backend.Opener {
 	return func() (backend.Pool, error) {
-		if slots <= 0 {
+		if slots <= 0 || slots > backend.MaxSlots {
 			return nil, fmt.Errorf("sim: pool of %d slots: %w", slots, backend.ErrBadSlot)
 		}
 		return &pool{g: g, pairs: make([]pair, slots)}, nil
@@ -156,15 +157,6 @@ func (p *pool) Identity() backend.Identity {
 	}
 }
 func (p *pool) Slots() int { return len(p.pairs) }
-
-func (p *pool) Capturing(s backend.Stream) (bool, error) {
-	p.g.mu.Lock()
-	defer p.g.mu.Unlock()
-	if p.closed {
-		return false, errClosed
-	}
-	return p.g.streamLocked(s).capturing, nil
-}
 
 func (p *pool) RecordBegin(slot int, s backend.Stream) error { return p.record(slot, s, true) }
 func (p *pool) RecordEnd(slot int, s backend.Stream) error   { return p.record(slot, s, false) }
