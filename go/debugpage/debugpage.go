@@ -158,10 +158,11 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"secs": func(ms int64) string { return strconv.FormatInt((ms+999)/1000, 10) },
 }).Parse(pageHTML))
 
-// MarshalSnapshot encodes s as SnapshotPath serves it, stamped now, with
-// backend as its "backend" field (omitted when empty), so that bindings for
-// other languages (package capi) hand out the same document. Safe from any
-// goroutine; s is only read.
+// MarshalSnapshot encodes s as SnapshotPath serves it (the schema's
+// Snapshot under its protojson field names, see docs/design.md), stamped
+// now, with backend as its "backend" field (omitted when empty), so that
+// bindings for other languages (package capi) hand out the same document;
+// s is only read.
 func MarshalSnapshot(s *gpuspans.Snapshot, backend string, now time.Time) ([]byte, error) {
 	return json.MarshalIndent(toJSON(s, backend, now), "", "  ")
 }

@@ -202,7 +202,7 @@ func TestSnapshotJSON(t *testing.T) {
 	if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type %q", ct)
 	}
-	for _, key := range []string{`"leaked":`, `"pool_panics":`, `"harvest_failures":`, `"abandoned_pools":`} {
+	for _, key := range []string{`"dropped_leaked":`, `"pool_panics":`, `"harvest_failures":`, `"pools_abandoned":`} {
 		if !strings.Contains(rec.Body.String(), key) {
 			t.Errorf("the JSON lacks %s", key)
 		}
@@ -211,7 +211,7 @@ func TestSnapshotJSON(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Level != "kernel" || s.KernelSpanEvery != 2 || s.Step != 50 || s.ArmedRatio != 0.5 || !s.Time.Equal(now) || s.Backend != "sim" {
+	if s.Level != "kernel" || s.KernelSpanEvery != 2 || s.Step != 50 || s.ArmedRatio != 0.5 || s.TakenUnixNs != now.UnixNano() || s.Backend != "sim" {
 		t.Errorf("header fields %+v", s)
 	}
 	// "other" has no span, and is there with zeros.
@@ -223,16 +223,16 @@ func TestSnapshotJSON(t *testing.T) {
 		t.Errorf("decode %+v", d)
 	}
 	var inBuckets uint64
-	for i, b := range d.Buckets {
-		inBuckets += b.Count
-		if b.Count == 0 || (i > 0 && b.Key <= d.Buckets[i-1].Key) || b.LeNs < float64(d.MinNs) {
-			t.Errorf("bucket %d: %+v", i, b)
+	for i, c := range d.BucketCounts {
+		inBuckets += c
+		if c == 0 || (i > 0 && d.BucketUpperNs[i] <= d.BucketUpperNs[i-1]) || d.BucketUpperNs[i] < d.MinNs {
+			t.Errorf("bucket %d: %d spans, upper bound %dns", i, c, d.BucketUpperNs[i])
 		}
 	}
-	if inBuckets+d.ZeroCount != d.Count || s.Schema != 5 {
-		t.Errorf("%d spans in buckets of schema %d, count %d", inBuckets+d.ZeroCount, s.Schema, d.Count)
+	if len(d.BucketUpperNs) != len(d.BucketCounts) || inBuckets != d.Count || s.Schema != 5 {
+		t.Errorf("%d spans in %d buckets (%d bounds) of schema %d, count %d", inBuckets, len(d.BucketCounts), len(d.BucketUpperNs), s.Schema, d.Count)
 	}
-	if s.Counters.Landed != s.Counters.Begun || s.Counters.Dropped["capturing"] != 0 {
+	if s.Counters.Landed != s.Counters.Begun || s.Counters.DroppedCapturing != 0 {
 		t.Errorf("counters %+v", s.Counters)
 	}
 	// The simulated device names itself and reports its event offset (0).

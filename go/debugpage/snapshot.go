@@ -4,45 +4,52 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/sparsehist"
 )
 
-// snapshotJSON is the body of SnapshotPath: a hub snapshot with durations
-// in integer nanoseconds and the quantiles a dashboard wants precomputed.
-// Field names are snake_case and stable; new fields may be added.
+// snapshotJSON is the body of SnapshotPath: a hub snapshot in the schema of
+// proto/gpuspans/v1 Snapshot, every shared field named as protojson names
+// it with UseProtoNames (a test holds them to it), plus a few fields for
+// dashboards, marked page-only. Numbers are JSON numbers (protojson writes
+// 64-bit ones as strings), and enums their lowercase short name ("kernel"
+// for LEVEL_KERNEL). New fields may be added.
 type snapshotJSON struct {
-	Time            time.Time       `json:"time"`
-	Backend         string          `json:"backend,omitempty"`
+	TakenUnixNs     int64           `json:"taken_unix_ns"`
+	Backend         string          `json:"backend,omitempty"` // page-only
 	Level           string          `json:"level"`
 	KernelSpanEvery int             `json:"kernel_span_every"`
 	Step            uint64          `json:"step"`
 	ArmedSteps      uint64          `json:"armed_steps"`
-	ArmedRatio      float64         `json:"armed_ratio"` // armed_steps / step, 0 before the first step
+	ArmedRatio      float64         `json:"armed_ratio"` // page-only: armed_steps / step, 0 before the first step
 	Counters        countersJSON    `json:"counters"`
 	Devices         []deviceJSON    `json:"devices"`
-	Schema          int             `json:"schema"`            // the buckets' Prometheus native-histogram schema: 2^schema buckets to a doubling
-	ZeroThresholdNs float64         `json:"zero_threshold_ns"` // the zero bucket's upper bound
+	Schema          int             `json:"schema"`            // page-only: the buckets' Prometheus native-histogram schema, 2^schema buckets to a doubling
+	ZeroThresholdNs float64         `json:"zero_threshold_ns"` // page-only: the zero bucket's upper bound
 	Lanes           []aggregateJSON `json:"lanes"`
 	Kernels         []aggregateJSON `json:"kernels"`
 }
 
 type countersJSON struct {
-	Begun             uint64            `json:"begun"`
-	Landed            uint64            `json:"landed"`
-	Dropped           map[string]uint64 `json:"dropped"` // by reason: slot_busy, capturing, retired, leaked
-	Errored           uint64            `json:"errored"`
-	InFlight          uint64            `json:"in_flight"`
-	LaneAlreadyOpen   uint64            `json:"lane_already_open"`
-	UnknownLane       uint64            `json:"unknown_lane"`
-	BadEnd            uint64            `json:"bad_end"`
-	InstallFailures   uint64            `json:"install_failures"`
-	StickyDisables    uint64            `json:"sticky_disables"`
-	PoolPanics        uint64            `json:"pool_panics"`
-	HarvestFailures   uint64            `json:"harvest_failures"`
-	AbandonedPools    uint64            `json:"abandoned_pools"`
-	Harvests          uint64            `json:"harvests"`
-	HarvestsSkipped   uint64            `json:"harvests_skipped"`
-	HarvestNs         int64             `json:"harvest_ns"`
-	RecentOverwritten uint64            `json:"recent_overwritten"`
+	Begun                  uint64 `json:"begun"`
+	Landed                 uint64 `json:"landed"`
+	DroppedSlotBusy        uint64 `json:"dropped_slot_busy"`
+	DroppedCapturing       uint64 `json:"dropped_capturing"`
+	DroppedRetired         uint64 `json:"dropped_retired"`
+	DroppedLeaked          uint64 `json:"dropped_leaked"`
+	Errored                uint64 `json:"errored"`
+	InFlight               uint64 `json:"in_flight"`
+	LaneAlreadyOpenCalls   uint64 `json:"lane_already_open_calls"`
+	UnknownLaneCalls       uint64 `json:"unknown_lane_calls"`
+	BadEndCalls            uint64 `json:"bad_end_calls"`
+	InstallFailures        uint64 `json:"install_failures"`
+	StickyDisables         uint64 `json:"sticky_disables"`
+	PoolPanics             uint64 `json:"pool_panics"`
+	HarvestFailures        uint64 `json:"harvest_failures"`
+	PoolsAbandoned         uint64 `json:"pools_abandoned"`
+	Harvests               uint64 `json:"harvests"`
+	HarvestsSkipped        uint64 `json:"harvests_skipped"`
+	HarvestNs              uint64 `json:"harvest_ns"`
+	RecentSpansOverwritten uint64 `json:"recent_spans_overwritten"`
 }
 
 type deviceJSON struct {
@@ -60,54 +67,50 @@ type deviceJSON struct {
 }
 
 type aggregateJSON struct {
-	Device    int          `json:"device"`
-	Name      string       `json:"name"`
-	Count     uint64       `json:"count"`
-	SumNs     int64        `json:"sum_ns"`
-	MinNs     int64        `json:"min_ns"`
-	MaxNs     int64        `json:"max_ns"`
-	P50Ns     int64        `json:"p50_ns"` // estimated within 1.1%, as Aggregate.Quantile
-	P90Ns     int64        `json:"p90_ns"`
-	P99Ns     int64        `json:"p99_ns"`
-	ZeroCount uint64       `json:"zero_count"` // spans of at most zero_threshold_ns
-	Buckets   []bucketJSON `json:"buckets"`    // the non-empty buckets, in order; not cumulative
-}
-
-// bucketJSON is one non-empty bucket: key k holds spans in
-// (2^((k-1)/32), 2^(k/32)] seconds, le_ns being the upper bound.
-type bucketJSON struct {
-	Key   int     `json:"key"`
-	LeNs  float64 `json:"le_ns"`
-	Count uint64  `json:"count"`
+	Device int    `json:"device"`
+	Name   string `json:"name"`
+	Count  uint64 `json:"count"`
+	SumNs  int64  `json:"sum_ns"`
+	MinNs  int64  `json:"min_ns"`
+	MaxNs  int64  `json:"max_ns"`
+	P50Ns  int64  `json:"p50_ns"` // page-only, estimated within 1.1%, as Aggregate.Quantile
+	P90Ns  int64  `json:"p90_ns"` // page-only
+	P99Ns  int64  `json:"p99_ns"` // page-only
+	// The non-empty buckets, in order (not cumulative): bucket_counts[i]
+	// spans in the bucket whose upper bound, in whole nanoseconds rounded
+	// down, is bucket_upper_ns[i]; 59 is the zero bucket's.
+	BucketUpperNs []int64  `json:"bucket_upper_ns"`
+	BucketCounts  []uint64 `json:"bucket_counts"`
 }
 
 func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 	c := &s.Counters
 	j := snapshotJSON{
-		Time:            now.UTC(),
 		Backend:         backend,
 		Level:           s.Level.String(),
 		KernelSpanEvery: s.KernelSpanEvery,
 		Step:            s.Step,
 		ArmedSteps:      s.ArmedSteps,
 		Counters: countersJSON{
-			Begun: c.Begun, Landed: c.Landed, Dropped: map[string]uint64{},
+			Begun: c.Begun, Landed: c.Landed,
+			DroppedSlotBusy: c.Dropped[gpuspans.DropSlotBusy], DroppedCapturing: c.Dropped[gpuspans.DropCapturing],
+			DroppedRetired: c.Dropped[gpuspans.DropRetired], DroppedLeaked: c.Dropped[gpuspans.DropLeaked],
 			Errored: c.Errored, InFlight: c.InFlight,
-			LaneAlreadyOpen: c.LaneAlreadyOpen, UnknownLane: c.UnknownLane, BadEnd: c.BadEnd,
+			LaneAlreadyOpenCalls: c.LaneAlreadyOpen, UnknownLaneCalls: c.UnknownLane, BadEndCalls: c.BadEnd,
 			InstallFailures: c.InstallFailures, StickyDisables: c.StickyDisables,
-			PoolPanics: c.PoolPanics, HarvestFailures: c.HarvestFailures, AbandonedPools: c.AbandonedPools,
-			Harvests: c.Harvests, HarvestsSkipped: c.HarvestsSkipped, HarvestNs: int64(c.HarvestTime),
-			RecentOverwritten: c.RecentOverwritten,
+			PoolPanics: c.PoolPanics, HarvestFailures: c.HarvestFailures, PoolsAbandoned: c.AbandonedPools,
+			Harvests: c.Harvests, HarvestsSkipped: c.HarvestsSkipped, HarvestNs: uint64(c.HarvestTime),
+			RecentSpansOverwritten: c.RecentOverwritten,
 		},
 		Devices: []deviceJSON{},
 		Lanes:   aggregates(s.Lanes),
 		Kernels: aggregates(s.Kernels),
 	}
+	if !now.IsZero() {
+		j.TakenUnixNs = now.UnixNano()
+	}
 	if s.Step > 0 {
 		j.ArmedRatio = float64(s.ArmedSteps) / float64(s.Step)
-	}
-	for r, n := range c.Dropped {
-		j.Counters.Dropped[gpuspans.DropReason(r).String()] = n
 	}
 	for _, d := range s.Devices {
 		dj := deviceJSON{
@@ -127,18 +130,16 @@ func aggregates(aggs []gpuspans.Aggregate) []aggregateJSON {
 	out := make([]aggregateJSON, 0, len(aggs))
 	for i := range aggs {
 		a := &aggs[i]
+		bounds, counts := sparsehist.Of(a)
+		if bounds == nil {
+			bounds, counts = []int64{}, []uint64{}
+		}
 		out = append(out, aggregateJSON{
 			Device: a.Device, Name: a.Name, Count: a.Count,
 			SumNs: int64(a.Sum), MinNs: int64(a.Min), MaxNs: int64(a.Max),
 			P50Ns: int64(a.Quantile(0.5)), P90Ns: int64(a.Quantile(0.9)), P99Ns: int64(a.Quantile(0.99)),
-			ZeroCount: a.ZeroCount, Buckets: []bucketJSON{},
+			BucketUpperNs: bounds, BucketCounts: counts,
 		})
-		for i, c := range a.Buckets {
-			if c > 0 {
-				b := &out[len(out)-1]
-				b.Buckets = append(b.Buckets, bucketJSON{Key: gpuspans.BucketKey(i), LeNs: gpuspans.BucketUpperBound(i) * 1e9, Count: c})
-			}
-		}
 	}
 	return out
 }

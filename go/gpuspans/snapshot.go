@@ -15,8 +15,8 @@ const (
 	// DropSlotBusy: the ring's next slot still held an older span (a long
 	// kernel, or harvests too rare for the span rate).
 	DropSlotBusy DropReason = iota
-	// DropCapturing: the stream was being captured into a graph ("capture
-	// skipped"); nothing was recorded, or the end could not be.
+	// DropCapturing: the stream was being captured into a graph; nothing
+	// was recorded, or the end could not be.
 	DropCapturing
 	// DropRetired: the recorder was retired or dead as the span began, or
 	// the span was an open lane span of a retired recorder.

@@ -317,21 +317,21 @@ func checkBody(path string, body []byte, last *map[string]float64) error {
 	case debugpage.SnapshotPath:
 		var v struct {
 			Counters struct {
-				Begun    uint64            `json:"begun"`
-				Landed   uint64            `json:"landed"`
-				Dropped  map[string]uint64 `json:"dropped"`
-				Errored  uint64            `json:"errored"`
-				InFlight uint64            `json:"in_flight"`
+				Begun            uint64 `json:"begun"`
+				Landed           uint64 `json:"landed"`
+				DroppedSlotBusy  uint64 `json:"dropped_slot_busy"`
+				DroppedCapturing uint64 `json:"dropped_capturing"`
+				DroppedRetired   uint64 `json:"dropped_retired"`
+				DroppedLeaked    uint64 `json:"dropped_leaked"`
+				Errored          uint64 `json:"errored"`
+				InFlight         uint64 `json:"in_flight"`
 			} `json:"counters"`
 		}
 		if err := json.Unmarshal(body, &v); err != nil {
 			return fmt.Errorf("snapshot JSON: %v", err)
 		}
 		c := v.Counters
-		rest := c.Landed + c.Errored + c.InFlight
-		for _, n := range c.Dropped {
-			rest += n
-		}
+		rest := c.Landed + c.Errored + c.InFlight + c.DroppedSlotBusy + c.DroppedCapturing + c.DroppedRetired + c.DroppedLeaked
 		if c.Begun < rest {
 			return fmt.Errorf("snapshot JSON: begun %d < %d accounted", c.Begun, rest)
 		}

@@ -107,7 +107,7 @@ def throughput(args, rt, model, install):
                     spans[lv] = (
                         sum(a["count"] for a in snap["lanes"]),
                         sum(a["count"] for a in snap["kernels"]),
-                        snap["counters"]["dropped"],
+                        {k[len("dropped_"):]: v for k, v in snap["counters"].items() if k.startswith("dropped_")},
                         snap["devices"][0]["state"] if snap["devices"] else "none",
                     )
             finally:

@@ -3,36 +3,36 @@ package spanfile
 import (
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/sparsehist"
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 
-// SpanToProto converts a span to its wire form. EndUnixNanos is derived:
+// SpanToProto converts a span to its wire form. EndUnixNs is derived:
 // StartNs + DurationNs, or 0 when the span has no host start. Safe from
 // any goroutine.
 func SpanToProto(s gpuspans.Span) *gpuspansv1.Span {
 	p := &gpuspansv1.Span{
-		Seq:            s.Seq,
-		Kind:           kindToProto(s.Kind),
-		Name:           s.Name,
-		Device:         int32(s.Device),
-		Stream:         uint64(s.Stream),
-		Step:           s.Step,
-		StartUnixNanos: s.StartNs,
-		DurationNanos:  s.DurationNs,
+		Seq:         s.Seq,
+		Kind:        kindToProto(s.Kind),
+		Name:        s.Name,
+		Device:      int32(s.Device),
+		Stream:      uint64(s.Stream),
+		Step:        s.Step,
+		StartUnixNs: s.StartNs,
+		DurationNs:  s.DurationNs,
 	}
 	if s.StartNs != 0 {
-		p.EndUnixNanos = s.StartNs + s.DurationNs
+		p.EndUnixNs = s.StartNs + s.DurationNs
 	}
 	return p
 }
 
 // SpanFromProto converts a wire span back. A kind other than lane or kernel
-// is an error, rather than a guess; EndUnixNanos is ignored, since it is
+// is an error, rather than a guess; EndUnixNs is ignored, since it is
 // derived. Safe from any goroutine.
 func SpanFromProto(p *gpuspansv1.Span) (gpuspans.Span, error) {
 	k, err := kindFromProto(p.GetKind())
@@ -46,14 +46,14 @@ func SpanFromProto(p *gpuspansv1.Span) (gpuspans.Span, error) {
 		Device:     int(p.GetDevice()),
 		Stream:     backend.Stream(p.GetStream()),
 		Step:       p.GetStep(),
-		StartNs:    p.GetStartUnixNanos(),
-		DurationNs: p.GetDurationNanos(),
+		StartNs:    p.GetStartUnixNs(),
+		DurationNs: p.GetDurationNs(),
 	}, nil
 }
 
 // SnapshotToProto converts a snapshot, stamped taken (the zero time gives
-// 0). Aggregates list the lanes, then the kernels, each in s's order; a
-// device's error becomes its reason text. Safe from any goroutine, given
+// 0). Lanes and kernels keep s's order; a device's error becomes its reason
+// text. Safe from any goroutine, given
 // that nothing writes s meanwhile.
 func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot {
 	c := &s.Counters
@@ -63,32 +63,33 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 		Step:            s.Step,
 		ArmedSteps:      s.ArmedSteps,
 		Counters: &gpuspansv1.Counters{
-			Begun:             c.Begun,
-			Landed:            c.Landed,
-			DroppedSlotBusy:   c.Dropped[gpuspans.DropSlotBusy],
-			InFlight:          c.InFlight,
-			Errored:           c.Errored,
-			CaptureSkipped:    c.Dropped[gpuspans.DropCapturing],
-			UnknownLane:       c.UnknownLane,
-			BadEnd:            c.BadEnd,
-			InstallFailures:   c.InstallFailures,
-			StickyDisables:    c.StickyDisables,
-			Harvests:          c.Harvests,
-			HarvestNanos:      uint64(c.HarvestTime),
-			DroppedRetired:    c.Dropped[gpuspans.DropRetired],
-			LaneAlreadyOpen:   c.LaneAlreadyOpen,
-			HarvestsSkipped:   c.HarvestsSkipped,
-			RecentOverwritten: c.RecentOverwritten,
-			DroppedLeaked:     c.Dropped[gpuspans.DropLeaked],
-			PoolPanics:        c.PoolPanics,
-			HarvestFailures:   c.HarvestFailures,
-			AbandonedPools:    c.AbandonedPools,
+			Begun:                  c.Begun,
+			Landed:                 c.Landed,
+			DroppedSlotBusy:        c.Dropped[gpuspans.DropSlotBusy],
+			InFlight:               c.InFlight,
+			Errored:                c.Errored,
+			DroppedCapturing:       c.Dropped[gpuspans.DropCapturing],
+			UnknownLaneCalls:       c.UnknownLane,
+			BadEndCalls:            c.BadEnd,
+			InstallFailures:        c.InstallFailures,
+			StickyDisables:         c.StickyDisables,
+			Harvests:               c.Harvests,
+			HarvestNs:              uint64(c.HarvestTime),
+			DroppedRetired:         c.Dropped[gpuspans.DropRetired],
+			LaneAlreadyOpenCalls:   c.LaneAlreadyOpen,
+			HarvestsSkipped:        c.HarvestsSkipped,
+			RecentSpansOverwritten: c.RecentOverwritten,
+			DroppedLeaked:          c.Dropped[gpuspans.DropLeaked],
+			PoolPanics:             c.PoolPanics,
+			HarvestFailures:        c.HarvestFailures,
+			PoolsAbandoned:         c.AbandonedPools,
 		},
-		Devices:    make([]*gpuspansv1.DeviceStatus, len(s.Devices)),
-		Aggregates: make([]*gpuspansv1.Aggregate, 0, len(s.Lanes)+len(s.Kernels)),
+		Devices: make([]*gpuspansv1.DeviceStatus, len(s.Devices)),
+		Lanes:   aggregatesToProto(s.Lanes),
+		Kernels: aggregatesToProto(s.Kernels),
 	}
 	if !taken.IsZero() {
-		p.TakenUnixNanos = taken.UnixNano()
+		p.TakenUnixNs = taken.UnixNano()
 	}
 	for i, d := range s.Devices {
 		pd := &gpuspansv1.DeviceStatus{
@@ -101,7 +102,7 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 			PciBusId: d.Identity.PCIBusID,
 			Name:     d.Identity.Name,
 
-			EventOffsetNanos: int64(d.EventOffset),
+			EventOffsetNs: int64(d.EventOffset),
 		}
 		if d.Err != nil {
 			pd.Reason = d.Err.Error()
@@ -112,42 +113,42 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 		d := &s.PerDevice[i]
 		p.DeviceCounters = append(p.DeviceCounters, &gpuspansv1.DeviceCounters{
 			Device: int32(d.Device), Begun: d.Begun, Landed: d.Landed, Errored: d.Errored, InFlight: d.InFlight,
-			DroppedSlotBusy: d.Dropped[gpuspans.DropSlotBusy], CaptureSkipped: d.Dropped[gpuspans.DropCapturing],
+			DroppedSlotBusy: d.Dropped[gpuspans.DropSlotBusy], DroppedCapturing: d.Dropped[gpuspans.DropCapturing],
 			DroppedRetired: d.Dropped[gpuspans.DropRetired], DroppedLeaked: d.Dropped[gpuspans.DropLeaked],
 		})
 	}
-	add := func(kind gpuspansv1.SpanKind, aggs []gpuspans.Aggregate) {
-		for i := range aggs {
-			a := &aggs[i]
-			bounds, counts := sparseBuckets(a)
-			p.Aggregates = append(p.Aggregates, &gpuspansv1.Aggregate{
-				Kind:             kind,
-				Name:             a.Name,
-				Device:           int32(a.Device),
-				Count:            a.Count,
-				SumNanos:         int64(a.Sum),
-				MinNanos:         int64(a.Min),
-				MaxNanos:         int64(a.Max),
-				BucketUpperNanos: bounds,
-				BucketCounts:     counts,
-			})
+	return p
+}
+
+func aggregatesToProto(aggs []gpuspans.Aggregate) []*gpuspansv1.Aggregate {
+	out := make([]*gpuspansv1.Aggregate, len(aggs))
+	for i := range aggs {
+		a := &aggs[i]
+		bounds, counts := sparsehist.Of(a)
+		out[i] = &gpuspansv1.Aggregate{
+			Name:          a.Name,
+			Device:        int32(a.Device),
+			Count:         a.Count,
+			SumNs:         int64(a.Sum),
+			MinNs:         int64(a.Min),
+			MaxNs:         int64(a.Max),
+			BucketUpperNs: bounds,
+			BucketCounts:  counts,
 		}
 	}
-	add(gpuspansv1.SpanKind_SPAN_KIND_LANE, s.Lanes)
-	add(gpuspansv1.SpanKind_SPAN_KIND_KERNEL, s.Kernels)
-	return p
+	return out
 }
 
 // SnapshotFromProto converts a wire snapshot back, with the time it was
 // taken (the zero time for 0). A device's reason becomes an error with that
 // text (errors.Is no longer matches the backend's sentinels). An unknown
-// level, device state or aggregate kind, or a histogram bound that is not
-// one of the hub's buckets', is an error: gpuspans types cannot hold them.
+// level or device state, or a histogram bound that is not one of the hub's
+// buckets', is an error: gpuspans types cannot hold them.
 // Safe from any goroutine.
 func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, error) {
 	var s gpuspans.Snapshot
 	var taken time.Time
-	if ns := p.GetTakenUnixNanos(); ns != 0 {
+	if ns := p.GetTakenUnixNs(); ns != 0 {
 		taken = time.Unix(0, ns)
 	}
 	l, err := levelFromProto(p.GetLevel())
@@ -164,23 +165,23 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 	c.Begun = pc.GetBegun()
 	c.Landed = pc.GetLanded()
 	c.Dropped[gpuspans.DropSlotBusy] = pc.GetDroppedSlotBusy()
-	c.Dropped[gpuspans.DropCapturing] = pc.GetCaptureSkipped()
+	c.Dropped[gpuspans.DropCapturing] = pc.GetDroppedCapturing()
 	c.Dropped[gpuspans.DropRetired] = pc.GetDroppedRetired()
 	c.Errored = pc.GetErrored()
 	c.InFlight = pc.GetInFlight()
-	c.LaneAlreadyOpen = pc.GetLaneAlreadyOpen()
-	c.UnknownLane = pc.GetUnknownLane()
-	c.BadEnd = pc.GetBadEnd()
+	c.LaneAlreadyOpen = pc.GetLaneAlreadyOpenCalls()
+	c.UnknownLane = pc.GetUnknownLaneCalls()
+	c.BadEnd = pc.GetBadEndCalls()
 	c.InstallFailures = pc.GetInstallFailures()
 	c.StickyDisables = pc.GetStickyDisables()
 	c.Harvests = pc.GetHarvests()
 	c.HarvestsSkipped = pc.GetHarvestsSkipped()
-	c.HarvestTime = time.Duration(pc.GetHarvestNanos())
-	c.RecentOverwritten = pc.GetRecentOverwritten()
+	c.HarvestTime = time.Duration(pc.GetHarvestNs())
+	c.RecentOverwritten = pc.GetRecentSpansOverwritten()
 	c.Dropped[gpuspans.DropLeaked] = pc.GetDroppedLeaked()
 	c.PoolPanics = pc.GetPoolPanics()
 	c.HarvestFailures = pc.GetHarvestFailures()
-	c.AbandonedPools = pc.GetAbandonedPools()
+	c.AbandonedPools = pc.GetPoolsAbandoned()
 
 	for _, pd := range p.GetDevices() {
 		st, err := stateFromString(pd.GetState())
@@ -195,7 +196,7 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 			InFlight: pd.GetInFlight(),
 			Identity: backend.Identity{UUID: pd.GetUuid(), PCIBusID: pd.GetPciBusId(), Name: pd.GetName()},
 
-			EventOffset: time.Duration(pd.GetEventOffsetNanos()),
+			EventOffset: time.Duration(pd.GetEventOffsetNs()),
 		}
 		if r := pd.GetReason(); r != "" {
 			d.Err = errors.New(r)
@@ -207,72 +208,53 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 			Device: int(pd.GetDevice()), Begun: pd.GetBegun(), Landed: pd.GetLanded(), Errored: pd.GetErrored(), InFlight: pd.GetInFlight(),
 		}
 		d.Dropped[gpuspans.DropSlotBusy] = pd.GetDroppedSlotBusy()
-		d.Dropped[gpuspans.DropCapturing] = pd.GetCaptureSkipped()
+		d.Dropped[gpuspans.DropCapturing] = pd.GetDroppedCapturing()
 		d.Dropped[gpuspans.DropRetired] = pd.GetDroppedRetired()
 		d.Dropped[gpuspans.DropLeaked] = pd.GetDroppedLeaked()
 		s.PerDevice = append(s.PerDevice, d)
 	}
 
-	for _, pa := range p.GetAggregates() {
-		a := gpuspans.Aggregate{
-			Device: int(pa.GetDevice()),
-			Name:   pa.GetName(),
-			Count:  pa.GetCount(),
-			Sum:    time.Duration(pa.GetSumNanos()),
-			Min:    time.Duration(pa.GetMinNanos()),
-			Max:    time.Duration(pa.GetMaxNanos()),
-		}
-		if err := fillBuckets(&a, pa); err != nil {
-			return s, taken, fmt.Errorf("spanfile: snapshot: aggregate %q on device %d: %w", a.Name, a.Device, err)
-		}
-		switch pa.GetKind() {
-		case gpuspansv1.SpanKind_SPAN_KIND_LANE:
-			s.Lanes = append(s.Lanes, a)
-		case gpuspansv1.SpanKind_SPAN_KIND_KERNEL:
-			s.Kernels = append(s.Kernels, a)
-		default:
-			return s, taken, fmt.Errorf("spanfile: snapshot: aggregate %q on device %d: unknown kind %v", a.Name, a.Device, pa.GetKind())
-		}
+	if s.Lanes, err = aggregatesFromProto(p.GetLanes()); err != nil {
+		return s, taken, err
+	}
+	if s.Kernels, err = aggregatesFromProto(p.GetKernels()); err != nil {
+		return s, taken, err
 	}
 	return s, taken, nil
 }
 
-// zeroBucketNanos names the zero bucket in bucket_upper_nanos: the longest
-// whole-nanosecond span at or below gpuspans.ZeroThreshold.
-const zeroBucketNanos = 59
-
-// upperNanos is the upper bound of a.Buckets[i] rounded down to whole
-// nanoseconds: spans are whole nanoseconds, so it names the bucket exactly
-// (every bucket is over a nanosecond wide).
-func upperNanos(i int) int64 { return int64(math.Floor(gpuspans.BucketUpperBound(i) * 1e9)) }
-
-// sparseBuckets lists a's non-empty buckets as the wire format keeps them;
-// most of an aggregate's 992 buckets are empty.
-func sparseBuckets(a *gpuspans.Aggregate) (bounds []int64, counts []uint64) {
-	if a.ZeroCount > 0 {
-		bounds, counts = append(bounds, zeroBucketNanos), append(counts, a.ZeroCount)
-	}
-	for i, c := range a.Buckets {
-		if c > 0 {
-			bounds, counts = append(bounds, upperNanos(i)), append(counts, c)
+func aggregatesFromProto(pas []*gpuspansv1.Aggregate) ([]gpuspans.Aggregate, error) {
+	var out []gpuspans.Aggregate
+	for _, pa := range pas {
+		a := gpuspans.Aggregate{
+			Device: int(pa.GetDevice()),
+			Name:   pa.GetName(),
+			Count:  pa.GetCount(),
+			Sum:    time.Duration(pa.GetSumNs()),
+			Min:    time.Duration(pa.GetMinNs()),
+			Max:    time.Duration(pa.GetMaxNs()),
 		}
+		if err := fillBuckets(&a, pa); err != nil {
+			return out, fmt.Errorf("spanfile: snapshot: aggregate %q on device %d: %w", a.Name, a.Device, err)
+		}
+		out = append(out, a)
 	}
-	return bounds, counts
+	return out, nil
 }
 
 // fillBuckets sets a's buckets from the sparse lists of pa, accepting only
 // bounds of the hub's own buckets, in increasing order.
 func fillBuckets(a *gpuspans.Aggregate, pa *gpuspansv1.Aggregate) error {
-	ub, counts := pa.GetBucketUpperNanos(), pa.GetBucketCounts()
+	ub, counts := pa.GetBucketUpperNs(), pa.GetBucketCounts()
 	if len(ub) != len(counts) {
 		return fmt.Errorf("histogram of %d bounds and %d counts, want as many of each", len(ub), len(counts))
 	}
 	prev := -2
 	for j, b := range ub {
 		i := -1 // the zero bucket
-		if b != zeroBucketNanos {
+		if b != sparsehist.ZeroNs {
 			i = gpuspans.BucketIndex(time.Duration(b))
-			if i < 0 || upperNanos(i) != b {
+			if i < 0 || sparsehist.UpperNs(i) != b {
 				return fmt.Errorf("histogram bound %d is %dns, not the upper bound of a bucket", j, b)
 			}
 		}

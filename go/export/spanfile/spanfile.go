@@ -124,9 +124,9 @@ func (w *Writer) WriteSpans(source string, spans []gpuspans.Span) error {
 			n = spansPerRecord
 		}
 		b := &gpuspansv1.SpanBatch{
-			Source:           source,
-			WrittenUnixNanos: now,
-			Spans:            make([]*gpuspansv1.Span, n),
+			Source:        source,
+			WrittenUnixNs: now,
+			Spans:         make([]*gpuspansv1.Span, n),
 		}
 		for i := range spans[:n] {
 			b.Spans[i] = SpanToProto(spans[i])
@@ -158,8 +158,8 @@ func (w *Writer) WriteRecord(r *gpuspansv1.Record) error {
 	buf := w.buf[:0]
 	if !w.started {
 		h := &gpuspansv1.Record{Record: &gpuspansv1.Record_Header{Header: &gpuspansv1.Header{
-			Schema:           Schema,
-			CreatedUnixNanos: w.o.now().UnixNano(),
+			Schema:        Schema,
+			CreatedUnixNs: w.o.now().UnixNano(),
 		}}}
 		var err error
 		if buf, err = w.appendRecord(buf, h); err != nil {

@@ -163,7 +163,7 @@ func TestRoundTrip(t *testing.T) {
 	if len(recs) != 6 {
 		t.Fatalf("read %d records, want 6 (header, 3 batches, 2 snapshots)", len(recs))
 	}
-	if h := recs[0].GetHeader(); h.GetSchema() != Schema || h.GetCreatedUnixNanos() != epoch.UnixNano() {
+	if h := recs[0].GetHeader(); h.GetSchema() != Schema || h.GetCreatedUnixNs() != epoch.UnixNano() {
 		t.Errorf("header = %v", h)
 	}
 
@@ -173,12 +173,12 @@ func TestRoundTrip(t *testing.T) {
 		switch {
 		case rec.GetSpans() != nil:
 			b := rec.GetSpans()
-			if b.GetWrittenUnixNanos() != epoch.UnixNano() || len(b.GetSpans()) > spansPerRecord {
-				t.Errorf("batch from %q: written %d, %d spans", b.GetSource(), b.GetWrittenUnixNanos(), len(b.GetSpans()))
+			if b.GetWrittenUnixNs() != epoch.UnixNano() || len(b.GetSpans()) > spansPerRecord {
+				t.Errorf("batch from %q: written %d, %d spans", b.GetSource(), b.GetWrittenUnixNs(), len(b.GetSpans()))
 			}
 			for _, p := range b.GetSpans() {
-				if want := p.GetStartUnixNanos() + p.GetDurationNanos(); p.GetStartUnixNanos() != 0 && p.GetEndUnixNanos() != want {
-					t.Errorf("span %d: end %d, want %d", p.GetSeq(), p.GetEndUnixNanos(), want)
+				if want := p.GetStartUnixNs() + p.GetDurationNs(); p.GetStartUnixNs() != 0 && p.GetEndUnixNs() != want {
+					t.Errorf("span %d: end %d, want %d", p.GetSeq(), p.GetEndUnixNs(), want)
 				}
 				s, err := SpanFromProto(p)
 				if err != nil {
@@ -476,12 +476,11 @@ func TestConversionErrors(t *testing.T) {
 	}{
 		{"level", func(p *gpuspansv1.Snapshot) { p.Level = 0 }, "spanfile: snapshot: unknown level LEVEL_UNSPECIFIED"},
 		{"state", func(p *gpuspansv1.Snapshot) { p.Devices[2].State = "asleep" }, `spanfile: snapshot: device 4: unknown device state "asleep"`},
-		{"kind", func(p *gpuspansv1.Snapshot) { p.Aggregates[0].Kind = 0 }, `spanfile: snapshot: aggregate "decode" on device 3: unknown kind SPAN_KIND_UNSPECIFIED`},
-		{"bound", func(p *gpuspansv1.Snapshot) { p.Aggregates[1].BucketUpperNanos[1] = 1000 },
+		{"bound", func(p *gpuspansv1.Snapshot) { p.Kernels[0].BucketUpperNs[1] = 1000 },
 			`spanfile: snapshot: aggregate "other" on device 3: histogram bound 1 is 1000ns, not the upper bound of a bucket`},
-		{"order", func(p *gpuspansv1.Snapshot) { b := p.Aggregates[0].BucketUpperNanos; b[0], b[1] = b[1], b[0] },
+		{"order", func(p *gpuspansv1.Snapshot) { b := p.Lanes[0].BucketUpperNs; b[0], b[1] = b[1], b[0] },
 			`spanfile: snapshot: aggregate "decode" on device 3: histogram bound 1 is 1017ns, not above the one before`},
-		{"buckets", func(p *gpuspansv1.Snapshot) { p.Aggregates[0].BucketCounts = nil },
+		{"buckets", func(p *gpuspansv1.Snapshot) { p.Lanes[0].BucketCounts = nil },
 			`spanfile: snapshot: aggregate "decode" on device 3: histogram of 2 bounds and 0 counts, want as many of each`},
 	} {
 		p := good()

@@ -158,11 +158,11 @@ type Span struct {
 	Step uint64 `protobuf:"varint,6,opt,name=step,proto3" json:"step,omitempty"`
 	// Begin on the host clock, nanoseconds since the Unix epoch; 0 when the
 	// span could not be placed on the host clock.
-	StartUnixNanos int64 `protobuf:"varint,7,opt,name=start_unix_nanos,json=startUnixNanos,proto3" json:"start_unix_nanos,omitempty"`
-	// End on the host clock: start_unix_nanos + duration_nanos, or 0.
-	EndUnixNanos int64 `protobuf:"varint,8,opt,name=end_unix_nanos,json=endUnixNanos,proto3" json:"end_unix_nanos,omitempty"`
+	StartUnixNs int64 `protobuf:"varint,7,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	// End on the host clock: start_unix_ns + duration_ns, or 0.
+	EndUnixNs int64 `protobuf:"varint,8,opt,name=end_unix_ns,json=endUnixNs,proto3" json:"end_unix_ns,omitempty"`
 	// GPU time between the begin and end events, in nanoseconds.
-	DurationNanos int64 `protobuf:"varint,9,opt,name=duration_nanos,json=durationNanos,proto3" json:"duration_nanos,omitempty"`
+	DurationNs    int64 `protobuf:"varint,9,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -239,23 +239,23 @@ func (x *Span) GetStep() uint64 {
 	return 0
 }
 
-func (x *Span) GetStartUnixNanos() int64 {
+func (x *Span) GetStartUnixNs() int64 {
 	if x != nil {
-		return x.StartUnixNanos
+		return x.StartUnixNs
 	}
 	return 0
 }
 
-func (x *Span) GetEndUnixNanos() int64 {
+func (x *Span) GetEndUnixNs() int64 {
 	if x != nil {
-		return x.EndUnixNanos
+		return x.EndUnixNs
 	}
 	return 0
 }
 
-func (x *Span) GetDurationNanos() int64 {
+func (x *Span) GetDurationNs() int64 {
 	if x != nil {
-		return x.DurationNanos
+		return x.DurationNs
 	}
 	return 0
 }
@@ -266,10 +266,10 @@ type SpanBatch struct {
 	// Free-form identity of the writing process (host name, engine name).
 	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
 	// When the batch was written, Unix nanoseconds.
-	WrittenUnixNanos int64   `protobuf:"varint,2,opt,name=written_unix_nanos,json=writtenUnixNanos,proto3" json:"written_unix_nanos,omitempty"`
-	Spans            []*Span `protobuf:"bytes,3,rep,name=spans,proto3" json:"spans,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	WrittenUnixNs int64   `protobuf:"varint,2,opt,name=written_unix_ns,json=writtenUnixNs,proto3" json:"written_unix_ns,omitempty"`
+	Spans         []*Span `protobuf:"bytes,3,rep,name=spans,proto3" json:"spans,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SpanBatch) Reset() {
@@ -309,9 +309,9 @@ func (x *SpanBatch) GetSource() string {
 	return ""
 }
 
-func (x *SpanBatch) GetWrittenUnixNanos() int64 {
+func (x *SpanBatch) GetWrittenUnixNs() int64 {
 	if x != nil {
-		return x.WrittenUnixNanos
+		return x.WrittenUnixNs
 	}
 	return 0
 }
@@ -323,29 +323,29 @@ func (x *SpanBatch) GetSpans() []*Span {
 	return nil
 }
 
-// Latency distribution of one lane or kernel on one device.
+// Latency distribution of one lane or kernel on one device. Whether it is a
+// lane's or a kernel's is the list it is in (Snapshot.lanes or kernels).
 type Aggregate struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
-	Kind   SpanKind               `protobuf:"varint,1,opt,name=kind,proto3,enum=gpuspans.v1.SpanKind" json:"kind,omitempty"`
 	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	Device int32                  `protobuf:"varint,3,opt,name=device,proto3" json:"device,omitempty"`
 	// Spans landed.
 	Count uint64 `protobuf:"varint,4,opt,name=count,proto3" json:"count,omitempty"`
 	// Sum, minimum and maximum of their durations, nanoseconds.
-	SumNanos int64 `protobuf:"varint,5,opt,name=sum_nanos,json=sumNanos,proto3" json:"sum_nanos,omitempty"`
-	MinNanos int64 `protobuf:"varint,6,opt,name=min_nanos,json=minNanos,proto3" json:"min_nanos,omitempty"`
-	MaxNanos int64 `protobuf:"varint,7,opt,name=max_nanos,json=maxNanos,proto3" json:"max_nanos,omitempty"`
+	SumNs int64 `protobuf:"varint,5,opt,name=sum_ns,json=sumNs,proto3" json:"sum_ns,omitempty"`
+	MinNs int64 `protobuf:"varint,6,opt,name=min_ns,json=minNs,proto3" json:"min_ns,omitempty"`
+	MaxNs int64 `protobuf:"varint,7,opt,name=max_ns,json=maxNs,proto3" json:"max_ns,omitempty"`
 	// Histogram, sparse: bucket_counts[i] counts the spans of the hub bucket
 	// whose upper bound, in whole nanoseconds rounded down, is
-	// bucket_upper_nanos[i]. Hub buckets are those of a Prometheus native
+	// bucket_upper_ns[i]. Hub buckets are those of a Prometheus native
 	// histogram of schema 5, (2^((k-1)/32), 2^(k/32)] seconds, from 2^-24 s
 	// to 2^7 s (the last also holds longer spans); 59 names the zero bucket,
 	// spans of at most 2^-24 s. Only non-empty buckets are listed, in order,
 	// so both lists have the same length.
-	BucketUpperNanos []int64  `protobuf:"varint,8,rep,packed,name=bucket_upper_nanos,json=bucketUpperNanos,proto3" json:"bucket_upper_nanos,omitempty"`
-	BucketCounts     []uint64 `protobuf:"varint,9,rep,packed,name=bucket_counts,json=bucketCounts,proto3" json:"bucket_counts,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	BucketUpperNs []int64  `protobuf:"varint,8,rep,packed,name=bucket_upper_ns,json=bucketUpperNs,proto3" json:"bucket_upper_ns,omitempty"`
+	BucketCounts  []uint64 `protobuf:"varint,9,rep,packed,name=bucket_counts,json=bucketCounts,proto3" json:"bucket_counts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Aggregate) Reset() {
@@ -378,13 +378,6 @@ func (*Aggregate) Descriptor() ([]byte, []int) {
 	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{2}
 }
 
-func (x *Aggregate) GetKind() SpanKind {
-	if x != nil {
-		return x.Kind
-	}
-	return SpanKind_SPAN_KIND_UNSPECIFIED
-}
-
 func (x *Aggregate) GetName() string {
 	if x != nil {
 		return x.Name
@@ -406,30 +399,30 @@ func (x *Aggregate) GetCount() uint64 {
 	return 0
 }
 
-func (x *Aggregate) GetSumNanos() int64 {
+func (x *Aggregate) GetSumNs() int64 {
 	if x != nil {
-		return x.SumNanos
+		return x.SumNs
 	}
 	return 0
 }
 
-func (x *Aggregate) GetMinNanos() int64 {
+func (x *Aggregate) GetMinNs() int64 {
 	if x != nil {
-		return x.MinNanos
+		return x.MinNs
 	}
 	return 0
 }
 
-func (x *Aggregate) GetMaxNanos() int64 {
+func (x *Aggregate) GetMaxNs() int64 {
 	if x != nil {
-		return x.MaxNanos
+		return x.MaxNs
 	}
 	return 0
 }
 
-func (x *Aggregate) GetBucketUpperNanos() []int64 {
+func (x *Aggregate) GetBucketUpperNs() []int64 {
 	if x != nil {
-		return x.BucketUpperNanos
+		return x.BucketUpperNs
 	}
 	return nil
 }
@@ -461,9 +454,9 @@ type DeviceStatus struct {
 	Name     string `protobuf:"bytes,9,opt,name=name,proto3" json:"name,omitempty"`
 	// The device's event offset, subtracted from kernel spans unless the hub
 	// reports them raw; -1 until measured.
-	EventOffsetNanos int64 `protobuf:"varint,10,opt,name=event_offset_nanos,json=eventOffsetNanos,proto3" json:"event_offset_nanos,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	EventOffsetNs int64 `protobuf:"varint,10,opt,name=event_offset_ns,json=eventOffsetNs,proto3" json:"event_offset_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DeviceStatus) Reset() {
@@ -559,18 +552,20 @@ func (x *DeviceStatus) GetName() string {
 	return ""
 }
 
-func (x *DeviceStatus) GetEventOffsetNanos() int64 {
+func (x *DeviceStatus) GetEventOffsetNs() int64 {
 	if x != nil {
-		return x.EventOffsetNanos
+		return x.EventOffsetNs
 	}
 	return 0
 }
 
-// Counters since the hub started.
+// Counters since the hub started. Names follow the Prometheus metrics'
+// (docs/design.md maps each field to its metric).
 type Counters struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Spans asked for, at level Kernel: landed + dropped_slot_busy +
-	// capture_skipped + dropped_retired + dropped_leaked + in_flight + errored.
+	// dropped_capturing + dropped_retired + dropped_leaked + in_flight +
+	// errored.
 	Begun  uint64 `protobuf:"varint,1,opt,name=begun,proto3" json:"begun,omitempty"`
 	Landed uint64 `protobuf:"varint,2,opt,name=landed,proto3" json:"landed,omitempty"`
 	// Spans not recorded because their slot was still in flight.
@@ -580,24 +575,25 @@ type Counters struct {
 	Errored uint64 `protobuf:"varint,5,opt,name=errored,proto3" json:"errored,omitempty"`
 	// Spans dropped because their stream was being captured into a graph:
 	// nothing was recorded, or the end could not be.
-	CaptureSkipped uint64 `protobuf:"varint,6,opt,name=capture_skipped,json=captureSkipped,proto3" json:"capture_skipped,omitempty"`
-	UnknownLane    uint64 `protobuf:"varint,7,opt,name=unknown_lane,json=unknownLane,proto3" json:"unknown_lane,omitempty"`
+	DroppedCapturing uint64 `protobuf:"varint,6,opt,name=dropped_capturing,json=droppedCapturing,proto3" json:"dropped_capturing,omitempty"`
+	// LaneBegin calls with a lane index outside the hub's lanes (ignored).
+	UnknownLaneCalls uint64 `protobuf:"varint,7,opt,name=unknown_lane_calls,json=unknownLaneCalls,proto3" json:"unknown_lane_calls,omitempty"`
 	// Ends without a matching begin (double end, stale or foreign token).
-	BadEnd          uint64 `protobuf:"varint,8,opt,name=bad_end,json=badEnd,proto3" json:"bad_end,omitempty"`
+	BadEndCalls     uint64 `protobuf:"varint,8,opt,name=bad_end_calls,json=badEndCalls,proto3" json:"bad_end_calls,omitempty"`
 	InstallFailures uint64 `protobuf:"varint,9,opt,name=install_failures,json=installFailures,proto3" json:"install_failures,omitempty"`
 	StickyDisables  uint64 `protobuf:"varint,10,opt,name=sticky_disables,json=stickyDisables,proto3" json:"sticky_disables,omitempty"`
 	Harvests        uint64 `protobuf:"varint,11,opt,name=harvests,proto3" json:"harvests,omitempty"`
 	// Host time spent in harvests, nanoseconds.
-	HarvestNanos uint64 `protobuf:"varint,12,opt,name=harvest_nanos,json=harvestNanos,proto3" json:"harvest_nanos,omitempty"`
+	HarvestNs uint64 `protobuf:"varint,12,opt,name=harvest_ns,json=harvestNs,proto3" json:"harvest_ns,omitempty"`
 	// Spans dropped because their recorder was retired or dead as they began,
 	// and open lane spans of a retired recorder.
 	DroppedRetired uint64 `protobuf:"varint,13,opt,name=dropped_retired,json=droppedRetired,proto3" json:"dropped_retired,omitempty"`
 	// LaneBegin calls on a lane already open (ignored).
-	LaneAlreadyOpen uint64 `protobuf:"varint,14,opt,name=lane_already_open,json=laneAlreadyOpen,proto3" json:"lane_already_open,omitempty"`
+	LaneAlreadyOpenCalls uint64 `protobuf:"varint,14,opt,name=lane_already_open_calls,json=laneAlreadyOpenCalls,proto3" json:"lane_already_open_calls,omitempty"`
 	// Harvests skipped because the harvest lock was held.
 	HarvestsSkipped uint64 `protobuf:"varint,15,opt,name=harvests_skipped,json=harvestsSkipped,proto3" json:"harvests_skipped,omitempty"`
 	// Spans overwritten in the hub's recent ring before an exporter read them.
-	RecentOverwritten uint64 `protobuf:"varint,16,opt,name=recent_overwritten,json=recentOverwritten,proto3" json:"recent_overwritten,omitempty"`
+	RecentSpansOverwritten uint64 `protobuf:"varint,16,opt,name=recent_spans_overwritten,json=recentSpansOverwritten,proto3" json:"recent_spans_overwritten,omitempty"`
 	// Spans begun and never ended, reclaimed after gpuspans.LeakSteps steps.
 	DroppedLeaked uint64 `protobuf:"varint,17,opt,name=dropped_leaked,json=droppedLeaked,proto3" json:"dropped_leaked,omitempty"`
 	// Recorders turned off because a pool method panicked.
@@ -605,7 +601,7 @@ type Counters struct {
 	// Harvests that failed as a whole without a sticky error.
 	HarvestFailures uint64 `protobuf:"varint,19,opt,name=harvest_failures,json=harvestFailures,proto3" json:"harvest_failures,omitempty"`
 	// Retired pools given up on while still busy (left unclosed).
-	AbandonedPools uint64 `protobuf:"varint,20,opt,name=abandoned_pools,json=abandonedPools,proto3" json:"abandoned_pools,omitempty"`
+	PoolsAbandoned uint64 `protobuf:"varint,20,opt,name=pools_abandoned,json=poolsAbandoned,proto3" json:"pools_abandoned,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -675,23 +671,23 @@ func (x *Counters) GetErrored() uint64 {
 	return 0
 }
 
-func (x *Counters) GetCaptureSkipped() uint64 {
+func (x *Counters) GetDroppedCapturing() uint64 {
 	if x != nil {
-		return x.CaptureSkipped
+		return x.DroppedCapturing
 	}
 	return 0
 }
 
-func (x *Counters) GetUnknownLane() uint64 {
+func (x *Counters) GetUnknownLaneCalls() uint64 {
 	if x != nil {
-		return x.UnknownLane
+		return x.UnknownLaneCalls
 	}
 	return 0
 }
 
-func (x *Counters) GetBadEnd() uint64 {
+func (x *Counters) GetBadEndCalls() uint64 {
 	if x != nil {
-		return x.BadEnd
+		return x.BadEndCalls
 	}
 	return 0
 }
@@ -717,9 +713,9 @@ func (x *Counters) GetHarvests() uint64 {
 	return 0
 }
 
-func (x *Counters) GetHarvestNanos() uint64 {
+func (x *Counters) GetHarvestNs() uint64 {
 	if x != nil {
-		return x.HarvestNanos
+		return x.HarvestNs
 	}
 	return 0
 }
@@ -731,9 +727,9 @@ func (x *Counters) GetDroppedRetired() uint64 {
 	return 0
 }
 
-func (x *Counters) GetLaneAlreadyOpen() uint64 {
+func (x *Counters) GetLaneAlreadyOpenCalls() uint64 {
 	if x != nil {
-		return x.LaneAlreadyOpen
+		return x.LaneAlreadyOpenCalls
 	}
 	return 0
 }
@@ -745,9 +741,9 @@ func (x *Counters) GetHarvestsSkipped() uint64 {
 	return 0
 }
 
-func (x *Counters) GetRecentOverwritten() uint64 {
+func (x *Counters) GetRecentSpansOverwritten() uint64 {
 	if x != nil {
-		return x.RecentOverwritten
+		return x.RecentSpansOverwritten
 	}
 	return 0
 }
@@ -773,9 +769,9 @@ func (x *Counters) GetHarvestFailures() uint64 {
 	return 0
 }
 
-func (x *Counters) GetAbandonedPools() uint64 {
+func (x *Counters) GetPoolsAbandoned() uint64 {
 	if x != nil {
-		return x.AbandonedPools
+		return x.PoolsAbandoned
 	}
 	return 0
 }
@@ -783,14 +779,17 @@ func (x *Counters) GetAbandonedPools() uint64 {
 // A consistent view of a hub's state and aggregates.
 type Snapshot struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
-	TakenUnixNanos  int64                  `protobuf:"varint,1,opt,name=taken_unix_nanos,json=takenUnixNanos,proto3" json:"taken_unix_nanos,omitempty"`
+	TakenUnixNs     int64                  `protobuf:"varint,1,opt,name=taken_unix_ns,json=takenUnixNs,proto3" json:"taken_unix_ns,omitempty"`
 	Level           Level                  `protobuf:"varint,2,opt,name=level,proto3,enum=gpuspans.v1.Level" json:"level,omitempty"`
 	KernelSpanEvery uint32                 `protobuf:"varint,3,opt,name=kernel_span_every,json=kernelSpanEvery,proto3" json:"kernel_span_every,omitempty"`
 	Step            uint64                 `protobuf:"varint,4,opt,name=step,proto3" json:"step,omitempty"`
 	ArmedSteps      uint64                 `protobuf:"varint,5,opt,name=armed_steps,json=armedSteps,proto3" json:"armed_steps,omitempty"`
 	Counters        *Counters              `protobuf:"bytes,6,opt,name=counters,proto3" json:"counters,omitempty"`
 	Devices         []*DeviceStatus        `protobuf:"bytes,7,rep,name=devices,proto3" json:"devices,omitempty"`
-	Aggregates      []*Aggregate           `protobuf:"bytes,8,rep,name=aggregates,proto3" json:"aggregates,omitempty"`
+	// Per lane and device, in the hub's order.
+	Lanes []*Aggregate `protobuf:"bytes,10,rep,name=lanes,proto3" json:"lanes,omitempty"`
+	// Per registered kernel name and device, in the hub's order.
+	Kernels []*Aggregate `protobuf:"bytes,11,rep,name=kernels,proto3" json:"kernels,omitempty"`
 	// counters' span outcomes split by device, one per device ever installed.
 	DeviceCounters []*DeviceCounters `protobuf:"bytes,9,rep,name=device_counters,json=deviceCounters,proto3" json:"device_counters,omitempty"`
 	unknownFields  protoimpl.UnknownFields
@@ -827,9 +826,9 @@ func (*Snapshot) Descriptor() ([]byte, []int) {
 	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *Snapshot) GetTakenUnixNanos() int64 {
+func (x *Snapshot) GetTakenUnixNs() int64 {
 	if x != nil {
-		return x.TakenUnixNanos
+		return x.TakenUnixNs
 	}
 	return 0
 }
@@ -876,9 +875,16 @@ func (x *Snapshot) GetDevices() []*DeviceStatus {
 	return nil
 }
 
-func (x *Snapshot) GetAggregates() []*Aggregate {
+func (x *Snapshot) GetLanes() []*Aggregate {
 	if x != nil {
-		return x.Aggregates
+		return x.Lanes
+	}
+	return nil
+}
+
+func (x *Snapshot) GetKernels() []*Aggregate {
+	if x != nil {
+		return x.Kernels
 	}
 	return nil
 }
@@ -893,18 +899,18 @@ func (x *Snapshot) GetDeviceCounters() []*DeviceCounters {
 // One device's share of Counters' span outcomes, with the same identity:
 // begun = landed + the drops + in_flight + errored.
 type DeviceCounters struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Device          int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
-	Begun           uint64                 `protobuf:"varint,2,opt,name=begun,proto3" json:"begun,omitempty"`
-	Landed          uint64                 `protobuf:"varint,3,opt,name=landed,proto3" json:"landed,omitempty"`
-	Errored         uint64                 `protobuf:"varint,4,opt,name=errored,proto3" json:"errored,omitempty"`
-	InFlight        uint64                 `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	DroppedSlotBusy uint64                 `protobuf:"varint,6,opt,name=dropped_slot_busy,json=droppedSlotBusy,proto3" json:"dropped_slot_busy,omitempty"`
-	CaptureSkipped  uint64                 `protobuf:"varint,7,opt,name=capture_skipped,json=captureSkipped,proto3" json:"capture_skipped,omitempty"`
-	DroppedRetired  uint64                 `protobuf:"varint,8,opt,name=dropped_retired,json=droppedRetired,proto3" json:"dropped_retired,omitempty"`
-	DroppedLeaked   uint64                 `protobuf:"varint,9,opt,name=dropped_leaked,json=droppedLeaked,proto3" json:"dropped_leaked,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Device           int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Begun            uint64                 `protobuf:"varint,2,opt,name=begun,proto3" json:"begun,omitempty"`
+	Landed           uint64                 `protobuf:"varint,3,opt,name=landed,proto3" json:"landed,omitempty"`
+	Errored          uint64                 `protobuf:"varint,4,opt,name=errored,proto3" json:"errored,omitempty"`
+	InFlight         uint64                 `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	DroppedSlotBusy  uint64                 `protobuf:"varint,6,opt,name=dropped_slot_busy,json=droppedSlotBusy,proto3" json:"dropped_slot_busy,omitempty"`
+	DroppedCapturing uint64                 `protobuf:"varint,7,opt,name=dropped_capturing,json=droppedCapturing,proto3" json:"dropped_capturing,omitempty"`
+	DroppedRetired   uint64                 `protobuf:"varint,8,opt,name=dropped_retired,json=droppedRetired,proto3" json:"dropped_retired,omitempty"`
+	DroppedLeaked    uint64                 `protobuf:"varint,9,opt,name=dropped_leaked,json=droppedLeaked,proto3" json:"dropped_leaked,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *DeviceCounters) Reset() {
@@ -979,9 +985,9 @@ func (x *DeviceCounters) GetDroppedSlotBusy() uint64 {
 	return 0
 }
 
-func (x *DeviceCounters) GetCaptureSkipped() uint64 {
+func (x *DeviceCounters) GetDroppedCapturing() uint64 {
 	if x != nil {
-		return x.CaptureSkipped
+		return x.DroppedCapturing
 	}
 	return 0
 }
@@ -1007,9 +1013,9 @@ type Header struct {
 	// "gpuspans.v1". A reader refuses a file with another schema.
 	Schema string `protobuf:"bytes,1,opt,name=schema,proto3" json:"schema,omitempty"`
 	// When the writer started, Unix nanoseconds.
-	CreatedUnixNanos int64 `protobuf:"varint,2,opt,name=created_unix_nanos,json=createdUnixNanos,proto3" json:"created_unix_nanos,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	CreatedUnixNs int64 `protobuf:"varint,2,opt,name=created_unix_ns,json=createdUnixNs,proto3" json:"created_unix_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Header) Reset() {
@@ -1049,9 +1055,9 @@ func (x *Header) GetSchema() string {
 	return ""
 }
 
-func (x *Header) GetCreatedUnixNanos() int64 {
+func (x *Header) GetCreatedUnixNs() int64 {
 	if x != nil {
-		return x.CreatedUnixNanos
+		return x.CreatedUnixNs
 	}
 	return 0
 }
@@ -1163,31 +1169,31 @@ var File_proto_gpuspans_v1_spans_proto protoreflect.FileDescriptor
 
 const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\n" +
-	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\x92\x02\n" +
+	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\x80\x02\n" +
 	"\x04Span\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12)\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x15.gpuspans.v1.SpanKindR\x04kind\x12\x12\n" +
 	"\x04name\x18\x03 \x01(\tR\x04name\x12\x16\n" +
 	"\x06device\x18\x04 \x01(\x05R\x06device\x12\x16\n" +
 	"\x06stream\x18\x05 \x01(\x04R\x06stream\x12\x12\n" +
-	"\x04step\x18\x06 \x01(\x04R\x04step\x12(\n" +
-	"\x10start_unix_nanos\x18\a \x01(\x03R\x0estartUnixNanos\x12$\n" +
-	"\x0eend_unix_nanos\x18\b \x01(\x03R\fendUnixNanos\x12%\n" +
-	"\x0eduration_nanos\x18\t \x01(\x03R\rdurationNanos\"z\n" +
+	"\x04step\x18\x06 \x01(\x04R\x04step\x12\"\n" +
+	"\rstart_unix_ns\x18\a \x01(\x03R\vstartUnixNs\x12\x1e\n" +
+	"\vend_unix_ns\x18\b \x01(\x03R\tendUnixNs\x12\x1f\n" +
+	"\vduration_ns\x18\t \x01(\x03R\n" +
+	"durationNs\"t\n" +
 	"\tSpanBatch\x12\x16\n" +
-	"\x06source\x18\x01 \x01(\tR\x06source\x12,\n" +
-	"\x12written_unix_nanos\x18\x02 \x01(\x03R\x10writtenUnixNanos\x12'\n" +
-	"\x05spans\x18\x03 \x03(\v2\x11.gpuspans.v1.SpanR\x05spans\"\xa2\x02\n" +
-	"\tAggregate\x12)\n" +
-	"\x04kind\x18\x01 \x01(\x0e2\x15.gpuspans.v1.SpanKindR\x04kind\x12\x12\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12&\n" +
+	"\x0fwritten_unix_ns\x18\x02 \x01(\x03R\rwrittenUnixNs\x12'\n" +
+	"\x05spans\x18\x03 \x03(\v2\x11.gpuspans.v1.SpanR\x05spans\"\xeb\x01\n" +
+	"\tAggregate\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
 	"\x06device\x18\x03 \x01(\x05R\x06device\x12\x14\n" +
-	"\x05count\x18\x04 \x01(\x04R\x05count\x12\x1b\n" +
-	"\tsum_nanos\x18\x05 \x01(\x03R\bsumNanos\x12\x1b\n" +
-	"\tmin_nanos\x18\x06 \x01(\x03R\bminNanos\x12\x1b\n" +
-	"\tmax_nanos\x18\a \x01(\x03R\bmaxNanos\x12,\n" +
-	"\x12bucket_upper_nanos\x18\b \x03(\x03R\x10bucketUpperNanos\x12#\n" +
-	"\rbucket_counts\x18\t \x03(\x04R\fbucketCounts\"\x93\x02\n" +
+	"\x05count\x18\x04 \x01(\x04R\x05count\x12\x15\n" +
+	"\x06sum_ns\x18\x05 \x01(\x03R\x05sumNs\x12\x15\n" +
+	"\x06min_ns\x18\x06 \x01(\x03R\x05minNs\x12\x15\n" +
+	"\x06max_ns\x18\a \x01(\x03R\x05maxNs\x12&\n" +
+	"\x0fbucket_upper_ns\x18\b \x03(\x03R\rbucketUpperNs\x12#\n" +
+	"\rbucket_counts\x18\t \x03(\x04R\fbucketCountsJ\x04\b\x01\x10\x02R\x04kind\"\x8d\x02\n" +
 	"\fDeviceStatus\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -1198,58 +1204,60 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x04uuid\x18\a \x01(\tR\x04uuid\x12\x1c\n" +
 	"\n" +
 	"pci_bus_id\x18\b \x01(\tR\bpciBusId\x12\x12\n" +
-	"\x04name\x18\t \x01(\tR\x04name\x12,\n" +
-	"\x12event_offset_nanos\x18\n" +
-	" \x01(\x03R\x10eventOffsetNanos\"\xe0\x05\n" +
+	"\x04name\x18\t \x01(\tR\x04name\x12&\n" +
+	"\x0fevent_offset_ns\x18\n" +
+	" \x01(\x03R\reventOffsetNs\"\x8a\x06\n" +
 	"\bCounters\x12\x14\n" +
 	"\x05begun\x18\x01 \x01(\x04R\x05begun\x12\x16\n" +
 	"\x06landed\x18\x02 \x01(\x04R\x06landed\x12*\n" +
 	"\x11dropped_slot_busy\x18\x03 \x01(\x04R\x0fdroppedSlotBusy\x12\x1b\n" +
 	"\tin_flight\x18\x04 \x01(\x04R\binFlight\x12\x18\n" +
-	"\aerrored\x18\x05 \x01(\x04R\aerrored\x12'\n" +
-	"\x0fcapture_skipped\x18\x06 \x01(\x04R\x0ecaptureSkipped\x12!\n" +
-	"\funknown_lane\x18\a \x01(\x04R\vunknownLane\x12\x17\n" +
-	"\abad_end\x18\b \x01(\x04R\x06badEnd\x12)\n" +
+	"\aerrored\x18\x05 \x01(\x04R\aerrored\x12+\n" +
+	"\x11dropped_capturing\x18\x06 \x01(\x04R\x10droppedCapturing\x12,\n" +
+	"\x12unknown_lane_calls\x18\a \x01(\x04R\x10unknownLaneCalls\x12\"\n" +
+	"\rbad_end_calls\x18\b \x01(\x04R\vbadEndCalls\x12)\n" +
 	"\x10install_failures\x18\t \x01(\x04R\x0finstallFailures\x12'\n" +
 	"\x0fsticky_disables\x18\n" +
 	" \x01(\x04R\x0estickyDisables\x12\x1a\n" +
-	"\bharvests\x18\v \x01(\x04R\bharvests\x12#\n" +
-	"\rharvest_nanos\x18\f \x01(\x04R\fharvestNanos\x12'\n" +
-	"\x0fdropped_retired\x18\r \x01(\x04R\x0edroppedRetired\x12*\n" +
-	"\x11lane_already_open\x18\x0e \x01(\x04R\x0flaneAlreadyOpen\x12)\n" +
-	"\x10harvests_skipped\x18\x0f \x01(\x04R\x0fharvestsSkipped\x12-\n" +
-	"\x12recent_overwritten\x18\x10 \x01(\x04R\x11recentOverwritten\x12%\n" +
+	"\bharvests\x18\v \x01(\x04R\bharvests\x12\x1d\n" +
+	"\n" +
+	"harvest_ns\x18\f \x01(\x04R\tharvestNs\x12'\n" +
+	"\x0fdropped_retired\x18\r \x01(\x04R\x0edroppedRetired\x125\n" +
+	"\x17lane_already_open_calls\x18\x0e \x01(\x04R\x14laneAlreadyOpenCalls\x12)\n" +
+	"\x10harvests_skipped\x18\x0f \x01(\x04R\x0fharvestsSkipped\x128\n" +
+	"\x18recent_spans_overwritten\x18\x10 \x01(\x04R\x16recentSpansOverwritten\x12%\n" +
 	"\x0edropped_leaked\x18\x11 \x01(\x04R\rdroppedLeaked\x12\x1f\n" +
 	"\vpool_panics\x18\x12 \x01(\x04R\n" +
 	"poolPanics\x12)\n" +
 	"\x10harvest_failures\x18\x13 \x01(\x04R\x0fharvestFailures\x12'\n" +
-	"\x0fabandoned_pools\x18\x14 \x01(\x04R\x0eabandonedPools\"\xa5\x03\n" +
-	"\bSnapshot\x12(\n" +
-	"\x10taken_unix_nanos\x18\x01 \x01(\x03R\x0etakenUnixNanos\x12(\n" +
+	"\x0fpools_abandoned\x18\x14 \x01(\x04R\x0epoolsAbandoned\"\xd9\x03\n" +
+	"\bSnapshot\x12\"\n" +
+	"\rtaken_unix_ns\x18\x01 \x01(\x03R\vtakenUnixNs\x12(\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x12.gpuspans.v1.LevelR\x05level\x12*\n" +
 	"\x11kernel_span_every\x18\x03 \x01(\rR\x0fkernelSpanEvery\x12\x12\n" +
 	"\x04step\x18\x04 \x01(\x04R\x04step\x12\x1f\n" +
 	"\varmed_steps\x18\x05 \x01(\x04R\n" +
 	"armedSteps\x121\n" +
 	"\bcounters\x18\x06 \x01(\v2\x15.gpuspans.v1.CountersR\bcounters\x123\n" +
-	"\adevices\x18\a \x03(\v2\x19.gpuspans.v1.DeviceStatusR\adevices\x126\n" +
-	"\n" +
-	"aggregates\x18\b \x03(\v2\x16.gpuspans.v1.AggregateR\n" +
-	"aggregates\x12D\n" +
-	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCounters\"\xb2\x02\n" +
+	"\adevices\x18\a \x03(\v2\x19.gpuspans.v1.DeviceStatusR\adevices\x12,\n" +
+	"\x05lanes\x18\n" +
+	" \x03(\v2\x16.gpuspans.v1.AggregateR\x05lanes\x120\n" +
+	"\akernels\x18\v \x03(\v2\x16.gpuspans.v1.AggregateR\akernels\x12D\n" +
+	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCountersJ\x04\b\b\x10\tR\n" +
+	"aggregates\"\xb6\x02\n" +
 	"\x0eDeviceCounters\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05begun\x18\x02 \x01(\x04R\x05begun\x12\x16\n" +
 	"\x06landed\x18\x03 \x01(\x04R\x06landed\x12\x18\n" +
 	"\aerrored\x18\x04 \x01(\x04R\aerrored\x12\x1b\n" +
 	"\tin_flight\x18\x05 \x01(\x04R\binFlight\x12*\n" +
-	"\x11dropped_slot_busy\x18\x06 \x01(\x04R\x0fdroppedSlotBusy\x12'\n" +
-	"\x0fcapture_skipped\x18\a \x01(\x04R\x0ecaptureSkipped\x12'\n" +
+	"\x11dropped_slot_busy\x18\x06 \x01(\x04R\x0fdroppedSlotBusy\x12+\n" +
+	"\x11dropped_capturing\x18\a \x01(\x04R\x10droppedCapturing\x12'\n" +
 	"\x0fdropped_retired\x18\b \x01(\x04R\x0edroppedRetired\x12%\n" +
-	"\x0edropped_leaked\x18\t \x01(\x04R\rdroppedLeaked\"N\n" +
+	"\x0edropped_leaked\x18\t \x01(\x04R\rdroppedLeaked\"H\n" +
 	"\x06Header\x12\x16\n" +
-	"\x06schema\x18\x01 \x01(\tR\x06schema\x12,\n" +
-	"\x12created_unix_nanos\x18\x02 \x01(\x03R\x10createdUnixNanos\"\xa6\x01\n" +
+	"\x06schema\x18\x01 \x01(\tR\x06schema\x12&\n" +
+	"\x0fcreated_unix_ns\x18\x02 \x01(\x03R\rcreatedUnixNs\"\xa6\x01\n" +
 	"\x06Record\x12.\n" +
 	"\x05spans\x18\x01 \x01(\v2\x16.gpuspans.v1.SpanBatchH\x00R\x05spans\x123\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x15.gpuspans.v1.SnapshotH\x00R\bsnapshot\x12-\n" +
@@ -1296,11 +1304,11 @@ var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	0,  // 0: gpuspans.v1.Span.kind:type_name -> gpuspans.v1.SpanKind
 	2,  // 1: gpuspans.v1.SpanBatch.spans:type_name -> gpuspans.v1.Span
-	0,  // 2: gpuspans.v1.Aggregate.kind:type_name -> gpuspans.v1.SpanKind
-	1,  // 3: gpuspans.v1.Snapshot.level:type_name -> gpuspans.v1.Level
-	6,  // 4: gpuspans.v1.Snapshot.counters:type_name -> gpuspans.v1.Counters
-	5,  // 5: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
-	4,  // 6: gpuspans.v1.Snapshot.aggregates:type_name -> gpuspans.v1.Aggregate
+	1,  // 2: gpuspans.v1.Snapshot.level:type_name -> gpuspans.v1.Level
+	6,  // 3: gpuspans.v1.Snapshot.counters:type_name -> gpuspans.v1.Counters
+	5,  // 4: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
+	4,  // 5: gpuspans.v1.Snapshot.lanes:type_name -> gpuspans.v1.Aggregate
+	4,  // 6: gpuspans.v1.Snapshot.kernels:type_name -> gpuspans.v1.Aggregate
 	8,  // 7: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
 	3,  // 8: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
 	7,  // 9: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
