@@ -24,6 +24,8 @@
 // CheckListen refuses a listener that other hosts can reach unless a token
 // is set, and the token, once set, is required on every request, compared
 // in constant time.
+//
+// The package's functions and handlers are safe for concurrent use.
 package control
 
 import (
@@ -93,7 +95,7 @@ func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 // CheckListen reports whether serving the endpoints on addr is allowed: a
 // loopback address always is, any other only with a token. addr is the
 // bound address (net.Listener.Addr), so "localhost" and ":0" have been
-// resolved to the address actually used. Safe from any goroutine.
+// resolved to the address actually used.
 func CheckListen(addr net.Addr, token string) error {
 	if err := CheckToken(token); err != nil {
 		return err
@@ -104,14 +106,14 @@ func CheckListen(addr net.Addr, token string) error {
 	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
 		return nil
 	}
-	return fmt.Errorf("control: %v is not a loopback address: other hosts could change the telemetry level; set a token (--token or GPUSPANS_TOKEN) or listen on 127.0.0.1", addr)
+	return fmt.Errorf("control: %v is not a loopback address: other hosts could change the telemetry level; set a token (Options.Token) or listen on 127.0.0.1", addr)
 }
 
 // CheckToken reports whether token can serve as a bearer token: "" (none),
 // or printable text without white space. A blank token, or one with white
 // space or a control character, could never match what a client sends
 // (the header's value is trimmed, and cannot hold a control character),
-// yet would pass for a token at CheckListen. Safe from any goroutine.
+// yet would pass for a token at CheckListen.
 func CheckToken(token string) error {
 	if token == "" {
 		return nil
@@ -276,7 +278,7 @@ func (a *api) setEvery(contentType string, body []byte) (string, string, error) 
 
 // ParseLevelRequest reads a level from a request body of the given
 // Content-Type, as the level endpoint does. Errors say what was wrong and
-// what is expected. Safe from any goroutine.
+// what is expected.
 func ParseLevelRequest(contentType string, body []byte) (gpuspans.Level, error) {
 	var v struct {
 		Level *string `json:"level"`
@@ -300,7 +302,6 @@ func ParseLevelRequest(contentType string, body []byte) (gpuspans.Level, error) 
 // ParseKernelSpanEveryRequest reads kernel_span_every from a request body
 // of the given Content-Type, as its endpoint does: a decimal integer in
 // 1..MaxKernelSpanEvery. Errors say what was wrong and what is expected.
-// Safe from any goroutine.
 func ParseKernelSpanEveryRequest(contentType string, body []byte) (int, error) {
 	var v struct {
 		Every *json.Number `json:"kernel_span_every"`

@@ -51,8 +51,9 @@ type Mux interface {
 }
 
 // Register adds the page (Path, and Path/ redirecting to it) and its JSON
-// (SnapshotPath) for hub to mux. The handlers are safe for concurrent use: each request takes one
-// hub snapshot (the harvest lock, briefly) and renders it. Requests also
+// (SnapshotPath) for hub to mux. The handlers are safe for concurrent use:
+// each request takes one hub snapshot (the harvest lock, briefly) and
+// renders it. Requests also
 // keep a few sparse copies of past totals (see history), from which the
 // page shows the last minute's and five minutes' quantiles and drops.
 func Register(mux Mux, hub *gpuspans.Hub, o Options) {

@@ -180,7 +180,6 @@ func (p *Pool) SetSticky(on bool) { p.stickyNow.Store(on) }
 // SetHarvestError makes every later Harvest fail as a whole with err,
 // without answering for its items, as the C core does when it cannot set
 // up the calls (a capture mode or context switch failing); nil clears it.
-// Safe for concurrent use.
 func (p *Pool) SetHarvestError(err error) {
 	if err == nil {
 		p.harvestErr.Store(nil)

@@ -23,16 +23,20 @@
 //
 // # Cost and safety
 //
-// The level (Off, Step, Kernel) lives in one atomic word with the armed bit,
-// and every entry point starts with one inlined check of it, so the disabled
-// paths cost about a nanosecond and allocate nothing. Below Kernel nothing
-// touches the GPU: pools open at the first step at Kernel. Enabled span
-// paths never block and never allocate: each recorder hands out the slots of
-// a fixed ring in turn, with one atomic word per slot, and a span whose slot
-// is still busy is dropped and counted rather than waited for. Harvest makes
-// one backend call per device, never waits for the GPU, and skips rather
-// than waits when another harvest or a reader holds its lock. No span opens
-// on a stream being captured into a CUDA graph.
+// Every function and method of the package is safe for concurrent use (an
+// Aggregate, a plain value, is the one exception). The level (Off, Step,
+// Kernel) lives in one atomic word with the armed bit. Each span entry point
+// starts with an inlined check (one or two atomic loads, or a test of its
+// argument: its doc says which) that returns when there is nothing to do,
+// so the disabled paths cost about a nanosecond and allocate nothing. Below
+// Kernel nothing touches the GPU: pools open at the first step at Kernel.
+// Enabled span paths never block and never allocate: each recorder hands
+// out the slots of a fixed ring in turn, with one atomic word per slot, and
+// a span whose slot is still busy is dropped and counted rather than waited
+// for. Harvest makes one backend call per device, never waits for the GPU,
+// and skips rather than waits when another harvest or a reader holds its
+// lock. No span opens on a stream being captured into a CUDA graph.
+// docs/design.md says why.
 //
 // # Accounting
 //

@@ -91,11 +91,8 @@ type Options struct {
 	AlwaysStartTimes bool
 	// RawKernelSpans reports kernel spans as their event pairs read them.
 	// By default a kernel span's duration has its device's event offset
-	// subtracted (clamped at 0): the gap an event pair adds around a kernel,
-	// measured when the pool opens (DeviceStatus.EventOffset), so that a
-	// 10 us kernel reads 10 us, not 13. Lane spans are never corrected: they
-	// measure the GPU time between the lane's begin and end events, idle gaps
-	// between its kernels included.
+	// (DeviceStatus.EventOffset) subtracted, clamped at 0; lane spans are
+	// never corrected. docs/design.md (offset calibration) says why.
 	RawKernelSpans bool
 	// StateMirror, when not nil, is a word the hub keeps equal to its state
 	// (the level, MirrorArmed and MirrorPools: see MirrorLevel), so that a
@@ -113,11 +110,9 @@ type Options struct {
 //
 // All methods are safe for concurrent use. The span paths (BeginStep,
 // LaneBegin, LaneEnd, KernelBegin, KernelEnd) never block and never
-// allocate, and each starts with one inlined check (an atomic load, or
-// KernelEnd's test of its argument) that returns at once when there is
-// nothing to do, as below LevelKernel. Harvest never blocks either;
-// Snapshot, RecentSpans, Install, Uninstall and RegisterKernel take the
-// harvest lock briefly.
+// allocate; what each does when disabled is in its doc. Harvest never blocks
+// either; Snapshot, RecentSpans, Install, Uninstall and RegisterKernel take
+// the harvest lock briefly.
 type Hub struct {
 	// Read on every span path: kept apart from the counters the paths write.
 	// state and pools are plain words used only through sync/atomic
@@ -368,7 +363,7 @@ func checkName(name string) error {
 var defaultHub atomic.Pointer[Hub]
 
 // Default returns the process default hub: lanes "prefill" and "decode",
-// level Off, made on first use. Safe from any goroutine.
+// level Off, made on first use.
 func Default() *Hub {
 	if h := defaultHub.Load(); h != nil {
 		return h
@@ -384,8 +379,8 @@ func Default() *Hub {
 }
 
 // SetDefault makes h the process default hub. It panics on nil, which would
-// only defer the failure to the first span. Safe from any goroutine, but
-// callers that cached Default() keep the old hub.
+// only defer the failure to the first span. Callers that cached Default()
+// keep the old hub.
 func SetDefault(h *Hub) {
 	if h == nil {
 		panic("gpuspans: SetDefault(nil)")
@@ -397,7 +392,6 @@ func SetDefault(h *Hub) {
 // error naming it, and changes nothing. Lowering below Kernel disarms kernel
 // spans in the same atomic update; raising to Kernel arms nothing until the
 // next BeginStep. Spans already open stay valid and may still be ended.
-// Safe from any goroutine.
 func (h *Hub) SetLevel(l Level) error {
 	if !l.valid() {
 		return fmt.Errorf("gpuspans: SetLevel: invalid level %v", l)
@@ -415,11 +409,11 @@ func (h *Hub) SetLevel(l Level) error {
 	}
 }
 
-// Level returns the current level. Safe from any goroutine.
+// Level returns the current level.
 func (h *Hub) Level() Level { return Level(atomic.LoadUint32(&h.state) & levelMask) }
 
 // SetKernelSpanEvery arms kernel spans on one step in n from the next
-// BeginStep on. n <= 0 is an error. Safe from any goroutine.
+// BeginStep on. n <= 0 is an error.
 func (h *Hub) SetKernelSpanEvery(n int) error {
 	if n <= 0 {
 		return fmt.Errorf("gpuspans: SetKernelSpanEvery(%d): want > 0", n)
@@ -428,13 +422,13 @@ func (h *Hub) SetKernelSpanEvery(n int) error {
 	return nil
 }
 
-// KernelSpanEvery returns the arming period in steps. Safe from any goroutine.
+// KernelSpanEvery returns the arming period in steps.
 func (h *Hub) KernelSpanEvery() int { return int(h.every.Load()) }
 
 // Step returns the step counter: the Step that spans begun now carry (it
 // counts at LevelStep and above, so it stands still at Off). An engine reads
 // it after BeginStep to tell an exporter which requests the step serves.
-// One atomic load; safe from any goroutine.
+// One atomic load.
 func (h *Hub) Step() uint64 { return h.step.Load() }
 
 // Lanes returns a copy of the lane names; index i is lane i. Safe from any
@@ -442,7 +436,7 @@ func (h *Hub) Step() uint64 { return h.step.Load() }
 func (h *Hub) Lanes() []string { return append([]string(nil), h.lanes...) }
 
 // LaneIndex returns the index of the lane called name, for LaneBegin and
-// LaneEnd. Safe from any goroutine.
+// LaneEnd.
 func (h *Hub) LaneIndex(name string) (int, bool) {
 	i, ok := h.laneIdx[name]
 	return i, ok
@@ -453,7 +447,7 @@ func (h *Hub) LaneIndex(name string) (int, bool) {
 // under OtherKernel. Registering a handle again renames it from then on
 // (spans already landed keep the old name). At most MaxKernels handles and
 // MaxKernels distinct names; names are validated like lane names and may not
-// be OtherKernel. Safe from any goroutine; takes the harvest lock.
+// be OtherKernel. Takes the harvest lock.
 func (h *Hub) RegisterKernel(handle uint64, name string) error {
 	if err := checkName(name); err != nil {
 		return fmt.Errorf("gpuspans: RegisterKernel(%#x): %w", handle, err)
@@ -574,8 +568,11 @@ func (h *Hub) replace(device int, r *recorder) {
 // harvests. Below Kernel it still harvests while any pool is open, so spans
 // begun before the level dropped land and retired pools close. The first
 // step at Kernel opens the pools, which creates their events: a one-time
-// cost of milliseconds. Safe from any goroutine, but meant for one: when
-// steps race, arming follows whichever lands last. Never blocks.
+// cost of milliseconds. Meant for one goroutine: when steps race, arming
+// follows whichever lands last. Never blocks. Disabled (level Off and no
+// pool open) it loads two words, the state and the open-pool count, and
+// returns; at Off with a pool still open it harvests (unless RunHarvester
+// runs) so that the pool's spans land and a retired pool closes.
 func (h *Hub) BeginStep() {
 	// Off is state 0 (Off is never armed): one test covers both words.
 	if atomic.LoadUint32(&h.state)|uint32(atomic.LoadInt32(&h.pools)) != 0 {
@@ -645,7 +642,7 @@ func (h *Hub) arm(step uint64) {
 // the GPU and never blocks: when another harvest or a reader holds the
 // harvest lock it returns at once (counted in HarvestsSkipped), and the spans
 // stay in flight for the next one. BeginStep calls it; call it directly only
-// to land spans between steps. Safe from any goroutine.
+// to land spans between steps.
 func (h *Hub) Harvest() {
 	if !h.mu.TryLock() {
 		h.harvestsSkipped.Add(1)
@@ -656,10 +653,9 @@ func (h *Hub) Harvest() {
 }
 
 // RunHarvester harvests every interval on the calling goroutine until ctx
-// is done, so that BeginStep only counts and arms the step: on an armed
-// step with hundreds of kernel spans, a harvest at step begin costs the
-// engine's scheduler thread hundreds of microseconds. Run it on a goroutine
-// of its own (go hub.RunHarvester(ctx, time.Millisecond)). While it runs it
+// is done, so that BeginStep only counts and arms the step (docs/design.md,
+// harvest, says why). Run it on a goroutine of its own
+// (go hub.RunHarvester(ctx, time.Millisecond)). While it runs it
 // also opens the pools of devices installed at level Kernel (at its next
 // tick rather than at the next step), and spans land up to one interval
 // later than at step begin. Like every harvest it never waits for the GPU,

@@ -7,12 +7,11 @@ import (
 
 // Level is how much the hub records. Levels are ordered: each one records
 // everything the one below it does.
-//
-// A Level is a plain value; it is safe to copy and to use from any goroutine.
 type Level uint32
 
 const (
-	// LevelOff records nothing; every entry point returns after one atomic load.
+	// LevelOff records nothing: the span entry points return at their
+	// inlined checks (see each one's doc).
 	LevelOff Level = iota
 	// LevelStep counts steps on the host only; nothing touches the GPU.
 	LevelStep
@@ -48,7 +47,6 @@ func (l Level) valid() bool { return l <= LevelKernel }
 
 // ParseLevel reads a level name: "off", "step" or "kernel", in any case,
 // surrounding spaces ignored. Anything else is an error naming the input.
-// It is safe to call from any goroutine.
 func ParseLevel(s string) (Level, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "off":

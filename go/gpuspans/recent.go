@@ -45,8 +45,8 @@ type Span struct {
 // are counted in Counters.RecentOverwritten. With dst's capacity reused the
 // call allocates nothing. A call also keeps harvests placing spans on the
 // host clock for StartTimesIdle (see Options.NoStartTimes): spans landed
-// before a reader's first call may carry StartNs 0. Safe from any
-// goroutine; takes the harvest lock briefly.
+// before a reader's first call may carry StartNs 0. Takes the harvest lock
+// briefly.
 func (h *Hub) RecentSpans(afterSeq uint64, dst []Span) []Span {
 	h.mu.Lock()
 	defer h.mu.Unlock()

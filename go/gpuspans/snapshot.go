@@ -174,7 +174,7 @@ type Snapshot struct {
 	Kernels   []Aggregate    // by installed device, then registration order ([0] is OtherKernel), empty ones included
 }
 
-// Snapshot returns a new snapshot. Safe from any goroutine; takes the
+// Snapshot returns a new snapshot. Takes the
 // harvest lock briefly (a harvest due meanwhile is skipped, not delayed, and
 // span paths never wait).
 func (h *Hub) Snapshot() Snapshot {
@@ -186,7 +186,7 @@ func (h *Hub) Snapshot() Snapshot {
 // SnapshotInto fills s, reusing its slices, so that a steady exporter
 // allocates nothing. It copies every aggregate of every installed device,
 // about 8 KiB each (540 KiB for 2 lanes and 64 registered kernels), under
-// the harvest lock. Safe from any goroutine, like Snapshot; s must not be
+// the harvest lock, like Snapshot; s must not be
 // shared with a concurrent reader.
 func (h *Hub) SnapshotInto(s *Snapshot) {
 	h.mu.Lock()

@@ -9,15 +9,17 @@ import (
 // The span entry points below are each split in two: an exported function
 // small enough for the compiler to inline, holding only the check that
 // returns when there is nothing to do, and an unexported rest. Inlined, the
-// disabled path costs the caller one atomic load and a branch.
+// disabled path costs the caller what each doc below says: one atomic load
+// and a branch, or for KernelEnd a nil test.
 
 // LaneBegin opens lane's span on every installed device's stream, at
 // LevelKernel. It is meant to bracket the work the scheduler queues for the
 // lane in one step, with LaneEnd. An index outside Lanes() is ignored and
 // counted (UnknownLane). A lane already open on a device stays open with its
 // first begin, and the second begin is ignored and counted
-// (LaneAlreadyOpen): reopening would lose the span that is running. Safe
-// from any goroutine; never blocks or allocates.
+// (LaneAlreadyOpen): reopening would lose the span that is running. Never
+// blocks or allocates. Below LevelKernel it loads the state word and
+// returns.
 func (h *Hub) LaneBegin(lane int) {
 	if Level(atomic.LoadUint32(&h.state)&levelMask) == LevelKernel {
 		h.laneBegin(lane)
@@ -42,8 +44,8 @@ func (h *Hub) laneBegin(lane int) {
 // left alone. It acts at any level, so a span
 // begun at Kernel ends with its step even if the level dropped meanwhile,
 // instead of staying open until the level comes back. With no lane span open
-// anywhere it returns after one atomic load. Safe from any goroutine; never
-// blocks or allocates.
+// anywhere (at any level) it loads the count of open lane spans and
+// returns. Never blocks or allocates.
 func (h *Hub) LaneEnd(lane int) {
 	if h.openLanes.Load() != 0 {
 		h.laneEnd(lane)
@@ -74,7 +76,8 @@ type KernelSpan struct {
 // Call it just before the launch and KernelEnd just after. It opens nothing
 // on a stream being captured into a graph (counted in
 // Dropped[DropCapturing]): an event recorded into a capture would break the
-// graph. Safe from any goroutine; never blocks or allocates. Every non-zero
+// graph. Never blocks or allocates. On a step not armed (always so below
+// LevelKernel) it loads the state word and returns. Every non-zero
 // KernelSpan must be ended: an unended one holds its slot (and a retired
 // recorder's pool) until it is reclaimed as leaked, LeakSteps steps later.
 func (h *Hub) KernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
@@ -98,7 +101,8 @@ func (h *Hub) kernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
 // by another hub, does nothing and is counted (BadEnd); the zero KernelSpan does nothing and is
 // not counted, since ending it is the normal pattern on unarmed steps. It
 // acts at any level: a span begun at Kernel ends even if the level dropped.
-// Safe from any goroutine; never blocks or allocates.
+// Never blocks or allocates. For the zero KernelSpan it tests its argument
+// and returns, loading nothing.
 func (h *Hub) KernelEnd(s KernelSpan) {
 	if s.r != nil {
 		h.kernelEnd(s)
@@ -113,20 +117,18 @@ func (h *Hub) kernelEnd(s KernelSpan) {
 
 // DeviceSpans opens kernel spans on one device, for processes that drive
 // several GPUs. Get one from Hub.Device (like a nil *Hub, the zero
-// DeviceSpans is not usable); it is a small value, safe to copy and to use
-// from any goroutine.
+// DeviceSpans is not usable); it is a small value, safe to copy.
 type DeviceSpans struct {
 	h      *Hub
 	device int
 }
 
 // Device returns the kernel span opener for device. A device outside
-// 0..MaxDevices-1, or with nothing installed, opens no spans. Safe from any
-// goroutine.
+// 0..MaxDevices-1, or with nothing installed, opens no spans.
 func (h *Hub) Device(device int) DeviceSpans { return DeviceSpans{h: h, device: device} }
 
 // KernelBegin is Hub.KernelBegin on d's device; end the span with
-// Hub.KernelEnd. Safe from any goroutine; never blocks or allocates.
+// Hub.KernelEnd. Disabled, it costs what Hub.KernelBegin's check does.
 func (d DeviceSpans) KernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
 	if atomic.LoadUint32(&d.h.state)&armedBit == 0 {
 		return KernelSpan{}

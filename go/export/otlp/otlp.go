@@ -389,8 +389,7 @@ func (e *Exporter) Sampled(step uint64) bool { return step%e.every == 0 }
 // them. Calls for one step add up, to Options.MaxLinks links (the rest are
 // counted); steps not sampled are ignored. It copies links and keeps
 // nothing of the slice. Call it before the step's spans land: links of a
-// step whose spans were read already are lost. Safe from any goroutine;
-// allocates nothing, and takes a lock that the exporter's goroutine holds
+// step whose spans were read already are lost. It allocates nothing, and takes a lock that the exporter's goroutine holds
 // only to copy one step's links.
 func (e *Exporter) LinkStep(step uint64, links []trace.SpanContext) {
 	if step%e.every != 0 || len(links) == 0 {
@@ -405,7 +404,7 @@ func (e *Exporter) LinkStep(step uint64, links []trace.SpanContext) {
 	}
 }
 
-// Stats returns the exporter's totals. Safe from any goroutine.
+// Stats returns the exporter's totals.
 func (e *Exporter) Stats() Stats {
 	return Stats{
 		Read:          e.read.Load(),

@@ -12,8 +12,7 @@ import (
 )
 
 // SpanToProto converts a span to its wire form. EndUnixNs is derived:
-// StartNs + DurationNs, or 0 when the span has no host start. Safe from
-// any goroutine.
+// StartNs + DurationNs, or 0 when the span has no host start.
 func SpanToProto(s gpuspans.Span) *gpuspansv1.Span {
 	p := &gpuspansv1.Span{
 		Seq:         s.Seq,
@@ -33,7 +32,7 @@ func SpanToProto(s gpuspans.Span) *gpuspansv1.Span {
 
 // SpanFromProto converts a wire span back. A kind other than lane or kernel
 // is an error, rather than a guess; EndUnixNs is ignored, since it is
-// derived. Safe from any goroutine.
+// derived.
 func SpanFromProto(p *gpuspansv1.Span) (gpuspans.Span, error) {
 	k, err := kindFromProto(p.GetKind())
 	if err != nil {
@@ -53,8 +52,7 @@ func SpanFromProto(p *gpuspansv1.Span) (gpuspans.Span, error) {
 
 // SnapshotToProto converts a snapshot, stamped taken (the zero time gives
 // 0). Lanes and kernels keep s's order; a device's error becomes its reason
-// text. Safe from any goroutine, given
-// that nothing writes s meanwhile.
+// text. Nothing may write s meanwhile.
 func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot {
 	c := &s.Counters
 	p := &gpuspansv1.Snapshot{
@@ -144,7 +142,6 @@ func aggregatesToProto(aggs []gpuspans.Aggregate) []*gpuspansv1.Aggregate {
 // text (errors.Is no longer matches the backend's sentinels). An unknown
 // level or device state, or a histogram bound that is not one of the hub's
 // buckets', is an error: gpuspans types cannot hold them.
-// Safe from any goroutine.
 func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, error) {
 	var s gpuspans.Snapshot
 	var taken time.Time

@@ -15,6 +15,8 @@
 // incrementally, so a corrupt length cannot make it allocate more than the
 // input holds, and a record whose decoded form would take more than 16 times
 // its length (crafted: many empty messages) is refused before it is decoded.
+//
+// The conversions (SpanToProto and the like) are safe for concurrent use.
 package spanfile
 
 import (
