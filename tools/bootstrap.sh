@@ -90,8 +90,8 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/b
   log "populating $CACHE (first run; ~1 minute)"
   rm -f "$STAMP"
 
-  # rules_go: a writable copy of the module, with our patch applied (WORKSPACE
-  # applies the same patch through http_archive online).
+  # rules_go: a writable copy of the module, with our patch applied
+  # (repositories.bzl applies the same patch through http_archive online).
   rm -rf "$RULES_GO_DIR"
   cp -R "$(moddir "github.com/bazelbuild/rules_go@$RULES_GO_VERSION")" "$RULES_GO_DIR"
   chmod -R u+w "$RULES_GO_DIR"
