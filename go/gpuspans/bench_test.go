@@ -123,7 +123,6 @@ func BenchmarkEnabled(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; i < b.N; i++ {
 			slot := i % 4096
-			_, _ = f.Capturing(kernelStream)
 			_ = f.RecordBegin(slot, kernelStream)
 			_ = f.RecordEnd(slot, kernelStream)
 			items[0].Slot = uint32(slot)

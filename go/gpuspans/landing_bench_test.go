@@ -11,12 +11,11 @@ import (
 // hub's own per-span work.
 type landPool struct{ n int }
 
-func (p *landPool) Device() int                            { return 0 }
-func (p *landPool) Slots() int                             { return p.n }
-func (p *landPool) Capturing(backend.Stream) (bool, error) { return false, nil }
-func (p *landPool) RecordBegin(int, backend.Stream) error  { return nil }
-func (p *landPool) RecordEnd(int, backend.Stream) error    { return nil }
-func (p *landPool) Close() error                           { return nil }
+func (p *landPool) Device() int                           { return 0 }
+func (p *landPool) Slots() int                            { return p.n }
+func (p *landPool) RecordBegin(int, backend.Stream) error { return nil }
+func (p *landPool) RecordEnd(int, backend.Stream) error   { return nil }
+func (p *landPool) Close() error                          { return nil }
 func (p *landPool) Harvest(items []backend.HarvestItem) error {
 	for i := range items {
 		items[i].State, items[i].DurationNs = backend.Done, int64(2000+i%512*37)

@@ -89,9 +89,6 @@ func (NopPool) Device() int { return 0 }
 // Slots returns gpuspans.MaxSlots, so the hub's Options.Slots decides.
 func (NopPool) Slots() int { return gpuspans.MaxSlots }
 
-// Capturing reports that no stream is capturing.
-func (NopPool) Capturing(backend.Stream) (bool, error) { return false, nil }
-
 // RecordBegin does nothing.
 func (NopPool) RecordBegin(int, backend.Stream) error { return nil }
 
