@@ -26,7 +26,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/debugpage"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/demo"
+	"github.com/gpuspans/gpuspans/go/internal/surface"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
@@ -544,7 +544,7 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		_ = ln.Close()
 		return fail(e, statusListen, "gs_hub_serve: %v", err)
 	}
-	h := demo.NewHandler(e.h, demo.HandlerOptions{
+	h := surface.New(e.h, surface.Options{
 		Backend:      backendDesc,
 		Token:        tok,
 		ProtectReads: flags&C.GS_HUB_SERVE_PROTECT_READS != 0,

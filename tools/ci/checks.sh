@@ -55,8 +55,9 @@ done
 
 step "dependencies: production code links no test code"
 # The fake driver and the GPU test kit are go/cuda/cudatest's, for tests,
-# benchmarks and the demo; a serving binary must not carry them.
-for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage ./go/export/...; do
+# benchmarks and the demo; a serving binary (the C ABI library too) must not
+# carry them.
+for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage ./go/export/... ./go/capi; do
   deps="$(go list -deps "$pkg")"
   if grep -qx 'github.com/gpuspans/gpuspans/go/cuda/cudatest' <<<"$deps"; then
     fail "$pkg links go/cuda/cudatest"
@@ -65,8 +66,8 @@ done
 if grep -nE '(fake_driver|testkit)\.cc' go/cuda/core_amalgamation.cc; then
   fail "go/cuda/core_amalgamation.cc compiles test code into go/cuda"
 fi
-testdeps="$(bazel query 'deps(//go/cuda) intersect (//cuda:core_testing + //cuda:testkit)')"
-[[ -z "$testdeps" ]] || fail "//go/cuda depends on test code: $testdeps"
+testdeps="$(bazel query 'deps(//go/cuda + //go/capi:hub + //go/capi:libgpuspans) intersect (//cuda:core_testing + //cuda:testkit)')"
+[[ -z "$testdeps" ]] || fail "//go/cuda or the C ABI library depends on test code: $testdeps"
 
 step "inlining: the span entry points inline into the caller"
 # The disabled path is one check of an atomic word only if the entry point
