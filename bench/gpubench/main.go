@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"time"
@@ -125,6 +126,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fake := fs.Bool("fake", false, "use the fake driver compiled into the core (no GPU; numbers mean nothing)")
 	quick := fs.Bool("quick", false, "tiny sizes, for tests")
 	budget := fs.Duration("budget", 60*time.Second, "per section: past it a section stops early and marks its result truncated")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the sections run to this file")
 	fs.BoolVar(&noStartTimes, "no-start-times", false, "hubs skip placing spans on the host clock (gpuspans.Options.NoStartTimes)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -150,6 +152,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := os.MkdirAll(*outDir, 0o755); err != nil {
 		fmt.Fprintf(stderr, "gpubench: %v\n", err)
 		return 1
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "gpubench: -cpuprofile: %v\n", err)
+			return 1
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			_ = f.Close()
+		}()
 	}
 	command := "gpubench " + strings.Join(args, " ")
 	rc := 0
