@@ -70,30 +70,50 @@ func BucketLowerBound(i int) float64 { return KeyUpperBound(MinBucketKey + i - 1
 // MaxBucketed fall in the last bucket.
 func BucketIndex(d time.Duration) int { return bucketIndex(int64(d)) }
 
-// bucketIndex is math.Frexp plus a five-step binary search over the 32
-// mantissa bounds, as client_golang keys native buckets: no allocation, no
-// logarithm.
+// bucketIndex keys a span as client_golang keys native buckets (math.Frexp,
+// then the first of the 32 mantissa bounds at or above the fraction), with
+// the binary search replaced by a table: the top 8 bits of the mantissa
+// name a slice of at most one bound (slices are 0.4% wide, buckets 2.2%),
+// so one comparison finishes it. No allocation, no logarithm.
 func bucketIndex(ns int64) int {
 	v := float64(ns) / 1e9
 	if v <= ZeroThreshold {
 		return -1
 	}
-	frac, exp := math.Frexp(v)
-	lo, hi := 0, len(halfBounds) // first j with halfBounds[j] >= frac
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if halfBounds[m] < frac {
-			lo = m + 1
-		} else {
-			hi = m
-		}
+	b := math.Float64bits(v)
+	exp := int(b>>52&0x7ff) - 1022 // math.Frexp's exponent: v is normal
+	frac := math.Float64frombits(b&^(0x7ff<<52) | 1022<<52)
+	j := int(boundSlice[b>>44&0xff])
+	if frac > halfBoundsUp[j] {
+		j++
 	}
-	i := lo + (exp-1)<<Schema - MinBucketKey
+	i := j + (exp-1)<<Schema - MinBucketKey
 	if i >= NumBuckets {
 		i = NumBuckets - 1
 	}
 	return i
 }
+
+// halfBoundsUp is halfBounds with 1 appended: above every fraction.
+var halfBoundsUp = func() (u [len(halfBounds) + 1]float64) {
+	copy(u[:], halfBounds[:])
+	u[len(halfBounds)] = 1
+	return u
+}()
+
+// boundSlice[t] is the first j with halfBounds[j] >= the smallest fraction
+// whose mantissa's top 8 bits are t.
+var boundSlice = func() (s [256]uint8) {
+	for t := range s {
+		lo := math.Float64frombits(uint64(t)<<44 | 1022<<52)
+		j := 0
+		for j < len(halfBounds) && halfBounds[j] < lo {
+			j++
+		}
+		s[t] = uint8(j)
+	}
+	return s
+}()
 
 // Aggregate summarises the spans of one lane or one kernel on one device:
 // count, sum, min, max and a log-linear histogram (see Schema). An

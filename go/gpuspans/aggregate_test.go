@@ -150,3 +150,36 @@ func TestQuantileError(t *testing.T) {
 		}
 	}
 }
+
+// TestBucketIndexTable: the table lookup keys every duration as the binary
+// search over the 32 bounds does (client_golang's way), on bounds, next to
+// them and at random.
+func TestBucketIndexTable(t *testing.T) {
+	search := func(ns int64) int {
+		v := float64(ns) / 1e9
+		if v <= ZeroThreshold {
+			return -1
+		}
+		frac, exp := math.Frexp(v)
+		j := sort.SearchFloat64s(halfBounds[:], frac)
+		return min(j+(exp-1)<<Schema-MinBucketKey, NumBuckets-1)
+	}
+	check := func(ns int64) {
+		if got, want := bucketIndex(ns), search(ns); got != want {
+			t.Fatalf("bucketIndex(%d) = %d, the search says %d", ns, got, want)
+		}
+	}
+	for i := 0; i <= NumBuckets; i++ {
+		edge := int64(BucketUpperBound(i) * 1e9)
+		for d := int64(-2); d <= 2; d++ {
+			check(edge + d)
+		}
+	}
+	rng := rand.New(rand.NewSource(1))
+	for i := 0; i < 1_000_000; i++ {
+		check(int64(math.Exp(rng.Float64() * 30))) // 1 ns to 10 s, log-uniform
+	}
+	for ns := int64(0); ns < 100_000; ns++ {
+		check(ns)
+	}
+}

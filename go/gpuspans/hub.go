@@ -161,6 +161,7 @@ type Hub struct {
 	harvests          uint64
 	harvestTime       time.Duration
 	kernelIdx         map[uint64]int // handle -> index into kernelNames
+	kernelMemo        *kernelMemo    // in front of kernelIdx for landings; nil until the first kernel span lands
 	kernelNames       []string       // [0] is OtherKernel
 	devs              [MaxDevices]*deviceAggs
 	recentCap         int
@@ -480,6 +481,7 @@ func (h *Hub) RegisterKernel(handle uint64, name string) error {
 		}
 	}
 	h.kernelIdx[handle] = idx
+	h.kernelMemo = nil // remade at the next landing, with the new name
 	return nil
 }
 
