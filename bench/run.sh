@@ -12,7 +12,7 @@
 #
 # Every step is independent and bounded: a step that fails, crashes or
 # times out gets a "FAILED: <why>" row and the next one runs; the whole
-# stays within BENCH_BUDGET_S seconds (default 170) plus the report.
+# stays within BENCH_BUDGET_S seconds (default 330) plus the report.
 # Always exits 0 once the report is written: the results say what failed.
 #
 # For a try without a GPU: BENCH_BIN=<dir with gpubench> GPUBENCH_FLAGS="-fake -quick" bash bench/run.sh
@@ -22,7 +22,7 @@ cd "$ROOT"
 BIN="${BENCH_BIN:-$ROOT/.carry/gpu/bin}"
 DEST="${OUT:-$ROOT/bench/results}"
 RAW="$DEST/bench"
-BUDGET="${BENCH_BUDGET_S:-170}"
+BUDGET="${BENCH_BUDGET_S:-330}"
 read -r -a GOFLAGS_EXTRA <<<"${GPUBENCH_FLAGS:-}"
 mkdir -p "$RAW"
 rm -f "$RAW"/*.json "$RAW"/*.log "$RAW"/*.tsv "$RAW"/summary.txt

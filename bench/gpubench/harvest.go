@@ -76,7 +76,8 @@ func runHarvest(e *env) (interface{}, string, error) {
 	defer release()
 	res := &harvestResult{
 		LandingMethod: "per repeat: N empty kernels in spans on one stream, synced, then one timed harvest of the N done spans: " +
-			"cuda.Pool.Harvest without start times (the C core's batched gs_pool_harvest, one cgo call: the reference of both " +
+			"cuda.Pool.Harvest without start times (the C core's batched gs_pool_harvest, one cgo call, on a pool of the hub's " +
+			"size whose slots are taken in turn as the hub's ring takes them: the reference of both " +
 			"rows) against Hub.Harvest (scan, the same C harvest, landing in aggregates and the recent ring); C and Go " +
 			"repeats interleaved, medians",
 		BeginMethod: "per step: BeginStep (timed), lane span around 512 kernel spans of empty kernels, no sync; every step " +
@@ -154,13 +155,17 @@ func measureLanding(e *env, g gpu, r *rig, startsOn bool) (landingRow, error) {
 		return row, err
 	}
 	defer closeHub(h, r)
-	pool, err := cuda.Open(0, n)
+	// The C side's pool is the hub's size, and each harvest takes the next
+	// n slots in turn, as the hub's ring does: both then touch as much
+	// memory, theirs and the driver's, per span.
+	const slots = gpuspans.DefaultSlots
+	pool, err := cuda.Open(0, slots)
 	if err != nil {
 		return row, err
 	}
 	defer func() {
 		_ = r.syncAll()
-		items := make([]backend.HarvestItem, n)
+		items := make([]backend.HarvestItem, slots)
 		for i := range items {
 			items[i].Slot = uint32(i)
 		}
@@ -169,18 +174,21 @@ func measureLanding(e *env, g gpu, r *rig, startsOn bool) (landingRow, error) {
 	}()
 	k := r.streams[0]
 	items := make([]backend.HarvestItem, n)
+	next := 0
 	// cHarvest times the C core's harvest of n done spans, per span.
 	cHarvest := func(want uint32) (float64, error) {
+		first := next
+		next = (next + n) % slots
 		for i := 0; i < n; i++ {
-			r.fail("pool record", pool.RecordBegin(i, k))
+			r.fail("pool record", pool.RecordBegin(first+i, k))
 			r.fail("launch", g.Empty(k))
-			r.fail("pool record", pool.RecordEnd(i, k))
+			r.fail("pool record", pool.RecordEnd(first+i, k))
 		}
 		if err := r.syncAll(); err != nil {
 			return 0, err
 		}
 		for i := range items {
-			items[i] = backend.HarvestItem{Slot: uint32(i), WantStart: want}
+			items[i] = backend.HarvestItem{Slot: uint32(first + i), WantStart: want}
 		}
 		t0 := time.Now()
 		err := pool.Harvest(items)
