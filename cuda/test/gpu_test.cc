@@ -188,7 +188,9 @@ void TestHarvestDoesNotWait() {
          kSpans, static_cast<long long>(recording / kUs), static_cast<long long>(one), kSpans,
          static_cast<long long>(all));
   if (recording > 100 * kMs) Fail("recording blocked for " + std::to_string(recording / kUs) + " us");
-  if (one > 100 * kUs) Fail("harvest of 1 took " + std::to_string(one) + " ns");
+  // The pool's first harvest also reads its offset calibration (31 elapsed
+  // times, ~3 us each while the GPU is busy): ~100 us once, never a wait.
+  if (one > 1000 * kUs) Fail("harvest of 1 took " + std::to_string(one) + " ns");
   if (all > 100 * kUs) Fail("harvest of all took " + std::to_string(all) + " ns");
   for (const gs_harvest_item& it : items) {
     if (it.state != GS_SPAN_IN_FLIGHT) {
