@@ -143,6 +143,90 @@ func harvestHub(r *rig, starts string, level gpuspans.Level) (*gpuspans.Hub, err
 	return h, nil
 }
 
+// cSide is the C core's half of the landing rows: a pool of the hub's size
+// whose slots each harvest takes n at a time, in turn, as the hub's ring
+// does, so both sides touch as much memory (theirs and the driver's) per
+// span.
+type cSide struct {
+	g     gpu
+	r     *rig
+	pool  *cuda.Pool
+	items []backend.HarvestItem
+	next  int
+}
+
+func newCSide(g gpu, r *rig, n int) (*cSide, error) {
+	pool, err := cuda.Open(0, gpuspans.DefaultSlots)
+	if err != nil {
+		return nil, err
+	}
+	return &cSide{g: g, r: r, pool: pool, items: make([]backend.HarvestItem, n)}, nil
+}
+
+// harvest records n spans around empty kernels, syncs, and times one
+// harvest of them; it returns ns per span.
+func (c *cSide) harvest(want uint32) (float64, error) {
+	n, k := len(c.items), c.r.streams[0]
+	first := c.next
+	c.next = (c.next + n) % c.pool.Slots()
+	for i := 0; i < n; i++ {
+		c.r.fail("pool record", c.pool.RecordBegin(first+i, k))
+		c.r.fail("launch", c.g.Empty(k))
+		c.r.fail("pool record", c.pool.RecordEnd(first+i, k))
+	}
+	if err := c.r.syncAll(); err != nil {
+		return 0, err
+	}
+	for i := range c.items {
+		c.items[i] = backend.HarvestItem{Slot: uint32(first + i), WantStart: want}
+	}
+	t0 := time.Now()
+	err := c.pool.Harvest(c.items)
+	d := time.Since(t0)
+	if err != nil {
+		return 0, err
+	}
+	for i := range c.items {
+		if c.items[i].State != backend.Done {
+			return 0, fmt.Errorf("C harvest: slot %d %v after a sync", c.items[i].Slot, c.items[i].State)
+		}
+	}
+	return ns(d) / float64(n), nil
+}
+
+// close lands what is left and closes the pool.
+func (c *cSide) close() {
+	_ = c.r.syncAll()
+	all := make([]backend.HarvestItem, c.pool.Slots())
+	for i := range all {
+		all[i].Slot = uint32(i)
+	}
+	_ = c.pool.Harvest(all)
+	_ = c.pool.Close()
+}
+
+// goHarvest lands n spans around empty kernels through h, synced first,
+// and returns ns per span of the one timed Hub.Harvest.
+func goHarvest(g gpu, r *rig, h *gpuspans.Hub, n int) (float64, error) {
+	k := r.streams[0]
+	before := h.Snapshot().Counters.Landed
+	for i := 0; i < n; i++ {
+		sp := h.KernelBegin(kEmpty, k)
+		r.fail("launch", g.Empty(k))
+		h.KernelEnd(sp)
+	}
+	if err := r.syncAll(); err != nil {
+		return 0, err
+	}
+	t0 := time.Now()
+	h.Harvest()
+	d := time.Since(t0)
+	if got := h.Snapshot().Counters.Landed - before; got != uint64(n) {
+		return 0, fmt.Errorf("Go harvest landed %d of %d done spans", got, n)
+	}
+	return ns(d) / float64(n), r.firstErr()
+}
+
 func measureLanding(e *env, g gpu, r *rig, startsOn bool) (landingRow, error) {
 	const n = 512
 	starts, target := "off", 1.3
@@ -155,94 +239,50 @@ func measureLanding(e *env, g gpu, r *rig, startsOn bool) (landingRow, error) {
 		return row, err
 	}
 	defer closeHub(h, r)
-	// The C side's pool is the hub's size, and each harvest takes the next
-	// n slots in turn, as the hub's ring does: both then touch as much
-	// memory, theirs and the driver's, per span.
-	const slots = gpuspans.DefaultSlots
-	pool, err := cuda.Open(0, slots)
+	c, err := newCSide(g, r, n)
 	if err != nil {
 		return row, err
 	}
-	defer func() {
-		_ = r.syncAll()
-		items := make([]backend.HarvestItem, slots)
-		for i := range items {
-			items[i].Slot = uint32(i)
-		}
-		_ = pool.Harvest(items)
-		_ = pool.Close()
-	}()
-	k := r.streams[0]
-	items := make([]backend.HarvestItem, n)
-	next := 0
-	// cHarvest times the C core's harvest of n done spans, per span.
-	cHarvest := func(want uint32) (float64, error) {
-		first := next
-		next = (next + n) % slots
-		for i := 0; i < n; i++ {
-			r.fail("pool record", pool.RecordBegin(first+i, k))
-			r.fail("launch", g.Empty(k))
-			r.fail("pool record", pool.RecordEnd(first+i, k))
-		}
-		if err := r.syncAll(); err != nil {
-			return 0, err
-		}
-		for i := range items {
-			items[i] = backend.HarvestItem{Slot: uint32(first + i), WantStart: want}
-		}
-		t0 := time.Now()
-		err := pool.Harvest(items)
-		d := time.Since(t0)
-		if err != nil {
-			return 0, err
-		}
-		for i := range items {
-			if items[i].State != backend.Done {
-				return 0, fmt.Errorf("C harvest: slot %d %v after a sync", i, items[i].State)
-			}
-		}
-		return ns(d) / n, nil
-	}
+	defer c.close()
 	var cNs, cStarts, goNs []float64
 	for rep := 0; rep < row.Repeats+1; rep++ { // the first is a warm-up
-		dc, err := cHarvest(0)
+		dc, err := c.harvest(0)
 		if err != nil {
 			return row, err
 		}
+		ds := 0.0
 		if startsOn {
-			ds, err := cHarvest(1)
-			if err != nil {
+			if ds, err = c.harvest(1); err != nil {
 				return row, err
 			}
-			cStarts = append(cStarts, ds)
 		}
-
-		before := h.Snapshot().Counters.Landed
-		for i := 0; i < n; i++ {
-			sp := h.KernelBegin(kEmpty, k)
-			r.fail("launch", g.Empty(k))
-			h.KernelEnd(sp)
-		}
-		if err := r.syncAll(); err != nil {
-			return row, err
-		}
-		t0 := time.Now()
-		h.Harvest()
-		dg := time.Since(t0)
-		if got := h.Snapshot().Counters.Landed - before; got != n {
-			return row, fmt.Errorf("Go harvest landed %d of %d done spans", got, n)
-		}
-		if err := r.firstErr(); err != nil {
+		dg, err := goHarvest(g, r, h, n)
+		if err != nil {
 			return row, err
 		}
 		if rep > 0 {
-			cNs = append(cNs, dc)
-			goNs = append(goNs, ns(dg)/n)
+			cNs, goNs = append(cNs, dc), append(goNs, dg)
+			if startsOn {
+				cStarts = append(cStarts, ds)
+			}
 		}
 	}
 	row.CNsPerSpan, row.CNsStarts, row.GoNsPerSpan = median(cNs), median(cStarts), median(goNs)
 	row.Ratio = div(row.GoNsPerSpan, row.CNsPerSpan)
 	return row, nil
+}
+
+// startHarvester runs h.RunHarvester every millisecond on a goroutine of
+// its own until the returned stop is called.
+func startHarvester(h *gpuspans.Hub) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = h.RunHarvester(ctx, time.Millisecond)
+	}()
+	return func() { cancel(); wg.Wait() }
 }
 
 func measureBeginStep(e *env, g gpu, r *rig, background bool) (beginStepRow, error) {
@@ -252,17 +292,10 @@ func measureBeginStep(e *env, g gpu, r *rig, background bool) (beginStepRow, err
 	if err != nil {
 		return row, err
 	}
-	var wg sync.WaitGroup
 	stop := func() {}
 	if background {
 		row.Harvester = "background"
-		ctx, cancel := context.WithCancel(context.Background())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = h.RunHarvester(ctx, time.Millisecond)
-		}()
-		stop = func() { cancel(); wg.Wait() }
+		stop = startHarvester(h)
 	}
 	k := r.streams[0]
 	took := make([]float64, 0, row.Steps)
@@ -297,17 +330,67 @@ func measureBeginStep(e *env, g gpu, r *rig, background bool) (beginStepRow, err
 
 // freeVariant is one variant of the free-running loop and its hub.
 type freeVariant struct {
-	name  string
-	h     *gpuspans.Hub // nil: launches only
-	level gpuspans.Level
-	bg    bool
-	reps  []float64
-	c0    gpuspans.Counters
-	steps int
+	name     string
+	h        *gpuspans.Hub // nil: launches only
+	level    gpuspans.Level
+	bg       bool
+	reps     []float64
+	c0       gpuspans.Counters
+	steps    int
+	inFlight uint64 // the most in flight at the end of a repeat
+}
+
+// run times n steps of the loop, with kernels kernel spans each, and
+// returns host ns per step.
+func (v *freeVariant) run(g gpu, r *rig, n, kernels int) float64 {
+	if v.bg {
+		defer startHarvester(v.h)()
+	}
+	h, k := v.h, r.streams[0]
+	t0 := time.Now()
+	for i := 0; i < n; i++ {
+		if h == nil {
+			for j := 0; j < kernels; j++ {
+				r.fail("launch", g.Empty(k))
+			}
+			continue
+		}
+		h.BeginStep()
+		h.LaneBegin(0)
+		for j := 0; j < kernels; j++ {
+			sp := h.KernelBegin(kEmpty, k)
+			r.fail("launch", g.Empty(k))
+			h.KernelEnd(sp)
+		}
+		h.LaneEnd(0)
+	}
+	return ns(time.Since(t0)) / float64(n)
+}
+
+// row sums the variant up against the launches alone (none ns per step).
+func (v *freeVariant) row(none float64) freeRunRow {
+	row := freeRunRow{Variant: v.name, StepNsMedian: median(v.reps), StepNsReps: v.reps}
+	row.AddedNs = row.StepNsMedian - none
+	if v.h == nil {
+		return row
+	}
+	c := v.h.Snapshot().Counters
+	n := float64(v.steps)
+	row.HarvestNsStep = ns(c.HarvestTime-v.c0.HarvestTime) / n
+	row.LandedPerStep = float64(c.Landed-v.c0.Landed) / n
+	row.DroppedPerStep = float64(c.DroppedTotal()-v.c0.DroppedTotal()) / n
+	row.Harvests, row.Skipped = c.Harvests-v.c0.Harvests, c.HarvestsSkipped-v.c0.HarvestsSkipped
+	row.InFlightAtEnd = v.inFlight
+	for _, sp := range v.h.RecentSpans(0, nil) {
+		if sp.StartNs != 0 {
+			row.StartTimes = true
+			break
+		}
+	}
+	return row
 }
 
 func measureFreeRun(e *env, g gpu, r *rig, steps, kernels int) ([]freeRunRow, error) {
-	k := r.streams[0]
 	variants := []*freeVariant{{name: "none"}, {name: "off", level: gpuspans.LevelOff},
 		{name: "kernel", level: gpuspans.LevelKernel}, {name: "kernel_background", level: gpuspans.LevelKernel, bg: true}}
 	for _, v := range variants[1:] {
@@ -318,57 +401,19 @@ func measureFreeRun(e *env, g gpu, r *rig, steps, kernels int) ([]freeRunRow, er
 		defer closeHub(h, r)
 		v.h = h
 	}
-	loop := func(v *freeVariant, n int) float64 {
-		var stop func()
-		if v.bg {
-			ctx, cancel := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				_ = v.h.RunHarvester(ctx, time.Millisecond)
-			}()
-			stop = func() { cancel(); wg.Wait() }
-		}
-		h := v.h
-		t0 := time.Now()
-		for i := 0; i < n; i++ {
-			if h == nil {
-				for j := 0; j < kernels; j++ {
-					r.fail("launch", g.Empty(k))
-				}
-				continue
-			}
-			h.BeginStep()
-			h.LaneBegin(0)
-			for j := 0; j < kernels; j++ {
-				sp := h.KernelBegin(kEmpty, k)
-				r.fail("launch", g.Empty(k))
-				h.KernelEnd(sp)
-			}
-			h.LaneEnd(0)
-		}
-		d := ns(time.Since(t0)) / float64(n)
-		if stop != nil {
-			stop()
-		}
-		return d
-	}
 	for _, v := range variants { // warm up
-		loop(v, steps/10+1)
+		v.run(g, r, steps/10+1, kernels)
 		_ = r.syncAll()
 		if v.h != nil {
-			settle(v.h, r)
-			v.c0 = v.h.Snapshot().Counters
+			v.c0 = settle(v.h, r).Counters
 		}
 	}
-	inFlight := map[string]uint64{}
-	for rep := 0; rep < e.scale(5, 2); rep++ {
-		for _, v := range variants {
-			v.reps = append(v.reps, loop(v, steps))
+	for rep := 0; rep < e.scale(5, 2) && (rep == 0 || !e.late()); rep++ {
+		for _, v := range variants { // interleaved, as the machine's noise drifts
+			v.reps = append(v.reps, v.run(g, r, steps, kernels))
 			v.steps += steps
 			if v.h != nil {
-				inFlight[v.name] = max(inFlight[v.name], v.h.Snapshot().Counters.InFlight)
+				v.inFlight = max(v.inFlight, v.h.Snapshot().Counters.InFlight)
 			}
 			if err := r.syncAll(); err != nil {
 				return nil, err
@@ -377,34 +422,13 @@ func measureFreeRun(e *env, g gpu, r *rig, steps, kernels int) ([]freeRunRow, er
 				settle(v.h, r)
 			}
 		}
-		if e.late() {
-			break
-		}
 	}
 	if err := r.firstErr(); err != nil {
 		return nil, err
 	}
-	none := median(variants[0].reps)
 	var rows []freeRunRow
 	for _, v := range variants {
-		row := freeRunRow{Variant: v.name, StepNsMedian: median(v.reps), StepNsReps: v.reps}
-		row.AddedNs = row.StepNsMedian - none
-		if v.h != nil {
-			c := v.h.Snapshot().Counters
-			n := float64(v.steps)
-			row.HarvestNsStep = ns(c.HarvestTime-v.c0.HarvestTime) / n
-			row.LandedPerStep = float64(c.Landed-v.c0.Landed) / n
-			row.DroppedPerStep = float64(c.DroppedTotal()-v.c0.DroppedTotal()) / n
-			row.Harvests, row.Skipped = c.Harvests-v.c0.Harvests, c.HarvestsSkipped-v.c0.HarvestsSkipped
-			row.InFlightAtEnd = inFlight[v.name]
-			for _, sp := range v.h.RecentSpans(0, nil) {
-				if sp.StartNs != 0 {
-					row.StartTimes = true
-					break
-				}
-			}
-		}
-		rows = append(rows, row)
+		rows = append(rows, v.row(median(variants[0].reps)))
 	}
 	return rows, nil
 }

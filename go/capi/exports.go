@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"net/http"
 	"sort"
 	"strings"
 	"time"
@@ -550,15 +549,7 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		ProtectReads: flags&C.GS_HUB_SERVE_PROTECT_READS != 0,
 		Logf:         e.logf,
 	})
-	// The demo's timeouts: a slow or stuck client cannot hold connections.
-	srv := &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-	}
+	srv := surface.NewServer(h, nil)
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close
 	e.srv, e.ln = srv, ln
 	if bound != nil && boundCap > 0 {

@@ -10,6 +10,8 @@
 // report backend.ErrNoDriver, and the fake's knobs do nothing.
 package cudatest
 
+import "github.com/gpuspans/gpuspans/go/backend"
+
 // CaptureMode is a CUDA stream capture mode (CUstreamCaptureMode).
 type CaptureMode int32
 
@@ -59,4 +61,19 @@ type FakeCounters struct {
 	LiveStreams         int64 // created and not destroyed
 	DestroysInFlight    int64 // events destroyed while recorded and not complete: must stay 0 but after a sticky error
 	LiveModules         int64 // modules loaded and not unloaded
+}
+
+// NewKitStream is NewKit and a stream of the kit's: what a benchmark or a
+// demo on one stream starts with. On error nothing is left open.
+func NewKitStream(device int) (*Kit, backend.Stream, error) {
+	k, err := NewKit(device)
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := k.NewStream()
+	if err != nil {
+		_ = k.Close()
+		return nil, 0, err
+	}
+	return k, s, nil
 }

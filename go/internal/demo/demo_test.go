@@ -22,6 +22,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 	"github.com/gpuspans/gpuspans/go/internal/summary"
+	"github.com/gpuspans/gpuspans/go/internal/surface"
 )
 
 // fastConfig is a demo on the simulator that runs steps back to back with
@@ -418,7 +419,7 @@ func TestHandlerProtectReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, protect := range []bool{false, true} {
-		h := NewHandler(hub, HandlerOptions{Token: "s3cret", ProtectReads: protect})
+		h := NewHandler(hub, HandlerOptions{Options: surface.Options{Token: "s3cret", ProtectReads: protect}})
 		for _, path := range []string{"/metrics", "/debug/gpuspans", "/debug/gpuspans/snapshot.json", "/control/level"} {
 			for _, auth := range []string{"", "Bearer wrong", "Bearer s3cret"} {
 				req := httptest.NewRequest("GET", path, nil)

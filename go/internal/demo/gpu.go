@@ -150,13 +150,8 @@ func NewCUDAGPU(device int) (GPU, error) {
 	if device < 0 || device >= n {
 		return nil, fmt.Errorf("CUDA device %d: the driver sees %d device(s)", device, n)
 	}
-	kit, err := cudatest.NewKit(device)
+	kit, stream, err := cudatest.NewKitStream(device)
 	if err != nil {
-		return nil, err
-	}
-	stream, err := kit.NewStream()
-	if err != nil {
-		_ = kit.Close()
 		return nil, err
 	}
 	return &cudaGPU{kit: kit, device: device, stream: stream}, nil

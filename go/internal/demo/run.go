@@ -30,6 +30,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/export/trace"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/internal/summary"
+	"github.com/gpuspans/gpuspans/go/internal/surface"
 )
 
 // Config configures Run: a plain value, which Run copies. DefaultConfig
@@ -278,7 +279,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 
 	var srv *http.Server
 	if ln != nil {
-		srv = newServer(NewHandler(hub, HandlerOptions{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Engine: eng, Collectors: extra}), con)
+		srv = newServer(NewHandler(hub, HandlerOptions{Options: surface.Options{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Collectors: extra}, Engine: eng}), con)
 		go func() { _ = srv.Serve(ln) }() // Serve returns ErrServerClosed at Shutdown
 		res.HTTPAddress = ln.Addr()
 		base := "http://" + displayAddr(ln.Addr())
@@ -474,18 +475,9 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 	con.Printf("\n%s", strings.TrimRight(b.String(), "\n"))
 }
 
-// newServer returns the HTTP server of the demo, with timeouts so that a
-// slow or stuck client cannot hold connections open for good.
+// newServer returns the HTTP server of the demo, logging to the console.
 func newServer(h http.Handler, con *console) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          log.New(consoleWriter{con}, "http: ", 0),
-	}
+	return surface.NewServer(h, log.New(consoleWriter{con}, "http: ", 0))
 }
 
 // consoleWriter lets a log.Logger print through the console.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/surface"
 )
 
 // TestSimControl slows decode by 20% through /control/sim and checks that
@@ -25,7 +26,7 @@ func TestSimControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := NewHandler(hub, HandlerOptions{Token: "secret", Engine: eng})
+	h := NewHandler(hub, HandlerOptions{Options: surface.Options{Token: "secret"}, Engine: eng})
 	do := func(method, body, token string) (int, string) {
 		t.Helper()
 		r := httptest.NewRequest(method, SimPath, strings.NewReader(body))

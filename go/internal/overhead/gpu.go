@@ -21,13 +21,8 @@ func openGPU(device int) (*gpuRig, error) {
 	if err := cuda.Load(); err != nil {
 		return nil, err
 	}
-	kit, err := cudatest.NewKit(device)
+	kit, stream, err := cudatest.NewKitStream(device)
 	if err != nil {
-		return nil, err
-	}
-	stream, err := kit.NewStream()
-	if err != nil {
-		_ = kit.Close()
 		return nil, err
 	}
 	pool, err := cuda.Open(device, gpuspans.DefaultSlots)

@@ -4,7 +4,9 @@
 package surface
 
 import (
+	"log"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -75,4 +77,19 @@ func New(hub *gpuspans.Hub, o Options) http.Handler {
 		http.Redirect(w, r, debugpage.Path, http.StatusFound)
 	})
 	return mux
+}
+
+// NewServer returns an http.Server for h with timeouts, so that a slow or
+// stuck client cannot hold connections open for good. errorLog may be nil
+// (the log package's standard logger).
+func NewServer(h http.Handler, errorLog *log.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       60 * time.Second,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          errorLog,
+	}
 }

@@ -1,0 +1,54 @@
+package surface
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// TestSurface: each path answers, reads are protected only when asked,
+// and extra handlers are mounted.
+func TestSurface(t *testing.T) {
+	hub, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "extra") })
+	for _, protect := range []bool{false, true} {
+		srv := httptest.NewServer(New(hub, Options{Token: "s3cret", ProtectReads: protect, Extra: map[string]http.Handler{"/x": extra}}))
+		for _, c := range []struct {
+			path, token string
+			want        int
+			body        string
+		}{
+			{"/metrics", "", map[bool]int{false: 200, true: 401}[protect], ""},
+			{"/metrics", "s3cret", 200, "gpuspans_"},
+			{"/debug/gpuspans", "", map[bool]int{false: 200, true: 401}[protect], ""},
+			{"/control/level", "", 401, ""},
+			{"/x", "", 200, "extra"},
+			{"/nope", "", 404, ""},
+		} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+c.path, nil)
+			if c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+c.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want || !strings.Contains(string(body), c.body) {
+				t.Errorf("protect=%v GET %s (token %q): %d %.80q, want %d with %q", protect, c.path, c.token, resp.StatusCode, body, c.want, c.body)
+			}
+		}
+		srv.Close()
+	}
+	if s := NewServer(http.NotFoundHandler(), nil); s.ReadHeaderTimeout == 0 || s.WriteTimeout == 0 {
+		t.Errorf("server without timeouts: %+v", s)
+	}
+}
