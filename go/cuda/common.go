@@ -7,6 +7,9 @@
 // package start on machines without a GPU. Test support (the fake driver,
 // the GPU test kit) lives in go/cuda/cudatest, which production code never
 // imports: this package links the core (//cuda:core) and nothing else.
+//
+// The package's functions are safe for concurrent use; a Pool's methods
+// follow backend.Pool's rules (see Pool).
 package cuda
 
 import "github.com/gpuspans/gpuspans/go/backend"

@@ -75,9 +75,6 @@ var (
 	_ = [1]int{}[unsafe.Offsetof(backend.HarvestItem{}.StartNs)-unsafe.Offsetof(C.gs_harvest_item{}.start_ns)]
 )
 
-// maxSlots is the core's limit on a pool's size.
-const maxSlots = 1 << 22
-
 // Preallocated, so a refused record costs no allocation. Callers must not
 // modify them.
 var (
@@ -119,8 +116,10 @@ func driverMessage(cu int32) string {
 }
 
 // Load loads the CUDA driver (libcuda.so.1) and initialises it, once per
-// process; later calls return the first outcome. Its errors wrap
-// backend.ErrNoDriver. Safe for concurrent use.
+// process; later calls return the first outcome. An error wraps
+// backend.ErrNoDriver when the library is missing, lacks a symbol or fails
+// to initialise; any other failure (out of memory) is a plain
+// *backend.DriverError.
 func Load() error {
 	var e C.gs_error
 	if C.gs_driver_load(&e) != C.GS_OK {
@@ -130,7 +129,6 @@ func Load() error {
 }
 
 // DeviceCount reports the number of CUDA devices, loading the driver first.
-// Safe for concurrent use.
 func DeviceCount() (int, error) {
 	var n C.int32_t
 	var e C.gs_error
@@ -178,12 +176,12 @@ var (
 	_ backend.Calibrated = (*Pool)(nil)
 )
 
-// Open creates a pool of slots event pairs on device, loading the driver
-// first. Safe for concurrent use; not safe while another goroutine captures
-// in CaptureGlobal mode (it creates events).
+// Open creates a pool of slots (1..backend.MaxSlots) event pairs on device,
+// loading the driver first. Not while another goroutine captures in global
+// mode: it creates events.
 func Open(device, slots int) (*Pool, error) {
-	if slots < 1 || slots > maxSlots {
-		return nil, fmt.Errorf("cuda.Open: slots must be 1..%d, got %d", maxSlots, slots)
+	if slots < 1 || slots > backend.MaxSlots {
+		return nil, fmt.Errorf("cuda.Open: slots must be 1..%d, got %d", backend.MaxSlots, slots)
 	}
 	if device < 0 || device > 1<<30 {
 		return nil, fmt.Errorf("cuda.Open: bad device %d", device)
@@ -219,8 +217,9 @@ func (p *Pool) Device() int { return p.device }
 func (p *Pool) Slots() int { return p.slots }
 
 // Capturing reports whether stream is being captured into a graph (an
-// invalidated capture not yet ended counts). Safe from any goroutine, and
-// during captures.
+// invalidated capture not yet ended counts); callable during captures. Not
+// part of backend.Pool: records check the stream themselves. For tests and
+// tools.
 func (p *Pool) Capturing(stream backend.Stream) (bool, error) {
 	r := C.gsgo_is_capturing(p.h, C.uint64_t(stream))
 	if st := C.gs_status(r >> 32 & 0xff); st != C.GS_OK {
@@ -264,9 +263,8 @@ func (p *Pool) RecordEnd(slot int, stream backend.Stream) error {
 // Harvest fills in items' outputs in one call to the core, never waiting
 // for the GPU. The slice is handed to C as it is (no copy, no allocation).
 // It may hold at most Slots items, each slot in range (else an error of
-// Kind backend.ErrBadSlot and no item changed). One goroutine at a time;
-// concurrent with records; safe during captures (it queries in RELAXED
-// capture mode).
+// Kind backend.ErrBadSlot and no item changed). Callable during captures:
+// it queries in relaxed capture mode.
 func (p *Pool) Harvest(items []backend.HarvestItem) error {
 	if len(items) == 0 {
 		return nil
