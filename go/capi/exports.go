@@ -541,7 +541,7 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 	}
 	if err := control.CheckListen(ln.Addr(), tok); err != nil {
 		_ = ln.Close()
-		return fail(e, statusListen, "gs_hub_serve: %v", err)
+		return fail(e, statusListen, "gs_hub_serve: %v (here: gs_hub_serve's token argument)", err)
 	}
 	h := surface.New(e.h, surface.Options{
 		Backend:      backendDesc,

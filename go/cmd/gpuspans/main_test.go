@@ -182,7 +182,7 @@ func TestDemoCommand(t *testing.T) {
 func TestDemoRefusesPublicListenWithoutToken(t *testing.T) {
 	t.Setenv("GPUSPANS_TOKEN", "")
 	code, _, errOut := runCmd("demo", "--backend=sim", "--steps=1", "--listen=0.0.0.0:0", "--trace=")
-	if code != 1 || !strings.Contains(errOut, "not a loopback address") {
+	if code != 1 || !strings.Contains(errOut, "not a loopback address") || !strings.Contains(errOut, "--token_file") {
 		t.Errorf("exit %d, %q", code, errOut)
 	}
 	t.Setenv("GPUSPANS_TOKEN", "from-env")

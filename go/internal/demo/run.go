@@ -218,7 +218,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		}
 		defer ln.Close()
 		if err := control.CheckListen(ln.Addr(), cfg.Token); err != nil {
-			return res, err
+			return res, fmt.Errorf("%w (here: --token, --token_file or $GPUSPANS_TOKEN)", err)
 		}
 	}
 	outs, err := openOutputs(&cfg)
