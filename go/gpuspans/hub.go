@@ -80,11 +80,12 @@ type Options struct {
 	Now func() time.Time
 	// NoStartTimes stops placing spans on the host clock for good, and
 	// AlwaysStartTimes places every span. By default (neither) a harvest
-	// places spans only while something reads them: from a RecentSpans
-	// call until StartTimesIdle passes without one. Placing a span costs
-	// one more driver call per span in the harvest (the elapsed time from
-	// the host-clock anchor: 250-400 ns on an H200), which a hub that is
-	// only scraped for metrics then never pays. Unplaced spans carry
+	// places spans only while something reads them: from a RecentSpans or
+	// KeepStartTimes call until StartTimesIdle passes without one. Placing
+	// a span costs one more driver call per span in the harvest (the
+	// elapsed time from the host-clock anchor: about 600 ns on an H200, as
+	// much as the rest of the landing), which a hub that is only scraped
+	// for metrics then never pays. Unplaced spans carry
 	// StartNs 0 (timeline traces leave them out); durations, aggregates
 	// and metrics are the same either way. Setting both is an error.
 	NoStartTimes     bool
@@ -169,21 +170,21 @@ type Hub struct {
 	recentSeq         uint64 // Seq of the newest span landed
 	recentRead        uint64 // highest Seq RecentSpans has returned
 	recentOverwritten uint64
-	readAt            time.Time // the last RecentSpans call, for startsAuto
+	readAt            time.Time // the last RecentSpans or KeepStartTimes call, for startsAuto
 	want              uint32    // HarvestItem.WantStart for the harvest under way
 }
 
-// StartTimesIdle is how long after the last RecentSpans call a hub with
-// neither Options.NoStartTimes nor Options.AlwaysStartTimes keeps placing
-// spans on the host clock. Readers (span files, traces, OTLP) poll every few
-// seconds; a minute covers a slow one.
+// StartTimesIdle is how long after the last RecentSpans or KeepStartTimes
+// call a hub with neither Options.NoStartTimes nor Options.AlwaysStartTimes
+// keeps placing spans on the host clock. Readers (span files, traces, OTLP)
+// poll every few seconds; a minute covers a slow one.
 const StartTimesIdle = time.Minute
 
 // startMode says when harvests place spans on the host clock.
 type startMode uint8
 
 const (
-	startsAuto   startMode = iota // while RecentSpans was called within StartTimesIdle
+	startsAuto   startMode = iota // while a reader asked within StartTimesIdle
 	startsNever                   // Options.NoStartTimes
 	startsAlways                  // Options.AlwaysStartTimes
 )
@@ -432,8 +433,7 @@ func (h *Hub) KernelSpanEvery() int { return int(h.every.Load()) }
 // One atomic load.
 func (h *Hub) Step() uint64 { return h.step.Load() }
 
-// Lanes returns a copy of the lane names; index i is lane i. Safe from any
-// goroutine.
+// Lanes returns a copy of the lane names; index i is lane i.
 func (h *Hub) Lanes() []string { return append([]string(nil), h.lanes...) }
 
 // LaneIndex returns the index of the lane called name, for LaneBegin and
