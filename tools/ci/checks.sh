@@ -72,7 +72,7 @@ fi
 bzq() {
   local rc=0
   bazel query --keep_going --noimplicit_deps "$1" 2>/dev/null || rc=$?
-  ((rc == 0 || rc == 3)) || fail "bazel query $1: exit $rc"
+  ((rc == 0 || rc == 3)) || echo "bazel query failed (exit $rc): $1" # non-empty: fails the checks below
 }
 testtargets='(//cuda:core_testing + //cuda:testkit)'
 [[ "$(bzq "deps(//go/cuda/cudatest) intersect $testtargets" | wc -l)" == 2 ]] ||
