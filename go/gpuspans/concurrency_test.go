@@ -41,10 +41,16 @@ func TestConcurrentUse(t *testing.T) {
 		steps = 300
 	}
 
+	// The operator changes the level every phase scheduler steps, not on a
+	// timer: on a loaded machine a timer can leave the whole run at one
+	// level below Kernel, and then nothing is tested.
+	const phase = 100
+	var scheduled atomic.Int64
 	workers.Add(1)
 	go func() { // scheduler
 		defer workers.Done()
 		for i := 0; i < steps; i++ {
+			scheduled.Add(1)
 			h.BeginStep()
 			for lane := 0; lane < 2; lane++ {
 				h.LaneBegin(lane)
@@ -102,18 +108,20 @@ func TestConcurrentUse(t *testing.T) {
 		defer watchers.Done()
 		levels := []Level{LevelKernel, LevelStep, LevelKernel, LevelOff, LevelKernel}
 		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
 			if err := h.SetLevel(levels[i%len(levels)]); err != nil {
 				t.Error(err)
 			}
 			if err := h.SetKernelSpanEvery(1 + i%3); err != nil {
 				t.Error(err)
 			}
-			time.Sleep(200 * time.Microsecond)
+			for next := int64(i+1) * phase; scheduled.Load() < next; {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				time.Sleep(20 * time.Microsecond)
+			}
 		}
 	}()
 	workers.Wait()
