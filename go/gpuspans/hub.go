@@ -162,7 +162,7 @@ type Hub struct {
 	harvests          uint64
 	harvestTime       time.Duration
 	kernelIdx         map[uint64]int // handle -> index into kernelNames
-	kernelMemo        *kernelMemo    // in front of kernelIdx for landings; nil until the first kernel span lands
+	kernelMemo        *kernelMemo    // in front of kernelIdx for landings; made at the first kernel span landed
 	kernelNames       []string       // [0] is OtherKernel
 	devs              [MaxDevices]*deviceAggs
 	recentCap         int
@@ -481,7 +481,9 @@ func (h *Hub) RegisterKernel(handle uint64, name string) error {
 		}
 	}
 	h.kernelIdx[handle] = idx
-	h.kernelMemo = nil // remade at the next landing, with the new name
+	if h.kernelMemo != nil {
+		*h.kernelMemo = kernelMemo{} // forget the old index, in place: landings allocate nothing
+	}
 	return nil
 }
 

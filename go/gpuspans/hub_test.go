@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/fake"
 )
 
 // A slot is exactly one cache line, so that adjacent slots, claimed by
@@ -197,5 +198,41 @@ func TestStep(t *testing.T) {
 	h.BeginStep()
 	if got, snap := h.Step(), h.Snapshot().Step; got != 2 || snap != 2 {
 		t.Errorf("Step() = %d, Snapshot().Step = %d; want 2", got, snap)
+	}
+}
+
+// TestRegisterKernelRenamesLandings: a handle registered again lands under
+// its new name from then on (the landing memo forgets the old index), and
+// landing after a registration allocates nothing.
+func TestRegisterKernelRenamesLandings(t *testing.T) {
+	h, _ := kernelHub(t, Options{}, fake.Options{})
+	land := func() {
+		h.BeginStep()
+		h.KernelEnd(h.KernelBegin(7, kernelStream))
+		h.Harvest()
+	}
+	count := func(name string) uint64 {
+		var n uint64
+		for _, a := range snap(t, h).Kernels {
+			if a.Name == name {
+				n += a.Count
+			}
+		}
+		return n
+	}
+	land() // unregistered: other
+	if err := h.RegisterKernel(7, "a"); err != nil {
+		t.Fatal(err)
+	}
+	land()
+	land()
+	if err := h.RegisterKernel(7, "b"); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(20, land); n != 0 {
+		t.Errorf("a landing after RegisterKernel allocates %v times", n)
+	}
+	if o, a, b := count(OtherKernel), count("a"), count("b"); o != 1 || a != 2 || b != 21 {
+		t.Errorf("other %d, a %d, b %d; want 1, 2, 21", o, a, b)
 	}
 }
