@@ -90,7 +90,8 @@ typedef struct gs_hub_options {
   int32_t kernel_span_every; /* arm kernel spans on 1 step in this many (0: 16) */
   int32_t slots;             /* span ring slots per device (0: 4096) */
   int32_t recent_spans;      /* ring of recent spans (0: 8192) */
-  int32_t no_start_times;    /* nonzero: do not place spans on the host clock (one driver call less per span) */
+  int32_t no_start_times;    /* nonzero: never place spans on the host clock; by default spans are placed
+                                only while a reader of start times is attached (none through this ABI) */
   int32_t raw_kernel_spans;  /* nonzero: do not subtract the event offset from kernel spans */
   int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr */
 } gs_hub_options;
