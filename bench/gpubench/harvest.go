@@ -121,21 +121,15 @@ func runHarvest(e *env) (interface{}, string, error) {
 // for the landing rows, on demand, the default, elsewhere) and the level:
 // a hub created below Kernel opens no pool, so BeginStep stays one check.
 func harvestHub(r *rig, starts string, level gpuspans.Level) (*gpuspans.Hub, error) {
-	o := gpuspans.Options{Lanes: []string{"decode"}, Level: level, KernelSpanEvery: 1, Logf: logf}
+	o := gpuspans.Options{Level: level}
 	switch starts {
 	case "on":
 		o.AlwaysStartTimes = true
 	case "off":
 		o.NoStartTimes = true
 	}
-	h, err := gpuspans.New(o)
+	h, err := hubWith(o, 0, r.lane, gpuspans.DefaultSlots)
 	if err != nil {
-		return nil, err
-	}
-	if err := h.RegisterKernel(kEmpty, "empty"); err != nil {
-		return nil, err
-	}
-	if err := h.Install(0, r.lane, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
 		return nil, err
 	}
 	h.BeginStep() // opens the pool at Kernel; below, none opens

@@ -181,10 +181,18 @@ func (r *rig) close() {
 var noStartTimes bool
 
 func newHub(device int, lane backend.Stream, slots int, lanes ...string) (*gpuspans.Hub, error) {
-	if len(lanes) == 0 {
-		lanes = []string{"decode"}
+	return hubWith(gpuspans.Options{Lanes: lanes, Level: gpuspans.LevelKernel, NoStartTimes: noStartTimes}, device, lane, slots)
+}
+
+// hubWith makes a hub with o (lanes "decode" unless given, every step
+// armed, the section's log), the kernels named, installed on device with
+// lane stream lane.
+func hubWith(o gpuspans.Options, device int, lane backend.Stream, slots int) (*gpuspans.Hub, error) {
+	if len(o.Lanes) == 0 {
+		o.Lanes = []string{"decode"}
 	}
-	h, err := gpuspans.New(gpuspans.Options{Lanes: lanes, Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: logf, NoStartTimes: noStartTimes})
+	o.KernelSpanEvery, o.Logf = 1, logf
+	h, err := gpuspans.New(o)
 	if err != nil {
 		return nil, err
 	}
