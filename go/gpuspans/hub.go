@@ -34,8 +34,9 @@ const (
 )
 
 // LeakSteps is how long a span may stay open: a span begun and not ended
-// that harvests still see open LeakSteps steps (as counted at LevelStep and
-// above) after they first saw it is reclaimed, counted as dropped
+// that harvests still see open LeakSteps calls of BeginStep after they first
+// saw it (at any level: at Off too, where the step counter stands still but
+// an open pool still makes steps harvest) is reclaimed, counted as dropped
 // (DropLeaked), and its slot reused; its late end, if any, counts as a bad
 // end. Lane and kernel spans are meant to end within their step, so only a
 // lost KernelSpan or a lane never ended stays open this long; without
@@ -125,6 +126,7 @@ type Hub struct {
 	_     [cacheLine]byte
 
 	step       atomic.Uint64
+	leakClock  atomic.Uint64 // BeginStep calls with work, at any level: the age of open spans
 	every      atomic.Int64
 	background atomic.Bool // a RunHarvester is running: BeginStep does not harvest
 	armedSteps atomic.Uint64
@@ -585,6 +587,7 @@ func (h *Hub) BeginStep() {
 }
 
 func (h *Hub) beginStep() {
+	h.leakClock.Add(1)
 	s := atomic.LoadUint32(&h.state)
 	bg := h.background.Load()
 	if Level(s&levelMask) == LevelOff {

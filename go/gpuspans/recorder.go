@@ -457,7 +457,7 @@ func (r *recorder) harvest() {
 	}
 	tail := head
 	items := r.items[:0]
-	step := h.step.Load()
+	step := h.leakClock.Load()
 	i := start % n
 	for p := start; p < head; p, i = p+1, i+1 {
 		if i == n {

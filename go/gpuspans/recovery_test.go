@@ -164,6 +164,23 @@ func TestLeakedLaneSpanIsReclaimed(t *testing.T) {
 	}
 }
 
+// A span lost before the level drops to Off is reclaimed by Off steps too
+// (the step counter stands still at Off, the leak clock does not), so the
+// harvests that an open pool makes Off steps do stop finding it open.
+func TestLeakedSpanIsReclaimedAtOff(t *testing.T) {
+	h, _ := kernelHub(t, Options{}, fake.Options{})
+	h.KernelBegin(1, kernelStream) // never ended
+	if err := h.SetLevel(LevelOff); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= LeakSteps+1; i++ {
+		h.BeginStep()
+	}
+	if c := snap(t, h).Counters; c.Dropped[DropLeaked] != 1 || c.InFlight != 0 {
+		t.Errorf("after %d Off steps: %+v", LeakSteps+2, c)
+	}
+}
+
 func TestLeakedSpanLetsRetiredPoolClose(t *testing.T) {
 	h, f := kernelHub(t, Options{}, fake.Options{})
 	h.KernelBegin(1, kernelStream) // never ended
