@@ -6,6 +6,9 @@
 //	GET         /control/kernel_span_every  arm kernel spans on one step in N
 //	PUT or POST /control/kernel_span_every  set N (1..MaxKernelSpanEvery)
 //
+// (Without a token, a POST must carry a Content-Type no HTML form can
+// send, such as application/json: see Exposure below. PUT never needs one.)
+//
 // A request body is plain text ("kernel", "8"; surrounding white space
 // ignored) unless its Content-Type is application/json, in which case it is
 // an object with the one field named like the endpoint:
@@ -25,6 +28,21 @@
 // is set, and the token, once set, is required on every request, compared
 // in constant time.
 //
+// Without a token (allowed on loopback only), the endpoints refuse what a
+// web page in the operator's browser could send them, with 403 and the
+// reason: a Host header that is not a loopback address or "localhost"
+// (another site's name resolving to 127.0.0.1: DNS rebinding); an Origin
+// header naming another origin than Host, or "null"; a Sec-Fetch-Site
+// header other than same-origin or none; and a POST whose Content-Type is
+// one an HTML form or a CORS-free fetch can send (none,
+// application/x-www-form-urlencoded, multipart/form-data, text/plain),
+// answered 415: send PUT, or POST with another Content-Type
+// (application/json). curl, scripts and the live page are not affected;
+// RefuseCrossSite puts another handler (the demo's /control/sim) behind
+// the same checks. With a token none of this applies: a browser cannot
+// send the bearer header to another site without a preflight these
+// endpoints never grant.
+//
 // The package's functions and handlers are safe for concurrent use.
 package control
 
@@ -38,6 +56,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode"
@@ -152,6 +171,87 @@ func Protect(h http.Handler, token string) http.Handler {
 	})
 }
 
+// RefuseCrossSite returns h behind the checks the endpoints make when no
+// token is set (see the package documentation): requests a web page of
+// another site could make are answered 403 (415 for a form's POST) before
+// h sees them. With a token it returns h, which should check the token.
+func RefuseCrossSite(h http.Handler, token string) http.Handler {
+	if token != "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := crossSite(r); err != nil {
+			(&api{}).fail(w, wantsJSON(r), err)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// crossSite returns why r may come from a web page of another site, or nil.
+func crossSite(r *http.Request) error {
+	if r.Host != "" && !loopbackHost(r.Host) {
+		return &httpError{http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback address or localhost: with no token set, only requests to this machine by its loopback name are served (a page of another site reaching it through DNS rebinding is not)", truncate(r.Host))}
+	}
+	if o, ok := r.Header["Origin"]; ok {
+		if len(o) != 1 || !sameOrigin(o[0], r.Host) {
+			return &httpError{http.StatusForbidden, fmt.Sprintf("Origin %q is not this server's: with no token set, cross-site requests are refused", truncate(strings.Join(o, ", ")))}
+		}
+	}
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return &httpError{http.StatusForbidden, fmt.Sprintf("Sec-Fetch-Site is %q: with no token set, cross-site requests are refused", truncate(site))}
+	}
+	if r.Method == http.MethodPost && formContentType(r.Header.Get("Content-Type")) {
+		return &httpError{http.StatusUnsupportedMediaType, "a POST with no Content-Type or a form's (text/plain, application/x-www-form-urlencoded, multipart/form-data) could come from another site's page: send PUT, or POST with Content-Type: application/json"}
+	}
+	return nil
+}
+
+// loopbackHost reports whether a Host header names this machine by a name
+// no DNS answer can change: a loopback IP, localhost, or a name under
+// .localhost.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback()
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
+}
+
+// sameOrigin reports whether an Origin header names the origin served at
+// host (the request's Host header).
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // "null", or not an origin
+	}
+	if host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// formContentType reports whether a request's Content-Type is one a form,
+// or a fetch needing no CORS preflight, can send.
+func formContentType(contentType string) bool {
+	if strings.TrimSpace(contentType) == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return true // unparsable: a browser sends it as it is
+	}
+	switch mt {
+	case "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
+		return true
+	}
+	return false
+}
+
 // api holds the endpoints' shared state, fixed at Register.
 type api struct {
 	hub      *gpuspans.Hub
@@ -177,6 +277,12 @@ func (a *api) endpoint(field string, get func() string, set func(contentType str
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
 		asJSON := wantsJSON(r)
+		if a.tokenSum == nil {
+			if err := crossSite(r); err != nil {
+				a.fail(w, asJSON, err)
+				return
+			}
+		}
 		if err := a.authorize(r); err != nil {
 			if e := (*httpError)(nil); errors.As(err, &e) && e.status == http.StatusUnauthorized {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="gpuspans control"`)

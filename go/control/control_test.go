@@ -23,6 +23,15 @@ func newAPI(t testing.TB, token string) (*gpuspans.Hub, http.Handler) {
 	return hub, mux
 }
 
+// localRequest is httptest.NewRequest as a client of a loopback server
+// sends it: Host 127.0.0.1 (httptest's example.com would be refused
+// without a token, as a name that DNS rebinding could point here).
+func localRequest(method, target string, body io.Reader) *http.Request {
+	req := httptest.NewRequest(method, target, body)
+	req.Host = "127.0.0.1:9464"
+	return req
+}
+
 // unsized hides a body's length, as a chunked upload does, so that the
 // size limit is enforced while reading rather than from Content-Length.
 type unsized struct{ io.Reader }
@@ -50,7 +59,8 @@ func TestEndpoints(t *testing.T) {
 		{name: "head level", method: "HEAD", path: LevelPath, status: 200},
 		{name: "get level as JSON", method: "GET", path: LevelPath, accept: "text/html, application/json;q=0.9", status: 200, contains: `{"level":"kernel"}`},
 		{name: "put level", method: "PUT", path: LevelPath, body: strings.NewReader("step"), status: 200, contains: "step\n", level: "step"},
-		{name: "post level, spaces and case", method: "POST", path: LevelPath, body: strings.NewReader("  OFF\r\n"), status: 200, contains: "off\n", level: "off"},
+		{name: "put level, spaces and case", method: "PUT", path: LevelPath, body: strings.NewReader("  OFF\r\n"), status: 200, contains: "off\n", level: "off"},
+		{name: "post level as text, with a token", token: token, auth: "Bearer " + token, method: "POST", path: LevelPath, contentType: "text/plain", body: strings.NewReader("off"), status: 200, level: "off"},
 		{name: "form content type is text", method: "PUT", path: LevelPath, contentType: "application/x-www-form-urlencoded", body: strings.NewReader("step"), status: 200, level: "step"},
 		{name: "bad level", method: "PUT", path: LevelPath, body: strings.NewReader("loud"), status: 400, contains: `bad level "loud": want off, step or kernel`},
 		{name: "empty level", method: "PUT", path: LevelPath, body: strings.NewReader(""), status: 400, contains: "bad level"},
@@ -105,7 +115,7 @@ func TestEndpoints(t *testing.T) {
 			if body == nil {
 				body = http.NoBody
 			}
-			req := httptest.NewRequest(c.method, c.path, body)
+			req := localRequest(c.method, c.path, body)
 			if c.contentType != "" {
 				req.Header.Set("Content-Type", c.contentType)
 			}
@@ -155,7 +165,7 @@ func TestEndpoints(t *testing.T) {
 func TestJSONResponsesParse(t *testing.T) {
 	_, h := newAPI(t, "")
 	for _, body := range []string{`{"level":"step"}`, `{"level":"x"}`, `{`, strings.Repeat("{", 2000)} {
-		req := httptest.NewRequest("PUT", LevelPath, strings.NewReader(body))
+		req := localRequest("PUT", LevelPath, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
@@ -178,7 +188,7 @@ func TestLogf(t *testing.T) {
 	mux := http.NewServeMux()
 	Register(mux, hub, Options{Logf: func(f string, a ...interface{}) { logged = append(logged, f) }})
 	for _, v := range []string{"step", "step", "bad"} {
-		mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("PUT", LevelPath, strings.NewReader(v)))
+		mux.ServeHTTP(httptest.NewRecorder(), localRequest("PUT", LevelPath, strings.NewReader(v)))
 	}
 	if len(logged) != 1 {
 		t.Errorf("logged %d changes, want 1 (a repeat and a refusal change nothing): %q", len(logged), logged)

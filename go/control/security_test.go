@@ -39,7 +39,7 @@ func TestMaxBodyOption(t *testing.T) {
 	Register(mux, hub, Options{MaxBody: 16})
 	put := func(body io.Reader) int {
 		rec := httptest.NewRecorder()
-		mux.ServeHTTP(rec, httptest.NewRequest("PUT", LevelPath, body))
+		mux.ServeHTTP(rec, localRequest("PUT", LevelPath, body))
 		return rec.Code
 	}
 	over := "off" + strings.Repeat(" ", 14) // 17 bytes
@@ -65,7 +65,7 @@ func TestNoBodyReadBeforeTheToken(t *testing.T) {
 	_, h := newAPI(t, "the-token")
 	for _, auth := range []string{"", "Bearer wrong", "Basic the-token"} {
 		body := &countingReader{r: strings.NewReader(strings.Repeat("k", 1<<20))}
-		req := httptest.NewRequest("PUT", KernelSpanEveryPath, body)
+		req := localRequest("PUT", KernelSpanEveryPath, body)
 		req.ContentLength = -1
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
@@ -91,7 +91,7 @@ func TestAnswersEchoNoToken(t *testing.T) {
 		{"Bearer " + token[:10], ""},
 		{"Bearer " + token + "x", "application/json"},
 	} {
-		req := httptest.NewRequest("PUT", LevelPath, strings.NewReader("off"))
+		req := localRequest("PUT", LevelPath, strings.NewReader("off"))
 		req.Header.Set("Authorization", c.auth)
 		req.Header.Set("Accept", c.accept)
 		rec := httptest.NewRecorder()
@@ -132,7 +132,7 @@ func TestProtect(t *testing.T) {
 	}
 	h := Protect(inner, "s3cret")
 	for auth, want := range map[string]int{"": 401, "Basic s3cret": 401, "Bearer nope": 403, "Bearer s3cret": 200, "bearer  s3cret ": 200} {
-		req := httptest.NewRequest("GET", "/metrics", nil)
+		req := localRequest("GET", "/metrics", nil)
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
@@ -141,5 +141,94 @@ func TestProtect(t *testing.T) {
 		if rec.Code != want || (want == 200) != (rec.Body.String() == "metrics") || strings.Contains(rec.Body.String(), "s3cret") {
 			t.Errorf("%q: %d %q, want %d", auth, rec.Code, rec.Body.String(), want)
 		}
+	}
+}
+
+// Without a token, what a web page of another site could send is refused
+// before anything changes: another site's Host (DNS rebinding), a foreign
+// or null Origin, a cross-site Sec-Fetch-Site, and a POST a form or a
+// CORS-free fetch can make. What curl, scripts and same-origin pages send
+// is served.
+func TestCrossSiteRefusedWithoutToken(t *testing.T) {
+	for _, c := range []struct {
+		name, method, host, contentType string
+		headers                         map[string]string
+		status                          int
+	}{
+		{"form POST, text/plain, foreign Origin", "POST", "127.0.0.1:9464", "text/plain", map[string]string{"Origin": "https://evil.example"}, 403},
+		{"form POST, no Origin (an old browser)", "POST", "127.0.0.1:9464", "application/x-www-form-urlencoded", nil, 415},
+		{"fetch POST, text/plain, no Origin", "POST", "127.0.0.1:9464", "text/plain;charset=UTF-8", nil, 415},
+		{"POST, multipart", "POST", "localhost:9464", "multipart/form-data; boundary=x", nil, 415},
+		{"POST, no Content-Type", "POST", "127.0.0.1:9464", "", nil, 415},
+		{"DNS rebinding", "PUT", "evil.example:9464", "", nil, 403},
+		{"DNS rebinding, GET", "GET", "rebind.evil.example", "", nil, 403},
+		{"null Origin", "PUT", "127.0.0.1:9464", "", map[string]string{"Origin": "null"}, 403},
+		{"foreign Origin on a PUT", "PUT", "127.0.0.1:9464", "", map[string]string{"Origin": "http://127.0.0.1:8000"}, 403},
+		{"Sec-Fetch-Site cross-site", "PUT", "127.0.0.1:9464", "application/json", map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
+		{"Sec-Fetch-Site same-site", "PUT", "127.0.0.1:9464", "", map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
+		{"curl PUT", "PUT", "127.0.0.1:9464", "application/x-www-form-urlencoded", nil, 200},
+		{"PUT by localhost", "PUT", "localhost:9464", "", nil, 200},
+		{"PUT by [::1]", "PUT", "[::1]:9464", "", nil, 200},
+		{"PUT with no Host (HTTP/1.0)", "PUT", "", "", nil, 200},
+		{"POST JSON", "POST", "127.0.0.1:9464", "application/json", nil, 200},
+		{"same-origin page", "PUT", "127.0.0.1:9464", "", map[string]string{"Origin": "http://127.0.0.1:9464", "Sec-Fetch-Site": "same-origin"}, 200},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			hub, h := newAPI(t, "")
+			body := "step"
+			if strings.HasPrefix(c.contentType, "application/json") {
+				body = `{"level":"step"}`
+			}
+			req := localRequest(c.method, LevelPath, strings.NewReader(body))
+			req.Host = c.host
+			if c.contentType != "" {
+				req.Header.Set("Content-Type", c.contentType)
+			}
+			for k, v := range c.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != c.status {
+				t.Errorf("status %d, want %d: %s", rec.Code, c.status, rec.Body.String())
+			}
+			changed := hub.Level() == gpuspans.LevelStep
+			if want := c.status == 200 && c.method != "GET"; changed != want {
+				t.Errorf("level %v after the request (status %d)", hub.Level(), rec.Code)
+			}
+		})
+	}
+	// With a token the checks do not apply: the bearer header is the proof.
+	hub, h := newAPI(t, "tok")
+	req := localRequest("POST", LevelPath, strings.NewReader("step"))
+	req.Host = "gpu-7.internal:9464"
+	req.Header.Set("Authorization", "Bearer tok")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 200 || hub.Level() != gpuspans.LevelStep {
+		t.Errorf("with a token: status %d, level %v", rec.Code, hub.Level())
+	}
+}
+
+// RefuseCrossSite puts another handler behind the same checks.
+func TestRefuseCrossSite(t *testing.T) {
+	called := 0
+	h := RefuseCrossSite(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called++ }), "")
+	req := localRequest("POST", "/control/sim", strings.NewReader("decode=2"))
+	req.Header.Set("Content-Type", "text/plain")
+	req.Header.Set("Origin", "https://evil.example")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 403 || called != 0 {
+		t.Errorf("cross-site POST: status %d, handler called %d times", rec.Code, called)
+	}
+	req = localRequest("POST", "/control/sim", strings.NewReader("decode=2"))
+	req.Header.Set("Content-Type", "application/octet-stream")
+	h.ServeHTTP(httptest.NewRecorder(), req)
+	if called != 1 {
+		t.Errorf("a loopback POST was not served")
+	}
+	if g := RefuseCrossSite(h, "tok"); g == nil {
+		t.Error("nil handler with a token")
 	}
 }

@@ -203,7 +203,7 @@ wait_for 30 "a recorded decode p99 on both servers" bash -c \
 before_native="$(value "$NATIVE" "$P99" lane decode)"
 before_classic="$(value "$CLASSIC" "$P99" lane decode)"
 log "recorded decode p99 before: native $(awk -v v="$before_native" 'BEGIN {printf "%.1f", v * 1e6}')us, classic $(awk -v v="$before_classic" 'BEGIN {printf "%.1f", v * 1e6}')us"
-curl -fsS --max-time 5 -X POST --data 'decode=1.24' "$DEMO_URL/control/sim" >"$TMP/sim.txt" || fail "POST /control/sim"
+curl -fsS --max-time 5 -X POST -H 'Content-Type: application/octet-stream' --data 'decode=1.24' "$DEMO_URL/control/sim" >"$TMP/sim.txt" || fail "POST /control/sim"
 grep -q 'decode=1.24' "$TMP/sim.txt" || fail "/control/sim answered $(cat "$TMP/sim.txt")"
 slowed=$SECONDS
 log "decode slowed by 20% (/control/sim: $(cat "$TMP/sim.txt"))"

@@ -26,8 +26,9 @@ type Options struct {
 	ProtectReads bool
 	// Logf is told of every change made through the control endpoints.
 	Logf func(format string, args ...interface{})
-	// Extra handlers by path (the demo's /control/sim), behind nothing:
-	// each checks what it needs itself.
+	// Extra handlers by path (the demo's /control/sim): each checks its
+	// token itself; without a token they are put behind
+	// control.RefuseCrossSite, as the control endpoints are.
 	Extra map[string]http.Handler
 	// Collectors are registered on /metrics beside the hub's (the OTLP
 	// exporter's drop counters, say).
@@ -67,7 +68,7 @@ func New(hub *gpuspans.Hub, o Options) http.Handler {
 	debugpage.Register(reads, hub, debugpage.Options{Backend: o.Backend})
 	control.Register(mux, hub, control.Options{Token: o.Token, Logf: o.Logf})
 	for path, h := range o.Extra {
-		mux.Handle(path, h)
+		mux.Handle(path, control.RefuseCrossSite(h, o.Token))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/" {

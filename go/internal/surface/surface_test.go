@@ -52,3 +52,41 @@ func TestSurface(t *testing.T) {
 		t.Errorf("server without timeouts: %+v", s)
 	}
 }
+
+// Without a token, extra handlers (the demo's /control/sim) refuse a
+// cross-site form's POST as the control endpoints do.
+func TestExtraRefusesCrossSite(t *testing.T) {
+	hub, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := 0
+	extra := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called++ })
+	srv := httptest.NewServer(New(hub, Options{Extra: map[string]http.Handler{"/x": extra}}))
+	defer srv.Close()
+	for _, c := range []struct {
+		contentType, origin string
+		want                int
+	}{
+		{"text/plain", "https://evil.example", 403},
+		{"application/x-www-form-urlencoded", "", 415},
+		{"application/octet-stream", "", 200},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/x", strings.NewReader("decode=9"))
+		req.Header.Set("Content-Type", c.contentType)
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST %s from %q: %d, want %d", c.contentType, c.origin, resp.StatusCode, c.want)
+		}
+	}
+	if called != 1 {
+		t.Errorf("the handler ran %d times, want 1", called)
+	}
+}
