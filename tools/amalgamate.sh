@@ -40,12 +40,12 @@ HDR
 }
 
 core() {
-  gen go/cuda/core_amalgamation.cc "the C++ core (driver loading, the pool)" //cuda:core \
-    cuda/src/driver.cc cuda/src/pool.cc
+  gen go/cuda/core_amalgamation.cc "the C++ core (driver loading, the pool, the kernel tracer)" //cuda:core \
+    cuda/src/driver.cc cuda/src/pool.cc cuda/src/tracer.cc
 }
 testing() {
-  gen go/cuda/cudatest/testing_amalgamation.cc "the fake driver and the GPU test kit" \
-    "//cuda:core_testing and //cuda:testkit" cuda/src/fake_driver.cc cuda/src/testkit.cc
+  gen go/cuda/cudatest/testing_amalgamation.cc "the fake driver, the fake CUPTI and the GPU test kit" \
+    "//cuda:core_testing and //cuda:testkit" cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/testkit.cc
 }
 
 stale=0

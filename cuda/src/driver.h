@@ -102,6 +102,18 @@ void SetCaptureModeExchangeForTesting(bool enabled);
 // 0 for a null pool or a slot out of range.
 uint64_t PoolEventForTesting(const gs_pool* pool, uint32_t slot, bool end);
 
+// How the tracer reaches a CUPTI library: dlopen/dlsym along the search
+// order of gs_tracer_open for the real one, the fake's own table in tests.
+struct CuptiLoader {
+  void* (*open)(const char* path);  // library handle or null; path null: search
+  void* (*symbol)(void* handle, const char* name);
+  const char* (*last_error)();  // why open failed
+};
+
+// SetCuptiLoaderForTesting makes later gs_tracer_open calls use loader (null:
+// the real libcupti). Same rules as SetLoaderForTesting.
+void SetCuptiLoaderForTesting(const CuptiLoader* loader);
+
 // Makes a context current for a scope unless it already is. A thread with no
 // current context adopts it for good (cuCtxSetCurrent), as the CUDA runtime
 // does with the primary context on a thread's first call: Go runs cgo calls

@@ -62,3 +62,40 @@ func (p *Pool) Harvest([]backend.HarvestItem) error { return errNoCgo }
 
 // Close does nothing: this build has no cgo.
 func (p *Pool) Close() error { return nil }
+
+// Tracer is the kernel tracer's stand-in in a build without cgo; OpenTracer
+// never returns one.
+type Tracer struct{}
+
+var _ backend.KernelTracer = (*Tracer)(nil)
+
+// TracerFlushPeriodMs is how often the tracer asks CUPTI for its records.
+const TracerFlushPeriodMs = 100
+
+var errNoCgoTracer = fmt.Errorf("gpuspans/cuda: built without cgo: %w", backend.ErrNoTracer)
+
+// OpenTracer fails: this build has no cgo.
+func OpenTracer(path string) (*Tracer, error) { return nil, errNoCgoTracer }
+
+// TracerOpener returns an opener that fails: this build has no cgo.
+func TracerOpener(path string) backend.TracerOpener {
+	return func() (backend.KernelTracer, error) { return nil, errNoCgoTracer }
+}
+
+// Enable fails: this build has no cgo.
+func (t *Tracer) Enable(bool) error { return errNoCgoTracer }
+
+// Read reads nothing: this build has no cgo.
+func (t *Tracer) Read([]backend.KernelRecord) int { return 0 }
+
+// Name knows no name: this build has no cgo.
+func (t *Tracer) Name(uint32) string { return "" }
+
+// ClockOffset is 0: this build has no cgo.
+func (t *Tracer) ClockOffset() int64 { return 0 }
+
+// Stats are zero: this build has no cgo.
+func (t *Tracer) Stats() backend.TracerStats { return backend.TracerStats{} }
+
+// Close does nothing: this build has no cgo.
+func (t *Tracer) Close() error { return nil }

@@ -138,3 +138,45 @@ func (*FakeDriver) Counters() FakeCounters { return FakeCounters{} }
 
 // ResetCounters does nothing: this build has no cgo.
 func (*FakeDriver) ResetCounters() {}
+
+// FakeCUPTI is the fake CUPTI's stand-in in a build without cgo: its knobs
+// do nothing, and cuda.OpenTracer fails anyway.
+type FakeCUPTI struct{}
+
+// UseFakeCUPTI does nothing: this build has no cgo.
+func UseFakeCUPTI() *FakeCUPTI { return &FakeCUPTI{} }
+
+// UseRealCUPTI does nothing: this build has no cgo.
+func UseRealCUPTI() {}
+
+// SetVersion does nothing: this build has no cgo.
+func (*FakeCUPTI) SetVersion(uint32) {}
+
+// FailOpen does nothing: this build has no cgo.
+func (*FakeCUPTI) FailOpen(bool) {}
+
+// OtherSubscriber does nothing: this build has no cgo.
+func (*FakeCUPTI) OtherSubscriber(bool) {}
+
+// FailEnable does nothing: this build has no cgo.
+func (*FakeCUPTI) FailEnable(int32) {}
+
+// Kernel records nothing: this build has no cgo.
+func (*FakeCUPTI) Kernel(device, stream uint32, start, end int64, name string, graph uint32) bool {
+	return false
+}
+
+// Drop does nothing: this build has no cgo.
+func (*FakeCUPTI) Drop(uint32, uint64) {}
+
+// Deliver delivers nothing: this build has no cgo.
+func (*FakeCUPTI) Deliver(int) int { return 0 }
+
+// SetClockOffset does nothing: this build has no cgo.
+func (*FakeCUPTI) SetClockOffset(int64) {}
+
+// Enabled is false: this build has no cgo.
+func (*FakeCUPTI) Enabled() bool { return false }
+
+// Calls are zero: this build has no cgo.
+func (*FakeCUPTI) Calls() (int64, int64) { return 0, 0 }

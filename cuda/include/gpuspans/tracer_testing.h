@@ -1,0 +1,73 @@
+/*
+ * gpuspans tracer testing hooks: switch the kernel tracer to a fake CUPTI
+ * and feed it kernel records, drops and refusals through the same callbacks
+ * the real one uses. For tests only: //cuda:core_testing
+ * (src/fake_cupti.cc), which production code never links. The rules of
+ * gpuspans_testing.h apply: call these from one thread, not concurrently
+ * with gs_tracer_open or gs_tracer_close.
+ */
+#ifndef GPUSPANS_TRACER_TESTING_H_
+#define GPUSPANS_TRACER_TESTING_H_
+
+#include <stdint.h>
+
+#include "gpuspans/tracer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* gs_testing_use_fake_cupti resets the fake (version 130001, nothing queued,
+ * no knobs) and makes later gs_tracer_open calls load it. Close the tracer
+ * first. */
+void gs_testing_use_fake_cupti(void);
+
+/* gs_testing_use_real_cupti makes later gs_tracer_open calls load libcupti. */
+void gs_testing_use_real_cupti(void);
+
+/* gs_testing_cupti_version sets what the fake cuptiGetVersion reports. */
+void gs_testing_cupti_version(uint32_t version);
+
+/* gs_testing_cupti_fail_open makes the fake library fail to load (nonzero). */
+void gs_testing_cupti_fail_open(int32_t fail);
+
+/* gs_testing_cupti_other_subscriber makes the fake's cuptiSubscribe answer
+ * that another client holds CUPTI (nonzero), as torch.profiler would. */
+void gs_testing_cupti_other_subscriber(int32_t other);
+
+/* gs_testing_cupti_fail_enable makes the fake cuptiActivityEnable fail with
+ * CUPTI result `result` (0: succeed). */
+void gs_testing_cupti_fail_enable(int32_t result);
+
+/* gs_testing_cupti_kernel queues a kernel record, as if the kernel had run,
+ * if collection is on (otherwise it is not recorded, as with CUPTI, and it
+ * returns 0); it returns 1 when queued. name is mangled or plain. */
+int32_t gs_testing_cupti_kernel(uint32_t device, uint32_t stream, int64_t start_ns, int64_t end_ns,
+                                const char* name, uint32_t graph);
+
+/* gs_testing_cupti_drop makes the next delivery report n records dropped on
+ * device's context. */
+void gs_testing_cupti_drop(uint32_t device, uint64_t n);
+
+/* gs_testing_cupti_deliver delivers the queued records through the buffer
+ * callbacks (as CUPTI's flush would), in buffers of per_buffer records;
+ * returns how many records were written. */
+int64_t gs_testing_cupti_deliver(int32_t per_buffer);
+
+/* gs_testing_cupti_clock_offset sets how far the fake's clock
+ * (cuptiGetTimestamp) runs behind CLOCK_REALTIME, in ns (0 after
+ * gs_testing_use_fake_cupti). */
+void gs_testing_cupti_clock_offset(int64_t ns);
+
+/* gs_testing_cupti_enabled reports whether collection is on in the fake. */
+int32_t gs_testing_cupti_enabled(void);
+
+/* gs_testing_cupti_calls reports how often the fake's enable and disable
+ * were called since gs_testing_use_fake_cupti. */
+void gs_testing_cupti_calls(int64_t* enables, int64_t* disables);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSPANS_TRACER_TESTING_H_ */

@@ -1,0 +1,251 @@
+// A fake CUPTI for CPU tests: the activity API subset the tracer calls,
+// delivering synthesised kernel records through the tracer's own buffer
+// callbacks. gpuspans/tracer_testing.h has the hooks.
+#include <string.h>
+
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cupti_subset.h"
+#include "driver.h"
+#include "gpuspans/tracer_testing.h"
+
+namespace gs {
+namespace {
+
+// Real records are larger than the prefix we read; so are the fake's.
+constexpr size_t kStride = 200;
+
+struct FakeCupti {
+  std::mutex mu;
+  uint32_t version = 130001;
+  bool fail_open = false;
+  bool other = false;
+  CUptiResult enable_result = CUPTI_SUCCESS;
+  bool enabled = false;
+  int64_t enables = 0, disables = 0;
+  int64_t clock_offset = 0;  // Unix ns minus the fake's timestamp
+  CUpti_BuffersCallbackRequestFunc req = nullptr;
+  CUpti_BuffersCallbackCompleteFunc done = nullptr;
+  std::vector<CUpti_KernelRecordPrefix> queued;
+  std::deque<std::string> names;  // the records' name pointers stay valid
+  uint32_t drop_device = 0;
+  uint64_t drop = 0;     // reported at the next completion
+  uint64_t pending = 0;  // records CUPTI had no buffer for
+  uint32_t correlation = 0;
+};
+
+FakeCupti& F() {
+  static FakeCupti* f = new FakeCupti;
+  return *f;
+}
+
+CUcontext ContextOf(uint32_t device) { return reinterpret_cast<CUcontext>(static_cast<uintptr_t>(device) + 1); }
+
+CUptiResult GetVersion(uint32_t* v) {
+  *v = F().version;
+  return CUPTI_SUCCESS;
+}
+CUptiResult GetResultString(CUptiResult, const char** s) {
+  *s = "CUPTI_ERROR_FAKE";
+  return CUPTI_SUCCESS;
+}
+CUptiResult GetTimestamp(uint64_t* ts) {
+  std::lock_guard<std::mutex> l(F().mu);
+  *ts = static_cast<uint64_t>(HostNowNs() - F().clock_offset);
+  return CUPTI_SUCCESS;
+}
+CUptiResult Enable(CUpti_ActivityKind kind) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return 1;
+  f.enables++;
+  if (f.enable_result != CUPTI_SUCCESS) return f.enable_result;
+  f.enabled = true;
+  return CUPTI_SUCCESS;
+}
+CUptiResult Disable(CUpti_ActivityKind) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  f.disables++;
+  f.enabled = false;
+  return CUPTI_SUCCESS;
+}
+CUptiResult RegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().req = req;
+  F().done = done;
+  return CUPTI_SUCCESS;
+}
+CUptiResult FlushAll(uint32_t) { return CUPTI_SUCCESS; }  // the test delivers
+CUptiResult GetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** rec) {
+  uint8_t* next = *rec ? reinterpret_cast<uint8_t*>(*rec) + kStride : buffer;
+  if (next + kStride > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *rec = reinterpret_cast<CUpti_Activity*>(next);
+  return CUPTI_SUCCESS;
+}
+CUptiResult GetNumDropped(CUcontext ctx, uint32_t, size_t* dropped) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  *dropped = 0;
+  if (ctx == ContextOf(f.drop_device) && f.drop) {
+    *dropped = f.drop;
+    f.drop = 0;
+  }
+  return CUPTI_SUCCESS;
+}
+CUptiResult GetDeviceId(CUcontext ctx, uint32_t* device) {
+  *device = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(ctx) - 1);
+  return CUPTI_SUCCESS;
+}
+int g_fake_cupti_subscriber;
+CUptiResult Subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc, void*) {
+  if (F().other) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  *sub = reinterpret_cast<CUpti_SubscriberHandle>(&g_fake_cupti_subscriber);
+  return CUPTI_SUCCESS;
+}
+CUptiResult Unsubscribe(CUpti_SubscriberHandle) { return CUPTI_SUCCESS; }
+
+int g_fake_cupti_library;
+void* FakeCuptiOpen(const char*) { return F().fail_open ? nullptr : &g_fake_cupti_library; }
+void* FakeCuptiSymbol(void*, const char* name) {
+  struct Entry {
+    const char* name;
+    void* fn;
+  };
+  static const Entry kTable[] = {
+      {"cuptiGetVersion", reinterpret_cast<void*>(&GetVersion)},
+      {"cuptiGetResultString", reinterpret_cast<void*>(&GetResultString)},
+      {"cuptiGetTimestamp", reinterpret_cast<void*>(&GetTimestamp)},
+      {"cuptiActivityEnable", reinterpret_cast<void*>(&Enable)},
+      {"cuptiActivityDisable", reinterpret_cast<void*>(&Disable)},
+      {"cuptiActivityRegisterCallbacks", reinterpret_cast<void*>(&RegisterCallbacks)},
+      {"cuptiActivityFlushAll", reinterpret_cast<void*>(&FlushAll)},
+      {"cuptiActivityGetNextRecord", reinterpret_cast<void*>(&GetNextRecord)},
+      {"cuptiActivityGetNumDroppedRecords", reinterpret_cast<void*>(&GetNumDropped)},
+      {"cuptiGetDeviceId", reinterpret_cast<void*>(&GetDeviceId)},
+      {"cuptiSubscribe", reinterpret_cast<void*>(&Subscribe)},
+      {"cuptiUnsubscribe", reinterpret_cast<void*>(&Unsubscribe)},
+  };
+  for (const Entry& e : kTable) {
+    if (strcmp(e.name, name) == 0) return e.fn;
+  }
+  return nullptr;
+}
+const char* FakeCuptiError() { return "fake CUPTI: load refused (gs_testing_cupti_fail_open)"; }
+const CuptiLoader kFakeCuptiLoader = {&FakeCuptiOpen, &FakeCuptiSymbol, &FakeCuptiError};
+
+}  // namespace
+}  // namespace gs
+
+using gs::F;
+using gs::FakeCupti;
+
+extern "C" void gs_testing_use_fake_cupti(void) {
+  FakeCupti& f = F();
+  {
+    std::lock_guard<std::mutex> l(f.mu);
+    f.version = 130001;
+    f.fail_open = f.other = false;
+    f.enable_result = CUPTI_SUCCESS;
+    f.enabled = false;
+    f.enables = f.disables = 0;
+    f.clock_offset = 0;
+    f.queued.clear();
+    f.drop = f.pending = 0;
+  }
+  gs::SetCuptiLoaderForTesting(&gs::kFakeCuptiLoader);
+}
+
+extern "C" void gs_testing_use_real_cupti(void) { gs::SetCuptiLoaderForTesting(nullptr); }
+extern "C" void gs_testing_cupti_version(uint32_t version) { F().version = version; }
+extern "C" void gs_testing_cupti_fail_open(int32_t fail) { F().fail_open = fail != 0; }
+extern "C" void gs_testing_cupti_other_subscriber(int32_t other) { F().other = other != 0; }
+extern "C" void gs_testing_cupti_fail_enable(int32_t result) { F().enable_result = result; }
+
+extern "C" int32_t gs_testing_cupti_kernel(uint32_t device, uint32_t stream, int64_t start_ns, int64_t end_ns,
+                                           const char* name, uint32_t graph) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  if (!f.enabled) return 0;
+  CUpti_KernelRecordPrefix r;
+  memset(&r, 0, sizeof(r));
+  r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  r.start = static_cast<uint64_t>(start_ns);
+  r.end = static_cast<uint64_t>(end_ns);
+  r.deviceId = device;
+  r.contextId = device + 1;
+  r.streamId = stream;
+  r.correlationId = ++f.correlation;
+  f.names.emplace_back(name ? name : "");
+  r.name = f.names.back().c_str();
+  r.graphId = graph;
+  r.graphNodeId = graph ? f.correlation : 0;
+  f.queued.push_back(r);
+  return 1;
+}
+
+extern "C" void gs_testing_cupti_drop(uint32_t device, uint64_t n) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().drop_device = device;
+  F().drop += n;
+}
+
+extern "C" int64_t gs_testing_cupti_deliver(int32_t per_buffer) {
+  FakeCupti& f = F();
+  std::vector<CUpti_KernelRecordPrefix> recs;
+  CUpti_BuffersCallbackRequestFunc req;
+  CUpti_BuffersCallbackCompleteFunc done;
+  uint32_t drop_device;
+  {
+    std::lock_guard<std::mutex> l(f.mu);
+    recs.swap(f.queued);
+    req = f.req;
+    done = f.done;
+    drop_device = f.drop_device;
+  }
+  if (!req || !done) return 0;
+  if (per_buffer < 1) per_buffer = 1;
+  int64_t written = 0;
+  size_t i = 0;
+  do {
+    uint8_t* buf = nullptr;
+    size_t size = 0, max_records = 0;
+    req(&buf, &size, &max_records);
+    size_t n = recs.size() - i;
+    if (n > static_cast<size_t>(per_buffer)) n = per_buffer;
+    if (!buf) {
+      // No buffer: CUPTI drops these records and says so at the next completion.
+      std::lock_guard<std::mutex> l(f.mu);
+      f.drop_device = recs.empty() ? drop_device : recs[i].deviceId;
+      f.drop += n;
+      i += n;
+      continue;
+    }
+    if (n > size / gs::kStride) n = size / gs::kStride;
+    memset(buf, 0, n * gs::kStride);
+    for (size_t k = 0; k < n; k++) memcpy(buf + k * gs::kStride, &recs[i + k], sizeof(recs[i + k]));
+    i += n;
+    written += n;
+    done(gs::ContextOf(drop_device), 0, buf, size, n * gs::kStride);
+  } while (i < recs.size());
+  return written;
+}
+
+extern "C" void gs_testing_cupti_clock_offset(int64_t ns) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().clock_offset = ns;
+}
+
+extern "C" int32_t gs_testing_cupti_enabled(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().enabled ? 1 : 0;
+}
+
+extern "C" void gs_testing_cupti_calls(int64_t* enables, int64_t* disables) {
+  std::lock_guard<std::mutex> l(F().mu);
+  if (enables) *enables = F().enables;
+  if (disables) *disables = F().disables;
+}

@@ -1,0 +1,85 @@
+//go:build cgo
+
+package cudatest
+
+/*
+#include <stdint.h>
+#include <stdlib.h>
+#include "gpuspans/tracer_testing.h"
+*/
+import "C"
+
+import "unsafe"
+
+// FakeCUPTI steers the fake CUPTI that cuda.OpenTracer loads after
+// UseFakeCUPTI. Its methods must not run concurrently with each other or
+// with cuda.OpenTracer or Tracer.Close; tracer calls may run concurrently
+// once the knobs are set.
+type FakeCUPTI struct{}
+
+// UseFakeCUPTI resets the fake (CUPTI API version 130001, nothing queued,
+// no knobs) and makes later cuda.OpenTracer calls load it. Close any open
+// tracer first.
+func UseFakeCUPTI() *FakeCUPTI {
+	C.gs_testing_use_fake_cupti()
+	return &FakeCUPTI{}
+}
+
+// UseRealCUPTI makes later cuda.OpenTracer calls load libcupti again.
+func UseRealCUPTI() { C.gs_testing_use_real_cupti() }
+
+// SetVersion sets the CUPTI API version the fake reports.
+func (*FakeCUPTI) SetVersion(v uint32) { C.gs_testing_cupti_version(C.uint32_t(v)) }
+
+// FailOpen makes loading the fake library fail, as dlopen does without CUPTI.
+func (*FakeCUPTI) FailOpen(fail bool) { C.gs_testing_cupti_fail_open(cbool(fail)) }
+
+// OtherSubscriber makes the fake answer that another client (a profiler)
+// holds CUPTI.
+func (*FakeCUPTI) OtherSubscriber(other bool) { C.gs_testing_cupti_other_subscriber(cbool(other)) }
+
+// FailEnable makes turning collection on fail with CUPTI result code (0:
+// succeed again).
+func (*FakeCUPTI) FailEnable(code int32) { C.gs_testing_cupti_fail_enable(C.int32_t(code)) }
+
+// Kernel queues a record of a kernel run on device and stream from start to
+// end (ns on the fake's clock), named name (mangled or plain), replayed from
+// graph (0: none), if collection is on; it reports whether it was recorded.
+func (*FakeCUPTI) Kernel(device, stream uint32, start, end int64, name string, graph uint32) bool {
+	cs := C.CString(name)
+	defer C.free(unsafe.Pointer(cs))
+	return C.gs_testing_cupti_kernel(C.uint32_t(device), C.uint32_t(stream), C.int64_t(start), C.int64_t(end), cs, C.uint32_t(graph)) != 0
+}
+
+// Drop makes the next delivery report n records lost on device.
+func (*FakeCUPTI) Drop(device uint32, n uint64) {
+	C.gs_testing_cupti_drop(C.uint32_t(device), C.uint64_t(n))
+}
+
+// Deliver hands the queued records to the tracer as CUPTI's flush would, in
+// buffers of perBuffer records, and returns how many were written (records
+// for which the tracer had no buffer are reported lost instead).
+func (*FakeCUPTI) Deliver(perBuffer int) int {
+	return int(C.gs_testing_cupti_deliver(C.int32_t(perBuffer)))
+}
+
+// SetClockOffset sets how far the fake's clock (cuptiGetTimestamp) runs
+// behind Unix time, in ns.
+func (*FakeCUPTI) SetClockOffset(ns int64) { C.gs_testing_cupti_clock_offset(C.int64_t(ns)) }
+
+// Enabled reports whether collection is on.
+func (*FakeCUPTI) Enabled() bool { return C.gs_testing_cupti_enabled() != 0 }
+
+// Calls reports how often collection was turned on and off.
+func (*FakeCUPTI) Calls() (enables, disables int64) {
+	var e, d C.int64_t
+	C.gs_testing_cupti_calls(&e, &d)
+	return int64(e), int64(d)
+}
+
+func cbool(b bool) C.int32_t {
+	if b {
+		return 1
+	}
+	return 0
+}

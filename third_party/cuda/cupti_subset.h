@@ -1,0 +1,124 @@
+/*
+ * Our own declarations of the CUPTI activity API subset gpuspans calls
+ * through dlsym (libcupti is loaded at run time; nothing links -lcupti and
+ * no CUDA toolkit is needed to build). Values and layouts are those of
+ * CUPTI's cupti_activity.h, cupti_callbacks.h and cupti_result.h (CUDA 12
+ * and 13); the GPU tests compile a check of every offset below against the
+ * real headers.
+ */
+#ifndef GPUSPANS_THIRD_PARTY_CUDA_CUPTI_SUBSET_H_
+#define GPUSPANS_THIRD_PARTY_CUDA_CUPTI_SUBSET_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cuda_driver_subset.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef int CUptiResult;
+enum {
+  CUPTI_SUCCESS = 0,
+  CUPTI_ERROR_MAX_LIMIT_REACHED = 12, /* cuptiActivityGetNextRecord: no more records */
+  CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39,
+};
+
+typedef int CUpti_ActivityKind;
+enum { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };
+
+enum { CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
+
+/* Every activity record starts with its kind; records are 8-byte aligned. */
+typedef struct CUpti_Activity {
+  CUpti_ActivityKind kind;
+} CUpti_Activity;
+
+/* The leading fields of a CONCURRENT_KERNEL record: CUpti_ActivityKernel9
+ * (CUDA 12) and CUpti_ActivityKernel10 (CUDA 13) agree up to graphId, and
+ * only later fields were appended since. The records are packed; the
+ * offsets are asserted below. */
+typedef struct CUpti_KernelRecordPrefix {
+  CUpti_ActivityKind kind; /*   0 */
+  uint8_t cacheConfig;     /*   4 */
+  uint8_t sharedMemoryConfig;
+  uint16_t registersPerThread;
+  int32_t partitionedGlobalCacheRequested; /* 8 */
+  int32_t partitionedGlobalCacheExecuted;
+  uint64_t start;     /*  16: ns, CUPTI's clock (cuptiGetTimestamp) */
+  uint64_t end;       /*  24 */
+  uint64_t completed; /*  32 */
+  uint32_t deviceId;  /*  40 */
+  uint32_t contextId; /*  44 */
+  uint32_t streamId;  /*  48 */
+  int32_t gridX, gridY, gridZ, blockX, blockY, blockZ; /* 52 */
+  int32_t staticSharedMemory;  /*  76 */
+  int32_t dynamicSharedMemory; /*  80 */
+  uint32_t localMemoryPerThread;
+  uint32_t localMemoryTotal;
+  uint32_t correlationId; /*  92 */
+  int64_t gridId;         /*  96 */
+  const char* name;       /* 104: mangled; owned by CUPTI */
+  void* reserved0;        /* 112 */
+  uint64_t queued;        /* 120 */
+  uint64_t submitted;     /* 128 */
+  uint8_t launchType;     /* 136 */
+  uint8_t isSharedMemoryCarveoutRequested;
+  uint8_t sharedMemoryCarveoutRequested;
+  uint8_t padding;
+  uint32_t sharedMemoryExecuted; /* 140 */
+  uint64_t graphNodeId;          /* 144: 0 unless launched from a graph */
+  int32_t shmemLimitConfig;      /* 152 */
+  uint32_t graphId;              /* 156: 0 unless launched from a graph */
+} __attribute__((packed, aligned(8))) CUpti_KernelRecordPrefix;
+
+#ifdef __cplusplus
+#define GS_CUPTI_OFFSET(f, off) static_assert(offsetof(CUpti_KernelRecordPrefix, f) == (off), #f)
+GS_CUPTI_OFFSET(start, 16);
+GS_CUPTI_OFFSET(end, 24);
+GS_CUPTI_OFFSET(deviceId, 40);
+GS_CUPTI_OFFSET(contextId, 44);
+GS_CUPTI_OFFSET(streamId, 48);
+GS_CUPTI_OFFSET(gridX, 52);
+GS_CUPTI_OFFSET(blockX, 64);
+GS_CUPTI_OFFSET(correlationId, 92);
+GS_CUPTI_OFFSET(gridId, 96);
+GS_CUPTI_OFFSET(name, 104);
+GS_CUPTI_OFFSET(graphNodeId, 144);
+GS_CUPTI_OFFSET(graphId, 156);
+#undef GS_CUPTI_OFFSET
+static_assert(sizeof(CUpti_KernelRecordPrefix) == 160, "prefix size");
+#endif
+
+typedef struct CUpti_Subscriber_st* CUpti_SubscriberHandle;
+typedef void (*CUpti_CallbackFunc)(void* userdata, int domain, uint32_t cbid, const void* cbdata);
+
+typedef void (*CUpti_BuffersCallbackRequestFunc)(uint8_t** buffer, size_t* size,
+                                                 size_t* maxNumRecords);
+typedef void (*CUpti_BuffersCallbackCompleteFunc)(CUcontext context, uint32_t streamId,
+                                                  uint8_t* buffer, size_t size, size_t validSize);
+
+typedef CUptiResult (*PFN_cuptiGetVersion)(uint32_t* version);
+typedef CUptiResult (*PFN_cuptiGetResultString)(CUptiResult result, const char** str);
+typedef CUptiResult (*PFN_cuptiGetTimestamp)(uint64_t* timestamp);
+typedef CUptiResult (*PFN_cuptiActivityEnable)(CUpti_ActivityKind kind);
+typedef CUptiResult (*PFN_cuptiActivityDisable)(CUpti_ActivityKind kind);
+typedef CUptiResult (*PFN_cuptiActivityRegisterCallbacks)(CUpti_BuffersCallbackRequestFunc req,
+                                                          CUpti_BuffersCallbackCompleteFunc done);
+typedef CUptiResult (*PFN_cuptiActivityFlushAll)(uint32_t flag);
+typedef CUptiResult (*PFN_cuptiActivityFlushPeriod)(uint32_t ms);
+typedef CUptiResult (*PFN_cuptiActivityGetNextRecord)(uint8_t* buffer, size_t validSize,
+                                                      CUpti_Activity** record);
+typedef CUptiResult (*PFN_cuptiActivityGetNumDroppedRecords)(CUcontext context, uint32_t streamId,
+                                                             size_t* dropped);
+typedef CUptiResult (*PFN_cuptiGetDeviceId)(CUcontext context, uint32_t* deviceId);
+typedef CUptiResult (*PFN_cuptiSubscribe)(CUpti_SubscriberHandle* subscriber,
+                                          CUpti_CallbackFunc callback, void* userdata);
+typedef CUptiResult (*PFN_cuptiUnsubscribe)(CUpti_SubscriberHandle subscriber);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSPANS_THIRD_PARTY_CUDA_CUPTI_SUBSET_H_ */
