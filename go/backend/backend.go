@@ -124,6 +124,12 @@ var (
 	ErrBusy = errors.New("gpuspans: events still in flight")
 	// ErrBadSlot: a slot index outside the pool.
 	ErrBadSlot = errors.New("gpuspans: slot out of range")
+	// ErrNoTracer: the kernel tracer's library (CUPTI) is not present, not
+	// usable, or of a version whose records this build cannot read.
+	ErrNoTracer = errors.New("gpuspans: kernel tracer (CUPTI) not available")
+	// ErrTracerBusy: another client (a profiler, or another hub) holds the
+	// process's kernel tracer.
+	ErrTracerBusy = errors.New("gpuspans: kernel tracer (CUPTI) in use by another client")
 )
 
 // DriverError is a failed driver call.
@@ -147,3 +153,62 @@ func (e *DriverError) Error() string {
 
 // Unwrap lets errors.Is match Kind.
 func (e *DriverError) Unwrap() error { return e.Kind }
+
+// KernelRecord is one kernel execution reported by a KernelTracer. Its
+// layout matches the C core's gs_kernel_record, so the CUDA binding reads
+// records into a slice of them without copying.
+type KernelRecord struct {
+	StartNs     int64  // on the tracer's clock: add KernelTracer.ClockOffset for Unix ns
+	EndNs       int64  // likewise
+	Device      uint32 // device ordinal
+	Stream      uint32 // the tracer's stream id (CUPTI's), not a Stream handle
+	Name        uint32 // KernelTracer.Name's id; 0 when the tracer could not keep the name
+	Graph       uint32 // id of the CUDA graph the kernel was replayed from; 0: none
+	Correlation uint32 // the tracer's id of the launch call
+	Context     uint32 // the tracer's id of the CUDA context
+}
+
+// MaxTracerDevices bounds TracerStats.DroppedByDevice.
+const MaxTracerDevices = 64
+
+// TracerStats are a KernelTracer's counters since it opened; each only grows.
+type TracerStats struct {
+	Records       uint64 // kernel records collected
+	Dropped       uint64 // records lost: the tracer's (CUPTI's) and its ring's
+	NameOverflows uint64 // records whose name was not kept (Name 0)
+	Names         int    // distinct names kept
+	// DroppedByDevice splits Dropped by device ordinal.
+	DroppedByDevice [MaxTracerDevices]uint64
+}
+
+// KernelTracer reports every kernel the process runs while collection is
+// on, graph replays included, with the GPU's own times and no call per
+// kernel (CUPTI's activity records: package cuda). Collection is process
+// wide, so a process has one open tracer at a time.
+//
+// Concurrency: Enable, Read, Name, ClockOffset and Stats may be called from
+// any goroutine; none waits for the GPU. Close is called once, last.
+type KernelTracer interface {
+	// Enable turns collection on or off. Kernels launched while it is on
+	// are reported once they have run, even if it is off by then. About
+	// 1-2 us: the control plane calls it only when arming changes.
+	Enable(on bool) error
+	// Read moves the records collected so far into dst and returns how
+	// many, without blocking.
+	Read(dst []KernelRecord) int
+	// Name returns the readable name of a record's Name id ("" for 0 or an
+	// unknown id). Names are short (at most 127 bytes) and printable.
+	Name(id uint32) string
+	// ClockOffset is Unix time in ns minus the tracer's clock, now.
+	ClockOffset() int64
+	// Stats returns the tracer's counters.
+	Stats() TracerStats
+	// Close turns collection off, delivers what is left for a last Read,
+	// and releases the tracer so that another client (a profiler) may take
+	// the process's CUPTI.
+	Close() error
+}
+
+// TracerOpener opens a KernelTracer; the control plane calls it at the first
+// step at level Kernel, so nothing loads before then.
+type TracerOpener func() (KernelTracer, error)

@@ -96,6 +96,19 @@ type Options struct {
 	// (DeviceStatus.EventOffset) subtracted, clamped at 0; lane spans are
 	// never corrected. docs/design.md (offset calibration) says why.
 	RawKernelSpans bool
+	// KernelTiming chooses the source of kernel spans: event pairs around
+	// the launches the engine brackets (the zero value), or the kernel
+	// tracer, which sees every kernel (KernelTimingAuto, KernelTimingCUPTI;
+	// docs/design.md, kernel spans, compares them). KernelTracer opens the
+	// tracer (cuda.TracerOpener) at the first step at level Kernel; it is
+	// required for those two.
+	KernelTiming KernelTiming
+	KernelTracer backend.TracerOpener
+	// KernelLabels bounds the traced kernel names that get a label of their
+	// own (0: DefaultKernelLabels): names registered with RegisterKernel
+	// keep theirs; new names take the labels left, heaviest GPU time first
+	// in the harvest that first sees them; the rest land as OtherKernel.
+	KernelLabels int
 	// StateMirror, when not nil, is a word the hub keeps equal to its state
 	// (the level, MirrorArmed and MirrorPools: see MirrorLevel), so that a
 	// caller in another language can test it with one load and skip calling
@@ -149,8 +162,9 @@ type Hub struct {
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
 	starts  startMode
-	raw     bool    // Options.RawKernelSpans
-	mirror  *uint32 // Options.StateMirror, or nil
+	raw     bool     // Options.RawKernelSpans
+	mirror  *uint32  // Options.StateMirror, or nil
+	tr      *tracing // the kernel tracer's side; never nil
 	// leakSteps is LeakSteps; tests shorten it.
 	leakSteps uint64
 
@@ -296,6 +310,11 @@ func New(o Options) (*Hub, error) {
 	if !o.Level.valid() {
 		return nil, fmt.Errorf("gpuspans: Options.Level is %v", o.Level)
 	}
+	tr, err := newTracing(o)
+	if err != nil {
+		return nil, err
+	}
+	h.tr = tr
 	if h.logf == nil {
 		h.logf = log.Printf
 	}
@@ -408,6 +427,9 @@ func (h *Hub) SetLevel(l Level) error {
 		}
 		if atomic.CompareAndSwapUint32(&h.state, old, next) {
 			h.syncMirror()
+			if h.tr.on.Load() && next&armedBit == 0 {
+				h.tr.apply(h)
+			}
 			return nil
 		}
 	}
@@ -471,15 +493,9 @@ func (h *Hub) RegisterKernel(handle uint64, name string) error {
 		}
 	}
 	if idx < 0 {
-		if len(h.kernelNames)-1 >= MaxKernels {
-			return fmt.Errorf("gpuspans: RegisterKernel(%#x, %q): %d kernel names registered already", handle, name, MaxKernels)
-		}
-		idx = len(h.kernelNames)
-		h.kernelNames = append(h.kernelNames, name)
-		for dev, d := range h.devs {
-			if d != nil {
-				d.kernels = append(d.kernels, Aggregate{Device: dev, Name: name})
-			}
+		var err error
+		if idx, err = h.addKernelName(name); err != nil {
+			return fmt.Errorf("gpuspans: RegisterKernel(%#x, %q): %w", handle, name, err)
 		}
 	}
 	h.kernelIdx[handle] = idx
@@ -487,6 +503,22 @@ func (h *Hub) RegisterKernel(handle uint64, name string) error {
 		*h.kernelMemo = kernelMemo{} // forget the old index, in place: landings allocate nothing
 	}
 	return nil
+}
+
+// addKernelName adds a kernel aggregate called name on every device and
+// returns its index. Caller holds h.mu and has checked name is new.
+func (h *Hub) addKernelName(name string) (int, error) {
+	if len(h.kernelNames)-1 >= MaxKernels {
+		return 0, fmt.Errorf("%d kernel names registered already", MaxKernels)
+	}
+	idx := len(h.kernelNames)
+	h.kernelNames = append(h.kernelNames, name)
+	for dev, d := range h.devs {
+		if d != nil {
+			d.kernels = append(d.kernels, Aggregate{Device: dev, Name: name})
+		}
+	}
+	return idx, nil
 }
 
 // Install attaches a recorder for device, recording lane spans on stream and
@@ -642,6 +674,10 @@ func (h *Hub) arm(step uint64) {
 	if armed {
 		h.armedSteps.Add(1)
 	}
+	// Collection follows the arming: switched only when that changes.
+	if tr := h.tr; tr.on.Load() != (armed && tr.active.Load()) {
+		tr.apply(h)
+	}
 }
 
 // Harvest lands every span whose events have completed, in one backend
@@ -721,6 +757,7 @@ func (h *Hub) openPending() {
 		atomic.AddInt32(&h.pools, 1)
 		h.syncMirror()
 	}
+	h.openTracer()
 }
 
 // harvestLocked harvests every recorder and closes the idle retired ones.
@@ -734,6 +771,7 @@ func (h *Hub) harvestLocked() {
 	for _, r := range h.recs {
 		r.harvest()
 	}
+	h.harvestTracer()
 	h.sweep()
 	h.harvests++
 	h.harvestTime += h.now().Sub(start)

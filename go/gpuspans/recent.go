@@ -37,6 +37,10 @@ type Span struct {
 	Step       uint64 // the step counter when the span began
 	StartNs    int64  // begin on the host clock (Unix ns); 0 when the backend could not place it
 	DurationNs int64
+	// Graph is the id of the CUDA graph a traced kernel was replayed from
+	// (the tracer's); 0 for other spans. Stream is the tracer's stream id
+	// for traced kernels (docs/design.md, kernel spans).
+	Graph uint32
 }
 
 // RecentSpans appends to dst, oldest first, the spans still in the recent
@@ -88,7 +92,13 @@ func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 	} else {
 		a = &d.kernels[h.kernelIndex(sl.key)]
 	}
-	a.observe(it.DurationNs)
+	h.landSpan(device, a, sl.kind, sl.stream, sl.step, it.StartNs, it.DurationNs, 0)
+}
+
+// landSpan adds a span to its aggregate a and to the recent ring. Caller
+// holds the harvest lock.
+func (h *Hub) landSpan(device int, a *Aggregate, kind SpanKind, stream backend.Stream, step uint64, startNs, durNs int64, graph uint32) {
+	a.observe(durNs)
 	h.devc[device].landed++
 
 	if h.recent == nil {
@@ -102,13 +112,14 @@ func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 	}
 	*e = Span{
 		Seq:        h.recentSeq,
-		Kind:       sl.kind,
+		Kind:       kind,
 		Name:       a.Name,
 		Device:     device,
-		Stream:     sl.stream,
-		Step:       sl.step,
-		StartNs:    it.StartNs,
-		DurationNs: it.DurationNs,
+		Stream:     stream,
+		Step:       step,
+		StartNs:    startNs,
+		DurationNs: durNs,
+		Graph:      graph,
 	}
 }
 

@@ -24,6 +24,9 @@ const (
 	// DropLeaked: the span was begun and never ended, and was reclaimed
 	// after LeakSteps steps so that its slot serves again.
 	DropLeaked
+	// DropTracerLost: a kernel the tracer saw but could not deliver (CUPTI
+	// had no buffer for its record in time, or the tracer's ring was full).
+	DropTracerLost
 	numDropReasons
 )
 
@@ -31,7 +34,7 @@ const (
 const NumDropReasons = int(numDropReasons)
 
 // String names the reason as a label value: "slot_busy", "capturing",
-// "retired", "leaked".
+// "retired", "leaked", "tracer_lost".
 func (d DropReason) String() string {
 	switch d {
 	case DropSlotBusy:
@@ -42,6 +45,8 @@ func (d DropReason) String() string {
 		return "retired"
 	case DropLeaked:
 		return "leaked"
+	case DropTracerLost:
+		return "tracer_lost"
 	}
 	return fmt.Sprintf("DropReason(%d)", int(d))
 }
@@ -172,6 +177,8 @@ type Snapshot struct {
 	Devices   []DeviceStatus // by device
 	Lanes     []Aggregate    // by installed device, then lane; lanes with no span yet are there, empty
 	Kernels   []Aggregate    // by installed device, then registration order ([0] is OtherKernel), empty ones included
+	// KernelTiming is where kernel spans come from now.
+	KernelTiming KernelTimingStatus
 }
 
 // Snapshot returns a new snapshot. Takes the
@@ -268,6 +275,7 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 	c.HarvestsSkipped = h.harvestsSkipped.Load()
 	c.HarvestTime = h.harvestTime
 	c.RecentOverwritten = h.recentOverwritten
+	s.KernelTiming = h.kernelTimingStatus()
 
 	s.Lanes = s.Lanes[:0]
 	s.Kernels = s.Kernels[:0]

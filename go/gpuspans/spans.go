@@ -149,7 +149,9 @@ func (d DeviceSpans) kernelBegin(kernel uint64, stream backend.Stream) KernelSpa
 
 // kernelBegin opens a kernel span on the recorder, if it is open.
 func (r *recorder) kernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
-	if r.status.Load() != recOpen {
+	// With the tracer on, every kernel is seen already: a pair would
+	// double-count this one.
+	if r.status.Load() != recOpen || r.hub.tr.active.Load() {
 		return KernelSpan{}
 	}
 	pos, ok := r.begin(KindKernel, kernel, stream)

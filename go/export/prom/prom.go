@@ -18,15 +18,16 @@
 //
 // Series per device, with L lanes, K registered kernels (plus "other"),
 // Bl = 169 lane bounds and Bk = 35 kernel bounds (each histogram adds
-// _bucket{le="+Inf"}, _sum and _count) and C = 27 other series (16 hub-wide
-// counters and gauges; per device, the 8 span outcome series, device_up,
+// _bucket{le="+Inf"}, _sum and _count) and C = 30 other series (18 hub-wide
+// counters and gauges; per device, the 9 span outcome series, device_up,
 // device_info and event_offset_seconds):
 //
 //	series_per_device = L*(Bl+3) + (K+1)*(Bk+3) + C
-//	                  = 2*172 + 65*38 + 27 = 2,841 for 2 lanes and 64 kernels
+//	                  = 2*172 + 65*38 + 30 = 2,844 for 2 lanes and 64 kernels
 //
 // plus one native series per histogram (67) where Prometheus keeps both
-// forms: 2,908, under a budget of 3,000. Lanes and kernels with no span yet
+// forms: 2,911, under a budget of 3,000. With kernel spans from the tracer,
+// K counts the traced names with a label (Options.KernelLabels). Lanes and kernels with no span yet
 // are exported with zero counts, so series do not appear and vanish.
 //
 // To export several hubs into one registry, register each collector through
@@ -81,6 +82,7 @@ type Collector struct {
 	harvestSeconds, overwritten  *prometheus.Desc
 	deviceUp, deviceInfo         *prometheus.Desc
 	eventOffset                  *prometheus.Desc
+	kernelTiming, tracerFallback *prometheus.Desc
 
 	mu   sync.Mutex
 	snap gpuspans.Snapshot
@@ -109,7 +111,7 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 
 		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight.", "device"),
 		landed:   d("spans_landed_total", "Spans harvested with a duration.", "device"),
-		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed).", "device", "reason"),
+		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed; tracer_lost: a kernel the tracer saw but could not deliver).", "device", "reason"),
 		errored:  d("spans_errored_total", "Spans a driver call failed for.", "device"),
 		inFlight: d("spans_in_flight", "Spans holding a slot: open, or ended and awaiting a harvest.", "device"),
 
@@ -125,6 +127,9 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		level:     d("level", "Telemetry level: 0 off, 1 step, 2 kernel."),
 		levelInfo: d("level_info", "Telemetry level by name; always 1.", "level"),
 		every:     d("kernel_span_every", "Kernel spans are armed on one step in this many."),
+
+		kernelTiming:   d("kernel_timing_info", "Where kernel spans come from: mode as asked (events, auto, cupti) and source now (cupti: every kernel from the tracer; events: event pairs around wrapped launches); always 1.", "mode", "source"),
+		tracerFallback: d("kernel_tracer_fallbacks_total", "Times the kernel tracer (CUPTI) was given up for event pairs: it could not load, was refused, or another profiler held it. The reason is in the log and on the live page."),
 
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans."),
@@ -147,7 +152,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.begun, c.landed, c.dropped, c.errored, c.inFlight,
 		c.unknownLane, c.laneOpen, c.badEnd, c.installFailures, c.stickyDisables,
 		c.poolPanics, c.harvestFailures, c.abandoned,
-		c.level, c.levelInfo, c.every,
+		c.level, c.levelInfo, c.every, c.kernelTiming, c.tracerFallback,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
@@ -200,6 +205,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.level, float64(s.Level))
 	gauge(c.levelInfo, 1, s.Level.String())
 	gauge(c.every, float64(s.KernelSpanEvery))
+	source := "events"
+	if s.KernelTiming.Tracing {
+		source = "cupti"
+	}
+	gauge(c.kernelTiming, 1, s.KernelTiming.Mode.String(), source)
+	counter(c.tracerFallback, s.KernelTiming.Fallbacks)
 	counter(c.steps, s.Step)
 	counter(c.armedSteps, s.ArmedSteps)
 	counter(c.harvests, k.Harvests)

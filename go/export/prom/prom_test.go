@@ -141,20 +141,23 @@ gpuspans_spans_begun_total{device="2"} 1
 gpuspans_spans_landed_total{device="0"} 7
 gpuspans_spans_landed_total{device="1"} 0
 gpuspans_spans_landed_total{device="2"} 0
-# HELP gpuspans_spans_dropped_total Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed).
+# HELP gpuspans_spans_dropped_total Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed; tracer_lost: a kernel the tracer saw but could not deliver).
 # TYPE gpuspans_spans_dropped_total counter
 gpuspans_spans_dropped_total{device="0",reason="capturing"} 0
 gpuspans_spans_dropped_total{device="0",reason="leaked"} 0
 gpuspans_spans_dropped_total{device="0",reason="retired"} 0
 gpuspans_spans_dropped_total{device="0",reason="slot_busy"} 0
+gpuspans_spans_dropped_total{device="0",reason="tracer_lost"} 0
 gpuspans_spans_dropped_total{device="1",reason="capturing"} 0
 gpuspans_spans_dropped_total{device="1",reason="leaked"} 0
 gpuspans_spans_dropped_total{device="1",reason="retired"} 0
 gpuspans_spans_dropped_total{device="1",reason="slot_busy"} 0
+gpuspans_spans_dropped_total{device="1",reason="tracer_lost"} 0
 gpuspans_spans_dropped_total{device="2",reason="capturing"} 0
 gpuspans_spans_dropped_total{device="2",reason="leaked"} 0
 gpuspans_spans_dropped_total{device="2",reason="retired"} 0
 gpuspans_spans_dropped_total{device="2",reason="slot_busy"} 0
+gpuspans_spans_dropped_total{device="2",reason="tracer_lost"} 0
 # HELP gpuspans_spans_errored_total Spans a driver call failed for.
 # TYPE gpuspans_spans_errored_total counter
 gpuspans_spans_errored_total{device="0"} 0
@@ -195,6 +198,12 @@ gpuspans_level 2
 # HELP gpuspans_level_info Telemetry level by name; always 1.
 # TYPE gpuspans_level_info gauge
 gpuspans_level_info{level="kernel"} 1
+# HELP gpuspans_kernel_timing_info Where kernel spans come from: mode as asked (events, auto, cupti) and source now (cupti: every kernel from the tracer; events: event pairs around wrapped launches); always 1.
+# TYPE gpuspans_kernel_timing_info gauge
+gpuspans_kernel_timing_info{mode="events",source="events"} 1
+# HELP gpuspans_kernel_tracer_fallbacks_total Times the kernel tracer (CUPTI) was given up for event pairs: it could not load, was refused, or another profiler held it. The reason is in the log and on the live page.
+# TYPE gpuspans_kernel_tracer_fallbacks_total counter
+gpuspans_kernel_tracer_fallbacks_total 0
 # HELP gpuspans_kernel_span_every Kernel spans are armed on one step in this many.
 # TYPE gpuspans_kernel_span_every gauge
 gpuspans_kernel_span_every 2
