@@ -223,20 +223,32 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 func aggregatesFromProto(pas []*gpuspansv1.Aggregate) ([]gpuspans.Aggregate, error) {
 	var out []gpuspans.Aggregate
 	for _, pa := range pas {
-		a := gpuspans.Aggregate{
-			Device: int(pa.GetDevice()),
-			Name:   pa.GetName(),
-			Count:  pa.GetCount(),
-			Sum:    time.Duration(pa.GetSumNs()),
-			Min:    time.Duration(pa.GetMinNs()),
-			Max:    time.Duration(pa.GetMaxNs()),
-		}
-		if err := fillBuckets(&a, pa); err != nil {
-			return out, fmt.Errorf("spanfile: snapshot: aggregate %q on device %d: %w", a.Name, a.Device, err)
+		var a gpuspans.Aggregate
+		if err := AggregateFromProto(pa, &a); err != nil {
+			return out, err
 		}
 		out = append(out, a)
 	}
 	return out, nil
+}
+
+// AggregateFromProto overwrites *a with the aggregate of a snapshot record,
+// as SnapshotFromProto reads each. It lets a reader that needs one
+// aggregate at a time (a summary of a file with many) reuse one
+// Aggregate, about 8 KiB, instead of holding one per record.
+func AggregateFromProto(pa *gpuspansv1.Aggregate, a *gpuspans.Aggregate) error {
+	*a = gpuspans.Aggregate{
+		Device: int(pa.GetDevice()),
+		Name:   pa.GetName(),
+		Count:  pa.GetCount(),
+		Sum:    time.Duration(pa.GetSumNs()),
+		Min:    time.Duration(pa.GetMinNs()),
+		Max:    time.Duration(pa.GetMaxNs()),
+	}
+	if err := fillBuckets(a, pa); err != nil {
+		return fmt.Errorf("spanfile: snapshot: aggregate %q on device %d: %w", a.Name, a.Device, err)
+	}
+	return nil
 }
 
 // fillBuckets sets a's buckets from the sparse lists of pa, accepting only

@@ -16,6 +16,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/internal/durfmt"
+	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 
 // Row is one line of the table: the spans of one lane or one kernel on one
@@ -69,14 +70,30 @@ type key struct {
 	name   string
 }
 
+// rawLimit is how many spans a Builder keeps as raw durations for one name
+// before it aggregates them. An Aggregate is about 8 KiB whatever it holds,
+// so a file of many names with a span or two each (a hostile one) would
+// otherwise need a thousand times its size; raw, a name costs memory in
+// proportion to its spans until they are many enough to pay for one.
+const rawLimit = 512
+
+// entry is one name of a Builder: raw durations, or once there are more
+// than rawLimit of them, their aggregate.
+type entry struct {
+	key
+	raw []int64
+	agg *gpuspans.Aggregate
+}
+
 // Builder aggregates individual spans (from a span file, say) into the
 // hub's Aggregate form, bucket for bucket as the hub does, so that its rows
-// match what the hub that landed the spans would report. The zero Builder
-// is ready to use; it is not safe for concurrent use.
+// match what the hub that landed the spans would report. Its memory grows
+// with its spans, never by more than an Aggregate's 8 KiB for a name with
+// under rawLimit of them. The zero Builder is ready to use; it is not safe
+// for concurrent use.
 type Builder struct {
-	index map[key]int
-	aggs  []gpuspans.Aggregate
-	kinds []gpuspans.SpanKind
+	index   map[key]int
+	entries []entry
 }
 
 // Add counts one span. Spans of a kind other than lane or kernel are
@@ -91,23 +108,45 @@ func (b *Builder) Add(s gpuspans.Span) {
 	k := key{s.Kind, s.Device, s.Name}
 	i, ok := b.index[k]
 	if !ok {
-		i = len(b.aggs)
+		i = len(b.entries)
 		b.index[k] = i
-		b.aggs = append(b.aggs, gpuspans.Aggregate{Device: s.Device, Name: s.Name})
-		b.kinds = append(b.kinds, s.Kind)
+		b.entries = append(b.entries, entry{key: k})
 	}
-	b.aggs[i].Observe(time.Duration(s.DurationNs))
+	e := &b.entries[i]
+	if e.agg != nil {
+		e.agg.Observe(time.Duration(s.DurationNs))
+		return
+	}
+	e.raw = append(e.raw, s.DurationNs)
+	if len(e.raw) > rawLimit {
+		e.agg = &gpuspans.Aggregate{Device: k.device, Name: k.name}
+		for _, d := range e.raw {
+			e.agg.Observe(time.Duration(d))
+		}
+		e.raw = nil
+	}
 }
 
 // Rows returns the lanes, then the kernels, each in the order their first
 // span was added.
 func (b *Builder) Rows() []Row {
-	rows := make([]Row, 0, len(b.aggs))
+	rows := make([]Row, 0, len(b.entries))
+	var scratch gpuspans.Aggregate // names still raw are aggregated here, one at a time
 	for _, kind := range []gpuspans.SpanKind{gpuspans.KindLane, gpuspans.KindKernel} {
-		for i := range b.aggs {
-			if b.kinds[i] == kind {
-				rows = append(rows, rowOf(kind, &b.aggs[i]))
+		for i := range b.entries {
+			e := &b.entries[i]
+			if e.kind != kind {
+				continue
 			}
+			a := e.agg
+			if a == nil {
+				scratch = gpuspans.Aggregate{Device: e.device, Name: e.name}
+				for _, d := range e.raw {
+					scratch.Observe(time.Duration(d))
+				}
+				a = &scratch
+			}
+			rows = append(rows, rowOf(kind, a))
 		}
 	}
 	return rows
@@ -132,7 +171,7 @@ type FileStats struct {
 func ReadSpanFile(r io.Reader) ([]Row, FileStats, error) {
 	var b Builder
 	var st FileStats
-	var last *gpuspans.Snapshot
+	var last []Row // the rows of the last snapshot record
 	rd := spanfile.NewReader(r)
 	var err error
 	for {
@@ -154,19 +193,50 @@ func ReadSpanFile(r io.Reader) ([]Row, FileStats, error) {
 		}
 		if p := rec.GetSnapshot(); p != nil {
 			st.Snapshots++
-			s, _, serr := spanfile.SnapshotFromProto(p)
+			rows, serr := snapshotRows(p)
 			if serr != nil {
 				err = serr
 				break
 			}
-			last = &s
+			last = rows
 		}
 	}
-	if st.Spans == 0 && last != nil {
+	if st.Spans == 0 && st.Snapshots > 0 && last != nil {
 		st.FromSnapshot = true
-		return FromSnapshot(last), st, err
+		return last, st, err
 	}
 	return b.Rows(), st, err
+}
+
+// snapshotRows returns the rows of a snapshot record, as FromSnapshot
+// would of its conversion, reading its aggregates one at a time into one
+// Aggregate: a record of many small aggregates costs its rows, not 8 KiB
+// each.
+func snapshotRows(p *gpuspansv1.Snapshot) ([]Row, error) {
+	// The rest of the record is checked as SnapshotFromProto checks it.
+	lanes, kernels := p.Lanes, p.Kernels
+	p.Lanes, p.Kernels = nil, nil
+	_, _, err := spanfile.SnapshotFromProto(p)
+	p.Lanes, p.Kernels = lanes, kernels
+	if err != nil {
+		return nil, err
+	}
+	rows := []Row{}
+	var a gpuspans.Aggregate
+	for _, g := range []struct {
+		kind gpuspans.SpanKind
+		aggs []*gpuspansv1.Aggregate
+	}{{gpuspans.KindLane, lanes}, {gpuspans.KindKernel, kernels}} {
+		for _, pa := range g.aggs {
+			if err := spanfile.AggregateFromProto(pa, &a); err != nil {
+				return nil, err
+			}
+			if a.Count > 0 {
+				rows = append(rows, rowOf(g.kind, &a))
+			}
+		}
+	}
+	return rows, nil
 }
 
 // Write prints rows as an aligned table with a header, or a line saying

@@ -3,15 +3,18 @@ package summary
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/sim"
+	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 
 func TestWrite(t *testing.T) {
@@ -194,5 +197,65 @@ func TestWriteExtremeSnapshotFromFile(t *testing.T) {
 	}
 	if !bytes.Contains(out.Bytes(), []byte("-9223372037s")) {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// A span file is untrusted input: one of many distinct names with a span
+// each (a hostile one) must not cost an 8 KiB aggregate per name, in spans
+// or in a snapshot record. Memory stays a small multiple of the file.
+func TestReadSpanFileMemoryBounded(t *testing.T) {
+	const names = 20000
+	spans := make([]gpuspans.Span, names)
+	aggs := make([]*gpuspansv1.Aggregate, names)
+	for i := range spans {
+		name := fmt.Sprintf("k%05d", i)
+		spans[i] = gpuspans.Span{Kind: gpuspans.KindKernel, Name: name, DurationNs: int64(i + 1)}
+		aggs[i] = &gpuspansv1.Aggregate{Name: name, Count: 1, SumNs: 1, MinNs: 1, MaxNs: 1}
+	}
+	var withSpans, withSnapshot bytes.Buffer
+	if err := spanfile.NewWriter(&withSpans).WriteSpans("hostile", spans); err != nil {
+		t.Fatal(err)
+	}
+	rec := &gpuspansv1.Record{Record: &gpuspansv1.Record_Snapshot{Snapshot: &gpuspansv1.Snapshot{Level: gpuspansv1.Level_LEVEL_OFF, Kernels: aggs}}}
+	if err := spanfile.NewWriter(&withSnapshot).WriteRecord(rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		file []byte
+	}{{"spans", withSpans.Bytes()}, {"snapshot", withSnapshot.Bytes()}} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		rows, _, err := ReadSpanFile(bytes.NewReader(c.file))
+		runtime.ReadMemStats(&after)
+		if err != nil || len(rows) != names {
+			t.Fatalf("%s: %d rows, %v", c.name, len(rows), err)
+		}
+		// TotalAlloc bounds the peak; 8 KiB a name would be over 500 times
+		// the file.
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64*uint64(len(c.file)) {
+			t.Errorf("%s: reading a %d-byte file allocated %d bytes (%dx)", c.name, len(c.file), alloc, alloc/uint64(len(c.file)))
+		} else {
+			t.Logf("%s: %d-byte file, %d bytes allocated (%dx)", c.name, len(c.file), alloc, alloc/uint64(len(c.file)))
+		}
+	}
+}
+
+// Spans aggregate the same whether a name stays under the raw limit or
+// passes it.
+func TestBuilderRawAndAggregatedAgree(t *testing.T) {
+	var b Builder
+	var want gpuspans.Aggregate
+	for i := 0; i < 3*rawLimit; i++ {
+		d := time.Duration(i*37%1000+1) * time.Microsecond
+		b.Add(gpuspans.Span{Kind: gpuspans.KindLane, Name: "decode", DurationNs: int64(d)})
+		want.Observe(d)
+		if i == rawLimit-1 || i == 3*rawLimit-1 {
+			want.Name = "decode"
+			if rows := b.Rows(); len(rows) != 1 || rows[0] != rowOf(gpuspans.KindLane, &want) {
+				t.Errorf("after %d spans: %+v, want %+v", i+1, rows, rowOf(gpuspans.KindLane, &want))
+			}
+		}
 	}
 }
