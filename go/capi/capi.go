@@ -14,9 +14,11 @@
 // the header's inline span functions read it without calling into Go.
 //
 // Rules every export follows: handles are integers checked against a table
-// (never Go pointers handed to C), a panic is recovered into
-// GS_HUB_ERR_INTERNAL, and errors are returned as status codes with the
-// message kept for gs_hub_last_error.
+// (never Go pointers handed to C), each call on a hub is counted while it
+// runs so that gs_hub_close can wait for it (close may race any call), a
+// panic is recovered into GS_HUB_ERR_INTERNAL, sizes from C are never
+// converted to int before they are bounded, and errors are returned as
+// status codes with the message (bounded) kept for gs_hub_last_error.
 package main
 
 /*

@@ -108,6 +108,19 @@ func TestCShared(t *testing.T) {
 	}
 }
 
+// A hostile caller (testdata/hostile_test.c): every export with extreme
+// arguments, close racing serve and drain, tokens given to the wrong hub.
+func TestCHostile(t *testing.T) {
+	for _, mode := range []string{"c-archive", "c-shared"} {
+		t.Run(mode, func(t *testing.T) {
+			exe := compile(t, "gcc", library(t, mode), "hostile_test", "testdata/hostile_test.c")
+			if out := run(t, exe); !strings.Contains(out, "PASS") {
+				t.Error("hostile_test did not pass")
+			}
+		})
+	}
+}
+
 // The header compiles as C++ too, and the example engine loop runs on the
 // simulated GPU.
 func TestCXXEngine(t *testing.T) {

@@ -12,8 +12,10 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"net/http"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -51,8 +53,14 @@ var statusNames = func() map[int32]*C.char {
 }()
 
 //export gs_hub_status_name
-func gs_hub_status_name(st C.int32_t) *C.char {
+func gs_hub_status_name(st C.int32_t) (name *C.char) {
 	cross()
+	defer func() {
+		if r := recover(); r != nil {
+			panicked("gs_hub_status_name", nil, r)
+			name = statusNames[-1]
+		}
+	}()
 	if s, ok := statusNames[int32(st)]; ok {
 		return s
 	}
@@ -60,8 +68,14 @@ func gs_hub_status_name(st C.int32_t) *C.char {
 }
 
 //export gs_hub_last_error
-func gs_hub_last_error(handle C.gs_hub, buf *C.char, capacity C.size_t) C.size_t {
+func gs_hub_last_error(handle C.gs_hub, buf *C.char, capacity C.size_t) (n C.size_t) {
 	cross()
+	defer func() {
+		if r := recover(); r != nil {
+			panicked("gs_hub_last_error", nil, r)
+			n = 0
+		}
+	}()
 	var msg string
 	if e := lookup(handle); e != nil {
 		e.errMu.Lock()
@@ -73,9 +87,12 @@ func gs_hub_last_error(handle C.gs_hub, buf *C.char, capacity C.size_t) C.size_t
 		globalErrMu.Unlock()
 	}
 	if buf != nil && capacity > 0 {
-		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(capacity))
-		n := copy(dst[:len(dst)-1], msg)
-		dst[n] = 0
+		// Only what is written is sliced: cap may be anything a C caller
+		// passes ((size_t)-1 included), and no int conversion of it is safe.
+		w := min(uint64(capacity)-1, uint64(len(msg)))
+		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), w+1)
+		copy(dst, msg[:w])
+		dst[w] = 0
 	}
 	return C.size_t(len(msg))
 }
@@ -156,6 +173,7 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 		sims:    map[int]*sim.GPU{},
 		cudaDev: map[int]bool{},
 	}
+	e.tokens.tag = (e.handle & 0xffff) << tokenHubShift
 	table[slot].Store(e)
 	*out = C.gs_hub(e.handle)
 	return statusOK
@@ -175,12 +193,22 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 	if !e.closed.CompareAndSwap(false, true) {
 		return badHandle("gs_hub_close", handle)
 	}
+	// Closing the server first ends its connections, so that requests
+	// blocked reading a body return; then every call that entered before
+	// closed was set finishes (each is short: gs_hub_drain stops early for a
+	// closed hub), and a server that a racing gs_hub_serve started
+	// meanwhile is closed by the second stopServing. Nothing runs on the
+	// hub after that but close itself.
+	e.stopServing()
+	for e.calls.Load() != 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
 	e.stopServing()
 	_ = e.h.SetLevel(gpuspans.LevelOff)
 	for d := 0; d < gpuspans.MaxDevices; d++ {
 		e.h.Uninstall(d)
 	}
-	drain(e.h, time.Second)
+	drain(e.h, time.Second, nil)
 	tableMu.Lock()
 	atomicStoreWord(e.word, 0)
 	table[e.handle%maxHubs].Store(nil)
@@ -188,14 +216,14 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 	return statusOK
 }
 
-// drain harvests until nothing is in flight or d passed, and returns what
-// is still in flight.
-func drain(h *gpuspans.Hub, d time.Duration) uint64 {
+// drain harvests until nothing is in flight, d passed or stop (may be nil)
+// says so, and returns what is still in flight.
+func drain(h *gpuspans.Hub, d time.Duration, stop *atomic.Bool) uint64 {
 	limit := time.Now().Add(d)
 	for {
 		h.Harvest()
 		n := h.Snapshot().Counters.InFlight
-		if n == 0 || !time.Now().Before(limit) {
+		if n == 0 || !time.Now().Before(limit) || stop != nil && stop.Load() {
 			return n
 		}
 		time.Sleep(time.Millisecond)
@@ -221,10 +249,11 @@ func (e *hub) poolSlots() int {
 //export gs_hub_install_cuda
 func gs_hub_install_cuda(handle C.gs_hub, device C.int32_t, stream C.uint64_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_install_cuda", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_install_cuda", e, &st)
 	dev, st := checkDevice(e, "gs_hub_install_cuda", device)
 	if st != statusOK {
@@ -243,10 +272,11 @@ func gs_hub_install_cuda(handle C.gs_hub, device C.int32_t, stream C.uint64_t) (
 //export gs_hub_install_sim
 func gs_hub_install_sim(handle C.gs_hub, device C.int32_t, stream C.uint64_t, offsetNs C.int64_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_install_sim", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_install_sim", e, &st)
 	dev, st := checkDevice(e, "gs_hub_install_sim", device)
 	if st != statusOK {
@@ -269,10 +299,11 @@ func gs_hub_install_sim(handle C.gs_hub, device C.int32_t, stream C.uint64_t, of
 //export gs_hub_sim_launch
 func gs_hub_sim_launch(handle C.gs_hub, device C.int32_t, stream C.uint64_t, durationNs C.int64_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_sim_launch", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_sim_launch", e, &st)
 	if durationNs < 0 {
 		return fail(e, statusInvalidArgument, "gs_hub_sim_launch: duration_ns is %d, want >= 0", int64(durationNs))
@@ -290,10 +321,11 @@ func gs_hub_sim_launch(handle C.gs_hub, device C.int32_t, stream C.uint64_t, dur
 //export gs_hub_uninstall
 func gs_hub_uninstall(handle C.gs_hub, device C.int32_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_uninstall", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_uninstall", e, &st)
 	dev, st := checkDevice(e, "gs_hub_uninstall", device)
 	if st != statusOK {
@@ -319,10 +351,11 @@ func goString(e *hub, op, arg string, s *C.char) (string, C.gs_hub_status) {
 //export gs_hub_register_kernel
 func gs_hub_register_kernel(handle C.gs_hub, kernel C.uint64_t, name *C.char) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_register_kernel", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_register_kernel", e, &st)
 	n, st := goString(e, "gs_hub_register_kernel", "name", name)
 	if st != statusOK {
@@ -337,10 +370,11 @@ func gs_hub_register_kernel(handle C.gs_hub, kernel C.uint64_t, name *C.char) (s
 //export gs_hub_lane_index
 func gs_hub_lane_index(handle C.gs_hub, name *C.char, lane *C.int32_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_lane_index", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_lane_index", e, &st)
 	n, st := goString(e, "gs_hub_lane_index", "name", name)
 	if st != statusOK {
@@ -351,7 +385,7 @@ func gs_hub_lane_index(handle C.gs_hub, name *C.char, lane *C.int32_t) (st C.gs_
 	}
 	i, ok := e.h.LaneIndex(n)
 	if !ok {
-		return fail(e, statusInvalidArgument, "gs_hub_lane_index: no lane %q (lanes: %s)", n, strings.Join(e.h.Lanes(), ", "))
+		return fail(e, statusInvalidArgument, "gs_hub_lane_index: no lane %q (lanes: %s)", truncate(n, 64), strings.Join(e.h.Lanes(), ", "))
 	}
 	*lane = C.int32_t(i)
 	return statusOK
@@ -360,10 +394,11 @@ func gs_hub_lane_index(handle C.gs_hub, name *C.char, lane *C.int32_t) (st C.gs_
 //export gs_hub_set_level
 func gs_hub_set_level(handle C.gs_hub, level C.int32_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_set_level", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_set_level", e, &st)
 	if level < 0 || level > C.GS_HUB_LEVEL_KERNEL {
 		return fail(e, statusInvalidArgument, "gs_hub_set_level: level %d, want GS_HUB_LEVEL_OFF (0), _STEP (1) or _KERNEL (2)", int(level))
@@ -377,10 +412,12 @@ func gs_hub_set_level(handle C.gs_hub, level C.int32_t) (st C.gs_hub_status) {
 //export gs_hub_get_level
 func gs_hub_get_level(handle C.gs_hub, level *C.int32_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_get_level", handle)
 	}
+	defer e.exit()
+	defer recoverTo("gs_hub_get_level", e, &st)
 	if level == nil {
 		return fail(e, statusInvalidArgument, "gs_hub_get_level: level is NULL")
 	}
@@ -391,10 +428,11 @@ func gs_hub_get_level(handle C.gs_hub, level *C.int32_t) (st C.gs_hub_status) {
 //export gs_hub_set_kernel_span_every
 func gs_hub_set_kernel_span_every(handle C.gs_hub, n C.int32_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_set_kernel_span_every", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_set_kernel_span_every", e, &st)
 	if err := e.h.SetKernelSpanEvery(int(n)); err != nil {
 		return fail(e, statusInvalidArgument, "gs_hub_set_kernel_span_every: %v", err)
@@ -405,10 +443,11 @@ func gs_hub_set_kernel_span_every(handle C.gs_hub, n C.int32_t) (st C.gs_hub_sta
 //export gs_hub_harvest
 func gs_hub_harvest(handle C.gs_hub) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_harvest", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_harvest", e, &st)
 	e.h.Harvest()
 	return statusOK
@@ -417,15 +456,16 @@ func gs_hub_harvest(handle C.gs_hub) (st C.gs_hub_status) {
 //export gs_hub_drain
 func gs_hub_drain(handle C.gs_hub, timeoutMs C.int32_t, inFlight *C.uint64_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_drain", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_drain", e, &st)
 	if timeoutMs < 0 {
 		return fail(e, statusInvalidArgument, "gs_hub_drain: timeout_ms is %d, want >= 0", int(timeoutMs))
 	}
-	n := drain(e.h, time.Duration(timeoutMs)*time.Millisecond)
+	n := drain(e.h, time.Duration(timeoutMs)*time.Millisecond, &e.closed)
 	if inFlight != nil {
 		*inFlight = C.uint64_t(n)
 	}
@@ -469,10 +509,11 @@ func keys[V any](m map[int]V) []int {
 //export gs_hub_snapshot
 func gs_hub_snapshot(handle C.gs_hub, format C.int32_t, buf unsafe.Pointer, capacity C.size_t, length *C.size_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_snapshot", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_snapshot", e, &st)
 	if length == nil {
 		return fail(e, statusInvalidArgument, "gs_hub_snapshot: len is NULL")
@@ -494,7 +535,7 @@ func gs_hub_snapshot(handle C.gs_hub, format C.int32_t, buf unsafe.Pointer, capa
 		return fail(e, statusInternal, "gs_hub_snapshot: encoding: %v", err)
 	}
 	need := len(b) + nul
-	if buf == nil || int(capacity) < need {
+	if buf == nil || uint64(capacity) < uint64(need) {
 		*length = C.size_t(need)
 		return fail(e, statusTooSmall, "gs_hub_snapshot: the snapshot needs %d bytes, the buffer has %d", need, uint64(capacity))
 	}
@@ -510,10 +551,11 @@ func gs_hub_snapshot(handle C.gs_hub, format C.int32_t, buf unsafe.Pointer, capa
 //export gs_hub_serve
 func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *C.char, boundCap C.size_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_serve", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_serve", e, &st)
 	a, st := goString(e, "gs_hub_serve", "addr", addr)
 	if st != statusOK {
@@ -525,6 +567,10 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 	}
 	if flags&^C.GS_HUB_SERVE_PROTECT_READS != 0 {
 		return fail(e, statusInvalidArgument, "gs_hub_serve: unknown flags %#x", int(flags))
+	}
+	protect := flags&C.GS_HUB_SERVE_PROTECT_READS != 0
+	if protect && tok == "" {
+		return fail(e, statusInvalidArgument, "gs_hub_serve: GS_HUB_SERVE_PROTECT_READS needs a token: with none, /metrics and the live page would be open after all")
 	}
 	if err := control.CheckToken(tok); err != nil {
 		return fail(e, statusListen, "gs_hub_serve: %v", err)
@@ -543,30 +589,52 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		_ = ln.Close()
 		return fail(e, statusListen, "gs_hub_serve: %v (here: gs_hub_serve's token argument)", err)
 	}
+	// The bound address is written before anything serves, so that a
+	// failure here leaves nothing running.
+	boundAddr := ln.Addr().String()
+	if bound != nil && boundCap > 0 {
+		if uint64(boundCap) <= uint64(len(boundAddr)) {
+			_ = ln.Close()
+			return fail(e, statusTooSmall, "gs_hub_serve: the bound address %s needs %d bytes, bound_cap is %d; nothing served", boundAddr, len(boundAddr)+1, uint64(boundCap))
+		}
+		dst := unsafe.Slice((*byte)(unsafe.Pointer(bound)), len(boundAddr)+1)
+		copy(dst, boundAddr)
+		dst[len(boundAddr)] = 0
+	}
 	h := surface.New(e.h, surface.Options{
 		Backend:      backendDesc,
 		Token:        tok,
-		ProtectReads: flags&C.GS_HUB_SERVE_PROTECT_READS != 0,
+		ProtectReads: protect,
 		Logf:         e.logf,
 	})
-	srv := surface.NewServer(h, nil)
+	srv := surface.NewServer(e.guard(h), nil)
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close
 	e.srv, e.ln = srv, ln
-	if bound != nil && boundCap > 0 {
-		dst := unsafe.Slice((*byte)(unsafe.Pointer(bound)), int(boundCap))
-		n := copy(dst[:len(dst)-1], ln.Addr().String())
-		dst[n] = 0
-	}
 	return statusOK
+}
+
+// guard counts each request as a call on the hub (gs_hub_close waits for
+// them) and answers 503 once the hub is closing.
+func (e *hub) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.calls.Add(1)
+		defer e.calls.Add(-1)
+		if e.closed.Load() {
+			http.Error(w, "the hub is closed", http.StatusServiceUnavailable)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 //export gs_hub_stop_serving
 func gs_hub_stop_serving(handle C.gs_hub) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_stop_serving", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_stop_serving", e, &st)
 	e.stopServing()
 	return statusOK
@@ -578,6 +646,9 @@ func (e *hub) stopServing() {
 	defer e.mu.Unlock()
 	if e.srv != nil {
 		_ = e.srv.Close()
+		// Close misses a listener that Serve's goroutine has not begun to
+		// track yet (Serve then returns without closing it).
+		_ = e.ln.Close()
 		e.srv, e.ln = nil, nil
 	}
 }
@@ -589,10 +660,11 @@ func (e *hub) stopServing() {
 //export gs_hub_begin_step_call
 func gs_hub_begin_step_call(handle C.gs_hub) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_begin_step", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_begin_step", e, &st)
 	e.h.BeginStep()
 	return statusOK
@@ -601,10 +673,11 @@ func gs_hub_begin_step_call(handle C.gs_hub) (st C.gs_hub_status) {
 //export gs_hub_lane_begin_call
 func gs_hub_lane_begin_call(handle C.gs_hub, lane C.int32_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_lane_begin", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_lane_begin", e, &st)
 	e.h.LaneBegin(int(lane))
 	return statusOK
@@ -613,10 +686,11 @@ func gs_hub_lane_begin_call(handle C.gs_hub, lane C.int32_t) (st C.gs_hub_status
 //export gs_hub_lane_end_call
 func gs_hub_lane_end_call(handle C.gs_hub, lane C.int32_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_lane_end", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_lane_end", e, &st)
 	e.h.LaneEnd(int(lane))
 	return statusOK
@@ -625,18 +699,19 @@ func gs_hub_lane_end_call(handle C.gs_hub, lane C.int32_t) (st C.gs_hub_status) 
 //export gs_hub_kernel_begin_call
 func gs_hub_kernel_begin_call(handle C.gs_hub, device C.int32_t, kernel, stream C.uint64_t) (tok C.uint64_t) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		badHandle("gs_hub_kernel_begin", handle)
 		return 0
 	}
+	defer e.exit()
 	defer func() {
 		if r := recover(); r != nil {
 			panicked("gs_hub_kernel_begin", e, r)
 			tok = 0
 		}
 	}()
-	if device < -1 {
+	if device < -1 || device >= gpuspans.MaxDevices {
 		fail(e, statusInvalidArgument, "gs_hub_kernel_begin_on: device %d, want 0..%d", int(device), gpuspans.MaxDevices-1)
 		return 0
 	}
@@ -646,11 +721,15 @@ func gs_hub_kernel_begin_call(handle C.gs_hub, device C.int32_t, kernel, stream 
 //export gs_hub_kernel_end_call
 func gs_hub_kernel_end_call(handle C.gs_hub, token C.uint64_t) (st C.gs_hub_status) {
 	cross()
-	e := lookup(handle)
+	e := enter(handle)
 	if e == nil {
 		return badHandle("gs_hub_kernel_end", handle)
 	}
+	defer e.exit()
 	defer recoverTo("gs_hub_kernel_end", e, &st)
+	if !e.tokens.mine(uint64(token)) {
+		return fail(e, statusInvalidArgument, "gs_hub_kernel_end: token %d is not a kernel span open on this hub: it carries another hub's tag (from another hub, or made up)", uint64(token))
+	}
 	sp, ok := e.tokens.end(uint64(token))
 	if !ok {
 		return fail(e, statusInvalidArgument, "gs_hub_kernel_end: token %d is not a kernel span open on this hub (ended already, reclaimed as leaked, or not from gs_hub_kernel_begin)", uint64(token))

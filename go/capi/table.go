@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -53,7 +54,8 @@ type hub struct {
 	slots  int     // Options.Slots as given (0: default), for CUDA pools
 	logf   func(format string, args ...interface{})
 	tokens tokenTable
-	closed atomic.Bool // set first thing by gs_hub_close
+	closed atomic.Bool  // set first thing by gs_hub_close
+	calls  atomic.Int64 // exports (and HTTP requests) running on the hub: gs_hub_close waits for 0
 
 	errMu   sync.Mutex // guards lastErr alone, so that fail works under mu
 	lastErr string
@@ -92,6 +94,31 @@ func lookup(handle C.gs_hub) *hub {
 	return e
 }
 
+// enter returns the open hub of handle, counted as in use until its exit,
+// or nil. gs_hub_close sets closed and then waits for the count to reach 0:
+// either close sees this call's count, or this call sees closed (both are
+// sequentially consistent atomics), so no call touches a hub, or writes its
+// state word, once close has moved on to free the slot.
+func enter(handle C.gs_hub) *hub {
+	e := lookup(handle)
+	if e == nil {
+		return nil
+	}
+	e.calls.Add(1)
+	if e.closed.Load() {
+		e.calls.Add(-1)
+		return nil
+	}
+	return e
+}
+
+// exit ends a call begun by enter.
+func (e *hub) exit() { e.calls.Add(-1) }
+
+// maxErrLen bounds a kept message: one that quotes a caller's argument (a
+// huge lane name, say) must not keep memory as large as the argument.
+const maxErrLen = 2048
+
 // cross counts a call from C when a test asked for it.
 func cross() {
 	if countCrossings.Load() {
@@ -102,7 +129,7 @@ func cross() {
 // fail records msg as hub e's last error (e nil: the global one) and
 // returns st.
 func fail(e *hub, st C.gs_hub_status, format string, args ...interface{}) C.gs_hub_status {
-	msg := fmt.Sprintf(format, args...)
+	msg := truncate(fmt.Sprintf(format, args...), maxErrLen)
 	if e == nil {
 		globalErrMu.Lock()
 		globalErr = msg
@@ -136,3 +163,16 @@ func panicked(op string, e *hub, r interface{}) C.gs_hub_status {
 
 // atomicStoreWord sets a state word, as the hub does.
 func atomicStoreWord(w *uint32, v uint32) { atomic.StoreUint32(w, v) }
+
+// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const mark = "... (truncated)"
+	n := max - len(mark)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + mark
+}

@@ -19,11 +19,18 @@
  * - Functions return a gs_hub_status (GS_HUB_OK is 0). The message of a
  *   hub's last failure is gs_hub_last_error(hub, ...); failures with no hub
  *   to blame (gs_hub_create, a bad handle) are gs_hub_last_error(0, ...).
- * - Nothing aborts and no Go panic crosses this ABI: a panic inside a call
- *   is recovered and returned as GS_HUB_ERR_INTERNAL with its message.
+ * - Nothing aborts and no Go panic crosses this ABI, whatever the
+ *   arguments (a test calls every function with extreme ones: sizes of
+ *   (size_t)-1, INT32_MIN, handles and tokens made up): a panic inside a
+ *   call is recovered and returned as GS_HUB_ERR_INTERNAL with its message.
+ *   Pointers must be NULL or valid for what the function says it writes.
  * - Strings passed in are NUL-terminated UTF-8, read during the call only.
  * - Thread safety: every function may be called from any thread, at once,
- *   except gs_hub_close, which must not race with other calls on its hub.
+ *   gs_hub_close included: close waits for the calls already running on
+ *   the hub (gs_hub_drain returns early for a closing hub), stops any
+ *   server a racing gs_hub_serve started, and calls that begin after it
+ *   return GS_HUB_ERR_BAD_HANDLE. Handles carry a generation, so a closed
+ *   hub's handle never names the hub that reuses its slot.
  * - Cost: the span calls (gs_hub_begin_step, gs_hub_lane_begin/_end,
  *   gs_hub_kernel_begin/_end) are static inline functions that read the
  *   hub's state word (a relaxed load) and call into Go only when the
@@ -128,9 +135,11 @@ const char* gs_hub_status_name(int32_t st);
 
 /* gs_hub_last_error copies the message of hub's last failure (hub 0: the
  * last failure with no hub to blame) into buf, NUL-terminated and truncated
- * to cap bytes when cap > 0, and returns its full length (0: none). A
- * message stays until the next failure replaces it. A bad handle reads
- * hub 0's message. Thread-safe. */
+ * to cap bytes when cap > 0, and returns its full length (0: none). It
+ * writes at most the message and its NUL, whatever cap says. A message
+ * stays until the next failure replaces it, and is at most 2048 bytes (a
+ * long argument it quotes is cut). A bad handle reads hub 0's message.
+ * Thread-safe. */
 size_t gs_hub_last_error(gs_hub hub, char* buf, size_t cap);
 
 /* gs_hub_create makes a hub configured by *opts (NULL: all defaults) and
@@ -140,10 +149,12 @@ size_t gs_hub_last_error(gs_hub hub, char* buf, size_t cap);
  * GS_HUB_MAX_HUBS hubs are open. Thread-safe. */
 gs_hub_status gs_hub_create(const gs_hub_options* opts, gs_hub* out);
 
-/* gs_hub_close stops serving, sets the level to Off, uninstalls every
- * device, lands the spans still in flight for up to 1 s (so their pools
- * close), and frees the handle; later calls with it return
- * GS_HUB_ERR_BAD_HANDLE. Must not race with other calls on the hub. */
+/* gs_hub_close stops serving, waits for the calls running on the hub on
+ * other threads to return, sets the level to Off, uninstalls every device,
+ * lands the spans still in flight for up to 1 s (so their pools close), and
+ * frees the handle; later calls with it return GS_HUB_ERR_BAD_HANDLE, and
+ * nothing of the hub (server, writes to its state word) outlives the
+ * call. Thread-safe; closing twice returns GS_HUB_ERR_BAD_HANDLE. */
 gs_hub_status gs_hub_close(gs_hub hub);
 
 /* gs_hub_install_cuda attaches CUDA device `device` (an ordinal, 0..63)
@@ -219,11 +230,16 @@ gs_hub_status gs_hub_snapshot(gs_hub hub, int32_t format, void* buf, size_t cap,
  * are the Go API's (go/control): a non-loopback address needs a token,
  * which is then required on the control endpoints (and, with
  * GS_HUB_SERVE_PROTECT_READS, on every path); a blank token or one with
- * white space is refused. token may be NULL or "" for none. The bound
- * address ("127.0.0.1:41234") is written to bound (NUL-terminated, may be
- * NULL). GS_HUB_ERR_LISTEN names the address and why; GS_HUB_ERR_INVALID_ARGUMENT
- * when the hub serves already. The server runs on Go's threads until
- * gs_hub_stop_serving or gs_hub_close. Thread-safe. */
+ * white space is refused. token may be NULL or "" for none;
+ * GS_HUB_SERVE_PROTECT_READS without one is GS_HUB_ERR_INVALID_ARGUMENT.
+ * Without a token the control endpoints refuse cross-site requests (a
+ * browser's, through DNS rebinding or a form on another site): see
+ * go/control's package documentation. The bound address ("127.0.0.1:41234")
+ * is written to bound (NUL-terminated; bound may be NULL, or bound_cap 0);
+ * a bound_cap too small for it is GS_HUB_ERR_TOO_SMALL, and nothing is
+ * served. GS_HUB_ERR_LISTEN names the address and why;
+ * GS_HUB_ERR_INVALID_ARGUMENT when the hub serves already. The server runs
+ * on Go's threads until gs_hub_stop_serving or gs_hub_close. Thread-safe. */
 gs_hub_status gs_hub_serve(gs_hub hub, const char* addr, const char* token, int32_t flags,
                            char* bound, size_t bound_cap);
 gs_hub_status gs_hub_stop_serving(gs_hub hub);
@@ -286,9 +302,10 @@ static inline uint64_t gs_hub_kernel_begin_on(gs_hub hub, int32_t device, uint64
 }
 
 /* gs_hub_kernel_end closes the span of token; token 0 does nothing (no
- * call). A token not open on this hub (ended already, or made up) changes
- * nothing and returns GS_HUB_ERR_INVALID_ARGUMENT. It acts at any level.
- * Never blocks. */
+ * call). A token not open on this hub (ended already, reclaimed as leaked,
+ * from another hub, or made up) changes nothing and returns
+ * GS_HUB_ERR_INVALID_ARGUMENT: tokens carry their hub's tag. It acts at
+ * any level. Never blocks. */
 static inline gs_hub_status gs_hub_kernel_end(gs_hub hub, uint64_t token) {
   if (token == 0) return GS_HUB_OK;
   return gs_hub_kernel_end_call(hub, token);

@@ -1,0 +1,349 @@
+// The C ABI against a hostile caller, on the simulated GPU: every export
+// with extreme arguments (none may crash the process or recover a panic),
+// gs_hub_close racing gs_hub_serve and gs_hub_drain on other threads, and
+// kernel tokens passed to the wrong hub. go/capi's Go test runs it against
+// the c-archive and the c-shared library. Exits non-zero on a failure.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gpuspans/hub.h"
+
+static int failures;
+
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+      fprintf(stderr, __VA_ARGS__);                        \
+      fprintf(stderr, "\n");                               \
+      failures++;                                          \
+    }                                                      \
+  } while (0)
+
+static char errbuf[4096];
+
+static const char* last_error(gs_hub h) {
+  gs_hub_last_error(h, errbuf, sizeof errbuf);
+  return errbuf;
+}
+
+// NOT_INTERNAL checks that a call returned without a recovered panic.
+#define NOT_INTERNAL(call)                                                         \
+  do {                                                                             \
+    gs_hub_status st_ = (call);                                                    \
+    CHECK(st_ != GS_HUB_ERR_INTERNAL, "%s = %s: %s", #call, gs_hub_status_name(st_), \
+          last_error(hub));                                                        \
+  } while (0)
+
+#define EXPECT(want, call)                                                             \
+  do {                                                                                 \
+    gs_hub_status st_ = (call);                                                        \
+    CHECK(st_ == (want), "%s = %s, want %s: %s", #call, gs_hub_status_name(st_),       \
+          gs_hub_status_name(want), last_error(hub));                                  \
+  } while (0)
+
+static gs_hub make_hub(int32_t level, int32_t every) {
+  gs_hub_options o;
+  memset(&o, 0, sizeof o);
+  o.level = level;
+  o.kernel_span_every = every;
+  o.quiet = 1;
+  gs_hub h = 0;
+  gs_hub_status st = gs_hub_create(&o, &h);
+  CHECK(st == GS_HUB_OK, "gs_hub_create: %s: %s", gs_hub_status_name(st), last_error(0));
+  return h;
+}
+
+// accepts reports whether something listens on addr ("127.0.0.1:port").
+static int accepts(const char* addr) {
+  const char* colon = strrchr(addr, ':');
+  if (colon == NULL) return 0;
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons((uint16_t)atoi(colon + 1));
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int ok = fd >= 0 && connect(fd, (struct sockaddr*)&sa, sizeof sa) == 0;
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
+// Every export, with extreme arguments.
+static void extreme_arguments(void) {
+  gs_hub hub = make_hub(GS_HUB_LEVEL_KERNEL, 1);
+  char big[256];
+
+  CHECK(gs_hub_status_name(INT32_MIN) != NULL && gs_hub_status_name(INT32_MAX) != NULL, "status_name NULL");
+
+  // gs_hub_last_error: a capacity of (size_t)-1 (and any >= 2^63) is only
+  // an upper bound; what is written is the message and its NUL.
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_level(hub, 7));
+  memset(big, 'x', sizeof big);
+  size_t n = gs_hub_last_error(hub, big, (size_t)-1);
+  CHECK(n > 0 && n < sizeof big && big[n] == 0 && big[n + 1] == 'x', "last_error with cap SIZE_MAX: %zu", n);
+  n = gs_hub_last_error(hub, big, (size_t)1 << 63);
+  CHECK(n > 0 && n < sizeof big && big[n] == 0, "last_error with cap 2^63: %zu", n);
+  n = gs_hub_last_error(hub, big, 1);
+  CHECK(big[0] == 0, "last_error with cap 1 wrote %zu bytes", strlen(big));
+  gs_hub_last_error(UINT64_MAX, NULL, (size_t)-1);
+  gs_hub_last_error(0, big, (size_t)-1);
+
+  // gs_hub_create.
+  {
+    gs_hub h = 0;
+    gs_hub_options o;
+    const char* lanes[] = {"a"};
+    int32_t extremes[] = {INT32_MIN, -1, INT32_MAX};
+    for (int i = 0; i < 3; i++) {
+      memset(&o, 0, sizeof o);
+      o.num_lanes = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      o.lanes = lanes;
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      memset(&o, 0, sizeof o);
+      o.level = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      memset(&o, 0, sizeof o);
+      o.slots = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      memset(&o, 0, sizeof o);
+      o.recent_spans = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      memset(&o, 0, sizeof o);
+      o.kernel_span_every = extremes[i];
+      if (extremes[i] < 0) EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+    }
+  }
+
+  // Handles.
+  gs_hub bad[] = {0, UINT64_MAX, hub + GS_HUB_MAX_HUBS, hub - GS_HUB_MAX_HUBS, (gs_hub)1 << 63};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    gs_hub b = bad[i];
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_close(b));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_harvest(b));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_begin_step_call(b));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_lane_begin_call(b, 0));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_kernel_end_call(b, 1));
+    CHECK(gs_hub_kernel_begin_call(b, -1, 1, 1) == 0, "kernel_begin on a bad handle");
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_serving(b));
+  }
+
+  int32_t i32s[] = {INT32_MIN, -2, -1, 64, INT32_MAX};
+  for (size_t i = 0; i < sizeof i32s / sizeof i32s[0]; i++) {
+    int32_t v = i32s[i];
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_install_cuda(hub, v, UINT64_MAX));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_install_sim(hub, v, UINT64_MAX, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_sim_launch(hub, v, UINT64_MAX, INT64_MAX));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_uninstall(hub, v));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_level(hub, v));
+    NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, v));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_snapshot(hub, v, big, sizeof big, &n));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve(hub, "127.0.0.1:0", NULL, v, NULL, 0));
+    NOT_INTERNAL(gs_hub_lane_begin_call(hub, v));
+    NOT_INTERNAL(gs_hub_lane_end_call(hub, v));
+    if (v < 0) EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_drain(hub, v, NULL));
+  }
+  NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, 1));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_install_sim(hub, 0, 1, INT64_MIN));
+  EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, UINT64_MAX, INT64_MAX));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_sim_launch(hub, 0, 1, INT64_MIN));
+  NOT_INTERNAL(gs_hub_sim_launch(hub, 0, UINT64_MAX, INT64_MAX));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_register_kernel(hub, UINT64_MAX, NULL));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_register_kernel(hub, UINT64_MAX, ""));
+  EXPECT(GS_HUB_OK, gs_hub_register_kernel(hub, UINT64_MAX, "k"));
+  int32_t lane;
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_lane_index(hub, NULL, &lane));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_lane_index(hub, "decode", NULL));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_get_level(hub, NULL));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, big, sizeof big, NULL));
+  EXPECT(GS_HUB_ERR_TOO_SMALL, gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, NULL, (size_t)-1, &n));
+  {
+    // A capacity of (size_t)-1 with a buffer that does hold the snapshot.
+    size_t cap = 1 << 20;
+    char* snap = malloc(cap);
+    EXPECT(GS_HUB_OK, gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, snap, (size_t)-1, &n));
+    CHECK(n > 0 && n < cap && snap[n] == 0, "snapshot with cap SIZE_MAX: %zu", n);
+    free(snap);
+  }
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve(hub, NULL, NULL, 0, NULL, 0));
+  NOT_INTERNAL(gs_hub_serve(hub, "256.0.0.1:99999", NULL, 0, NULL, 0));
+  NOT_INTERNAL(gs_hub_serve(hub, "", NULL, 0, NULL, 0));
+  EXPECT(GS_HUB_OK, gs_hub_drain(hub, 0, NULL));
+  EXPECT(GS_HUB_OK, gs_hub_begin_step_call(hub));
+  uint64_t dev_extremes[] = {(uint64_t)INT32_MIN, (uint64_t)-2, 64, INT32_MAX};
+  for (size_t i = 0; i < 4; i++) {
+    CHECK(gs_hub_kernel_begin_call(hub, (int32_t)dev_extremes[i], UINT64_MAX, UINT64_MAX) == 0,
+          "kernel_begin on device %d", (int32_t)dev_extremes[i]);
+  }
+  uint64_t tok = gs_hub_kernel_begin_call(hub, -1, UINT64_MAX, UINT64_MAX);
+  CHECK(tok != 0, "no kernel span on an armed step: %s", last_error(hub));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_kernel_end_call(hub, UINT64_MAX));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_kernel_end_call(hub, 0));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_kernel_end_call(hub, tok ^ 1));
+  EXPECT(GS_HUB_OK, gs_hub_kernel_end_call(hub, tok));
+
+  // A failed lookup of a huge name keeps a short message, not the name.
+  {
+    size_t len = 1 << 20;
+    char* name = malloc(len + 1);
+    memset(name, 'n', len);
+    name[len] = 0;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_lane_index(hub, name, &lane));
+    size_t kept = gs_hub_last_error(hub, NULL, 0);
+    CHECK(kept <= 4096, "a 1 MiB lane name left a %zu-byte message", kept);
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_register_kernel(hub, 1, name));
+    kept = gs_hub_last_error(hub, NULL, 0);
+    CHECK(kept <= 4096, "a 1 MiB kernel name left a %zu-byte message", kept);
+    free(name);
+  }
+
+  // gs_hub_serve: PROTECT_READS needs a token; a bound_cap of (size_t)-1
+  // bounds nothing but is no error; one too small for the address is an
+  // error that leaves nothing served.
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve(hub, "127.0.0.1:0", NULL, GS_HUB_SERVE_PROTECT_READS, NULL, 0));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve(hub, "127.0.0.1:0", "", GS_HUB_SERVE_PROTECT_READS, NULL, 0));
+  char bound[64];
+  EXPECT(GS_HUB_ERR_TOO_SMALL, gs_hub_serve(hub, "127.0.0.1:0", NULL, 0, bound, 4));
+  memset(bound, 'x', sizeof bound);
+  EXPECT(GS_HUB_OK, gs_hub_serve(hub, "127.0.0.1:0", NULL, 0, bound, (size_t)-1));
+  CHECK(strncmp(bound, "127.0.0.1:", 10) == 0 && accepts(bound), "bound %.20s", bound);
+  EXPECT(GS_HUB_OK, gs_hub_stop_serving(hub));
+  CHECK(!accepts(bound), "%s still served after gs_hub_stop_serving", bound);
+
+  gs_hub_testing_count_crossings(0);
+  (void)gs_hub_testing_crossings();
+  EXPECT(GS_HUB_OK, gs_hub_close(hub));
+  EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_close(hub));
+  printf("ok   every export with extreme arguments\n");
+}
+
+// gs_hub_close racing gs_hub_serve: whatever the order, nothing serves
+// once both returned.
+struct serve_arg {
+  gs_hub hub;
+  char bound[64];
+  gs_hub_status st;
+};
+
+static void* serve_thread(void* p) {
+  struct serve_arg* a = p;
+  a->st = gs_hub_serve(a->hub, "127.0.0.1:0", NULL, 0, a->bound, sizeof a->bound);
+  return NULL;
+}
+
+static void close_races_serve(void) {
+  int leaked = 0, served = 0;
+  for (int i = 0; i < 150; i++) {
+    struct serve_arg a;
+    memset(&a, 0, sizeof a);
+    a.hub = make_hub(GS_HUB_LEVEL_STEP, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, serve_thread, &a);
+    if (i % 3 == 1) usleep(i % 7 * 20);
+    gs_hub_status st = gs_hub_close(a.hub);
+    pthread_join(t, NULL);
+    CHECK(st == GS_HUB_OK, "close: %s", gs_hub_status_name(st));
+    if (a.st == GS_HUB_OK) {
+      served++;
+      if (accepts(a.bound)) leaked++;
+    }
+  }
+  CHECK(leaked == 0, "%d of %d servers still answer after their hub closed", leaked, served);
+  printf("ok   gs_hub_close racing gs_hub_serve: %d of 150 served first, none left running\n", served);
+}
+
+// gs_hub_drain racing gs_hub_close: the closed hub's drain must not write
+// its state into the word of a new hub that took its slot.
+struct drain_arg {
+  gs_hub hub;
+  gs_hub_status st;
+};
+
+static void* drain_thread(void* p) {
+  struct drain_arg* a = p;
+  a->st = gs_hub_drain(a->hub, 3000, NULL);
+  return NULL;
+}
+
+static void drain_races_close(void) {
+  gs_hub hub = make_hub(GS_HUB_LEVEL_KERNEL, 1);
+  EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, 1, 0));
+  EXPECT(GS_HUB_OK, gs_hub_begin_step_call(hub)); // opens the pool
+  // Spans that land after 1.5 s: close's own drain (1 s) leaves them in
+  // flight, a racing drain of 3 s would land them and close the pool.
+  EXPECT(GS_HUB_OK, gs_hub_sim_launch(hub, 0, 1, 1500000000));
+  EXPECT(GS_HUB_OK, gs_hub_lane_begin_call(hub, 0));
+  EXPECT(GS_HUB_OK, gs_hub_lane_end_call(hub, 0));
+  // Every other slot taken, so the next hub gets this one's.
+  gs_hub others[GS_HUB_MAX_HUBS];
+  int nothers = 0;
+  for (;;) {
+    gs_hub_options o;
+    memset(&o, 0, sizeof o);
+    o.quiet = 1;
+    gs_hub h;
+    if (gs_hub_create(&o, &h) != GS_HUB_OK) break;
+    others[nothers++] = h;
+  }
+  CHECK(nothers == GS_HUB_MAX_HUBS - 1, "%d other hubs", nothers);
+  struct drain_arg a = {hub, GS_HUB_OK};
+  pthread_t t;
+  pthread_create(&t, NULL, drain_thread, &a);
+  usleep(50000);
+  EXPECT(GS_HUB_OK, gs_hub_close(hub));
+  gs_hub next = make_hub(GS_HUB_LEVEL_KERNEL, 1);
+  CHECK(next % GS_HUB_MAX_HUBS == hub % GS_HUB_MAX_HUBS && next != hub, "next %llu, closed %llu",
+        (unsigned long long)next, (unsigned long long)hub);
+  pthread_join(t, NULL);
+  usleep(100000);
+  hub = next;
+  CHECK((gs_hub_word(next) & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_KERNEL,
+        "the new hub's word is %#x after the closed hub's drain: its span calls see level Off", gs_hub_word(next));
+  EXPECT(GS_HUB_OK, gs_hub_close(next));
+  for (int i = 0; i < nothers; i++) gs_hub_close(others[i]);
+  printf("ok   gs_hub_drain racing gs_hub_close leaves the slot's next hub its word (drain: %s)\n",
+         gs_hub_status_name(a.st));
+}
+
+// A token is ended only by the hub that made it.
+static void tokens_stay_with_their_hub(void) {
+  gs_hub a = make_hub(GS_HUB_LEVEL_KERNEL, 1), b = make_hub(GS_HUB_LEVEL_KERNEL, 1);
+  gs_hub hub = a;
+  EXPECT(GS_HUB_OK, gs_hub_install_sim(a, 0, 1, 0));
+  EXPECT(GS_HUB_OK, gs_hub_install_sim(b, 0, 1, 0));
+  EXPECT(GS_HUB_OK, gs_hub_begin_step(a));
+  EXPECT(GS_HUB_OK, gs_hub_begin_step(b));
+  uint64_t ta = gs_hub_kernel_begin(a, 1, 1), tb = gs_hub_kernel_begin(b, 1, 1);
+  CHECK(ta != 0 && tb != 0, "tokens %llu %llu", (unsigned long long)ta, (unsigned long long)tb);
+  hub = b;
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_kernel_end(b, ta));
+  CHECK(strstr(last_error(b), "another hub") != NULL, "message: %s", last_error(b));
+  EXPECT(GS_HUB_OK, gs_hub_kernel_end(b, tb));
+  hub = a;
+  EXPECT(GS_HUB_OK, gs_hub_kernel_end(a, ta));
+  gs_hub_close(a);
+  gs_hub_close(b);
+  printf("ok   a token of one hub does not end another's span\n");
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  extreme_arguments();
+  tokens_stay_with_their_hub();
+  close_races_serve();
+  drain_races_close();
+  if (failures) {
+    printf("FAIL: %d checks failed\n", failures);
+    return 1;
+  }
+  printf("PASS\n");
+  return 0;
+}
