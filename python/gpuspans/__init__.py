@@ -21,13 +21,26 @@ beside this package, or at $GPUSPANS_LIB.
 Costs: at level Off (and on steps not armed for kernel spans) a span call
 reads the hub's state word through ctypes and returns, without calling into
 the library; otherwise it makes one call. Every method is safe from any
-thread, except close.
+thread, close included.
+
+Guards: integers are range-checked before they reach C (a device of 2**32
+is a ValueError, not device 0), strings with a NUL are refused (C would
+read them cut short), a hub dropped without close() is closed when it is
+collected, and a process forked from one that loaded the library cannot use
+it: the Go runtime inside does not survive fork, so in the child every hub
+call, and Hub(), raises Error naming the fork (use multiprocessing's
+"spawn" or "forkserver" start method for children that record).
 """
 
 import ctypes
 import enum
+import gc
 import json
+import math
+import os
 import threading
+import time
+import weakref
 
 from . import _lib
 
@@ -55,15 +68,93 @@ class Error(Exception):
 
 _lib_lock = threading.Lock()
 _lib_handle = None
+_lib_pid = None  # the process that loaded the library
+_hubs = weakref.WeakSet()  # open hubs, for the fork guard
+
+
+def _forked_error():
+    return Error(
+        _lib.ERR_BAD_HANDLE,
+        "GS_HUB_ERR_BAD_HANDLE",
+        f"gpuspans: this process (pid {os.getpid()}) was forked from pid {_lib_pid}, which had loaded "
+        "libgpuspans.so: the Go runtime inside it does not survive fork, so no hub can be used or made "
+        "here; record in the parent, or start this process with multiprocessing's 'spawn' or "
+        "'forkserver' method",
+    )
+
+
+class _Forked:
+    """The library as a forked child sees it: every function raises."""
+
+    def __getattr__(self, name):
+        def refuse(*args):
+            raise _forked_error()
+
+        return refuse
+
+
+def _after_fork_in_child():
+    # Calling into the library here would hang: its Go runtime's threads
+    # were not forked. Every hub's calls are made to raise instead.
+    if _lib_pid is None:
+        return
+    for hub in list(_hubs):
+        hub._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def library():
-    """The loaded library (loaded on first use)."""
-    global _lib_handle
+    """The loaded library (loaded on first use). In a process forked after
+    it was loaded it raises Error: the library cannot work there."""
+    global _lib_handle, _lib_pid
     with _lib_lock:
         if _lib_handle is None:
             _lib_handle = _lib.load()
+            _lib_pid = os.getpid()
+        elif os.getpid() != _lib_pid:
+            raise _forked_error()
         return _lib_handle
+
+
+_I32 = (-(1 << 31), (1 << 31) - 1)
+_I64 = (-(1 << 63), (1 << 63) - 1)
+_U64 = (0, (1 << 64) - 1)
+
+
+def _int(what, value, bounds):
+    """value as an int within bounds (a C type's range), or ValueError:
+    ctypes would wrap it silently."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"gpuspans: {what} is {value}, want a finite number")
+    n = int(value)
+    if not bounds[0] <= n <= bounds[1]:
+        raise ValueError(f"gpuspans: {what} is {n}, outside {bounds[0]}..{bounds[1]}")
+    return n
+
+
+def _cstr(what, value):
+    """value as UTF-8 bytes for C, or ValueError for a NUL, where C would
+    cut it."""
+    b = str(value).encode()
+    if b"\0" in b:
+        raise ValueError(f"gpuspans: {what} {value!r} has a NUL character, where C would cut it short")
+    return b
+
+
+def _nanoseconds(what, seconds):
+    ns = seconds * 1e9
+    if isinstance(ns, float) and not math.isfinite(ns):
+        raise ValueError(f"gpuspans: {what} is {seconds}, want a finite number of seconds")
+    return _int(what + " in nanoseconds", int(ns), _I64)
+
+
+def _close_handle(lib, handle, pid):
+    """The finalizer of a Hub dropped without close()."""
+    if os.getpid() == pid:
+        lib.gs_hub_close(handle)
 
 
 def _level(value):
@@ -88,7 +179,7 @@ def _stream(stream):
         raise TypeError(f"gpuspans: stream {stream!r}: want a torch.cuda.Stream, an int handle or None")
     if handle < 0:
         raise ValueError(f"gpuspans: stream handle {handle} is negative")
-    return handle
+    return _int("stream handle", handle, _U64)
 
 
 class _NoSpan:
@@ -107,7 +198,9 @@ _NO_SPAN = _NoSpan()
 
 
 class _KernelSpan:
-    """An open kernel span, ended when the with block exits."""
+    """An open kernel span, ended when the with block exits. Ending never
+    raises into the engine: a span the hub no longer holds (reclaimed as
+    leaked, ended already, its hub closed) is counted or dropped there."""
 
     __slots__ = ("_hub", "_token")
 
@@ -119,7 +212,10 @@ class _KernelSpan:
         return self
 
     def __exit__(self, *exc):
-        self._hub.kernel_end(self._token)
+        try:
+            self._hub._kernel_end_call(self._hub._h, self._token)
+        except Error:
+            pass  # a forked child: nothing to end here
         return False
 
 
@@ -164,9 +260,8 @@ class SimGPU:
     def launch(self, seconds, stream=None):
         """Queues `seconds` of work on stream (default: the lane stream)."""
         s = self.stream if stream is None else _stream(stream)
-        self._hub._check(
-            self._hub._lib.gs_hub_sim_launch(self._hub._h, self.device, s, int(seconds * 1e9))
-        )
+        ns = _nanoseconds("seconds", seconds)
+        self._hub._check(self._hub._lib.gs_hub_sim_launch(self._hub._h, self.device, s, ns))
 
 
 class Hub:
@@ -198,20 +293,29 @@ class Hub:
         names = [str(n) for n in lanes]
         if not names:
             raise ValueError("gpuspans: lanes is empty; want at least one lane name")
-        arr = (ctypes.c_char_p * len(names))(*[n.encode() for n in names])
+        arr = (ctypes.c_char_p * len(names))(*[_cstr("lane name", n) for n in names])
         o = _lib.Options()
         o.lanes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
-        o.num_lanes = len(names)
+        o.num_lanes = _int("the number of lanes", len(names), _I32)
         o.level = int(_level(level))
-        o.kernel_span_every = int(kernel_span_every)
-        o.slots = int(slots)
-        o.recent_spans = int(recent_spans)
+        o.kernel_span_every = _int("kernel_span_every", kernel_span_every, _I32)
+        o.slots = _int("slots", slots, _I32)
+        o.recent_spans = _int("recent_spans", recent_spans, _I32)
         o.no_start_times = int(bool(no_start_times))
         o.raw_kernel_spans = int(bool(raw_kernel_spans))
         o.quiet = int(bool(quiet))
         h = ctypes.c_uint64()
-        self._check(lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h)), hub=0)
+        st = lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h))
+        if st == _lib.ERR_LIMIT:
+            # Hubs dropped without close() may wait in reference cycles
+            # (a Lane holds its hub) for the collector: collect, then retry.
+            gc.collect()
+            st = lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h))
+        self._check(st, hub=0)
         self._h = h.value
+        self._finalizer = weakref.finalize(self, _close_handle, lib, self._h, os.getpid())
+        self._finalizer.atexit = False  # the process is ending: nothing to free
+        _hubs.add(self)
         self._word = ctypes.c_uint32.from_address(_lib.word_address(lib, self._h))
         self.lanes = tuple(names)
         self._lanes = {n: Lane(self, i, n) for i, n in enumerate(names)}
@@ -224,6 +328,17 @@ class Hub:
         self._lane_end_call = lib.gs_hub_lane_end_call
         self._kernel_begin_call = lib.gs_hub_kernel_begin_call
         self._kernel_end_call = lib.gs_hub_kernel_end_call
+
+    def _forked(self):
+        """In a forked child: every call raises, nothing is freed."""
+        self._finalizer.detach()
+        self._lib = _Forked()
+        # The span paths call in on every word: each call raises.
+        self._word = ctypes.c_uint32(int(Level.KERNEL) | _lib.WORD_POOLS | _lib.WORD_ARMED)
+        refuse = _Forked().call
+        self._step_call = self._lane_begin_call = self._lane_end_call = refuse
+        self._kernel_begin_call = self._kernel_end_call = refuse
+        self._is_forked = True
 
     # Errors.
 
@@ -245,23 +360,27 @@ class Hub:
         event pairs do. A CUDA device's events are created at the first step
         at level Kernel."""
         s = _stream(stream)
+        device = _int("device", device, _I32)
         if sim:
-            self._check(self._lib.gs_hub_install_sim(self._h, int(device), s, int(event_offset * 1e9)))
-            self._streams[int(device)] = s
-            return SimGPU(self, int(device), s)
-        self._check(self._lib.gs_hub_install_cuda(self._h, int(device), s))
-        self._streams[int(device)] = s
+            offset = _nanoseconds("event_offset", event_offset)
+            self._check(self._lib.gs_hub_install_sim(self._h, device, s, offset))
+            self._streams[device] = s
+            return SimGPU(self, device, s)
+        self._check(self._lib.gs_hub_install_cuda(self._h, device, s))
+        self._streams[device] = s
         return None
 
     def uninstall(self, device=0):
         """Detaches device (its spans still land)."""
-        self._check(self._lib.gs_hub_uninstall(self._h, int(device)))
-        self._streams.pop(int(device), None)
+        device = _int("device", device, _I32)
+        self._check(self._lib.gs_hub_uninstall(self._h, device))
+        self._streams.pop(device, None)
 
     def register_kernel(self, kernel, name):
         """Names kernel (an int id, such as a CUfunction's value) so its spans
         aggregate under name."""
-        self._check(self._lib.gs_hub_register_kernel(self._h, int(kernel), str(name).encode()))
+        kernel = _int("kernel", kernel, _U64)
+        self._check(self._lib.gs_hub_register_kernel(self._h, kernel, _cstr("kernel name", name)))
 
     def _kernel_id(self, name):
         kid = self._kernels.get(name)
@@ -296,7 +415,7 @@ class Hub:
 
     def set_kernel_span_every(self, n):
         """Arms kernel spans on 1 step in n (n >= 1) from the next step."""
-        self._check(self._lib.gs_hub_set_kernel_span_every(self._h, int(n)))
+        self._check(self._lib.gs_hub_set_kernel_span_every(self._h, _int("kernel_span_every", n, _I32)))
 
     @property
     def armed(self):
@@ -316,15 +435,19 @@ class Hub:
     def lane_begin(self, lane):
         """Opens lane's span (an index, a name, or a Lane) at level Kernel."""
         if self._word.value & _lib.WORD_LEVEL == Level.KERNEL:
-            self._lane_begin_call(self._h, lane if type(lane) is int else self._lane_index(lane))
+            self._lane_begin_call(self._h, self._lane_index(lane))
 
     def lane_end(self, lane):
         """Ends lane's span wherever one is open."""
         w = self._word.value
         if w & _lib.WORD_LEVEL == Level.KERNEL or w & _lib.WORD_POOLS:
-            self._lane_end_call(self._h, lane if type(lane) is int else self._lane_index(lane))
+            self._lane_end_call(self._h, self._lane_index(lane))
 
     def _lane_index(self, lane):
+        if type(lane) is int:
+            if -(1 << 31) <= lane < 1 << 31:
+                return lane  # out of range but int32: the hub ignores and counts it
+            raise ValueError(f"gpuspans: lane {lane} is not a lane index")
         if isinstance(lane, Lane):
             return lane.index
         return self.lane(lane).index
@@ -336,7 +459,11 @@ class Hub:
         lane stream."""
         if not self._word.value & _lib.WORD_ARMED:
             return 0
-        kid = kernel if type(kernel) is int else self._kernel_id(kernel)
+        if type(kernel) is int:
+            kid = _int("kernel", kernel, _U64)
+        else:
+            kid = self._kernel_id(kernel)
+        device = _int("device", device, _I32)
         if stream is None:
             s = self._streams.get(device if device >= 0 else min(self._streams, default=0), 0)
         else:
@@ -344,9 +471,11 @@ class Hub:
         return self._kernel_begin_call(self._h, device, kid, s)
 
     def kernel_end(self, token):
-        """Closes the span of a token from kernel_begin; 0 does nothing."""
+        """Closes the span of a token from kernel_begin; 0 does nothing. A
+        token the hub does not hold raises Error (the with form of kernel()
+        never raises)."""
         if token:
-            self._check(self._kernel_end_call(self._h, token))
+            self._check(self._kernel_end_call(self._h, _int("token", token, _U64)))
 
     def kernel(self, kernel, stream=None, device=-1):
         """A context manager around one kernel launch: a span on armed
@@ -366,10 +495,18 @@ class Hub:
 
     def drain(self, timeout=1.0):
         """Harvests until no span is in flight or timeout seconds passed;
-        returns how many are still in flight."""
+        returns how many are still in flight. It calls in for at most 50 ms
+        at a time, so Ctrl-C interrupts it promptly."""
+        if isinstance(timeout, float) and not math.isfinite(timeout) or timeout < 0:
+            raise ValueError(f"gpuspans: drain timeout is {timeout}, want a finite number of seconds >= 0")
+        deadline = time.monotonic() + timeout
         n = ctypes.c_uint64()
-        self._check(self._lib.gs_hub_drain(self._h, int(timeout * 1000), ctypes.byref(n)))
-        return n.value
+        while True:
+            left = deadline - time.monotonic()
+            ms = int(min(max(left, 0.0), 0.05) * 1000)
+            self._check(self._lib.gs_hub_drain(self._h, ms, ctypes.byref(n)))
+            if n.value == 0 or left <= 0.05:
+                return n.value
 
     def _snapshot(self, fmt):
         n = ctypes.c_size_t()
@@ -399,9 +536,9 @@ class Hub:
         address needs a token, required then on the control endpoints (and
         with protect_reads on every path)."""
         bound = ctypes.create_string_buffer(128)
-        tok = None if token is None else str(token).encode()
+        tok = None if token is None else _cstr("token", token)
         flags = _lib.SERVE_PROTECT_READS if protect_reads else 0
-        self._check(self._lib.gs_hub_serve(self._h, str(addr).encode(), tok, flags, bound, len(bound)))
+        self._check(self._lib.gs_hub_serve(self._h, _cstr("addr", addr), tok, flags, bound, len(bound)))
         return bound.value.decode()
 
     def stop_serving(self):
@@ -412,11 +549,16 @@ class Hub:
 
     def close(self):
         """Stops serving, lands what is in flight (up to 1 s) and frees the
-        hub. Closing twice is fine; other calls after it raise Error."""
+        hub. Closing twice is fine; other calls after it raise Error. In a
+        forked child it only forgets the hub (the parent's to close)."""
         if self._h:
             h, self._h = self._h, 0
             # A closed hub's slot may hold another hub's word later.
             self._word = ctypes.c_uint32(0)
+            self._finalizer.detach()
+            _hubs.discard(self)
+            if getattr(self, "_is_forked", False):
+                return
             self._check(self._lib.gs_hub_close(h), hub=h)
 
     def __enter__(self):
