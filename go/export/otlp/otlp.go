@@ -52,7 +52,9 @@
 // puts them on a bounded queue without ever waiting; another goroutine sends
 // the queue in batches. A full queue drops spans, a failed send drops its
 // batch (no retries: the next batch tries again), and both are counted and
-// exported as Prometheus metrics by Collector. An unreachable collector
+// exported as Prometheus metrics by Collector. A partial success (the
+// collector rejected some of a batch's spans) counts only the rejected
+// spans as failed. An unreachable collector
 // therefore costs one failed request per batch and counted drops, and
 // nothing in the engine waits for it.
 package otlp
@@ -65,6 +67,8 @@ import (
 	"fmt"
 	"log"
 	"net/url"
+	"regexp"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -155,7 +159,7 @@ type Stats struct {
 	Enqueued     uint64 // spans put on the queue
 	QueueFull    uint64 // spans dropped: the queue was full
 	Exported     uint64 // spans the collector accepted
-	ExportFailed uint64 // spans dropped with a failed request
+	ExportFailed uint64 // spans dropped with a failed request, or rejected in a partial success
 	Shutdown     uint64 // spans still queued when Close gave up
 	Queued       uint64 // spans on the queue now
 
@@ -338,6 +342,8 @@ func parseEndpoint(endpoint string) (*url.URL, string, error) {
 		return nil, "", fmt.Errorf("otlp: endpoint %q has no host", endpoint)
 	case u.Port() == "":
 		return nil, "", fmt.Errorf("otlp: endpoint %q has no port (the OTLP/HTTP port is usually 4318)", endpoint)
+	case !validPort(u.Port()):
+		return nil, "", fmt.Errorf("otlp: endpoint %q: port %q, want 1..65535", endpoint, u.Port())
 	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
 		return nil, "", fmt.Errorf("otlp: endpoint %q: want no user, query or fragment (use Options.Headers for credentials)", endpoint)
 	}
@@ -346,6 +352,12 @@ func parseEndpoint(endpoint string) (*url.URL, string, error) {
 		path = "/v1/traces"
 	}
 	return u, path, nil
+}
+
+// validPort reports whether p is a decimal TCP port, 1..65535.
+func validPort(p string) bool {
+	n, err := strconv.ParseUint(p, 10, 16)
+	return err == nil && n > 0
 }
 
 func newHTTPExporter(ctx context.Context, o *Options) (sdktrace.SpanExporter, error) {
@@ -537,7 +549,19 @@ func (e *Exporter) send(batch []sdktrace.ReadOnlySpan) {
 	err := e.exp.ExportSpans(ctx, batch)
 	cancel()
 	e.exports.Add(1)
-	if err != nil {
+	if rejected, ok := partialSuccess(err); ok {
+		// The request succeeded; the collector kept all but rejected spans.
+		rejected = min(rejected, uint64(len(batch)))
+		e.exported.Add(uint64(len(batch)) - rejected)
+		e.failed.Add(rejected)
+		if rejected > 0 {
+			now := time.Now().UnixNano()
+			if now-e.lastFailLog.Load() > int64(time.Minute) {
+				e.lastFailLog.Store(now)
+				e.logf("gpuspans otlp: the collector rejected %d of %d spans (dropped): %v", rejected, len(batch), err)
+			}
+		}
+	} else if err != nil {
 		e.exportErrors.Add(1)
 		e.failed.Add(uint64(len(batch)))
 		now := time.Now().UnixNano()
@@ -552,6 +576,39 @@ func (e *Exporter) send(batch []sdktrace.ReadOnlySpan) {
 		}
 	}
 	clear(batch) // let the spans go while the goroutine waits
+}
+
+// partialRE matches the error otlptracehttp returns for a partial success.
+// Its type is internal to that module, so its message is what can be read;
+// TestPartialSuccess pins it against the pinned module version.
+var partialRE = regexp.MustCompile(`(?s)^OTLP partial success: .* \((\d+) spans rejected\)$`)
+
+// partialSuccess reports whether err is a partial success and only that
+// (every error it joins one, however wrapped), and how many spans the
+// collector rejected.
+func partialSuccess(err error) (rejected uint64, ok bool) {
+	if err == nil {
+		return 0, false
+	}
+	if j, isJoin := err.(interface{ Unwrap() []error }); isJoin {
+		errs := j.Unwrap()
+		for _, e := range errs {
+			n, ok := partialSuccess(e)
+			if !ok {
+				return 0, false
+			}
+			rejected += n
+		}
+		return rejected, len(errs) > 0
+	}
+	if m := partialRE.FindStringSubmatch(err.Error()); m != nil {
+		n, perr := strconv.ParseUint(m[1], 10, 64)
+		return n, perr == nil
+	}
+	if u := errors.Unwrap(err); u != nil {
+		return partialSuccess(u)
+	}
+	return 0, false
 }
 
 // processor feeds the tracer provider's ended spans to the queue.

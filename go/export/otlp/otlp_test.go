@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -548,6 +549,9 @@ func TestOptions(t *testing.T) {
 		{Options{Endpoint: "grpc://h:4317"}, `scheme "grpc"`},
 		{Options{Endpoint: "http://:4318"}, "no host"},
 		{Options{Endpoint: "http://collector"}, "no port"},
+		{Options{Endpoint: "http://collector:99999"}, `port "99999", want 1..65535`},
+		{Options{Endpoint: "http://collector:0"}, `port "0"`},
+		{Options{Endpoint: "http://collector:http"}, "port"},
 		{Options{Endpoint: "http://u:p@h:1"}, "no user"},
 		{Options{Endpoint: "http://h:1", SampleEvery: -1}, "Options.SampleEvery is -1"},
 		{Options{Endpoint: "http://h:1", QueueSpans: MaxQueueSpans + 1}, "Options.QueueSpans"},
@@ -597,5 +601,72 @@ func TestPath(t *testing.T) {
 	defer mu.Unlock()
 	if fmt.Sprint(paths) != "[/v1/traces /v1/traces /custom/traces]" {
 		t.Errorf("posted to %v", paths)
+	}
+}
+
+// TestPartialSuccess: a collector that rejects some of a batch's spans
+// (a 200 with partial_success) costs only those spans, not the batch.
+func TestPartialSuccess(t *testing.T) {
+	var mu sync.Mutex
+	received, requests := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, _ := io.ReadAll(r.Body)
+		var m coltracepb.ExportTraceServiceRequest
+		if err := proto.Unmarshal(data, &m); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		for _, rs := range m.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				received += len(ss.Spans)
+			}
+		}
+		requests++
+		mu.Unlock()
+		resp, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{
+			PartialSuccess: &coltracepb.ExportTracePartialSuccess{RejectedSpans: 1, ErrorMessage: "one span too old"},
+		})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		_, _ = w.Write(resp)
+	}))
+	defer srv.Close()
+	e, err := New(context.Background(), newHub(t), Options{Endpoint: srv.URL, BatchSpans: 4, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := e.TracerProvider().Tracer("t")
+	for i := 0; i < 10; i++ {
+		_, s := tr.Start(context.Background(), "x")
+		s.End()
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	st := e.Stats()
+	mu.Lock()
+	defer mu.Unlock()
+	if received != 10 || st.ExportErrors != 0 || st.ExportFailed != uint64(requests) || st.Exported != uint64(10-requests) {
+		t.Errorf("%d spans in %d requests, each with one rejected: stats %+v", received, requests, st)
+	}
+}
+
+func TestPartialSuccessParsing(t *testing.T) {
+	for _, c := range []struct {
+		err      error
+		rejected uint64
+		ok       bool
+	}{
+		{nil, 0, false},
+		{errors.New("boom"), 0, false},
+		{fmt.Errorf("traces export: %w", errors.New("OTLP partial success: too old (3 spans rejected)")), 3, true},
+		{errors.Join(errors.New("OTLP partial success: empty message (0 spans rejected)")), 0, true},
+		{errors.Join(errors.New("OTLP partial success: a (2 spans rejected)"), errors.New("closing the body")), 0, false},
+		{errors.New("OTLP partial success: x (-1 spans rejected)"), 0, false},
+	} {
+		n, ok := partialSuccess(c.err)
+		if n != c.rejected || ok != c.ok {
+			t.Errorf("partialSuccess(%v) = %d, %v; want %d, %v", c.err, n, ok, c.rejected, c.ok)
+		}
 	}
 }
