@@ -32,6 +32,8 @@ While it runs it prints a status line and serves, on --listen:
   /metrics                         Prometheus metrics (gpuspans_* and Go runtime)
   /control/level                   GET; PUT or POST "off", "step" or "kernel"
   /control/kernel_span_every       GET; PUT or POST an integer N (arm 1 step in N)
+  /control/sim                     the demo's own: GET; POST "decode=1.2" makes that
+                                   lane's kernels 1.2 times as long (0.1..10)
 Control bodies are plain text, or JSON ({"level":"step"}) with
 Content-Type: application/json. Off loopback the control endpoints need a token,
 sent as "Authorization: Bearer TOKEN"; without one the demo refuses to start.
@@ -116,7 +118,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&cfg.ProtectReads, "protect_reads", false, "require the token on /metrics and the live page too")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "engine steps per second (0.001..1e6); 0 runs steps back to back")
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "stop after this many steps; 0 runs until Ctrl-C")
-	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "stop after this long (e.g. 30s); 0 runs until Ctrl-C")
+	fs.Var((*durationFlag)(&cfg.Duration), "duration", "stop after this long, with a unit (30s, 5m); 0 runs until Ctrl-C")
 	fs.TextVar(&cfg.Level, "level", cfg.Level, "telemetry `level` at start: off, step or kernel")
 	fs.IntVar(&cfg.KernelSpanEvery, "kernel_span_every", cfg.KernelSpanEvery, "arm kernel spans on one step in this many")
 	fs.Var(&cfg.Engine.Prefill, "prefill", "kernels of the prefill lane, a `list` of name=duration")
@@ -125,7 +127,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&cfg.Engine.Jitter, "jitter", cfg.Engine.Jitter, "vary each launch's duration by up to this fraction either way (0..0.9)")
 	fs.Int64Var(&cfg.Engine.Seed, "seed", cfg.Engine.Seed, "seed of the jitter")
 	fs.IntVar(&cfg.Slots, "slots", cfg.Slots, "span ring slots (event pairs) per device")
-	fs.StringVar(&cfg.TracePath, "trace", cfg.TracePath, "timeline trace written on exit (Chrome trace JSON); empty for none")
+	fs.StringVar(&cfg.TracePath, "trace", cfg.TracePath, "timeline trace written on exit (Chrome trace JSON); empty for none. A * in the file name makes a new file each run (the default)")
 	fs.IntVar(&cfg.TraceSpans, "trace_spans", cfg.TraceSpans, "the trace keeps the last this many spans")
 	fs.StringVar(&cfg.SpansPath, "spans", cfg.SpansPath, "span file, written as spans land (protobuf, see proto/gpuspans/v1); empty for none")
 	fs.StringVar(&cfg.OTLP, "otlp", cfg.OTLP, "OTLP/HTTP collector `endpoint` (http://host:4318) to send GPU spans to, linked to simulated request spans; empty for none")
@@ -137,7 +139,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "demo: unexpected argument %q (see gpuspans demo --help)\n", pos[0])
+		fmt.Fprintf(stderr, "demo: unexpected argument %q (see %s demo --help)\n", pos[0], cmdName)
 		return 2
 	}
 	tok, err := demoToken(*token, *tokenFile, os.Getenv("GPUSPANS_TOKEN"))
@@ -146,6 +148,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg.Token = tok
+	cfg.Command = cmdName
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

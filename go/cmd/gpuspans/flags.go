@@ -5,7 +5,32 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
 )
+
+// cmdName is how the user ran this command, for the hints that name it:
+// "gpuspans", or what $GPUSPANS_COMMAND says (tools/gpuspans.sh sets it to
+// itself, which is what a README user types).
+var cmdName = commandName(os.Getenv("GPUSPANS_COMMAND"))
+
+func commandName(env string) string {
+	if env = strings.TrimSpace(env); env != "" {
+		return env
+	}
+	return "gpuspans"
+}
+
+// named rewrites the command forms in a help text (`"gpuspans trace`,
+// "Usage: gpuspans demo") to cmdName.
+func named(s string) string {
+	if cmdName == "gpuspans" {
+		return s
+	}
+	return strings.NewReplacer(`"gpuspans `, `"`+cmdName+" ", "gpuspans demo ", cmdName+" demo ",
+		"gpuspans trace", cmdName+" trace", "gpuspans bench", cmdName+" bench").Replace(s)
+}
 
 // newFlagSet returns a flag set for a subcommand whose usage prints the
 // synopsis, the description and the flags. Errors and --help are handled
@@ -15,10 +40,33 @@ func newFlagSet(name, synopsis, description string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {
 		w := fs.Output()
-		fmt.Fprintf(w, "Usage: %s\n\n%s\nFlags:\n", synopsis, description)
-		fs.PrintDefaults()
+		fmt.Fprintf(w, "Usage: %s\n\n%s\nFlags:\n", named(synopsis), named(description))
+		printDefaults(w, fs)
 	}
 	return fs
+}
+
+// printDefaults is flag.PrintDefaults with the flags written as the help
+// texts and the README write them, --name (the flag package takes either).
+func printDefaults(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		var b strings.Builder
+		fmt.Fprintf(&b, "  --%s", f.Name)
+		typ, usage := flag.UnquoteUsage(f)
+		if typ != "" {
+			b.WriteString(" " + typ)
+		}
+		b.WriteString("\n    \t")
+		b.WriteString(strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "false" && f.DefValue != "0s" {
+			if fmt.Sprintf("%T", f.Value) == "*flag.stringValue" {
+				fmt.Fprintf(&b, " (default %q)", f.DefValue)
+			} else {
+				fmt.Fprintf(&b, " (default %v)", f.DefValue)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	})
 }
 
 // parseFlags parses args, letting flags come before or after the
@@ -36,8 +84,10 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos 
 				return nil, 0, false
 			}
 			// The error and where to look, not the whole usage: seventy
-			// lines would push the error off the screen.
-			fmt.Fprintf(stderr, "%s: %v\nRun \"gpuspans %s --help\" for its flags.\n", fs.Name(), err, fs.Name())
+			// lines would push the error off the screen. The flag package
+			// names flags with one dash; the help writes two.
+			msg := strings.NewReplacer("for flag -", "for flag --", "defined: -", "defined: --").Replace(err.Error())
+			fmt.Fprintf(stderr, "%s: %s\nRun \"%s %s --help\" for its flags.\n", fs.Name(), msg, cmdName, fs.Name())
 			return nil, 2, false
 		}
 		rest := fs.Args()
@@ -53,4 +103,20 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos 
 		pos = append(pos, args[0])
 		args = args[1:]
 	}
+}
+
+// durationFlag is a time.Duration flag whose error says what a duration
+// looks like: time.ParseDuration's "missing unit in duration" does not
+// say which units there are.
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return time.Duration(*d).String() }
+
+func (d *durationFlag) Set(v string) error {
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("want a number with a unit: 10s, 1.5m, 2h (units ns, us, ms, s, m, h)")
+	}
+	*d = durationFlag(x)
+	return nil
 }

@@ -8,21 +8,37 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
-const usageText = `gpuspans: always-on GPU timing telemetry for LLM serving engines.
+// usageLines are the synopsis of each command (after the command's name)
+// and what it does, one line of text each.
+var usageLines = [][2]string{
+	{"demo [flags]", "run a small serving engine loop with telemetry:"},
+	{"", "a live page, /metrics, control endpoints, and a"},
+	{"", "trace and summary on exit (try it: no flags needed)"},
+	{"trace [-o OUT] FILE", "convert a span file to a timeline trace (Perfetto)"},
+	{"trace summary FILE", "print the per-lane and per-kernel latency table"},
+	{"bench [flags]", "measure gpuspans' overhead on this machine"},
+	{"help", "this text"},
+}
 
-Usage:
-  gpuspans demo [flags]                  run a small serving engine loop with telemetry:
-                                         a live page, /metrics, control endpoints, and a
-                                         trace and summary on exit (try it: no flags needed)
-  gpuspans trace [-o OUT] FILE           convert a span file to a timeline trace (Perfetto)
-  gpuspans trace summary FILE            print the per-lane and per-kernel latency table
-  gpuspans bench [flags]                 measure gpuspans' overhead on this machine
-  gpuspans help                          this text
-
-Run "gpuspans COMMAND --help" for a command's flags.
-`
+// usage is the top-level help, naming the command as the user ran it
+// (cmdName).
+func usage() string {
+	var b strings.Builder
+	b.WriteString("gpuspans: always-on GPU timing telemetry for LLM serving engines.\n\nUsage:\n")
+	width := len(cmdName) + 1 + 21 // the longest form, "trace [-o OUT] FILE", and two spaces
+	for _, l := range usageLines {
+		form := ""
+		if l[0] != "" {
+			form = cmdName + " " + l[0]
+		}
+		fmt.Fprintf(&b, "  %-*s %s\n", width, form, l[1])
+	}
+	fmt.Fprintf(&b, "\nRun \"%s COMMAND --help\" for a command's flags.\n", cmdName)
+	return b.String()
+}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
@@ -30,7 +46,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 // command failed, 2 bad usage.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usageText)
+		fmt.Fprint(stderr, usage())
 		return 2
 	}
 	switch args[0] {
@@ -41,9 +57,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usageText)
+		fmt.Fprint(stdout, usage())
 		return 0
 	}
-	fmt.Fprintf(stderr, "gpuspans: unknown command %q\n\n%s", args[0], usageText)
+	fmt.Fprintf(stderr, "gpuspans: unknown command %q\n\n%s", args[0], usage())
 	return 2
 }

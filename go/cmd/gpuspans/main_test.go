@@ -33,7 +33,10 @@ func TestUsage(t *testing.T) {
 		{[]string{"help"}, 0, "gpuspans demo [flags]", ""},
 		{[]string{"--help"}, 0, "gpuspans trace summary FILE", ""},
 		{[]string{"serve"}, 2, "", `unknown command "serve"`},
-		{[]string{"demo", "--help"}, 0, "-kernel_span_every", ""},
+		{[]string{"demo", "--help"}, 0, "  --kernel_span_every int", ""},
+		{[]string{"demo", "--help"}, 0, "/control/sim", ""},
+		{[]string{"demo", "--duration=10"}, 2, "", `invalid value "10" for flag --duration: want a number with a unit: 10s`},
+		{[]string{"demo", "--nope"}, 2, "", "flag provided but not defined: --nope"},
 		{[]string{"demo", "-h"}, 0, "Usage: gpuspans demo [flags]", ""},
 		{[]string{"demo", "--rate=fast"}, 2, "", "invalid value"},
 		{[]string{"demo", "--level=loud"}, 2, "", "unknown level"},
@@ -49,6 +52,48 @@ func TestUsage(t *testing.T) {
 		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
 			t.Errorf("gpuspans %q: exit %d, stdout %.200q, stderr %.200q; want %d, %q, %q", c.args, code, out, errOut, c.code, c.stdout, c.stderr)
 		}
+	}
+}
+
+func TestCommandName(t *testing.T) {
+	defer func(n string) { cmdName = n }(cmdName)
+	cmdName = commandName(" tools/gpuspans.sh ")
+	for _, c := range []struct {
+		args []string
+		out  string
+	}{
+		{[]string{"help"}, "  tools/gpuspans.sh trace summary FILE "},
+		{[]string{"help"}, `Run "tools/gpuspans.sh COMMAND --help"`},
+		{[]string{"demo", "--help"}, "Usage: tools/gpuspans.sh demo [flags]"},
+		{[]string{"trace", "--help"}, `"tools/gpuspans.sh trace summary FILE"`},
+	} {
+		if code, out, _ := runCmd(c.args...); code != 0 || !strings.Contains(out, c.out) {
+			t.Errorf("%q: exit %d, stdout %q; want %q", c.args, code, out, c.out)
+		}
+	}
+	if _, _, errOut := runCmd("demo", "--rate=x"); !strings.Contains(errOut, `Run "tools/gpuspans.sh demo --help"`) {
+		t.Errorf("hint: %q", errOut)
+	}
+	if commandName("") != "gpuspans" {
+		t.Errorf("commandName(\"\") = %q", commandName(""))
+	}
+}
+
+// TestTraceOfJSONSaysSo: a trace given where a span file belongs fails
+// with a message that says what it is.
+func TestTraceOfJSONSaysSo(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "gpuspans-trace.json")
+	if err := os.WriteFile(f, []byte(`{"traceEvents":[]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"trace", "summary", f}, {"trace", "-o", "-", f}} {
+		code, _, errOut := runCmd(args...)
+		if code != 1 || !strings.Contains(errOut, "is JSON: a timeline trace") || !strings.Contains(errOut, "demo --spans FILE") {
+			t.Errorf("%q: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+	if !looksLikeJSON([]byte(" \n[{")) || looksLikeJSON([]byte{0x0d, 0x0a}) || looksLikeJSON(nil) {
+		t.Error("looksLikeJSON")
 	}
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -62,10 +64,26 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer closeIn()
+	// Keep the first bytes: a span file that fails to read may be a trace
+	// (JSON, what the demo writes by default), which the span reader's
+	// "cannot parse invalid wire-format data" would not say.
+	br := bufio.NewReader(in)
+	head, _ := br.Peek(64)
+	in = br
 	if *sum {
-		return traceSummary(in, pos[0], stdout, stderr)
+		return hintJSON(traceSummary(in, pos[0], stdout, stderr), head, pos[0], stderr)
 	}
-	return traceConvert(in, pos[0], *out, stdout, stderr)
+	return hintJSON(traceConvert(in, pos[0], *out, stdout, stderr), head, pos[0], stderr)
+}
+
+// hintJSON passes code on, after a failure saying that the input was JSON,
+// when it was.
+func hintJSON(code int, head []byte, name string, stderr io.Writer) int {
+	if code != 0 && looksLikeJSON(head) {
+		fmt.Fprintf(stderr, "gpuspans trace: %s is JSON: a timeline trace (open it in https://ui.perfetto.dev), not a span file;\n"+
+			"  span files come from \"%s demo --spans FILE\" or go/export/spanfile\n", name, cmdName)
+	}
+	return code
 }
 
 // sameAsInput reports whether out is the input file: name, or standard
@@ -80,6 +98,14 @@ func sameAsInput(name, out string, stdin *os.File) bool {
 	}
 	so, err := os.Stat(out)
 	return err == nil && os.SameFile(si, so)
+}
+
+// looksLikeJSON reports whether head, after white space, opens a JSON
+// object or array. (A span file opens with its header record's length, a
+// byte below 64.)
+func looksLikeJSON(head []byte) bool {
+	t := bytes.TrimLeft(head, " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[')
 }
 
 func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {

@@ -289,6 +289,54 @@ func TestRunBadPaths(t *testing.T) {
 	}
 }
 
+// TestRunDefaultTraceIsANewFile: the default trace path is a pattern, so
+// each run writes a file of its own and never one that was there (someone
+// else's, or an earlier run's); a run that fails leaves nothing behind.
+func TestRunDefaultTraceIsANewFile(t *testing.T) {
+	if !isPattern(DefaultTracePath) || filepath.Dir(DefaultTracePath) != os.TempDir() {
+		t.Fatalf("DefaultTracePath %s: want a pattern in %s", DefaultTracePath, os.TempDir())
+	}
+	dir := t.TempDir()
+	pattern := filepath.Join(dir, "gpuspans-trace-*.json")
+	theirs := filepath.Join(dir, "gpuspans-trace-x.json")
+	if err := os.WriteFile(theirs, []byte("not ours"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		cfg := fastConfig(t)
+		cfg.Steps, cfg.Listen, cfg.SpansPath, cfg.TracePath = 20, "", "", pattern
+		var out syncBuffer
+		res, err := Run(context.Background(), cfg, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := filepath.Glob(pattern)
+		if len(m) != i+2 {
+			t.Fatalf("run %d: files %q: want a new one each run", i, m)
+		}
+		if !strings.Contains(out.String(), "spans written to "+filepath.Join(dir, "gpuspans-trace-")) {
+			t.Errorf("run %d: output does not name the trace:\n%s", i, out.String())
+		}
+		if res.TraceSpans == 0 {
+			t.Errorf("run %d: no spans in the trace", i)
+		}
+	}
+	if b, _ := os.ReadFile(theirs); string(b) != "not ours" {
+		t.Errorf("%s changed: %q", theirs, b)
+	}
+
+	// A run that fails after the outputs are made removes the new file.
+	cfg := fastConfig(t)
+	cfg.Steps, cfg.Listen, cfg.TracePath = 1, "", filepath.Join(dir, "fail-*.json")
+	cfg.SpansPath = filepath.Join(dir, "missing", "x.spans")
+	if _, err := Run(context.Background(), cfg, io.Discard); err == nil {
+		t.Fatal("span file in a missing directory: no error")
+	}
+	if m, _ := filepath.Glob(filepath.Join(dir, "fail-*")); len(m) != 0 {
+		t.Errorf("left behind: %q", m)
+	}
+}
+
 // TestRunOutputsReplaceOnlyRegularFiles: a FIFO, a device or a symbolic
 // link at an output path, or the two outputs naming one file, is refused by
 // name before anything is created or emptied.

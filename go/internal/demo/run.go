@@ -53,9 +53,16 @@ type Config struct {
 	// ProtectReads requires Token on /metrics and the live page as well.
 	ProtectReads bool
 
-	TracePath  string // the timeline trace written on exit; "" writes none
-	TraceSpans int    // the trace keeps the last this many spans
-	SpansPath  string // the span file, written as spans land; "" writes none
+	// TracePath is the timeline trace written on exit; "" writes none. A
+	// "*" in its last element makes a new file at start, the "*" replaced
+	// by a random string (os.CreateTemp), and the trace goes there; the
+	// same holds for SpansPath.
+	TracePath  string
+	TraceSpans int // the trace keeps the last this many spans
+	// Command is how hints name the gpuspans command, as the user ran it
+	// (tools/gpuspans.sh from a checkout); "" is "gpuspans".
+	Command   string
+	SpansPath string // the span file, written as spans land; "" writes none
 
 	// OTLP is an OTLP/HTTP collector (http://host:port) to send GPU spans
 	// to, with synthetic request spans they link to; "" sends nothing.
@@ -94,8 +101,9 @@ const (
 
 // DefaultTracePath is where the demo writes its trace unless told: in the
 // system's temporary directory, so that a run from a checkout leaves no
-// file in it.
-var DefaultTracePath = filepath.Join(os.TempDir(), "gpuspans-trace.json")
+// file in it, under a new name each run (the "*", see Config.TracePath), so
+// that it never replaces a file someone else made, nor an earlier run's.
+var DefaultTracePath = filepath.Join(os.TempDir(), "gpuspans-trace-*.json")
 
 // DefaultKernels are the demo's kernels: a prefill lane of about 860 us and
 // a decode lane of about 185 us plus a 35 us graph.
@@ -129,6 +137,13 @@ func DefaultConfig() Config {
 		OTLPSampleEvery: otlp.DefaultSampleEvery,
 		Requests:        DefaultRequests,
 	}
+}
+
+func (c *Config) command() string {
+	if c.Command == "" {
+		return "gpuspans"
+	}
+	return c.Command
 }
 
 // Validate reports the first setting out of range. It only reads c.
@@ -468,7 +483,7 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 			o.Exported, cfg.OTLP, o.QueueFull, o.ExportFailed, o.Shutdown, o.Unplaced, o.Unsampled)
 	}
 	if outs.spansPath != "" {
-		con.Printf("span file: %d spans written to %s (gpuspans trace summary %s)", res.FileSpans, outs.spansPath, outs.spansPath)
+		con.Printf("span file: %d spans written to %s (%s trace summary %s)", res.FileSpans, outs.spansPath, cfg.command(), outs.spansPath)
 	}
 	var b strings.Builder
 	_ = summary.Write(&b, summary.FromSnapshot(s))
@@ -498,6 +513,8 @@ type outputs struct {
 	spans     *spanfile.Writer
 	fileSpans uint64
 	spansErr  error
+	made      []string // the empty files made for patterns (newFile), removed by an abort before finish
+	finished  bool
 	mu        sync.Mutex // guards ring, spans, fileSpans and spansErr: the collector and finish both write
 }
 
@@ -506,21 +523,34 @@ type outputs struct {
 // file next to its path, renamed there at finish: until then nothing at the
 // path is touched, and only a regular file is ever replaced (see outfile).
 // Both paths are checked, and refused if they are the same file, before
-// either is created.
-func openOutputs(cfg *Config) (*outputs, error) {
-	o := &outputs{tracePath: cfg.TracePath, spansPath: cfg.SpansPath}
+// either is created. A path with a "*" in its last element is first made
+// as a new, empty file (see Config.TracePath): what is renamed onto it at
+// finish replaces only that.
+func openOutputs(cfg *Config) (_ *outputs, err error) {
+	o := &outputs{}
+	defer func() {
+		if err != nil {
+			o.abort()
+		}
+	}()
 	if cfg.TracePath != "" && cfg.SpansPath != "" && outfile.Same(cfg.TracePath, cfg.SpansPath) {
 		return nil, fmt.Errorf("--trace %s and --spans %s are the same file", cfg.TracePath, cfg.SpansPath)
 	}
 	for _, c := range []struct{ flag, path string }{{"--trace", cfg.TracePath}, {"--spans", cfg.SpansPath}} {
-		if c.path != "" {
+		if c.path != "" && !isPattern(c.path) {
 			if err := outfile.Check(c.flag, c.path); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if cfg.TracePath != "" {
-		f, err := outfile.Create("--trace", cfg.TracePath)
+	if o.tracePath, err = o.newFile("--trace", cfg.TracePath); err != nil {
+		return nil, err
+	}
+	if o.spansPath, err = o.newFile("--spans", cfg.SpansPath); err != nil {
+		return nil, err
+	}
+	if o.tracePath != "" {
+		f, err := outfile.Create("--trace", o.tracePath)
 		if err != nil {
 			return nil, err
 		}
@@ -528,16 +558,34 @@ func openOutputs(cfg *Config) (*outputs, error) {
 		o.ring.buf = make([]gpuspans.Span, 0, minInt(cfg.TraceSpans, 4096))
 		o.ring.max = cfg.TraceSpans
 	}
-	if cfg.SpansPath != "" {
-		f, err := outfile.Create("--spans", cfg.SpansPath)
+	if o.spansPath != "" {
+		f, err := outfile.Create("--spans", o.spansPath)
 		if err != nil {
-			o.abort()
 			return nil, err
 		}
 		o.spansFile = f
 		o.spans = spanfile.NewWriter(f)
 	}
 	return o, nil
+}
+
+// isPattern reports whether path names a new file each run: a "*" in its
+// last element.
+func isPattern(path string) bool { return strings.Contains(filepath.Base(path), "*") }
+
+// newFile returns path, or for a pattern the new file it creates (and
+// remembers, for abort to remove).
+func (o *outputs) newFile(flag, path string) (string, error) {
+	if path == "" || !isPattern(path) {
+		return path, nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path))
+	if err != nil {
+		return "", fmt.Errorf("%s %s: cannot create a new file there: %w", flag, path, err)
+	}
+	_ = f.Close()
+	o.made = append(o.made, f.Name())
+	return f.Name(), nil
 }
 
 func minInt(a, b int) int {
@@ -587,6 +635,7 @@ type written struct{ trace, unplaced, file uint64 }
 func (o *outputs) finish(s *gpuspans.Snapshot) (written, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.finished = true
 	var w written
 	var first error
 	keep := func(err error) {
@@ -613,6 +662,7 @@ func (o *outputs) finish(s *gpuspans.Snapshot) (written, error) {
 		}
 		if err != nil {
 			f.Abort()
+			o.removeMade(o.tracePath)
 			keep(fmt.Errorf("writing the trace %s: %w", o.tracePath, err))
 		} else if err = f.Commit(); err != nil {
 			keep(fmt.Errorf("writing the trace: %w", err))
@@ -635,6 +685,22 @@ func (o *outputs) abort() {
 	if o.spansFile != nil {
 		o.spansFile.Abort()
 		o.spansFile, o.spans = nil, nil
+	}
+	if !o.finished {
+		for _, p := range o.made {
+			_ = os.Remove(p)
+		}
+		o.made = nil
+	}
+}
+
+// removeMade removes path if newFile made it, as an empty file nothing was
+// written to.
+func (o *outputs) removeMade(path string) {
+	for _, p := range o.made {
+		if p == path {
+			_ = os.Remove(p)
+		}
 	}
 }
 
