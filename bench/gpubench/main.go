@@ -48,6 +48,7 @@ var sections = []section{
 	{"ceiling", "span rate with the default pool until slot_busy drops start", runCeiling},
 	{"harvestwait", "BeginStep while a 50 ms kernel runs with spans queued behind it", runHarvestWait},
 	{"harvest", "landing in Go against the C core, BeginStep with a background harvester, a free-running loop", runHarvest},
+	{"tracer", "kernel spans from CUPTI against event pairs: host time per kernel, unarmed steps, launches after CUPTI, accuracy", runTracer},
 }
 
 // env is what every section gets.

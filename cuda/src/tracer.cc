@@ -367,6 +367,13 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   }
   t.lib = lib;
   t.period_ms = flush_period_ms;
+  // Counters are per open (gpuspans/tracer.h): a hub that opens the tracer
+  // again must not count an earlier open's drops as its own.
+  for (auto* c : {&t.records, &t.cupti_dropped, &t.ring_dropped, &t.names_overflow, &t.buffers,
+                  &t.buffers_refused, &t.flushes}) {
+    c->store(0);
+  }
+  for (auto& c : t.dropped_by_device) c.store(0);
   {
     std::lock_guard<std::mutex> fl(t.flush_mu);
     t.stop = false;

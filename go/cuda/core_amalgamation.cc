@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: e1554802f2c736a4d6497961dcbaf33c02835ceffcd6ed3b3e409cb4eb2a8747
+// sees only this file, rebuilds when they change: 43ab2044498b2ed248de9f71a102c5a8133155a37a2855cc0022c740ae09a60d
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -61,13 +61,6 @@ func kernelAgg(t *testing.T, s *gpuspans.Snapshot, name string) gpuspans.Aggrega
 	return gpuspans.Aggregate{}
 }
 
-func kernelNames(s *gpuspans.Snapshot) []string {
-	var n []string
-	for _, a := range s.Kernels {
-		n = append(n, a.Name)
-	}
-	return n
-}
 
 func TestTracerLandsEveryKernelOfArmedStepsOnly(t *testing.T) {
 	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 4, 0)

@@ -203,6 +203,10 @@ func (h *Hub) openTracer() {
 	tr.state = tracerOpen
 	tr.err = nil
 	tr.offset, tr.offsetAt = tracerCall(t.ClockOffset), h.now()
+	tr.dropped = [backend.MaxTracerDevices]uint64{}
+	if st, err := tracerStats(t); err == nil {
+		tr.dropped = st.DroppedByDevice // what it reports is since it opened; a baseline all the same
+	}
 	tr.active.Store(true)
 	// Arm at once if this step is armed, rather than one period later.
 	tr.apply(h)

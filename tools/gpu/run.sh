@@ -18,6 +18,16 @@ SUM="$OUTDIR/gpu-summary.txt"
 pass=0
 fail=0
 export GPUSPANS_GPU=1
+# Our CUPTI declarations against the real headers (the toolkit is here).
+if [[ -f /usr/local/cuda/include/cupti_activity.h ]]; then
+  echo "=== cupti_layout_check" >>"$LOG"
+  if g++ -std=c++17 -I/usr/local/cuda/include -I"$ROOT/third_party/cuda" "$ROOT/cuda/test/cupti_layout_check.cc" \
+      -o /tmp/cupti_layout_check >>"$LOG" 2>&1 && /tmp/cupti_layout_check >>"$LOG" 2>&1; then
+    pass=$((pass + 1)); echo "PASS cupti_layout_check" | tee -a "$SUM"
+  else
+    fail=$((fail + 1)); echo "FAIL cupti_layout_check" | tee -a "$SUM"
+  fi
+fi
 for t in "$SRC"/tests/*; do
   name="$(basename "$t")"
   echo "=== $name" >>"$LOG"

@@ -44,7 +44,8 @@ typedef struct gs_kernel_record {
  * higher ordinal is counted and dropped). */
 #define GS_TRACER_MAX_DEVICES 64
 
-/* Counters since the tracer opened; all only grow. */
+/* Counters since the tracer last opened; each only grows until the next
+ * gs_tracer_open. */
 typedef struct gs_tracer_stats {
   uint64_t records;         /* kernel records put into the ring */
   uint64_t cupti_dropped;   /* records CUPTI reported lost (no buffer in time) */

@@ -1,0 +1,49 @@
+// Checks third_party/cuda/cupti_subset.h against the real CUPTI headers:
+// every field the tracer reads sits at the same offset in
+// CUpti_ActivityKernel10 (CUDA 13), and the constants agree. Compiled on the
+// GPU machine, which has the CUDA toolkit, by tools/gpu/run.sh:
+//   g++ -std=c++17 -I/usr/local/cuda/include -Ithird_party/cuda \
+//     cuda/test/cupti_layout_check.cc -o /tmp/cupti_layout_check
+// It fails to compile on a mismatch and prints the API version it was built
+// against when it runs.
+#include <cupti_activity.h>
+#include <cupti_callbacks.h>
+#include <cupti_result.h>
+#include <cupti_version.h>
+#include <stddef.h>
+#include <stdio.h>
+
+namespace ours {
+#define CUresult ours_CUresult
+#include "cupti_subset.h"
+#undef CUresult
+}  // namespace ours
+
+#define SAME_OFFSET(field) \
+  static_assert(offsetof(CUpti_ActivityKernel10, field) == offsetof(ours::CUpti_KernelRecordPrefix, field), #field)
+SAME_OFFSET(kind);
+SAME_OFFSET(start);
+SAME_OFFSET(end);
+SAME_OFFSET(deviceId);
+SAME_OFFSET(contextId);
+SAME_OFFSET(streamId);
+SAME_OFFSET(gridX);
+SAME_OFFSET(blockX);
+SAME_OFFSET(correlationId);
+SAME_OFFSET(gridId);
+SAME_OFFSET(name);
+SAME_OFFSET(graphNodeId);
+SAME_OFFSET(graphId);
+static_assert(alignof(CUpti_ActivityKernel10) == alignof(ours::CUpti_KernelRecordPrefix), "alignment");
+static_assert(int{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL} == int{ours::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, "kind");
+static_assert(int{CUPTI_ERROR_MAX_LIMIT_REACHED} == int{ours::CUPTI_ERROR_MAX_LIMIT_REACHED}, "max limit");
+static_assert(int{CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED} ==
+                  int{ours::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED},
+              "subscribers");
+static_assert(int{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} == int{ours::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}, "flush forced");
+
+int main() {
+  printf("cupti layout: CUpti_ActivityKernel10 matches cupti_subset.h (CUPTI_API_VERSION %d, record %zu bytes)\n",
+         CUPTI_API_VERSION, sizeof(CUpti_ActivityKernel10));
+  return 0;
+}

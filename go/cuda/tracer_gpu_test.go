@@ -1,0 +1,249 @@
+//go:build cgo
+
+package cuda_test
+
+import (
+	"runtime"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
+)
+
+// Kernel spans from the real CUPTI: every kernel of armed steps, CUDA graph
+// replays included, and none of the others; captures unbroken; durations
+// against the kernel's own %globaltimer. GPU only: skipped unless
+// GPUSPANS_GPU=1.
+
+const graphKernels = 100
+
+// tracedGPUHub is a hub on device 0 with kernel spans from the tracer.
+func tracedGPUHub(t *testing.T, e *engine, every int) (*gpuspans.Hub, *gpuspanstest.Log) {
+	t.Helper()
+	cudatest.UseRealCUPTI()
+	log := new(gpuspanstest.Log)
+	h, err := gpuspans.New(gpuspans.Options{
+		Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: every, Logf: log.Logf,
+		KernelTiming: gpuspans.KernelTimingCUPTI, KernelTracer: cuda.TracerOpener(""),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Install(0, e.lane, cuda.Opener(0, 1024)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.SetKernelTiming(gpuspans.KernelTimingEvents) })
+	return h, log
+}
+
+func kernelNames(s *gpuspans.Snapshot) []string {
+	var n []string
+	for _, a := range s.Kernels {
+		n = append(n, a.Name)
+	}
+	return n
+}
+
+// settle waits for the tracer's flush and lands everything: at most a few
+// flush periods.
+func settle(t *testing.T, h *gpuspans.Hub, want uint64) gpuspans.Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		time.Sleep(2 * cuda.TracerFlushPeriodMs * time.Millisecond)
+		h.Harvest()
+		s := gpuspanstest.Snapshot(t, h)
+		var n uint64
+		for _, a := range s.Kernels {
+			n += a.Count
+		}
+		if n >= want || time.Now().After(deadline) {
+			return s
+		}
+	}
+}
+
+func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
+	gpuOnly(t)
+	e := newEngine(t, 0)
+	// A graph captured and instantiated before CUPTI is first touched.
+	capture := func() cudatest.GraphExec {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < graphKernels; i++ {
+			if err := e.kit.Empty(e.kernel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		g, err := e.kit.CaptureEnd(e.kernel)
+		if err != nil {
+			t.Fatalf("capture broken: %v", err)
+		}
+		x, err := e.kit.Instantiate(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.kit.DestroyGraphExec(x); _ = e.kit.DestroyGraph(g) })
+		return x
+	}
+	before := capture()
+	h, log := tracedGPUHub(t, e, 2)
+	const steps = 20
+	var later cudatest.GraphExec
+	for step := 1; step <= steps; step++ {
+		h.BeginStep()
+		h.LaneBegin(0)
+		if step == 1 {
+			if s := h.Snapshot(); !s.KernelTiming.Tracing {
+				t.Fatalf("the tracer did not open: %v (log %q)", s.KernelTiming.Err, log.Lines())
+			}
+		}
+		if step == 3 {
+			later = capture() // captured with the tracer open, on an unarmed step
+		}
+		if step == 6 {
+			// Captured inside an armed window: collection on must not break it.
+			runtime.LockOSThread()
+			if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.kit.Empty(e.kernel); err != nil {
+				t.Fatal(err)
+			}
+			g, err := e.kit.CaptureEnd(e.kernel)
+			runtime.UnlockOSThread()
+			if err != nil {
+				t.Fatalf("a capture in an armed window broke: %v", err)
+			}
+			_ = e.kit.DestroyGraph(g)
+		}
+		if err := e.kit.Launch(before, e.kernel); err != nil {
+			t.Fatal(err)
+		}
+		if later != 0 {
+			if err := e.kit.Launch(later, e.kernel); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.kit.Empty(e.kernel); err != nil { // one eager kernel
+			t.Fatal(err)
+		}
+		h.LaneEnd(0)
+		if err := e.kit.Sync(e.kernel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.SetLevel(gpuspans.LevelStep); err != nil { // collection off
+		t.Fatal(err)
+	}
+	// Armed steps 2..20: graph "before" every one; "later" from step 4.
+	armed := steps / 2
+	want := uint64(armed*(graphKernels+1) + (armed-1)*graphKernels)
+	s := settle(t, h, want)
+	gpuspanstest.CheckAccounting(t, &s)
+	var got, other uint64
+	for _, a := range s.Kernels {
+		got += a.Count
+		if a.Name == gpuspans.OtherKernel {
+			other += a.Count
+		}
+	}
+	if got != want {
+		t.Errorf("%d kernel spans landed, want %d: every kernel of the armed steps and none of the others", got, want)
+	}
+	if other != 0 {
+		t.Errorf("%d kernel spans landed as %q: names %v", other, gpuspans.OtherKernel, kernelNames(&s))
+	}
+	if d := s.Counters.Dropped[gpuspans.DropTracerLost]; d != 0 {
+		t.Errorf("%d records lost", d)
+	}
+	graphSpans := 0
+	for _, sp := range h.RecentSpans(0, nil) {
+		if sp.Kind == gpuspans.KindKernel && sp.Graph != 0 {
+			graphSpans++
+			if sp.Step%2 != 0 || sp.Step == 0 {
+				t.Fatalf("graph kernel in step %d: not an armed step", sp.Step)
+			}
+		}
+	}
+	if want := armed*graphKernels + (armed-1)*graphKernels; graphSpans != want {
+		t.Errorf("%d spans from graph replays, want %d", graphSpans, want)
+	}
+	t.Logf("%d kernels landed, names %v, tracer records %d", got, kernelNames(&s), s.KernelTiming.Records)
+}
+
+func TestGPUTracerDurations(t *testing.T) {
+	gpuOnly(t)
+	e := newEngine(t, 0)
+	h, _ := tracedGPUHub(t, e, 1)
+	h.BeginStep() // opens the pool and the tracer
+	const reps = 20
+	type probe struct {
+		ctas int
+		spin time.Duration
+	}
+	var probes []probe
+	var truth []int64
+	for _, ctas := range []int{1, 264} {
+		for _, d := range []time.Duration{0, 10 * time.Microsecond, 100 * time.Microsecond} {
+			tm, err := e.kit.NewGridTimer(ctas)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := 0; i < reps; i++ {
+				h.BeginStep()
+				if ctas == 1 {
+					err = e.kit.Spin(e.kernel, d, tm)
+				} else {
+					err = e.kit.SpinGrid(e.kernel, d, tm)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.kit.Sync(e.kernel); err != nil {
+					t.Fatal(err)
+				}
+				a, b, err := tm.Read()
+				if err != nil {
+					t.Fatal(err)
+				}
+				probes = append(probes, probe{ctas, d})
+				truth = append(truth, int64(b-a))
+			}
+			_ = tm.Free()
+		}
+	}
+	if err := h.SetLevel(gpuspans.LevelStep); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, h, uint64(len(truth)))
+	var spans []gpuspans.Span
+	for _, sp := range h.RecentSpans(0, nil) {
+		if sp.Kind == gpuspans.KindKernel {
+			spans = append(spans, sp)
+		}
+	}
+	if len(spans) != len(truth) {
+		t.Fatalf("%d kernel spans, want %d", len(spans), len(truth))
+	}
+	sort.Slice(spans, func(i, j int) bool { return spans[i].StartNs < spans[j].StartNs })
+	extra := map[probe][]int64{}
+	for i, sp := range spans {
+		extra[probes[i]] = append(extra[probes[i]], sp.DurationNs-truth[i])
+	}
+	for p, xs := range extra {
+		sort.Slice(xs, func(i, j int) bool { return xs[i] < xs[j] })
+		lo, mid, hi := xs[0], xs[len(xs)/2], xs[len(xs)-1]
+		t.Logf("%d CTAs, spin %v: CUPTI - %%globaltimer: min %d ns, p50 %d ns, max %d ns", p.ctas, p.spin, lo, mid, hi)
+		if lo < 0 || hi > 3000 {
+			t.Errorf("%d CTAs, spin %v: CUPTI's duration is %d..%d ns off the kernel's own interval, want 0..3000", p.ctas, p.spin, lo, hi)
+		}
+	}
+}
