@@ -2,7 +2,12 @@
 // the output, renamed onto it only once complete, and never onto anything
 // but a regular file or nothing. A device, FIFO, socket, directory or
 // symbolic link at the path is refused, by name, before anything is created
-// (renaming onto /dev/null would replace it with a regular file).
+// (renaming onto /dev/null would replace it with a regular file). On Linux
+// the final rename is atomic with that check (renameat2: no replacement
+// when nothing was there, an exchange checked and undone when something
+// other than a regular file was swapped in meanwhile); elsewhere, and on
+// file systems without renameat2's flags, it is a check just before a
+// rename.
 package outfile
 
 import (
@@ -24,7 +29,12 @@ func Check(what, path string) error {
 	case err != nil:
 		return fmt.Errorf("%s %s: %w", what, path, unwrapPath(err))
 	}
-	switch m := fi.Mode(); {
+	return checkMode(what, path, fi.Mode())
+}
+
+// checkMode is Check's verdict on a file of mode m at path.
+func checkMode(what, path string, m fs.FileMode) error {
+	switch {
 	case m.IsRegular():
 		return nil
 	case m&fs.ModeSymlink != 0:
@@ -95,15 +105,91 @@ func (f *File) Commit() error {
 		err = Check(f.what, f.path) // something may have appeared there since Create
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), f.path)
-		if err != nil {
-			err = fmt.Errorf("%s %s: %w", f.what, f.path, unwrapPath(err))
-		}
+		err = place(f.what, f.Name(), f.path)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, errKeepTemp) {
 		_ = os.Remove(f.Name())
 	}
 	return err
+}
+
+// Flags of renameat2.
+const (
+	renameNoReplace = 1 << 0
+	renameExchange  = 1 << 1
+)
+
+var (
+	errUnsupported = errors.New("renameat2 unsupported")
+	// errKeepTemp marks a failed place whose temporary name holds what was
+	// at the output: it must not be removed.
+	errKeepTemp = errors.New("")
+)
+
+// testHookBeforeRename, when set by a test, runs once just before place's
+// rename: where another process could swap something in after a check.
+var testHookBeforeRename func()
+
+// place renames tmp onto path, replacing nothing but a regular file even
+// if something else was put there since the caller checked: with
+// renameat2, a rename that replaces nothing, or an exchange whose result is
+// looked at (what came out of path, now at tmp) and undone unless it is a
+// regular file. Where renameat2 cannot, it checks and renames.
+func place(what, tmp, path string) error {
+	wrap := func(err error) error { return fmt.Errorf("%s %s: %w", what, path, unwrapPath(err)) }
+	hook := testHookBeforeRename
+	beforeRename := func() {
+		if hook != nil {
+			hook()
+			hook = nil
+		}
+	}
+	for try := 0; try < 3; try++ {
+		beforeRename()
+		err := renameat2(tmp, path, renameNoReplace)
+		if err == nil {
+			return nil
+		}
+		if errors.Is(err, errUnsupported) {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return wrap(err)
+		}
+		err = renameat2(tmp, path, renameExchange)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue // gone meanwhile: try to take its place again
+		case errors.Is(err, errUnsupported):
+			try = 3
+			continue
+		case err != nil:
+			return wrap(err)
+		}
+		fi, err := os.Lstat(tmp)
+		if err == nil && fi.Mode().IsRegular() {
+			_ = os.Remove(tmp) // the output's old content
+			return nil
+		}
+		if err == nil {
+			err = checkMode(what, path, fi.Mode())
+		} else {
+			err = wrap(err)
+		}
+		// Put back what was there; the caller removes tmp, now ours again.
+		if rerr := renameat2(tmp, path, renameExchange); rerr != nil {
+			return fmt.Errorf("%w; and putting it back failed (it is at %s now): %v%w", err, tmp, rerr, errKeepTemp)
+		}
+		return err
+	}
+	if err := Check(what, path); err != nil {
+		return err
+	}
+	beforeRename()
+	if err := os.Rename(tmp, path); err != nil {
+		return wrap(err)
+	}
+	return nil
 }
 
 // Abort closes and removes the temporary file, leaving the output as it

@@ -3,6 +3,7 @@ package outfile
 import (
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -120,6 +121,91 @@ func TestSame(t *testing.T) {
 	} {
 		if got := Same(c.a, c.b); got != c.same {
 			t.Errorf("Same(%s, %s) = %v", c.a, c.b, got)
+		}
+	}
+}
+
+// Something other than a regular file swapped in at the output between
+// Commit's check and its rename is left in place, and Commit fails naming
+// it (on Linux; elsewhere the check runs just before the rename).
+func TestCommitRaceKeepsWhatWasSwappedIn(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("renameat2 is Linux's")
+	}
+	for _, swap := range []string{"fifo", "symlink", "dir"} {
+		t.Run(swap, func(t *testing.T) {
+			dir := t.TempDir()
+			out := filepath.Join(dir, "out")
+			if err := os.WriteFile(out, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			victim := filepath.Join(dir, "victim")
+			if err := os.WriteFile(victim, []byte("keep"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := Create("--out", out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("new"); err != nil {
+				t.Fatal(err)
+			}
+			testHookBeforeRename = func() {
+				_ = os.Remove(out)
+				var err error
+				switch swap {
+				case "fifo":
+					err = syscall.Mkfifo(out, 0o600)
+				case "symlink":
+					err = os.Symlink(victim, out)
+				case "dir":
+					err = os.Mkdir(out, 0o700)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			}
+			defer func() { testHookBeforeRename = nil }()
+			err = f.Commit()
+			if err == nil || !strings.Contains(err.Error(), "--out "+out) {
+				t.Errorf("Commit: %v, want an error naming the output", err)
+			}
+			fi, lerr := os.Lstat(out)
+			switch {
+			case lerr != nil:
+				t.Errorf("the %s swapped in is gone: %v", swap, lerr)
+			case fi.Mode().IsRegular():
+				t.Errorf("the %s swapped in was replaced by the output", swap)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "keep" {
+				t.Errorf("the symlink's target now holds %q", b)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".out.*.tmp")); len(left) != 0 {
+				t.Errorf("temporary files left: %v", left)
+			}
+		})
+	}
+	// Nothing there at the rename, or a regular file: written.
+	for _, swap := range []string{"removed", "regular"} {
+		dir := t.TempDir()
+		out := filepath.Join(dir, "out")
+		f, err := Create("--out", out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString("new")
+		testHookBeforeRename = func() {
+			if swap == "regular" {
+				_ = os.WriteFile(out, []byte("someone's"), 0o644)
+			}
+		}
+		err = f.Commit()
+		testHookBeforeRename = nil
+		if b, _ := os.ReadFile(out); err != nil || string(b) != "new" {
+			t.Errorf("%s: Commit %v, output %q", swap, err, b)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, ".out.*")); len(left) != 0 {
+			t.Errorf("%s: temporary files left: %v", swap, left)
 		}
 	}
 }
