@@ -35,6 +35,9 @@ struct FakeCupti {
   uint64_t drop = 0;     // reported at the next completion
   uint64_t pending = 0;  // records CUPTI had no buffer for
   uint32_t correlation = 0;
+  CUpti_CallbackFunc subscriber = nullptr;  // the one subscriber, if any
+  bool domain_on = false;
+  int64_t finalizes = 0;
 };
 
 FakeCupti& F() {
@@ -101,12 +104,36 @@ CUptiResult GetDeviceId(CUcontext ctx, uint32_t* device) {
   return CUPTI_SUCCESS;
 }
 int g_fake_cupti_subscriber;
-CUptiResult Subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc, void*) {
-  if (F().other) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+CUptiResult Subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc cb, void*) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  if (f.other || f.subscriber) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  f.subscriber = cb;
   *sub = reinterpret_cast<CUpti_SubscriberHandle>(&g_fake_cupti_subscriber);
   return CUPTI_SUCCESS;
 }
-CUptiResult Unsubscribe(CUpti_SubscriberHandle) { return CUPTI_SUCCESS; }
+CUptiResult Unsubscribe(CUpti_SubscriberHandle) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().subscriber = nullptr;
+  F().domain_on = false;
+  return CUPTI_SUCCESS;
+}
+CUptiResult EnableDomain(uint32_t enable, CUpti_SubscriberHandle, int) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().domain_on = enable != 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult Finalize() {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  f.finalizes++;
+  f.enabled = false;
+  f.subscriber = nullptr;
+  f.domain_on = false;
+  f.req = nullptr;
+  f.done = nullptr;
+  return CUPTI_SUCCESS;
+}
 
 int g_fake_cupti_library;
 void* FakeCuptiOpen(const char*) { return F().fail_open ? nullptr : &g_fake_cupti_library; }
@@ -128,6 +155,8 @@ void* FakeCuptiSymbol(void*, const char* name) {
       {"cuptiGetDeviceId", reinterpret_cast<void*>(&GetDeviceId)},
       {"cuptiSubscribe", reinterpret_cast<void*>(&Subscribe)},
       {"cuptiUnsubscribe", reinterpret_cast<void*>(&Unsubscribe)},
+      {"cuptiEnableDomain", reinterpret_cast<void*>(&EnableDomain)},
+      {"cuptiFinalize", reinterpret_cast<void*>(&Finalize)},
   };
   for (const Entry& e : kTable) {
     if (strcmp(e.name, name) == 0) return e.fn;
@@ -155,6 +184,9 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.clock_offset = 0;
     f.queued.clear();
     f.drop = f.pending = 0;
+    f.subscriber = nullptr;
+    f.domain_on = false;
+    f.finalizes = 0;
   }
   gs::SetCuptiLoaderForTesting(&gs::kFakeCuptiLoader);
 }
@@ -248,4 +280,22 @@ extern "C" void gs_testing_cupti_calls(int64_t* enables, int64_t* disables) {
   std::lock_guard<std::mutex> l(F().mu);
   if (enables) *enables = F().enables;
   if (disables) *disables = F().disables;
+}
+
+extern "C" int32_t gs_testing_cupti_api_exit(void) {
+  FakeCupti& f = F();
+  CUpti_CallbackFunc cb;
+  {
+    std::lock_guard<std::mutex> l(f.mu);
+    if (!f.subscriber || !f.domain_on) return 0;
+    cb = f.subscriber;
+  }
+  CUpti_CallbackDataPrefix data{CUPTI_API_EXIT};
+  cb(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, 0, &data);
+  return 1;
+}
+
+extern "C" int64_t gs_testing_cupti_finalizes(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().finalizes;
 }

@@ -37,7 +37,9 @@ namespace {
 #define GS_CUPTI_OPTIONAL(X) \
   X(cuptiGetDeviceId)        \
   X(cuptiSubscribe)          \
-  X(cuptiUnsubscribe)
+  X(cuptiUnsubscribe)        \
+  X(cuptiEnableDomain)       \
+  X(cuptiFinalize)
 
 struct Cupti {
 #define GS_CUPTI_FIELD(name) PFN_##name name;
@@ -114,6 +116,9 @@ struct Tracer {
   std::atomic<uint64_t> records{0}, cupti_dropped{0}, ring_dropped{0}, names_overflow{0};
   std::atomic<uint64_t> buffers{0}, buffers_refused{0}, flushes{0};
   std::atomic<uint32_t> enabled{0};
+  std::atomic<bool> detach{false};  // finalize at the next driver API exit
+  CUpti_SubscriberHandle detach_sub = nullptr;  // mu; valid while detach
+  std::atomic<uint64_t> detaches{0};
   std::atomic<uint64_t> dropped_by_device[GS_TRACER_MAX_DEVICES]{};
 };
 
@@ -272,6 +277,20 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
   }
 }
 
+// DetachAtApiExit is the driver API callback of a close that detaches:
+// CUPTI documents cuptiFinalize as safe at a driver call's exit, where no
+// launch is half-instrumented. Finalizing removes CUPTI's hooks, and with
+// them the cost every launch pays once collection has been on (about 1 us on
+// an H200, measured by bench/cupti/attach_cost.cc), and the subscriber.
+void DetachAtApiExit(void*, int domain, uint32_t, const void* data) {
+  Tracer& t = T();
+  const auto* cb = static_cast<const CUpti_CallbackDataPrefix*>(data);
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || !cb || cb->callbackSite != CUPTI_API_EXIT) return;
+  bool want = true;
+  if (!t.detach.compare_exchange_strong(want, false)) return;
+  if (t.api.cuptiFinalize && t.api.cuptiFinalize() == CUPTI_SUCCESS) t.detaches++;
+}
+
 gs_status CuptiError(const Cupti& api, gs_error* err, gs_status st, CUptiResult r, const char* op) {
   const char* s = nullptr;
   if (api.cuptiGetResultString && api.cuptiGetResultString(r, &s) != CUPTI_SUCCESS) s = nullptr;
@@ -318,6 +337,9 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
   if (t.open) return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_open: the tracer is open already in this process");
+  // A detach still pending holds our subscriber: withdraw it, as the new
+  // open keeps CUPTI attached anyway (and the probe below needs none).
+  if (t.detach.exchange(false) && t.api.cuptiUnsubscribe) t.api.cuptiUnsubscribe(t.detach_sub);
   if (!t.ring) {
     t.ring = new (std::nothrow) gs_kernel_record[gs::kRingCap];
     if (!t.ring) return gs::SetError(err, GS_ERR_NO_MEMORY, 0, "gs_tracer_open: no memory for the record ring");
@@ -439,6 +461,7 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
   out->buffers = t.buffers;
   out->buffers_refused = t.buffers_refused;
   out->flushes = t.flushes;
+  out->detaches = t.detaches;
   out->enabled = t.enabled;
   {
     std::lock_guard<std::mutex> l(t.name_mu);
@@ -465,7 +488,7 @@ extern "C" int64_t gs_tracer_clock_offset_ns(void) {
   return offset;
 }
 
-extern "C" gs_status gs_tracer_close(gs_error* err) {
+extern "C" gs_status gs_tracer_close(int32_t detach, gs_error* err) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
   if (!t.open) return GS_OK;
@@ -489,5 +512,19 @@ extern "C" gs_status gs_tracer_close(gs_error* err) {
     t.outstanding = 0;
   }
   t.open = false;
+  if (detach && t.api.cuptiSubscribe && t.api.cuptiEnableDomain && t.api.cuptiFinalize) {
+    // Our own subscriber, so that finalizing happens at a driver call's exit
+    // on whichever thread calls the driver next. None when another client
+    // subscribed meanwhile: CUPTI is theirs then, attached anyway.
+    CUpti_SubscriberHandle sub = nullptr;
+    if (t.api.cuptiSubscribe(&sub, &gs::DetachAtApiExit, nullptr) == CUPTI_SUCCESS) {
+      t.detach_sub = sub;
+      t.detach = true;
+      if (t.api.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS &&
+          t.detach.exchange(false) && t.api.cuptiUnsubscribe) {
+        t.api.cuptiUnsubscribe(sub);
+      }
+    }
+  }
   return st;
 }

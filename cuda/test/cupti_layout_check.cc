@@ -34,6 +34,10 @@ SAME_OFFSET(gridId);
 SAME_OFFSET(name);
 SAME_OFFSET(graphNodeId);
 SAME_OFFSET(graphId);
+static_assert(offsetof(CUpti_CallbackData, callbackSite) == offsetof(ours::CUpti_CallbackDataPrefix, callbackSite),
+              "callbackSite");
+static_assert(int{CUPTI_CB_DOMAIN_DRIVER_API} == int{ours::CUPTI_CB_DOMAIN_DRIVER_API}, "driver domain");
+static_assert(int{CUPTI_API_EXIT} == int{ours::CUPTI_API_EXIT}, "api exit");
 static_assert(alignof(CUpti_ActivityKernel10) == alignof(ours::CUpti_KernelRecordPrefix), "alignment");
 static_assert(int{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL} == int{ours::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, "kind");
 static_assert(int{CUPTI_ERROR_MAX_LIMIT_REACHED} == int{ours::CUPTI_ERROR_MAX_LIMIT_REACHED}, "max limit");

@@ -137,14 +137,15 @@ func (t *Tracer) Stats() backend.TracerStats {
 	return out
 }
 
-// Close turns collection off, flushes, and gives CUPTI back. Later calls do
-// nothing.
+// Close turns collection off, flushes, gives CUPTI back, and detaches it
+// from the process at the next driver call (gs_tracer_close), so launches
+// cost what they did before CUPTI. Later calls do nothing.
 func (t *Tracer) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
 	var e C.gs_error
-	if C.gs_tracer_close(&e) != C.GS_OK {
+	if C.gs_tracer_close(1, &e) != C.GS_OK {
 		return tracerError("CloseTracer", &e)
 	}
 	return nil

@@ -284,6 +284,47 @@ func TestTracerOffBelowKernel(t *testing.T) {
 	if f.Kernel(0, 1, fakeNow(), fakeNow()+1, "k", 0) {
 		t.Error("a kernel at level Step was recorded")
 	}
+	// Below Kernel CUPTI detaches, at the exit of the next driver call.
+	if !f.APIExit() || f.Finalizes() != 1 {
+		t.Errorf("CUPTI not detached below Kernel: %d finalizes", f.Finalizes())
+	}
+	if err := h.SetLevel(gpuspans.LevelKernel); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	if !f.Enabled() {
+		t.Error("collection not back on at the first armed step at Kernel")
+	}
+	if s := gpuspanstest.Snapshot(t, h); !s.KernelTiming.Tracing || s.KernelTiming.Fallbacks != 0 {
+		t.Errorf("KernelTiming = %+v after returning to Kernel", s.KernelTiming)
+	}
+}
+
+// A detach still pending when the tracer reopens is withdrawn: the open
+// keeps CUPTI, and its subscriber would block other clients for good.
+func TestTracerReopenWithdrawsPendingDetach(t *testing.T) {
+	f := cudatest.UseFakeCUPTI()
+	t.Cleanup(cudatest.UseRealCUPTI)
+	tr, err := cuda.OpenTracer("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err = cuda.OpenTracer("")
+	if err != nil {
+		t.Fatalf("reopen with a detach pending: %v", err)
+	}
+	if f.APIExit() || f.Finalizes() != 0 {
+		t.Error("a withdrawn detach still finalized CUPTI")
+	}
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !f.APIExit() || f.Finalizes() != 1 {
+		t.Errorf("%d finalizes after the last close and a driver call, want 1", f.Finalizes())
+	}
 }
 
 func TestTracerReadsNames(t *testing.T) {

@@ -186,6 +186,23 @@ func (h *Hub) KernelTiming() KernelTiming {
 	return h.tr.mode
 }
 
+// suspendTracer closes the tracer when the level leaves Kernel, so that it
+// detaches from the process, and has it (re)tried at the next step at
+// Kernel.
+func (h *Hub) suspendTracer() {
+	tr := h.tr
+	if tr.mode == KernelTimingEvents {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if atomic.LoadUint32(&h.state)&levelMask == uint32(LevelKernel) {
+		return // raised again meanwhile
+	}
+	h.closeTracer(nil)
+	tr.state = tracerPending
+}
+
 // openTracer opens the tracer if it is pending. Caller holds h.mu.
 func (h *Hub) openTracer() {
 	tr := h.tr

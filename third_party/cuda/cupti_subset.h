@@ -30,6 +30,15 @@ enum { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };
 
 enum { CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
 
+/* Callback domains and sites (cupti_callbacks.h). */
+enum { CUPTI_CB_DOMAIN_DRIVER_API = 1 };
+enum { CUPTI_API_EXIT = 1 };
+
+/* The leading field of CUpti_CallbackData, what a driver API callback gets. */
+typedef struct CUpti_CallbackDataPrefix {
+  int32_t callbackSite; /* CUPTI_API_ENTER (0) or CUPTI_API_EXIT (1) */
+} CUpti_CallbackDataPrefix;
+
 /* Every activity record starts with its kind; records are 8-byte aligned. */
 typedef struct CUpti_Activity {
   CUpti_ActivityKind kind;
@@ -116,6 +125,8 @@ typedef CUptiResult (*PFN_cuptiGetDeviceId)(CUcontext context, uint32_t* deviceI
 typedef CUptiResult (*PFN_cuptiSubscribe)(CUpti_SubscriberHandle* subscriber,
                                           CUpti_CallbackFunc callback, void* userdata);
 typedef CUptiResult (*PFN_cuptiUnsubscribe)(CUpti_SubscriberHandle subscriber);
+typedef CUptiResult (*PFN_cuptiEnableDomain)(uint32_t enable, CUpti_SubscriberHandle subscriber, int domain);
+typedef CUptiResult (*PFN_cuptiFinalize)(void);
 
 #ifdef __cplusplus
 }

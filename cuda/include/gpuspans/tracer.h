@@ -54,6 +54,7 @@ typedef struct gs_tracer_stats {
   uint64_t buffers;         /* buffers CUPTI completed */
   uint64_t buffers_refused; /* buffer requests refused: every buffer in use */
   uint64_t flushes;         /* flushes the flush thread made */
+  uint64_t detaches;        /* times CUPTI was detached (cuptiFinalize) after a close */
   uint32_t names;           /* distinct names interned */
   uint32_t enabled;         /* collection is on now */
   /* Records lost (CUPTI's and the ring's) by device. */
@@ -110,11 +111,15 @@ int64_t gs_tracer_clock_offset_ns(void);
 /* gs_tracer_close turns collection off, stops the flush thread, forces a
  * last flush (records then still in the ring stay readable until the next
  * open), and gives CUPTI back: another client may take it, and
- * gs_tracer_open may open it again. CUPTI's buffer callbacks stay registered
- * with the tracer's (CUPTI has no call to unregister them): a client that
- * takes CUPTI registers its own. NULL err is fine. Thread-safe; waits for
- * the flush thread (at most one flush). */
-gs_status gs_tracer_close(gs_error* err);
+ * gs_tracer_open may open it again (some milliseconds). With detach != 0 it
+ * also detaches CUPTI from the process (cuptiFinalize) at the exit of the
+ * next driver API call any thread makes, as CUPTI requires: once collection
+ * has been on, every launch costs about 1 us more until then, even with
+ * collection off (bench/cupti/attach_cost.cc). That call pays the detach
+ * (about 1-3 ms), once. Not when another client subscribed to CUPTI
+ * meanwhile. NULL err is fine. Thread-safe; waits for the flush thread (at
+ * most one flush). */
+gs_status gs_tracer_close(int32_t detach, gs_error* err);
 
 #ifdef __cplusplus
 }

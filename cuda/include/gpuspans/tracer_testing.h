@@ -66,6 +66,14 @@ int32_t gs_testing_cupti_enabled(void);
  * were called since gs_testing_use_fake_cupti. */
 void gs_testing_cupti_calls(int64_t* enables, int64_t* disables);
 
+/* gs_testing_cupti_api_exit plays the exit of a driver API call: a
+ * subscriber with the driver domain on gets its callback (on this thread).
+ * Returns 1 when one was called. */
+int32_t gs_testing_cupti_api_exit(void);
+
+/* gs_testing_cupti_finalizes reports how often cuptiFinalize was called. */
+int64_t gs_testing_cupti_finalizes(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -77,6 +77,14 @@ func (*FakeCUPTI) Calls() (enables, disables int64) {
 	return int64(e), int64(d)
 }
 
+// APIExit plays the exit of a driver API call on this goroutine's thread:
+// a subscriber gets its callback, as CUPTI's would. It reports whether one
+// was called.
+func (*FakeCUPTI) APIExit() bool { return C.gs_testing_cupti_api_exit() != 0 }
+
+// Finalizes reports how often CUPTI was detached (cuptiFinalize).
+func (*FakeCUPTI) Finalizes() int64 { return int64(C.gs_testing_cupti_finalizes()) }
+
 func cbool(b bool) C.int32_t {
 	if b {
 		return 1

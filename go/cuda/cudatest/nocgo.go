@@ -180,3 +180,9 @@ func (*FakeCUPTI) Enabled() bool { return false }
 
 // Calls are zero: this build has no cgo.
 func (*FakeCUPTI) Calls() (int64, int64) { return 0, 0 }
+
+// APIExit does nothing: this build has no cgo.
+func (*FakeCUPTI) APIExit() bool { return false }
+
+// Finalizes is 0: this build has no cgo.
+func (*FakeCUPTI) Finalizes() int64 { return 0 }

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 1bf7d981d3a6d152b33b729b731fad105443faa092e7a6f781d1b4f8984552e2
+// sees only this file, rebuilds when they change: 49467c2d5c694521d6d30d9fc27339c363fc3f37a9380bae3cfb0bdd48512fb5
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
