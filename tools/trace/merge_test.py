@@ -128,7 +128,6 @@ class HostileInputTest(unittest.TestCase):
                     '{"traceEvents": [{"pid": "x"}], "baseTimeNanoseconds": 1700000000000000000}',
                     '{"traceEvents": [{"pid": 1, "ts": "soon"}], "baseTimeNanoseconds": 1700000000000000000}',
                     '{"traceEvents": [{"pid": 1, "ts": 1e999}], "baseTimeNanoseconds": 1700000000000000000}',
-                    '{"traceEvents": [{"ph": "M", "name": "process_name", "args": 7}], "baseTimeNanoseconds": 1700000000000000000}',
                     '{"traceEvents": [], "otherData": [1], "baseTimeNanoseconds": null}',
                     '{"traceEvents": [], "baseTimeNanoseconds": [1]}',
                     '{"traceEvents": [{"ts": NaN}], "baseTimeNanoseconds": 1700000000000000000}',
@@ -143,6 +142,12 @@ class HostileInputTest(unittest.TestCase):
                     self.assertEqual(r.returncode, 1, f"{bad[:60]!r}: {r.stdout} {r.stderr}")
                     self.assertTrue(r.stderr.startswith("merge.py: "), r.stderr)
                     self.assertFalse(os.path.exists(os.path.join(d, "out.json")))
+
+    def test_odd_but_usable_input_merges(self):
+        s = gpuspans_trace()
+        s["traceEvents"][0]["args"] = 7  # a process_name with args not an object
+        out = merge.merge(kineto_trace(), s)
+        self.assertEqual(out["traceEvents"][2]["args"], {"name": "gpuspans "})
 
     def test_output_never_written_through_a_link_or_onto_an_input(self):
         with tempfile.TemporaryDirectory() as d:
