@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"time"
 
+	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/internal/overhead"
 )
 
@@ -38,6 +40,10 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "bench: unexpected argument %q (see gpuspans bench --help)\n", pos[0])
 		return 2
 	}
+	if err := checkBenchFlags(&o); err != nil {
+		fmt.Fprintf(stderr, "bench: %v\n", err)
+		return 2
+	}
 	o.Progress = func(name string) { fmt.Fprintf(stderr, "measuring %s\n", name) }
 	o.Logf = func(format string, args ...interface{}) { fmt.Fprintf(stderr, format+"\n", args...) }
 	fmt.Fprintf(stdout, "gpuspans bench: %s %s/%s, %d CPUs, GOMAXPROCS %d\n\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -50,4 +56,21 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// checkBenchFlags refuses what overhead.Run would silently replace by its
+// defaults (zero and negative values) or could not run (a harvest larger
+// than a ring).
+func checkBenchFlags(o *overhead.Options) error {
+	switch {
+	case o.Benchtime <= 0 || o.Benchtime > time.Hour:
+		return fmt.Errorf("--benchtime %v: want more than 0, at most 1h", o.Benchtime)
+	case o.HarvestSpans < 1 || o.HarvestSpans > gpuspans.MaxSlots:
+		return fmt.Errorf("--harvest_spans %d: want 1..%d", o.HarvestSpans, gpuspans.MaxSlots)
+	case o.HarvestRounds < 1 || o.HarvestRounds > 1_000_000:
+		return fmt.Errorf("--harvest_rounds %d: want 1..1000000", o.HarvestRounds)
+	case o.Device < 0 || o.Device >= gpuspans.MaxDevices:
+		return fmt.Errorf("--device %d: want 0..%d", o.Device, gpuspans.MaxDevices-1)
+	}
+	return nil
 }

@@ -70,9 +70,9 @@ func demoToken(flagTok, file, env string) (string, error) {
 	tok, what := env, "GPUSPANS_TOKEN"
 	switch {
 	case file != "":
-		b, err := os.ReadFile(file)
+		b, err := readTokenFile(file)
 		if err != nil {
-			return "", fmt.Errorf("--token_file: %w", err)
+			return "", err
 		}
 		tok, what = strings.TrimSpace(string(b)), "--token_file "+file
 		if tok == "" {
@@ -85,6 +85,51 @@ func demoToken(flagTok, file, env string) (string, error) {
 		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	return tok, nil
+}
+
+// maxTokenFile bounds --token_file: a token is a line, not a file's worth.
+const maxTokenFile = 4 << 10
+
+// readTokenFile reads --token_file: a regular file (through symbolic links,
+// as secrets are mounted) of at most maxTokenFile bytes. A FIFO would block
+// the start, and /dev/zero never end: both are refused by name. The file is
+// opened without blocking and checked again once open, in case it changed.
+func readTokenFile(file string) ([]byte, error) {
+	regular := func(fi os.FileInfo) error {
+		switch {
+		case !fi.Mode().IsRegular():
+			return fmt.Errorf("--token_file %s is not a regular file (%v): name a file holding the token", file, fi.Mode().Type())
+		case fi.Size() > maxTokenFile:
+			return fmt.Errorf("--token_file %s is %d bytes, more than %d: not a token", file, fi.Size(), maxTokenFile)
+		}
+		return nil
+	}
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, fmt.Errorf("--token_file: %w", err)
+	}
+	if err := regular(fi); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--token_file: %w", err)
+	}
+	defer f.Close()
+	if fi, err = f.Stat(); err != nil {
+		return nil, fmt.Errorf("--token_file: %w", err)
+	}
+	if err := regular(fi); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("--token_file: %w", err)
+	}
+	if len(b) > maxTokenFile {
+		return nil, fmt.Errorf("--token_file %s is more than %d bytes: not a token", file, maxTokenFile)
+	}
+	return b, nil
 }
 
 // statusEvery is --status_every: a duration, or a bare number of seconds,

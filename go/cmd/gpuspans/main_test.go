@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -349,6 +350,18 @@ func TestDemoToken(t *testing.T) {
 	if err := os.WriteFile(blank, []byte(" \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo") // reading it would wait for a writer for good
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, bytes.Repeat([]byte("k"), 5<<10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link") // secrets are mounted as links: followed
+	if err := os.Symlink(file, link); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		code int
@@ -361,6 +374,10 @@ func TestDemoToken(t *testing.T) {
 		{[]string{"--token_file=" + blank}, 2, "is empty"},
 		{[]string{"--token_file=" + filepath.Join(dir, "missing")}, 2, "--token_file"},
 		{[]string{"--token=x", "--token_file=" + file}, 2, "give one"},
+		{[]string{"--token_file=" + fifo}, 2, "is not a regular file"},
+		{[]string{"--token_file=/dev/zero"}, 2, "/dev/zero is not a regular file"},
+		{[]string{"--token_file=" + big}, 2, "more than 4096"},
+		{[]string{"--token_file=" + link, "--listen=0.0.0.0:0"}, 0, ""},
 		{[]string{"--protect_reads"}, 1, "no token to require"},
 		{[]string{"--token_file=" + file, "--listen=0.0.0.0:0", "--protect_reads"}, 0, ""},
 	} {
@@ -395,6 +412,7 @@ func TestDemoFlagValues(t *testing.T) {
 		{"--status_every=soon", 2, "status_every"},
 		{"--otlp=collector:4318", 1, `otlp: endpoint "collector:4318": scheme "collector", want http://`},
 		{"--otlp=http://collector", 1, "has no port"},
+		{"--otlp=http://collector:99999", 1, `port "99999", want 1..65535`},
 		{"--otlp_sample_every=0", 1, "otlp_sample_every 0: want 1..1048576"},
 		{"--requests=100000", 1, "requests 100000: want 1..1024"},
 	} {
@@ -406,6 +424,24 @@ func TestDemoFlagValues(t *testing.T) {
 	// --status_every -1, as two arguments.
 	if code, _, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", "--status_every", "-1"); code != 0 {
 		t.Errorf("--status_every -1: exit %d, %q", code, errOut)
+	}
+}
+
+// Out-of-range bench flags are refused by name, not replaced by defaults.
+func TestBenchFlagValues(t *testing.T) {
+	for _, c := range []struct{ flag, want string }{
+		{"--benchtime=-1s", "--benchtime -1s"},
+		{"--benchtime=0s", "--benchtime 0s"},
+		{"--harvest_spans=-5", "--harvest_spans -5: want 1..1048576"},
+		{"--harvest_spans=0", "--harvest_spans 0"},
+		{"--harvest_spans=99999999", "--harvest_spans 99999999"},
+		{"--harvest_rounds=-1", "--harvest_rounds -1"},
+		{"--device=-1", "--device -1: want 0..63"},
+	} {
+		code, _, errOut := runCmd("bench", "--backend=none", c.flag)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Errorf("%s: exit %d, %q", c.flag, code, errOut)
+		}
 	}
 }
 
