@@ -57,7 +57,7 @@ void* RealCuptiOpen(const char* path) {
     if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
   }
   if (const char* env = getenv("GPUSPANS_CUPTI"); env && *env) {
-    return dlopen(env, RTLD_NOW | RTLD_LOCAL);
+    return dlopen(env, RTLD_NOW | RTLD_LOCAL);  // named: that one or none
   }
   for (const char* n : kNames) {
     if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;

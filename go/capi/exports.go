@@ -143,6 +143,8 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 		logf = func(string, ...interface{}) {}
 	}
 	o.Logf = logf
+	// Kernel timing starts as events; gs_hub_set_kernel_timing picks CUPTI.
+	o.KernelTracer = cuda.TracerOpener("")
 
 	tableMu.Lock()
 	defer tableMu.Unlock()
@@ -405,6 +407,46 @@ func gs_hub_set_level(handle C.gs_hub, level C.int32_t) (st C.gs_hub_status) {
 	}
 	if err := e.h.SetLevel(gpuspans.Level(level)); err != nil {
 		return fail(e, statusInvalidArgument, "gs_hub_set_level: %v", err)
+	}
+	return statusOK
+}
+
+//export gs_hub_set_kernel_timing
+func gs_hub_set_kernel_timing(handle C.gs_hub, timing C.int32_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_set_kernel_timing", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_set_kernel_timing", e, &st)
+	if timing < 0 || timing > C.GS_HUB_KERNEL_TIMING_CUPTI {
+		return fail(e, statusInvalidArgument, "gs_hub_set_kernel_timing: timing %d, want GS_HUB_KERNEL_TIMING_EVENTS (0), _AUTO (1) or _CUPTI (2)", int(timing))
+	}
+	if err := e.h.SetKernelTiming(gpuspans.KernelTiming(timing)); err != nil {
+		return fail(e, statusInvalidArgument, "gs_hub_set_kernel_timing: %v", err)
+	}
+	return statusOK
+}
+
+//export gs_hub_get_kernel_timing
+func gs_hub_get_kernel_timing(handle C.gs_hub, timing, tracing *C.int32_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_get_kernel_timing", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_get_kernel_timing", e, &st)
+	s := e.h.Snapshot().KernelTiming
+	if timing != nil {
+		*timing = C.int32_t(s.Mode)
+	}
+	if tracing != nil {
+		*tracing = 0
+		if s.Tracing {
+			*tracing = 1
+		}
 	}
 	return statusOK
 }

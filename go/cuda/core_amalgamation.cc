@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: d40b5092a36ed4c51c3651abe6ba3f96a494b07bc5ee2cf68302911290405417
+// sees only this file, rebuilds when they change: 6ae4a6034bc1c247300278de924c47b28db8157f2dc93037a57dfb0d90c11be3
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -157,6 +157,10 @@ def _close_handle(lib, handle, pid):
         lib.gs_hub_close(handle)
 
 
+# Hub.kernel_timing's names, by GS_HUB_KERNEL_TIMING_* value.
+_KERNEL_TIMINGS = ("events", "auto", "cupti")
+
+
 def _level(value):
     if isinstance(value, str):
         try:
@@ -272,7 +276,8 @@ class Hub:
     "step", "kernel" or a Level; kernel_span_every: arm kernel spans on 1
     step in this many (default 16); slots, recent_spans: ring sizes (0:
     defaults); no_start_times, raw_kernel_spans: as go/gpuspans.Options;
-    quiet: no log lines on stderr.
+    quiet: no log lines on stderr; kernel_timing: "events", "auto" or
+    "cupti" (see Hub.kernel_timing).
     """
 
     def __init__(
@@ -285,6 +290,7 @@ class Hub:
         no_start_times=False,
         raw_kernel_spans=False,
         quiet=False,
+        kernel_timing="events",
     ):
         self._lib = lib = library()
         self._h = 0
@@ -328,6 +334,8 @@ class Hub:
         self._lane_end_call = lib.gs_hub_lane_end_call
         self._kernel_begin_call = lib.gs_hub_kernel_begin_call
         self._kernel_end_call = lib.gs_hub_kernel_end_call
+        if kernel_timing != "events":
+            self.kernel_timing = kernel_timing
 
     def _forked(self):
         """In a forked child: every call raises, nothing is freed."""
@@ -412,6 +420,33 @@ class Hub:
     @level.setter
     def level(self, value):
         self._check(self._lib.gs_hub_set_level(self._h, int(_level(value))))
+
+    @property
+    def kernel_timing(self):
+        """Where kernel spans come from: "events" (event pairs around the
+        kernels you wrap), "auto" (every kernel of armed steps from CUPTI,
+        CUDA graph replays included, where CUPTI loads; else events) or
+        "cupti" (as auto, a fallback logged as a failure). Set "events" to
+        let torch.profiler or Nsight take CUPTI, and "auto" again after."""
+        v = ctypes.c_int32()
+        self._check(self._lib.gs_hub_get_kernel_timing(self._h, ctypes.byref(v), None))
+        return _KERNEL_TIMINGS[v.value]
+
+    @kernel_timing.setter
+    def kernel_timing(self, value):
+        try:
+            mode = _KERNEL_TIMINGS.index(value)
+        except ValueError:
+            raise ValueError(f"gpuspans: kernel_timing {value!r}: want one of {', '.join(_KERNEL_TIMINGS)}") from None
+        self._check(self._lib.gs_hub_set_kernel_timing(self._h, mode))
+
+    @property
+    def tracing_kernels(self):
+        """Whether kernel spans come from CUPTI right now (False before the
+        first step at level kernel, and after a fallback: see the log)."""
+        v = ctypes.c_int32()
+        self._check(self._lib.gs_hub_get_kernel_timing(self._h, None, ctypes.byref(v)))
+        return bool(v.value)
 
     def set_kernel_span_every(self, n):
         """Arms kernel spans on 1 step in n (n >= 1) from the next step."""

@@ -80,6 +80,8 @@ def load(path=None):
         "gs_hub_set_level": (i32, [u64, i32]),
         "gs_hub_get_level": (i32, [u64, p(i32)]),
         "gs_hub_set_kernel_span_every": (i32, [u64, i32]),
+        "gs_hub_set_kernel_timing": (i32, [u64, i32]),
+        "gs_hub_get_kernel_timing": (i32, [u64, p(i32), p(i32)]),
         "gs_hub_harvest": (i32, [u64]),
         "gs_hub_drain": (i32, [u64, i32, p(u64)]),
         "gs_hub_snapshot": (i32, [u64, i32, ctypes.c_void_p, sz, p(sz)]),

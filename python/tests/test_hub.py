@@ -3,6 +3,7 @@ GPUSPANS_LIB=path/libgpuspans.so PYTHONPATH=python python3 -m unittest discover 
 """
 
 import json
+import os
 import time
 import unittest
 import urllib.error
@@ -96,6 +97,32 @@ class HubTest(unittest.TestCase):
             with self.assertRaises(gpuspans.Error) as cm:
                 hub.set_kernel_span_every(0)
             self.assertEqual(cm.exception.name, "GS_HUB_ERR_INVALID_ARGUMENT")
+
+    def test_kernel_timing_falls_back_to_events(self):
+        # GPUSPANS_CUPTI names a library that is not there: CUPTI stays off,
+        # and kernel spans are event pairs as before, through the C ABI.
+        old = os.environ.get("GPUSPANS_CUPTI")
+        os.environ["GPUSPANS_CUPTI"] = "/nonexistent/libcupti.so.13"
+        try:
+            with gpuspans.Hub(level="kernel", kernel_span_every=1, kernel_timing="auto", quiet=True) as hub:
+                self.assertEqual(hub.kernel_timing, "auto")
+                gpu = hub.install(0, FakeStream(5), sim=True)
+                for _ in range(3):
+                    hub.step()
+                    with hub.kernel("attention"):
+                        gpu.launch(20e-6)
+                self.assertFalse(hub.tracing_kernels)
+                self.assertEqual(hub.drain(5.0), 0)
+                self.assertEqual(kernel_count(hub.snapshot(), "attention"), 3)
+                hub.kernel_timing = "events"
+                self.assertEqual(hub.kernel_timing, "events")
+                with self.assertRaisesRegex(ValueError, "kernel_timing 'nvtx'"):
+                    hub.kernel_timing = "nvtx"
+        finally:
+            if old is None:
+                del os.environ["GPUSPANS_CUPTI"]
+            else:
+                os.environ["GPUSPANS_CUPTI"] = old
 
     def test_errors_name_what_was_wrong(self):
         with self.assertRaisesRegex(gpuspans.Error, "duplicate lane"):

@@ -64,7 +64,8 @@ typedef struct gs_tracer_stats {
 /* gs_tracer_open loads CUPTI and prepares collection, which stays off until
  * gs_tracer_enable. The library comes from, in order: `path` when not NULL
  * or empty (and nothing else), a libcupti already loaded in the process
- * (torch's), $GPUSPANS_CUPTI, then libcupti.so.13, libcupti.so.12 and
+ * (torch's), $GPUSPANS_CUPTI when set (and then nothing else: a path that
+ * does not load keeps CUPTI off), then libcupti.so.13, libcupti.so.12 and
  * libcupti.so by the loader's search and under /usr/local/cuda's lib64,
  * extras/CUPTI/lib64 and targets/x86_64-linux/lib. It refuses, naming the
  * reason:

@@ -134,6 +134,8 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_kernel_end_call(b, 1));
     CHECK(gs_hub_kernel_begin_call(b, -1, 1, 1) == 0, "kernel_begin on a bad handle");
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_serving(b));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_kernel_timing(b, GS_HUB_KERNEL_TIMING_AUTO));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_get_kernel_timing(b, NULL, NULL));
   }
 
   int32_t i32s[] = {INT32_MIN, -2, -1, 64, INT32_MAX};
@@ -144,6 +146,7 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_sim_launch(hub, v, UINT64_MAX, INT64_MAX));
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_uninstall(hub, v));
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_level(hub, v));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_kernel_timing(hub, v));
     NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, v));
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_snapshot(hub, v, big, sizeof big, &n));
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve(hub, "127.0.0.1:0", NULL, v, NULL, 0));
@@ -152,6 +155,8 @@ static void extreme_arguments(void) {
     if (v < 0) EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_drain(hub, v, NULL));
   }
   NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, 1));
+  EXPECT(GS_HUB_OK, gs_hub_get_kernel_timing(hub, NULL, NULL));
+  EXPECT(GS_HUB_OK, gs_hub_set_kernel_timing(hub, GS_HUB_KERNEL_TIMING_EVENTS));
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_install_sim(hub, 0, 1, INT64_MIN));
   EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, UINT64_MAX, INT64_MAX));
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_sim_launch(hub, 0, 1, INT64_MIN));

@@ -103,6 +103,15 @@ typedef struct gs_hub_options {
   int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr */
 } gs_hub_options;
 
+/* Where kernel spans come from (docs/design.md, kernel spans). Values are
+ * part of the ABI. */
+typedef enum gs_hub_kernel_timing {
+  GS_HUB_KERNEL_TIMING_EVENTS = 0, /* event pairs around gs_hub_kernel_begin/_end (the default) */
+  GS_HUB_KERNEL_TIMING_AUTO = 1,   /* every kernel of armed steps from CUPTI, graph replays
+                                      included, where CUPTI loads; else event pairs */
+  GS_HUB_KERNEL_TIMING_CUPTI = 2   /* as AUTO; falling back is logged as a failure */
+} gs_hub_kernel_timing;
+
 /* The state word of each hub slot, written by the hub (atomic stores) and
  * read by the inline functions below: bits 0-1 the level, GS_HUB_WORD_ARMED
  * on a step armed for kernel spans, GS_HUB_WORD_POOLS while a pool is open
@@ -195,6 +204,19 @@ gs_hub_status gs_hub_register_kernel(gs_hub hub, uint64_t kernel, const char* na
  * for gs_hub_lane_begin and _end. GS_HUB_ERR_INVALID_ARGUMENT names an
  * unknown lane. Thread-safe. */
 gs_hub_status gs_hub_lane_index(gs_hub hub, const char* name, int32_t* lane);
+
+/* gs_hub_set_kernel_timing chooses where kernel spans come from, from the
+ * next step on (GS_HUB_KERNEL_TIMING_*). With CUPTI, gs_hub_kernel_begin
+ * opens no event pair (the kernel is seen anyway), CUPTI is loaded at the
+ * first step at level Kernel ($GPUSPANS_CUPTI, a libcupti already loaded,
+ * the toolkit's), and below Kernel it is closed and detached. EVENTS
+ * closes it too, so that a profiler (torch.profiler, Nsight) may take it;
+ * set AUTO again after. Closing takes milliseconds. gs_hub_get_kernel_timing
+ * reads the choice and whether spans come from CUPTI now (tracing 1; 0
+ * before the first step at Kernel or after a fallback, whose reason is in
+ * the log and the snapshot). Either pointer may be NULL. Thread-safe. */
+gs_hub_status gs_hub_set_kernel_timing(gs_hub hub, int32_t timing);
+gs_hub_status gs_hub_get_kernel_timing(gs_hub hub, int32_t* timing, int32_t* tracing);
 
 /* gs_hub_set_level sets the level (GS_HUB_LEVEL_*); lowering below Kernel
  * disarms kernel spans at once, raising to Kernel arms from the next step.
