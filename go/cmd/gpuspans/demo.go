@@ -35,7 +35,10 @@ While it runs it prints a status line and serves, on --listen:
   /control/sim                     the demo's own: GET; POST "decode=1.2" makes that
                                    lane's kernels 1.2 times as long (0.1..10)
 Control bodies are plain text, or JSON ({"level":"step"}) with
-Content-Type: application/json. Off loopback the control endpoints need a token,
+Content-Type: application/json. Without a token, a POST with a form's
+Content-Type (curl --data sends one) is refused as what another site's page
+could send: use PUT, or POST with -H 'Content-Type: application/octet-stream'
+(/control/sim). Off loopback the control endpoints need a token,
 sent as "Authorization: Bearer TOKEN"; without one the demo refuses to start.
 The token comes from --token_file (its content, white space around it
 ignored) or --token (which any user sees in ps), else $GPUSPANS_TOKEN; it
