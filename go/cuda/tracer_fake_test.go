@@ -61,7 +61,6 @@ func kernelAgg(t *testing.T, s *gpuspans.Snapshot, name string) gpuspans.Aggrega
 	return gpuspans.Aggregate{}
 }
 
-
 func TestTracerLandsEveryKernelOfArmedStepsOnly(t *testing.T) {
 	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 4, 0)
 	const steps = 16

@@ -14,19 +14,20 @@ import (
 // 64-bit ones as strings), and enums their lowercase short name ("kernel"
 // for LEVEL_KERNEL). New fields may be added.
 type snapshotJSON struct {
-	TakenUnixNs     int64           `json:"taken_unix_ns"`
-	Backend         string          `json:"backend,omitempty"` // page-only
-	Level           string          `json:"level"`
-	KernelSpanEvery int             `json:"kernel_span_every"`
-	Step            uint64          `json:"step"`
-	ArmedSteps      uint64          `json:"armed_steps"`
-	ArmedRatio      float64         `json:"armed_ratio"` // page-only: armed_steps / step, 0 before the first step
-	Counters        countersJSON    `json:"counters"`
-	Devices         []deviceJSON    `json:"devices"`
-	Schema          int             `json:"schema"`            // page-only: the buckets' Prometheus native-histogram schema, 2^schema buckets to a doubling
-	ZeroThresholdNs float64         `json:"zero_threshold_ns"` // page-only: the zero bucket's upper bound
-	Lanes           []aggregateJSON `json:"lanes"`
-	Kernels         []aggregateJSON `json:"kernels"`
+	TakenUnixNs     int64            `json:"taken_unix_ns"`
+	Backend         string           `json:"backend,omitempty"` // page-only
+	Level           string           `json:"level"`
+	KernelSpanEvery int              `json:"kernel_span_every"`
+	Step            uint64           `json:"step"`
+	ArmedSteps      uint64           `json:"armed_steps"`
+	ArmedRatio      float64          `json:"armed_ratio"` // page-only: armed_steps / step, 0 before the first step
+	Counters        countersJSON     `json:"counters"`
+	Devices         []deviceJSON     `json:"devices"`
+	Schema          int              `json:"schema"`            // page-only: the buckets' Prometheus native-histogram schema, 2^schema buckets to a doubling
+	ZeroThresholdNs float64          `json:"zero_threshold_ns"` // page-only: the zero bucket's upper bound
+	Lanes           []aggregateJSON  `json:"lanes"`
+	Kernels         []aggregateJSON  `json:"kernels"`
+	KernelTiming    kernelTimingJSON `json:"kernel_timing"`
 }
 
 type countersJSON struct {
@@ -36,6 +37,7 @@ type countersJSON struct {
 	DroppedCapturing       uint64 `json:"dropped_capturing"`
 	DroppedRetired         uint64 `json:"dropped_retired"`
 	DroppedLeaked          uint64 `json:"dropped_leaked"`
+	DroppedTracerLost      uint64 `json:"dropped_tracer_lost"`
 	Errored                uint64 `json:"errored"`
 	InFlight               uint64 `json:"in_flight"`
 	LaneAlreadyOpenCalls   uint64 `json:"lane_already_open_calls"`
@@ -95,7 +97,8 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 			Begun: c.Begun, Landed: c.Landed,
 			DroppedSlotBusy: c.Dropped[gpuspans.DropSlotBusy], DroppedCapturing: c.Dropped[gpuspans.DropCapturing],
 			DroppedRetired: c.Dropped[gpuspans.DropRetired], DroppedLeaked: c.Dropped[gpuspans.DropLeaked],
-			Errored: c.Errored, InFlight: c.InFlight,
+			DroppedTracerLost: c.Dropped[gpuspans.DropTracerLost],
+			Errored:           c.Errored, InFlight: c.InFlight,
 			LaneAlreadyOpenCalls: c.LaneAlreadyOpen, UnknownLaneCalls: c.UnknownLane, BadEndCalls: c.BadEnd,
 			InstallFailures: c.InstallFailures, StickyDisables: c.StickyDisables,
 			PoolPanics: c.PoolPanics, HarvestFailures: c.HarvestFailures, PoolsAbandoned: c.AbandonedPools,
@@ -105,6 +108,11 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 		Devices: []deviceJSON{},
 		Lanes:   aggregates(s.Lanes),
 		Kernels: aggregates(s.Kernels),
+		KernelTiming: kernelTimingJSON{Mode: s.KernelTiming.Mode.String(), Tracing: s.KernelTiming.Tracing,
+			Fallbacks: s.KernelTiming.Fallbacks, Records: s.KernelTiming.Records, Labels: s.KernelTiming.Labels},
+	}
+	if s.KernelTiming.Err != nil {
+		j.KernelTiming.Reason = s.KernelTiming.Err.Error()
 	}
 	if !now.IsZero() {
 		j.TakenUnixNs = now.UnixNano()
@@ -124,6 +132,16 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 	}
 	j.Schema, j.ZeroThresholdNs = gpuspans.Schema, gpuspans.ZeroThreshold*1e9
 	return j
+}
+
+// kernelTimingJSON is Snapshot.KernelTiming, with the proto's names.
+type kernelTimingJSON struct {
+	Mode      string `json:"mode"`
+	Tracing   bool   `json:"tracing"`
+	Reason    string `json:"reason,omitempty"`
+	Fallbacks uint64 `json:"fallbacks"`
+	Records   uint64 `json:"records"`
+	Labels    int    `json:"labels"`
 }
 
 func aggregates(aggs []gpuspans.Aggregate) []aggregateJSON {

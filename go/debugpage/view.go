@@ -367,10 +367,11 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 	}
 	c := &s.Counters
 	help := map[gpuspans.DropReason]string{
-		gpuspans.DropSlotBusy:  "the ring's next slot still held an older span: kernels too long, or harvests too rare",
-		gpuspans.DropCapturing: "the stream was being captured into a CUDA graph: nothing was recorded, so the capture stays intact",
-		gpuspans.DropRetired:   "the device's recorder was being replaced or removed",
-		gpuspans.DropLeaked:    "begun and never ended (a lost KernelSpan, a lane never ended): reclaimed after " + fmt.Sprint(gpuspans.LeakSteps) + " steps",
+		gpuspans.DropSlotBusy:   "the ring's next slot still held an older span: kernels too long, or harvests too rare",
+		gpuspans.DropCapturing:  "the stream was being captured into a CUDA graph: nothing was recorded, so the capture stays intact",
+		gpuspans.DropRetired:    "the device's recorder was being replaced or removed",
+		gpuspans.DropLeaked:     "begun and never ended (a lost KernelSpan, a lane never ended): reclaimed after " + fmt.Sprint(gpuspans.LeakSteps) + " steps",
+		gpuspans.DropTracerLost: "kernels the tracer (CUPTI) saw but could not deliver: no buffer in time, or its ring full",
 	}
 	for r := 0; r < gpuspans.NumDropReasons; r++ {
 		p.Dropped = append(p.Dropped, named{

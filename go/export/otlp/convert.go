@@ -23,6 +23,7 @@ const (
 	AttrLane      = attribute.Key("gpuspans.lane")
 	AttrKernel    = attribute.Key("gpuspans.kernel")
 	AttrStep      = attribute.Key("gpuspans.step")
+	AttrGraph     = attribute.Key("gpuspans.graph") // a traced kernel's CUDA graph, when replayed from one
 	StepSpanName  = "gpu step"
 	identityRetry = 10 * time.Second // how often an unknown device identity is asked for again
 )
@@ -166,6 +167,9 @@ func (a *assembler) sendStep(step uint64, spans []gpuspans.Span) {
 			})
 			attrs := append([]attribute.KeyValue(nil), a.device(s.Device)...)
 			attrs = append(attrs, AttrStream.String("0x"+strconv.FormatUint(uint64(s.Stream), 16)), AttrKind.String(s.Kind.String()), stepAttr)
+			if s.Graph != 0 {
+				attrs = append(attrs, AttrGraph.Int64(int64(s.Graph)))
+			}
 			stub := tracetest.SpanStub{
 				SpanContext:          sc,
 				Parent:               root,

@@ -23,6 +23,7 @@ func SpanToProto(s gpuspans.Span) *gpuspansv1.Span {
 		Step:        s.Step,
 		StartUnixNs: s.StartNs,
 		DurationNs:  s.DurationNs,
+		Graph:       s.Graph,
 	}
 	if s.StartNs != 0 {
 		p.EndUnixNs = s.StartNs + s.DurationNs
@@ -47,6 +48,7 @@ func SpanFromProto(p *gpuspansv1.Span) (gpuspans.Span, error) {
 		Step:       p.GetStep(),
 		StartNs:    p.GetStartUnixNs(),
 		DurationNs: p.GetDurationNs(),
+		Graph:      p.GetGraph(),
 	}, nil
 }
 
@@ -81,10 +83,12 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 			PoolPanics:             c.PoolPanics,
 			HarvestFailures:        c.HarvestFailures,
 			PoolsAbandoned:         c.AbandonedPools,
+			DroppedTracerLost:      c.Dropped[gpuspans.DropTracerLost],
 		},
-		Devices: make([]*gpuspansv1.DeviceStatus, len(s.Devices)),
-		Lanes:   aggregatesToProto(s.Lanes),
-		Kernels: aggregatesToProto(s.Kernels),
+		KernelTiming: kernelTimingToProto(&s.KernelTiming),
+		Devices:      make([]*gpuspansv1.DeviceStatus, len(s.Devices)),
+		Lanes:        aggregatesToProto(s.Lanes),
+		Kernels:      aggregatesToProto(s.Kernels),
 	}
 	if !taken.IsZero() {
 		p.TakenUnixNs = taken.UnixNano()
@@ -113,9 +117,37 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 			Device: int32(d.Device), Begun: d.Begun, Landed: d.Landed, Errored: d.Errored, InFlight: d.InFlight,
 			DroppedSlotBusy: d.Dropped[gpuspans.DropSlotBusy], DroppedCapturing: d.Dropped[gpuspans.DropCapturing],
 			DroppedRetired: d.Dropped[gpuspans.DropRetired], DroppedLeaked: d.Dropped[gpuspans.DropLeaked],
+			DroppedTracerLost: d.Dropped[gpuspans.DropTracerLost],
 		})
 	}
 	return p
+}
+
+func kernelTimingToProto(k *gpuspans.KernelTimingStatus) *gpuspansv1.KernelTiming {
+	p := &gpuspansv1.KernelTiming{Mode: k.Mode.String(), Tracing: k.Tracing, Fallbacks: k.Fallbacks,
+		Records: k.Records, Labels: uint32(k.Labels)}
+	if k.Err != nil {
+		p.Reason = k.Err.Error()
+	}
+	return p
+}
+
+// kernelTimingFromProto reads p into k; files written before kernel timing
+// existed have none, which reads as events.
+func kernelTimingFromProto(p *gpuspansv1.KernelTiming, k *gpuspans.KernelTimingStatus) error {
+	if p == nil {
+		return nil
+	}
+	mode, err := gpuspans.ParseKernelTiming(p.GetMode())
+	if err != nil {
+		return fmt.Errorf("spanfile: snapshot: %w", err)
+	}
+	*k = gpuspans.KernelTimingStatus{Mode: mode, Tracing: p.GetTracing(), Fallbacks: p.GetFallbacks(),
+		Records: p.GetRecords(), Labels: int(p.GetLabels())}
+	if r := p.GetReason(); r != "" {
+		k.Err = errors.New(r)
+	}
+	return nil
 }
 
 func aggregatesToProto(aggs []gpuspans.Aggregate) []*gpuspansv1.Aggregate {
@@ -179,6 +211,10 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 	c.PoolPanics = pc.GetPoolPanics()
 	c.HarvestFailures = pc.GetHarvestFailures()
 	c.AbandonedPools = pc.GetPoolsAbandoned()
+	c.Dropped[gpuspans.DropTracerLost] = pc.GetDroppedTracerLost()
+	if err := kernelTimingFromProto(p.GetKernelTiming(), &s.KernelTiming); err != nil {
+		return s, taken, err
+	}
 
 	for _, pd := range p.GetDevices() {
 		st, err := stateFromString(pd.GetState())
@@ -208,6 +244,7 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 		d.Dropped[gpuspans.DropCapturing] = pd.GetDroppedCapturing()
 		d.Dropped[gpuspans.DropRetired] = pd.GetDroppedRetired()
 		d.Dropped[gpuspans.DropLeaked] = pd.GetDroppedLeaked()
+		d.Dropped[gpuspans.DropTracerLost] = pd.GetDroppedTracerLost()
 		s.PerDevice = append(s.PerDevice, d)
 	}
 

@@ -199,6 +199,10 @@ func (t *Writer) span(s *gpuspans.Span) {
 	b = strconv.AppendUint(b, s.Seq, 10)
 	b = append(b, `,"stream":`...)
 	b = strconv.AppendUint(b, uint64(s.Stream), 10)
+	if s.Graph != 0 {
+		b = append(b, `,"graph":`...)
+		b = strconv.AppendUint(b, uint64(s.Graph), 10)
+	}
 	b = append(b, `}}`...)
 	t.write(b)
 	t.counts.Written++

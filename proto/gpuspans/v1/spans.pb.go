@@ -161,8 +161,12 @@ type Span struct {
 	StartUnixNs int64 `protobuf:"varint,7,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
 	// End on the host clock: start_unix_ns + duration_ns, or 0.
 	EndUnixNs int64 `protobuf:"varint,8,opt,name=end_unix_ns,json=endUnixNs,proto3" json:"end_unix_ns,omitempty"`
-	// GPU time between the begin and end events, in nanoseconds.
-	DurationNs    int64 `protobuf:"varint,9,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	// GPU time between the begin and end events, in nanoseconds; for a
+	// kernel from the tracer (CUPTI), the kernel's own start to end.
+	DurationNs int64 `protobuf:"varint,9,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	// The tracer's id of the CUDA graph a kernel was replayed from; 0 for
+	// other spans. For such kernels stream is the tracer's stream id.
+	Graph         uint32 `protobuf:"varint,10,opt,name=graph,proto3" json:"graph,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -256,6 +260,13 @@ func (x *Span) GetEndUnixNs() int64 {
 func (x *Span) GetDurationNs() int64 {
 	if x != nil {
 		return x.DurationNs
+	}
+	return 0
+}
+
+func (x *Span) GetGraph() uint32 {
+	if x != nil {
+		return x.Graph
 	}
 	return 0
 }
@@ -564,8 +575,8 @@ func (x *DeviceStatus) GetEventOffsetNs() int64 {
 type Counters struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Spans asked for, at level Kernel: landed + dropped_slot_busy +
-	// dropped_capturing + dropped_retired + dropped_leaked + in_flight +
-	// errored.
+	// dropped_capturing + dropped_retired + dropped_leaked +
+	// dropped_tracer_lost + in_flight + errored.
 	Begun  uint64 `protobuf:"varint,1,opt,name=begun,proto3" json:"begun,omitempty"`
 	Landed uint64 `protobuf:"varint,2,opt,name=landed,proto3" json:"landed,omitempty"`
 	// Spans not recorded because their slot was still in flight.
@@ -602,8 +613,10 @@ type Counters struct {
 	HarvestFailures uint64 `protobuf:"varint,19,opt,name=harvest_failures,json=harvestFailures,proto3" json:"harvest_failures,omitempty"`
 	// Retired pools given up on while still busy (left unclosed).
 	PoolsAbandoned uint64 `protobuf:"varint,20,opt,name=pools_abandoned,json=poolsAbandoned,proto3" json:"pools_abandoned,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Kernels the tracer (CUPTI) saw but could not deliver.
+	DroppedTracerLost uint64 `protobuf:"varint,21,opt,name=dropped_tracer_lost,json=droppedTracerLost,proto3" json:"dropped_tracer_lost,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Counters) Reset() {
@@ -776,6 +789,104 @@ func (x *Counters) GetPoolsAbandoned() uint64 {
 	return 0
 }
 
+func (x *Counters) GetDroppedTracerLost() uint64 {
+	if x != nil {
+		return x.DroppedTracerLost
+	}
+	return 0
+}
+
+// Where kernel spans come from (docs/design.md, kernel spans).
+type KernelTiming struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// As asked: "events", "auto" or "cupti".
+	Mode string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Kernel spans come from the tracer now.
+	Tracing bool `protobuf:"varint,2,opt,name=tracing,proto3" json:"tracing,omitempty"`
+	// Why they do not, with a mode other than events; empty otherwise.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Times the tracer was given up for event pairs.
+	Fallbacks uint64 `protobuf:"varint,4,opt,name=fallbacks,proto3" json:"fallbacks,omitempty"`
+	// Kernel records the tracer collected since it last opened.
+	Records uint64 `protobuf:"varint,5,opt,name=records,proto3" json:"records,omitempty"`
+	// Traced kernel names with a label of their own.
+	Labels        uint32 `protobuf:"varint,6,opt,name=labels,proto3" json:"labels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelTiming) Reset() {
+	*x = KernelTiming{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelTiming) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelTiming) ProtoMessage() {}
+
+func (x *KernelTiming) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelTiming.ProtoReflect.Descriptor instead.
+func (*KernelTiming) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *KernelTiming) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *KernelTiming) GetTracing() bool {
+	if x != nil {
+		return x.Tracing
+	}
+	return false
+}
+
+func (x *KernelTiming) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *KernelTiming) GetFallbacks() uint64 {
+	if x != nil {
+		return x.Fallbacks
+	}
+	return 0
+}
+
+func (x *KernelTiming) GetRecords() uint64 {
+	if x != nil {
+		return x.Records
+	}
+	return 0
+}
+
+func (x *KernelTiming) GetLabels() uint32 {
+	if x != nil {
+		return x.Labels
+	}
+	return 0
+}
+
 // A consistent view of a hub's state and aggregates.
 type Snapshot struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`
@@ -792,13 +903,14 @@ type Snapshot struct {
 	Kernels []*Aggregate `protobuf:"bytes,11,rep,name=kernels,proto3" json:"kernels,omitempty"`
 	// counters' span outcomes split by device, one per device ever installed.
 	DeviceCounters []*DeviceCounters `protobuf:"bytes,9,rep,name=device_counters,json=deviceCounters,proto3" json:"device_counters,omitempty"`
+	KernelTiming   *KernelTiming     `protobuf:"bytes,12,opt,name=kernel_timing,json=kernelTiming,proto3" json:"kernel_timing,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -810,7 +922,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -823,7 +935,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{5}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Snapshot) GetTakenUnixNs() int64 {
@@ -896,26 +1008,34 @@ func (x *Snapshot) GetDeviceCounters() []*DeviceCounters {
 	return nil
 }
 
+func (x *Snapshot) GetKernelTiming() *KernelTiming {
+	if x != nil {
+		return x.KernelTiming
+	}
+	return nil
+}
+
 // One device's share of Counters' span outcomes, with the same identity:
 // begun = landed + the drops + in_flight + errored.
 type DeviceCounters struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Device           int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
-	Begun            uint64                 `protobuf:"varint,2,opt,name=begun,proto3" json:"begun,omitempty"`
-	Landed           uint64                 `protobuf:"varint,3,opt,name=landed,proto3" json:"landed,omitempty"`
-	Errored          uint64                 `protobuf:"varint,4,opt,name=errored,proto3" json:"errored,omitempty"`
-	InFlight         uint64                 `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
-	DroppedSlotBusy  uint64                 `protobuf:"varint,6,opt,name=dropped_slot_busy,json=droppedSlotBusy,proto3" json:"dropped_slot_busy,omitempty"`
-	DroppedCapturing uint64                 `protobuf:"varint,7,opt,name=dropped_capturing,json=droppedCapturing,proto3" json:"dropped_capturing,omitempty"`
-	DroppedRetired   uint64                 `protobuf:"varint,8,opt,name=dropped_retired,json=droppedRetired,proto3" json:"dropped_retired,omitempty"`
-	DroppedLeaked    uint64                 `protobuf:"varint,9,opt,name=dropped_leaked,json=droppedLeaked,proto3" json:"dropped_leaked,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Device            int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Begun             uint64                 `protobuf:"varint,2,opt,name=begun,proto3" json:"begun,omitempty"`
+	Landed            uint64                 `protobuf:"varint,3,opt,name=landed,proto3" json:"landed,omitempty"`
+	Errored           uint64                 `protobuf:"varint,4,opt,name=errored,proto3" json:"errored,omitempty"`
+	InFlight          uint64                 `protobuf:"varint,5,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	DroppedSlotBusy   uint64                 `protobuf:"varint,6,opt,name=dropped_slot_busy,json=droppedSlotBusy,proto3" json:"dropped_slot_busy,omitempty"`
+	DroppedCapturing  uint64                 `protobuf:"varint,7,opt,name=dropped_capturing,json=droppedCapturing,proto3" json:"dropped_capturing,omitempty"`
+	DroppedRetired    uint64                 `protobuf:"varint,8,opt,name=dropped_retired,json=droppedRetired,proto3" json:"dropped_retired,omitempty"`
+	DroppedLeaked     uint64                 `protobuf:"varint,9,opt,name=dropped_leaked,json=droppedLeaked,proto3" json:"dropped_leaked,omitempty"`
+	DroppedTracerLost uint64                 `protobuf:"varint,10,opt,name=dropped_tracer_lost,json=droppedTracerLost,proto3" json:"dropped_tracer_lost,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *DeviceCounters) Reset() {
 	*x = DeviceCounters{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -927,7 +1047,7 @@ func (x *DeviceCounters) String() string {
 func (*DeviceCounters) ProtoMessage() {}
 
 func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -940,7 +1060,7 @@ func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceCounters.ProtoReflect.Descriptor instead.
 func (*DeviceCounters) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{6}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *DeviceCounters) GetDevice() int32 {
@@ -1006,6 +1126,13 @@ func (x *DeviceCounters) GetDroppedLeaked() uint64 {
 	return 0
 }
 
+func (x *DeviceCounters) GetDroppedTracerLost() uint64 {
+	if x != nil {
+		return x.DroppedTracerLost
+	}
+	return 0
+}
+
 // Identifies a span file; its first record.
 type Header struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1020,7 +1147,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1032,7 +1159,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1045,7 +1172,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Header) GetSchema() string {
@@ -1081,7 +1208,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1220,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1233,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -1169,7 +1296,7 @@ var File_proto_gpuspans_v1_spans_proto protoreflect.FileDescriptor
 
 const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\n" +
-	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\x80\x02\n" +
+	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\x96\x02\n" +
 	"\x04Span\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12)\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x15.gpuspans.v1.SpanKindR\x04kind\x12\x12\n" +
@@ -1180,7 +1307,9 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\rstart_unix_ns\x18\a \x01(\x03R\vstartUnixNs\x12\x1e\n" +
 	"\vend_unix_ns\x18\b \x01(\x03R\tendUnixNs\x12\x1f\n" +
 	"\vduration_ns\x18\t \x01(\x03R\n" +
-	"durationNs\"t\n" +
+	"durationNs\x12\x14\n" +
+	"\x05graph\x18\n" +
+	" \x01(\rR\x05graph\"t\n" +
 	"\tSpanBatch\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12&\n" +
 	"\x0fwritten_unix_ns\x18\x02 \x01(\x03R\rwrittenUnixNs\x12'\n" +
@@ -1206,7 +1335,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"pci_bus_id\x18\b \x01(\tR\bpciBusId\x12\x12\n" +
 	"\x04name\x18\t \x01(\tR\x04name\x12&\n" +
 	"\x0fevent_offset_ns\x18\n" +
-	" \x01(\x03R\reventOffsetNs\"\x8a\x06\n" +
+	" \x01(\x03R\reventOffsetNs\"\xba\x06\n" +
 	"\bCounters\x12\x14\n" +
 	"\x05begun\x18\x01 \x01(\x04R\x05begun\x12\x16\n" +
 	"\x06landed\x18\x02 \x01(\x04R\x06landed\x12*\n" +
@@ -1230,7 +1359,15 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\vpool_panics\x18\x12 \x01(\x04R\n" +
 	"poolPanics\x12)\n" +
 	"\x10harvest_failures\x18\x13 \x01(\x04R\x0fharvestFailures\x12'\n" +
-	"\x0fpools_abandoned\x18\x14 \x01(\x04R\x0epoolsAbandoned\"\xd9\x03\n" +
+	"\x0fpools_abandoned\x18\x14 \x01(\x04R\x0epoolsAbandoned\x12.\n" +
+	"\x13dropped_tracer_lost\x18\x15 \x01(\x04R\x11droppedTracerLost\"\xa4\x01\n" +
+	"\fKernelTiming\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x18\n" +
+	"\atracing\x18\x02 \x01(\bR\atracing\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1c\n" +
+	"\tfallbacks\x18\x04 \x01(\x04R\tfallbacks\x12\x18\n" +
+	"\arecords\x18\x05 \x01(\x04R\arecords\x12\x16\n" +
+	"\x06labels\x18\x06 \x01(\rR\x06labels\"\x99\x04\n" +
 	"\bSnapshot\x12\"\n" +
 	"\rtaken_unix_ns\x18\x01 \x01(\x03R\vtakenUnixNs\x12(\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x12.gpuspans.v1.LevelR\x05level\x12*\n" +
@@ -1243,8 +1380,9 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x05lanes\x18\n" +
 	" \x03(\v2\x16.gpuspans.v1.AggregateR\x05lanes\x120\n" +
 	"\akernels\x18\v \x03(\v2\x16.gpuspans.v1.AggregateR\akernels\x12D\n" +
-	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCountersJ\x04\b\b\x10\tR\n" +
-	"aggregates\"\xb6\x02\n" +
+	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCounters\x12>\n" +
+	"\rkernel_timing\x18\f \x01(\v2\x19.gpuspans.v1.KernelTimingR\fkernelTimingJ\x04\b\b\x10\tR\n" +
+	"aggregates\"\xe6\x02\n" +
 	"\x0eDeviceCounters\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05begun\x18\x02 \x01(\x04R\x05begun\x12\x16\n" +
@@ -1254,7 +1392,9 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x11dropped_slot_busy\x18\x06 \x01(\x04R\x0fdroppedSlotBusy\x12+\n" +
 	"\x11dropped_capturing\x18\a \x01(\x04R\x10droppedCapturing\x12'\n" +
 	"\x0fdropped_retired\x18\b \x01(\x04R\x0edroppedRetired\x12%\n" +
-	"\x0edropped_leaked\x18\t \x01(\x04R\rdroppedLeaked\"H\n" +
+	"\x0edropped_leaked\x18\t \x01(\x04R\rdroppedLeaked\x12.\n" +
+	"\x13dropped_tracer_lost\x18\n" +
+	" \x01(\x04R\x11droppedTracerLost\"H\n" +
 	"\x06Header\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\tR\x06schema\x12&\n" +
 	"\x0fcreated_unix_ns\x18\x02 \x01(\x03R\rcreatedUnixNs\"\xa6\x01\n" +
@@ -1287,7 +1427,7 @@ func file_proto_gpuspans_v1_spans_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_gpuspans_v1_spans_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 	(SpanKind)(0),          // 0: gpuspans.v1.SpanKind
 	(Level)(0),             // 1: gpuspans.v1.Level
@@ -1296,10 +1436,11 @@ var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 	(*Aggregate)(nil),      // 4: gpuspans.v1.Aggregate
 	(*DeviceStatus)(nil),   // 5: gpuspans.v1.DeviceStatus
 	(*Counters)(nil),       // 6: gpuspans.v1.Counters
-	(*Snapshot)(nil),       // 7: gpuspans.v1.Snapshot
-	(*DeviceCounters)(nil), // 8: gpuspans.v1.DeviceCounters
-	(*Header)(nil),         // 9: gpuspans.v1.Header
-	(*Record)(nil),         // 10: gpuspans.v1.Record
+	(*KernelTiming)(nil),   // 7: gpuspans.v1.KernelTiming
+	(*Snapshot)(nil),       // 8: gpuspans.v1.Snapshot
+	(*DeviceCounters)(nil), // 9: gpuspans.v1.DeviceCounters
+	(*Header)(nil),         // 10: gpuspans.v1.Header
+	(*Record)(nil),         // 11: gpuspans.v1.Record
 }
 var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	0,  // 0: gpuspans.v1.Span.kind:type_name -> gpuspans.v1.SpanKind
@@ -1309,15 +1450,16 @@ var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	5,  // 4: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
 	4,  // 5: gpuspans.v1.Snapshot.lanes:type_name -> gpuspans.v1.Aggregate
 	4,  // 6: gpuspans.v1.Snapshot.kernels:type_name -> gpuspans.v1.Aggregate
-	8,  // 7: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
-	3,  // 8: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
-	7,  // 9: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
-	9,  // 10: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
-	11, // [11:11] is the sub-list for method output_type
-	11, // [11:11] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	9,  // 7: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
+	7,  // 8: gpuspans.v1.Snapshot.kernel_timing:type_name -> gpuspans.v1.KernelTiming
+	3,  // 9: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
+	8,  // 10: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
+	10, // 11: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_proto_gpuspans_v1_spans_proto_init() }
@@ -1325,7 +1467,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 	if File_proto_gpuspans_v1_spans_proto != nil {
 		return
 	}
-	file_proto_gpuspans_v1_spans_proto_msgTypes[8].OneofWrappers = []any{
+	file_proto_gpuspans_v1_spans_proto_msgTypes[9].OneofWrappers = []any{
 		(*Record_Spans)(nil),
 		(*Record_Snapshot)(nil),
 		(*Record_Header)(nil),
@@ -1336,7 +1478,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_gpuspans_v1_spans_proto_rawDesc), len(file_proto_gpuspans_v1_spans_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
