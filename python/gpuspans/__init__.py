@@ -569,7 +569,9 @@ class Hub:
         """Serves /metrics, the live page and the control endpoints on addr
         (port 0 picks one) and returns the bound address. A non-loopback
         address needs a token, required then on the control endpoints (and
-        with protect_reads on every path)."""
+        with protect_reads, which needs one, on every path). Without a
+        token the control endpoints refuse what another site's page could
+        send (go/control's package documentation): set them with PUT."""
         bound = ctypes.create_string_buffer(128)
         tok = None if token is None else _cstr("token", token)
         flags = _lib.SERVE_PROTECT_READS if protect_reads else 0
