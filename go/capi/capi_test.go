@@ -15,7 +15,7 @@ import (
 // The library is built once per test run, as a user would build it.
 var (
 	libDir  string
-	libOnce = map[string]*sync.Once{"c-archive": {}, "c-shared": {}}
+	libOnce = map[string]*sync.Once{"c-archive": {}, "c-shared": {}, "c-archive-race": {}}
 	libErr  = map[string]error{}
 	libMu   sync.Mutex
 )
@@ -32,7 +32,9 @@ func TestMain(m *testing.M) {
 }
 
 // library builds go/capi with -buildmode=mode and returns the library's
-// path; it skips the test when gcc is missing.
+// path; it skips the test when gcc is missing. Mode c-archive-race is the
+// archive built with -race (link it with -no-pie: the race runtime's
+// shadow memory needs fixed addresses).
 func library(t *testing.T, mode string) string {
 	t.Helper()
 	if os.Getenv("TEST_SRCDIR") != "" {
@@ -41,11 +43,15 @@ func library(t *testing.T, mode string) string {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not found: cannot build or link the C ABI")
 	}
-	name := map[string]string{"c-archive": "libgpuspans.a", "c-shared": "libgpuspans.so"}[mode]
+	name := map[string]string{"c-archive": "libgpuspans.a", "c-shared": "libgpuspans.so", "c-archive-race": "libgpuspans_race.a"}[mode]
 	out := filepath.Join(libDir, name)
 	libOnce[mode].Do(func() {
 		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(goTool, "build", "-buildmode="+mode, "-o", out, ".")
+		args := []string{"build", "-buildmode=" + mode, "-o", out, "."}
+		if mode == "c-archive-race" {
+			args = []string{"build", "-race", "-buildmode=c-archive", "-o", out, "."}
+		}
+		cmd := exec.Command(goTool, args...)
 		b, err := cmd.CombinedOutput()
 		libMu.Lock()
 		defer libMu.Unlock()
@@ -71,9 +77,12 @@ func compile(t *testing.T, compiler, lib, exe string, srcs ...string) string {
 	out := filepath.Join(t.TempDir(), exe)
 	args := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-Iinclude", "-o", out}
 	args = append(args, srcs...)
-	if strings.HasSuffix(lib, ".so") {
+	switch {
+	case strings.HasSuffix(lib, ".so"):
 		args = append(args, "-L"+filepath.Dir(lib), "-lgpuspans", "-Wl,-rpath,"+filepath.Dir(lib))
-	} else {
+	case strings.HasSuffix(lib, "_race.a"):
+		args = append(args, "-no-pie", lib, "-lstdc++")
+	default:
 		args = append(args, lib, "-lstdc++")
 	}
 	args = append(args, "-ldl", "-lpthread", "-lm")
@@ -110,12 +119,18 @@ func TestCShared(t *testing.T) {
 
 // A hostile caller (testdata/hostile_test.c): every export with extreme
 // arguments, close racing serve and drain, tokens given to the wrong hub.
+// Under go test -race it also runs against a library built with -race, so
+// that the race detector watches close racing the other calls.
 func TestCHostile(t *testing.T) {
-	for _, mode := range []string{"c-archive", "c-shared"} {
+	modes := []string{"c-archive", "c-shared"}
+	if raceEnabled {
+		modes = append(modes, "c-archive-race")
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			exe := compile(t, "gcc", library(t, mode), "hostile_test", "testdata/hostile_test.c")
-			if out := run(t, exe); !strings.Contains(out, "PASS") {
-				t.Error("hostile_test did not pass")
+			if out := run(t, exe); !strings.Contains(out, "PASS") || strings.Contains(out, "DATA RACE") {
+				t.Error("hostile_test did not pass, or a race was reported")
 			}
 		})
 	}

@@ -1,0 +1,5 @@
+//go:build cgo && !race
+
+package main
+
+const raceEnabled = false
