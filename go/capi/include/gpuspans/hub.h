@@ -232,7 +232,9 @@ gs_hub_status gs_hub_set_kernel_span_every(gs_hub hub, int32_t n);
  * GPU (steps do this; call it only to land spans between steps).
  * gs_hub_drain harvests until no span is in flight or timeout_ms passed,
  * sleeping 1 ms between harvests, and stores in *in_flight (may be NULL)
- * what is still in flight: for the end of a run, or tests. Thread-safe. */
+ * what is still in flight: for the end of a run, or tests. It returns early
+ * when gs_hub_close begins on another thread (close lands what it can
+ * itself). Thread-safe. */
 gs_hub_status gs_hub_harvest(gs_hub hub);
 gs_hub_status gs_hub_drain(gs_hub hub, int32_t timeout_ms, uint64_t* in_flight);
 
