@@ -54,7 +54,7 @@ type tracerResult struct {
 	RatioWall     float64             `json:"cupti_over_events_added_wall"`
 	RatioCPU      float64             `json:"cupti_over_events_added_cpu"`
 	UnarmedStepNs map[string]float64  `json:"unarmed_step_ns_median"` // none, off, kernel_unarmed (every 16)
-	LaunchNs      map[string]float64  `json:"launch_ns_median"`       // before CUPTI, after on/off, after close
+	LaunchNs      map[string]float64  `json:"launch_ns_median"`       // before CUPTI, after on/off, after close, after level off (detached)
 	Accuracy      []tracerAccuracyRow `json:"accuracy"`
 }
 
@@ -142,15 +142,20 @@ func runTracer(e *env) (interface{}, string, error) {
 		wall, cpu []float64
 	}
 	variants := []*armedVariant{{name: "none"}, {name: "events", h: events}, {name: "cupti", h: traced}}
+	// Collection off while another variant runs: a step that is not armed.
+	// (Leaving Kernel would close the tracer and detach CUPTI.)
+	disarm := func(h *gpuspans.Hub) {
+		_ = h.SetKernelSpanEvery(1 << 30)
+		h.BeginStep()
+	}
 	for _, v := range variants {
 		if v.h != nil {
-			_ = v.h.SetLevel(gpuspans.LevelOff) // collection off while another runs
+			disarm(v.h)
 		}
 	}
 	for rep := 0; rep < e.scale(7, 2) && (rep == 0 || !e.late()); rep++ {
 		for _, v := range variants {
 			if v.h != nil {
-				_ = v.h.SetLevel(gpuspans.LevelKernel)
 				_ = v.h.SetKernelSpanEvery(1)
 			}
 			c0, t0 := cpuNow(), time.Now()
@@ -159,7 +164,7 @@ func runTracer(e *env) (interface{}, string, error) {
 			}
 			wall, cpu := ns(time.Since(t0)), ns(cpuNow()-c0)
 			if v.h != nil {
-				_ = v.h.SetLevel(gpuspans.LevelOff)
+				disarm(v.h)
 			}
 			n := float64(steps * res.Kernels)
 			v.wall, v.cpu = append(v.wall, wall/n), append(v.cpu, cpu/n)
@@ -183,7 +188,8 @@ func runTracer(e *env) (interface{}, string, error) {
 	res.RatioCPU = div(res.Armed[2].AddedCPU, res.Armed[1].AddedCPU)
 	res.LaunchNs["after_cupti_on_off"] = launchReps()
 
-	// Unarmed steps: every 16, timed one by one.
+	// Unarmed steps: every 16, timed one by one. Off closes the tracer and
+	// detaches CUPTI; Kernel reopens it at its first step.
 	unarmed := map[string][]float64{}
 	for rep := 0; rep < e.scale(5, 1); rep++ {
 		for _, name := range []string{"none", "off", "kernel_unarmed"} {
@@ -218,8 +224,15 @@ func runTracer(e *env) (interface{}, string, error) {
 			return res, "", err
 		}
 	}
-	_ = traced.SetKernelTiming(gpuspans.KernelTimingEvents) // closes the tracer
+	_ = traced.SetKernelTiming(gpuspans.KernelTimingEvents) // closes the tracer: CUPTI stays attached
 	res.LaunchNs["after_close"] = launchReps()
+	_ = traced.SetKernelTiming(gpuspans.KernelTimingCUPTI)
+	_ = traced.SetLevel(gpuspans.LevelKernel)
+	_ = traced.SetKernelSpanEvery(1)
+	traced.BeginStep() // reopens, collection on
+	r.fail("launch", g.Empty(k))
+	_ = traced.SetLevel(gpuspans.LevelOff) // closes and detaches at the next driver call
+	res.LaunchNs["after_level_off"] = launchReps()
 	return res, "", r.firstErr()
 }
 

@@ -488,7 +488,7 @@ extern "C" int64_t gs_tracer_clock_offset_ns(void) {
   return offset;
 }
 
-extern "C" gs_status gs_tracer_close(int32_t detach, gs_error* err) {
+extern "C" gs_status gs_tracer_close(gs_error* err) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
   if (!t.open) return GS_OK;
@@ -512,7 +512,15 @@ extern "C" gs_status gs_tracer_close(int32_t detach, gs_error* err) {
     t.outstanding = 0;
   }
   t.open = false;
-  if (detach && t.api.cuptiSubscribe && t.api.cuptiEnableDomain && t.api.cuptiFinalize) {
+  return st;
+}
+
+extern "C" gs_status gs_tracer_detach(gs_error* err) {
+  Tracer& t = T();
+  std::lock_guard<std::mutex> l(t.mu);
+  if (t.open) return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_detach: the tracer is open; close it first");
+  if (!t.lib || t.detach) return GS_OK;  // never loaded, or a detach is pending already
+  if (t.api.cuptiSubscribe && t.api.cuptiEnableDomain && t.api.cuptiFinalize) {
     // Our own subscriber, so that finalizing happens at a driver call's exit
     // on whichever thread calls the driver next. None when another client
     // subscribed meanwhile: CUPTI is theirs then, attached anyway.
@@ -526,5 +534,5 @@ extern "C" gs_status gs_tracer_close(int32_t detach, gs_error* err) {
       }
     }
   }
-  return st;
+  return GS_OK;
 }

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 6ae4a6034bc1c247300278de924c47b28db8157f2dc93037a57dfb0d90c11be3
+// sees only this file, rebuilds when they change: a2451d30e4e84a3bd1cfa6662485d489d03cf8ab38a152c7065d127e63ba406b
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -99,3 +99,6 @@ func (t *Tracer) Stats() backend.TracerStats { return backend.TracerStats{} }
 
 // Close does nothing: this build has no cgo.
 func (t *Tracer) Close() error { return nil }
+
+// Detach does nothing: this build has no cgo.
+func (t *Tracer) Detach() error { return nil }

@@ -137,16 +137,27 @@ func (t *Tracer) Stats() backend.TracerStats {
 	return out
 }
 
-// Close turns collection off, flushes, gives CUPTI back, and detaches it
-// from the process at the next driver call (gs_tracer_close), so launches
-// cost what they did before CUPTI. Later calls do nothing.
+// Close turns collection off, flushes, and gives CUPTI back (a profiler
+// may take it); CUPTI stays attached until Detach. Later calls do nothing.
 func (t *Tracer) Close() error {
 	if t.closed.Swap(true) {
 		return nil
 	}
 	var e C.gs_error
-	if C.gs_tracer_close(1, &e) != C.GS_OK {
+	if C.gs_tracer_close(&e) != C.GS_OK {
 		return tracerError("CloseTracer", &e)
+	}
+	return nil
+}
+
+// Detach detaches CUPTI from the process after Close, at the exit of the
+// next driver call any thread makes (gs_tracer_detach), so that launches
+// cost what they did before CUPTI. Until then no other client can
+// subscribe to CUPTI: Close alone makes room for a profiler.
+func (t *Tracer) Detach() error {
+	var e C.gs_error
+	if C.gs_tracer_detach(&e) != C.GS_OK {
+		return tracerError("DetachTracer", &e)
 	}
 	return nil
 }

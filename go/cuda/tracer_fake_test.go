@@ -241,6 +241,10 @@ func TestTracerReleasedAndRetaken(t *testing.T) {
 	if a := kernelAgg(t, &s, "before"); a.Count != 1 {
 		t.Errorf("the record collected before the release did not land: %d", a.Count)
 	}
+	// Released for a profiler: no subscriber of ours stands in its way.
+	if f.APIExit() {
+		t.Error("releasing CUPTI left a subscriber of ours: a profiler could not subscribe")
+	}
 	// Released for real: another client can open CUPTI now.
 	other, err := cuda.OpenTracer("")
 	if err != nil {
@@ -311,6 +315,12 @@ func TestTracerReopenWithdrawsPendingDetach(t *testing.T) {
 	if err := tr.Close(); err != nil {
 		t.Fatal(err)
 	}
+	if f.APIExit() {
+		t.Fatal("Close alone subscribed: a profiler could not take CUPTI")
+	}
+	if err := tr.Detach(); err != nil {
+		t.Fatal(err)
+	}
 	tr, err = cuda.OpenTracer("")
 	if err != nil {
 		t.Fatalf("reopen with a detach pending: %v", err)
@@ -318,7 +328,13 @@ func TestTracerReopenWithdrawsPendingDetach(t *testing.T) {
 	if f.APIExit() || f.Finalizes() != 0 {
 		t.Error("a withdrawn detach still finalized CUPTI")
 	}
+	if err := tr.Detach(); err == nil {
+		t.Error("Detach of an open tracer succeeded")
+	}
 	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Detach(); err != nil {
 		t.Fatal(err)
 	}
 	if !f.APIExit() || f.Finalizes() != 1 {

@@ -247,3 +247,64 @@ func TestGPUTracerDurations(t *testing.T) {
 		}
 	}
 }
+
+// Kernels replayed from a graph launched far ahead of the GPU, as behind a
+// busy engine: each span is its kernel's own run, not the wait in the queue.
+func TestGPUTracerGraphDurations(t *testing.T) {
+	gpuOnly(t)
+	e := newEngine(t, 0)
+	const spin = 20 * time.Microsecond
+	runtime.LockOSThread()
+	if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 5; i++ {
+		if err := e.kit.Spin(e.kernel, spin, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := e.kit.CaptureEnd(e.kernel)
+	runtime.UnlockOSThread()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := e.kit.Instantiate(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.kit.DestroyGraphExec(x); _ = e.kit.DestroyGraph(g) })
+	h, _ := tracedGPUHub(t, e, 1)
+	const steps = 10
+	for i := 0; i < steps; i++ {
+		h.BeginStep()
+		if err := e.kit.Spin(e.kernel, 2*time.Millisecond, nil); err != nil { // the queue ahead
+			t.Fatal(err)
+		}
+		if err := e.kit.Launch(x, e.kernel); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.kit.Sync(e.kernel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.SetLevel(gpuspans.LevelStep); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, h, steps*6)
+	n := 0
+	for _, sp := range h.RecentSpans(0, nil) {
+		if sp.Kind != gpuspans.KindKernel || sp.Graph == 0 {
+			continue
+		}
+		if n < 5 {
+			t.Logf("graph %d span: %d ns", sp.Graph, sp.DurationNs)
+		}
+		n++
+		if d := time.Duration(sp.DurationNs); d < spin || d > spin+3*time.Microsecond {
+			t.Errorf("a %v kernel replayed from a graph read %v", spin, d)
+		}
+	}
+	if n != steps*5 {
+		t.Errorf("%d graph kernel spans, want %d", n, steps*5)
+	}
+}

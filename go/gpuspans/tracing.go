@@ -168,7 +168,7 @@ func (h *Hub) SetKernelTiming(k KernelTiming) error {
 	defer h.mu.Unlock()
 	tr.mode = k
 	if k == KernelTimingEvents {
-		h.closeTracer(nil)
+		h.closeTracer(nil, false)
 		tr.err = nil
 		return nil
 	}
@@ -199,7 +199,7 @@ func (h *Hub) suspendTracer() {
 	if atomic.LoadUint32(&h.state)&levelMask == uint32(LevelKernel) {
 		return // raised again meanwhile
 	}
-	h.closeTracer(nil)
+	h.closeTracer(nil, true)
 	tr.state = tracerPending
 }
 
@@ -233,7 +233,7 @@ func (h *Hub) openTracer() {
 // and says why once. Caller holds h.mu.
 func (h *Hub) tracerOff(err error) {
 	tr := h.tr
-	h.closeTracer(err)
+	h.closeTracer(err, false)
 	tr.state = tracerOff
 	tr.err = err
 	tr.fallbacks++
@@ -245,8 +245,9 @@ func (h *Hub) tracerOff(err error) {
 }
 
 // closeTracer turns collection off, lands what the tracer still has and
-// closes it; no-op without one. Caller holds h.mu.
-func (h *Hub) closeTracer(why error) {
+// closes it, then detaches it from the process if asked and it can; no-op
+// without one. Caller holds h.mu.
+func (h *Hub) closeTracer(why error, detach bool) {
 	tr := h.tr
 	tr.active.Store(false)
 	tr.apply(h)
@@ -263,6 +264,9 @@ func (h *Hub) closeTracer(why error) {
 	err := callTracer(t.Close)
 	h.readTracer(t)
 	tr.state = tracerOff
+	if d, ok := t.(backend.Detacher); ok && detach && err == nil {
+		err = callTracer(d.Detach)
+	}
 	if err != nil && why == nil {
 		h.logf("gpuspans: closing the kernel tracer: %v", err)
 	}

@@ -108,6 +108,17 @@ class TorchDecodeHarnessTest(unittest.TestCase):
             td.parse(["--steps", "0"])
         self.assertIn("--steps must be >= 1", err.getvalue())
 
+    def test_graph_decode_bad_flags(self):
+        # The CUDA-graph example checks its flags before it imports torch.
+        spec = importlib.util.spec_from_file_location(
+            "torch_graph_decode", os.path.join(HERE, "..", "examples", "torch_graph_decode.py"))
+        gd = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(gd)
+        err = io.StringIO()
+        with self.assertRaises(SystemExit), contextlib.redirect_stderr(err):
+            gd.main(["--kernel-span-every", "0"])
+        self.assertIn("--kernel-span-every must be >= 1", err.getvalue())
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -111,16 +111,23 @@ int64_t gs_tracer_clock_offset_ns(void);
 
 /* gs_tracer_close turns collection off, stops the flush thread, forces a
  * last flush (records then still in the ring stay readable until the next
- * open), and gives CUPTI back: another client may take it, and
- * gs_tracer_open may open it again (some milliseconds). With detach != 0 it
- * also detaches CUPTI from the process (cuptiFinalize) at the exit of the
- * next driver API call any thread makes, as CUPTI requires: once collection
- * has been on, every launch costs about 1 us more until then, even with
- * collection off (bench/cupti/attach_cost.cc). That call pays the detach
- * (about 1-3 ms), once. Not when another client subscribed to CUPTI
- * meanwhile. NULL err is fine. Thread-safe; waits for the flush thread (at
- * most one flush). */
-gs_status gs_tracer_close(int32_t detach, gs_error* err);
+ * open), and gives CUPTI back: another client (a profiler) may take it, and
+ * gs_tracer_open may open it again (some milliseconds). CUPTI stays
+ * attached to the process (see gs_tracer_detach). NULL err is fine.
+ * Thread-safe; waits for the flush thread (at most one flush). */
+gs_status gs_tracer_close(gs_error* err);
+
+/* gs_tracer_detach detaches CUPTI from the process (cuptiFinalize) at the
+ * exit of the next driver API call any thread makes, as CUPTI requires:
+ * once collection has been on, every launch costs about 1 us more until
+ * then, even with collection off (bench/cupti/attach_cost.cc). That call
+ * pays the detach (about 1-3 ms), once. Until then a subscriber of ours is
+ * registered, so another client cannot subscribe: do not detach to make
+ * room for a profiler (close is enough). Nothing happens when another
+ * client subscribed meanwhile, or when the tracer never loaded CUPTI;
+ * gs_tracer_open withdraws a pending detach. GS_ERR_BUSY while the tracer
+ * is open. Thread-safe. */
+gs_status gs_tracer_detach(gs_error* err);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 368fa3f0e7c305c2a600cf46cbb3bf4751717fc18fac75fce81423f2f3e65683
+// sees only this file, rebuilds when they change: a625343b44f03ab153b0dc51cfe006045737079676b3412626644ff09289cbf3
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
