@@ -13,9 +13,24 @@
 # tools are built with that SDK. As root it installs the Debian packages it
 # needs; otherwise it names the missing ones and stops.
 #
+# --go: only what the run command's plain `go build` needs (g++ and a host
+# Go that can fetch the pinned SDK); prints that SDK's GOTOOLCHAIN name.
+#
+# Silent when there is nothing to do, so a warm command's output is its own.
+#
 # Environment:
 #   GPUSPANS_CACHE   where generated repositories go (default ~/.cache/gpuspans)
 set -euo pipefail
+GO_ONLY=0
+case "${1:-}" in
+  --go) GO_ONLY=1 ;;
+  "") ;;
+  -h | --help)
+    sed -n '2,/^set -euo/p' "$0" | sed -e '/^set -euo/d' -e 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *) echo "bootstrap: unknown argument '$1' (want --go, or none)" >&2; exit 2 ;;
+esac
 
 RULES_GO_VERSION=v0.34.0  # last rules_go for Bazel 4.2.x (v0.35+ needs Bazel 5.1)
 GAZELLE_VERSION=v0.27.0   # last gazelle for rules_go 0.34 (0.28+ needs rules_go 0.35)
@@ -31,17 +46,28 @@ tools=$(cat "$ROOT/tools/deps/go.mod" "$ROOT/tools/deps/go.sum" | sha256sum | cu
 CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
 log() { echo "bootstrap: $*" >&2; }
 die() { echo "bootstrap: error: $*" >&2; exit 1; }
+# quiet WHAT CMD...: runs CMD, showing its output ("go: downloading ...",
+# dozens of lines) only if it fails.
+quiet() {
+  local what="$1" out
+  shift
+  if ! out="$("$@" 2>&1)"; then
+    printf '%s\n' "$out" >&2
+    die "$what"
+  fi
+}
 
 # --- Debian packages ---------------------------------------------------------
 APT_PKGS=(bazel-bootstrap bazel-skylib bazel-platforms bazel-rules-proto bazel-rules-java
   protobuf-compiler libprotobuf-dev g++ git patch)
+((GO_ONLY)) && APT_PKGS=(g++) # cgo compiles the C++ core through the amalgamation
 missing=()
 for p in "${APT_PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   if [[ $(id -u) -eq 0 ]]; then
-    log "installing Debian packages: ${missing[*]}"
+    log "installing Debian packages: ${missing[*]} (about a minute)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq >/dev/null
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
@@ -56,6 +82,10 @@ case "$hostgo" in
   go1.2[1-9]* | go1.[3-9][0-9]* | go[2-9]*) ;;
   *) die "host Go is $hostgo; need >= go1.21 (GOTOOLCHAIN support)" ;;
 esac
+if ((GO_ONLY)); then
+  echo "go$GO_SDK_VERSION"
+  exit 0
+fi
 
 mkdir -p "$CACHE"
 CACHE="$(cd "$CACHE" && pwd)"
@@ -87,7 +117,7 @@ BIN_DIR="$CACHE/bin"
 # is the same version): repopulate if that GOROOT changed under us.
 sdk_ok() { [[ "$("$GO_SDK_DIR/bin/go" env GOVERSION 2>/dev/null)" == "go$GO_SDK_VERSION" ]]; }
 if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/buildifier" ]] || ! sdk_ok; then
-  log "populating $CACHE (first run; ~1 minute)"
+  log "first run: fetching rules_go, gazelle, the Go $GO_SDK_VERSION SDK and buildifier into $CACHE and building buildifier (about 1 minute)"
   rm -f "$STAMP"
 
   # rules_go: a writable copy of the module, with our patch applied
@@ -106,7 +136,7 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/b
   rm -rf "$GAZELLE_DIR"
   cp -R "$(moddir "github.com/bazelbuild/bazel-gazelle@$GAZELLE_VERSION")" "$GAZELLE_DIR"
   chmod -R u+w "$GAZELLE_DIR"
-  (cd "$GAZELLE_DIR" && go mod vendor)
+  quiet "cannot vendor gazelle's modules" bash -c 'cd "$1" && go mod vendor' _ "$GAZELLE_DIR"
   sed -i -e '/^load(":gazelle_binary_test.bzl"/d' -e '/^gazelle_binary_test_suite()/d' \
     "$GAZELLE_DIR/internal/BUILD.bazel"
   patch -s -p1 -d "$GAZELLE_DIR" <"$GAZELLE_PATCH" || die "cannot apply $GAZELLE_PATCH"
@@ -157,8 +187,8 @@ EOF
   # Tools, from source through the module proxy, exactly as tools/deps pins
   # them (read-only: a missing go.sum line is an error, not a fresh lookup).
   mkdir -p "$BIN_DIR"
-  (cd "$ROOT/tools/deps" && GOTOOLCHAIN="go$GO_SDK_VERSION" GOFLAGS=-mod=readonly GOBIN="$BIN_DIR" go install tool) ||
-    die "cannot build the tools pinned in tools/deps/go.mod"
+  GOTOOLCHAIN="go$GO_SDK_VERSION" GOFLAGS=-mod=readonly GOBIN="$BIN_DIR" \
+    quiet "cannot build the tools pinned in tools/deps/go.mod" bash -c 'cd "$1" && go install tool' _ "$ROOT/tools/deps"
   sdk_ok || die "the Go SDK in $GO_SDK_DIR is not go$GO_SDK_VERSION"
 
   echo "$STAMP_VERSION" >"$STAMP"
@@ -238,6 +268,8 @@ done
 write_rc() {
   local rc="$1" ws
   ws="$(dirname "$rc")"
+  # Rewritten only when it changes: an unchanged file keeps Bazel's server
+  # and its analysis cache.
   if [[ -e "$ws/bazel-out" ]] && ! grep -qxF "# stamp: $STAMP_VERSION" "$rc" 2>/dev/null; then
     log "tools changed since $ws was last built: bazel clean --expunge there"
     (cd "$ws" && bazel clean --expunge >/dev/null 2>&1) || log "could not expunge $ws; run 'bazel clean --expunge' there"
@@ -258,14 +290,22 @@ write_rc() {
       echo "$cmd --override_repository=remote_coverage_tools=$COV_DIR"
       echo "$cmd --repo_env=GOPROXY=$(go env GOPROXY)"
       echo "$cmd --repo_env=GOSUMDB=$(go env GOSUMDB)"
+      # go_repository takes modules from the go command's own module cache
+      # (go env GOMODCACHE), which the run command's go build fills too,
+      # rather than downloading them again into one of its own (400 MB).
+      echo "$cmd --repo_env=GO_REPOSITORY_USE_HOST_CACHE=1"
     done
     # Coverage needs tools Debian does not package, and rules_go v0.34 cannot
     # instrument Go 1.20+ tests: every test under `bazel coverage` runs the
     # stub, which says so and names go test -cover.
     echo "coverage --run_under=$COV_DIR/unavailable.sh"
   } >"$rc.tmp"
-  mv "$rc.tmp" "$rc"
+  if cmp -s "$rc.tmp" "$rc"; then
+    rm -f "$rc.tmp"
+  else
+    mv "$rc.tmp" "$rc"
+    log "ready ($CACHE); overrides in ${rc#"$ROOT"/}"
+  fi
 }
 write_rc "$ROOT/.bazelrc.user"
 write_rc "$ROOT/examples/.bazelrc.user"
-log "ready ($CACHE); overrides in .bazelrc.user"

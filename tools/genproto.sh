@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates the committed Go code for proto/ so plain `go build` works
-# (Bazel generates its own with go_proto_library). CI runs it with --check and
+# (Bazel builds these too: proto/gpuspans/v1/BUILD.bazel). CI runs it with --check and
 # fails when the committed code is stale.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
