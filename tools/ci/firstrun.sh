@@ -56,7 +56,8 @@ while [[ -z "$url" ]]; do
   sleep 1
   url="$(sed -n 's/.*metrics: \(http:[^ ]*\/metrics\).*/\1/p' "$dir/demo.out" | head -1)"
 done
-curl -fsS "$url" | grep -q '^gpuspans_' || { say "FAIL: $url has no gpuspans_ series"; exit 1; }
+metrics="$(curl -fsS "$url")" || { say "FAIL: $url did not answer"; exit 1; }
+grep -q '^gpuspans_' <<<"$metrics" || { say "FAIL: $url has no gpuspans_ series"; exit 1; }
 t1="$(now)"
 kill -INT "$demo_pid"
 wait "$demo_pid" || { say "FAIL: the demo did not exit cleanly on Ctrl-C"; exit 1; }
