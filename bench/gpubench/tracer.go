@@ -54,7 +54,7 @@ type tracerResult struct {
 	RatioWall     float64             `json:"cupti_over_events_added_wall"`
 	RatioCPU      float64             `json:"cupti_over_events_added_cpu"`
 	UnarmedStepNs map[string]float64  `json:"unarmed_step_ns_median"` // none, off, kernel_unarmed (every 16)
-	LaunchNs      map[string]float64  `json:"launch_ns_median"`       // before CUPTI, after on/off, after close, after level off (detached)
+	LaunchNs      map[string]float64  `json:"launch_ns_median"`       // before CUPTI, after on/off, after close, after level off
 	Accuracy      []tracerAccuracyRow `json:"accuracy"`
 }
 
@@ -188,8 +188,8 @@ func runTracer(e *env) (interface{}, string, error) {
 	res.RatioCPU = div(res.Armed[2].AddedCPU, res.Armed[1].AddedCPU)
 	res.LaunchNs["after_cupti_on_off"] = launchReps()
 
-	// Unarmed steps: every 16, timed one by one. Off closes the tracer and
-	// detaches CUPTI; Kernel reopens it at its first step.
+	// Unarmed steps: every 16, timed one by one. Off closes the tracer
+	// (CUPTI stays attached); Kernel reopens it at its first step.
 	unarmed := map[string][]float64{}
 	for rep := 0; rep < e.scale(5, 1); rep++ {
 		for _, name := range []string{"none", "off", "kernel_unarmed"} {
@@ -231,7 +231,7 @@ func runTracer(e *env) (interface{}, string, error) {
 	_ = traced.SetKernelSpanEvery(1)
 	traced.BeginStep() // reopens, collection on
 	r.fail("launch", g.Empty(k))
-	_ = traced.SetLevel(gpuspans.LevelOff) // closes and detaches at the next driver call
+	_ = traced.SetLevel(gpuspans.LevelOff) // closes the tracer; CUPTI stays attached
 	res.LaunchNs["after_level_off"] = launchReps()
 	return res, "", r.firstErr()
 }

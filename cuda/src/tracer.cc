@@ -422,6 +422,16 @@ extern "C" gs_status gs_tracer_enable(int32_t on, gs_error* err) {
     return gs::CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
   }
   t.enabled = on ? 1 : 0;
+  if (!on) {
+    // Deliver the window's records now, before its graphs replay again: a
+    // kernel replayed from a CUDA graph whose record is still pending when
+    // the graph replays with collection off gets a stale start time (on an
+    // H200, CUDA 13: 380 of 400 records read the time since the previous
+    // replay; none once flushed here, bench/cupti/graph_toggle.cc). Records
+    // of work still running stay pending, so the engine's per-step sync,
+    // before the next step, is what makes them right.
+    t.api.cuptiActivityFlushAll(0);
+  }
   return GS_OK;
 }
 

@@ -209,14 +209,6 @@ type KernelTracer interface {
 	Close() error
 }
 
-// Detacher is implemented by tracers that can remove themselves from the
-// process after Close (CUPTI's hooks cost every launch about 1 us once
-// collection has been on). The control plane detaches when the level leaves
-// Kernel, not when it closes the tracer to make room for a profiler.
-type Detacher interface {
-	Detach() error
-}
-
 // TracerOpener opens a KernelTracer; the control plane calls it at the first
 // step at level Kernel, so nothing loads before then.
 type TracerOpener func() (KernelTracer, error)

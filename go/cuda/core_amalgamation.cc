@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: a2451d30e4e84a3bd1cfa6662485d489d03cf8ab38a152c7065d127e63ba406b
+// sees only this file, rebuilds when they change: ad06bafb77cab326074faa37b8ac4b8e1b7d70cd9b01a0c2deeb2b2b88aa6d41
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -153,7 +153,11 @@ func (t *Tracer) Close() error {
 // Detach detaches CUPTI from the process after Close, at the exit of the
 // next driver call any thread makes (gs_tracer_detach), so that launches
 // cost what they did before CUPTI. Until then no other client can
-// subscribe to CUPTI: Close alone makes room for a profiler.
+// subscribe to CUPTI: Close alone makes room for a profiler. Not for
+// processes that replay CUDA graphs: a cuptiFinalize made outside such a
+// callback broke an instrumented graph's next replay on an H200
+// (CUDA_ERROR_LAUNCH_FAILED, bench/cupti/graph_toggle.cc); gpuspans'
+// hub never calls it.
 func (t *Tracer) Detach() error {
 	var e C.gs_error
 	if C.gs_tracer_detach(&e) != C.GS_OK {

@@ -414,9 +414,8 @@ func SetDefault(h *Hub) {
 // SetLevel sets the level. A level other than Off, Step or Kernel is an
 // error naming it, and changes nothing. Lowering below Kernel disarms kernel
 // spans in the same atomic update, and closes the kernel tracer if one is
-// open (its last records land first; it reopens at the next step at Kernel),
-// so that below Kernel nothing of CUPTI stays attached: that takes the
-// harvest lock and a few milliseconds. Raising to Kernel arms nothing until
+// open (its last records land first; it reopens at the next step at
+// Kernel): that takes the harvest lock and a few milliseconds. Raising to Kernel arms nothing until
 // the next BeginStep. Spans already open stay valid and may still be ended.
 func (h *Hub) SetLevel(l Level) error {
 	if !l.valid() {

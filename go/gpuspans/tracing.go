@@ -168,7 +168,7 @@ func (h *Hub) SetKernelTiming(k KernelTiming) error {
 	defer h.mu.Unlock()
 	tr.mode = k
 	if k == KernelTimingEvents {
-		h.closeTracer(nil, false)
+		h.closeTracer(nil)
 		tr.err = nil
 		return nil
 	}
@@ -186,9 +186,11 @@ func (h *Hub) KernelTiming() KernelTiming {
 	return h.tr.mode
 }
 
-// suspendTracer closes the tracer when the level leaves Kernel, so that it
-// detaches from the process, and has it (re)tried at the next step at
-// Kernel.
+// suspendTracer closes the tracer when the level leaves Kernel (its flush
+// thread stops, CUPTI is free for other clients), and has it (re)tried at
+// the next step at Kernel. CUPTI stays attached to the process: detaching
+// (cuptiFinalize) broke a CUDA graph's next replay on an H200
+// (bench/cupti/graph_toggle.cc), which a serving engine must never risk.
 func (h *Hub) suspendTracer() {
 	tr := h.tr
 	if tr.mode == KernelTimingEvents {
@@ -199,7 +201,7 @@ func (h *Hub) suspendTracer() {
 	if atomic.LoadUint32(&h.state)&levelMask == uint32(LevelKernel) {
 		return // raised again meanwhile
 	}
-	h.closeTracer(nil, true)
+	h.closeTracer(nil)
 	tr.state = tracerPending
 }
 
@@ -233,7 +235,7 @@ func (h *Hub) openTracer() {
 // and says why once. Caller holds h.mu.
 func (h *Hub) tracerOff(err error) {
 	tr := h.tr
-	h.closeTracer(err, false)
+	h.closeTracer(err)
 	tr.state = tracerOff
 	tr.err = err
 	tr.fallbacks++
@@ -245,9 +247,8 @@ func (h *Hub) tracerOff(err error) {
 }
 
 // closeTracer turns collection off, lands what the tracer still has and
-// closes it, then detaches it from the process if asked and it can; no-op
-// without one. Caller holds h.mu.
-func (h *Hub) closeTracer(why error, detach bool) {
+// closes it; no-op without one. Caller holds h.mu.
+func (h *Hub) closeTracer(why error) {
 	tr := h.tr
 	tr.active.Store(false)
 	tr.apply(h)
@@ -264,9 +265,6 @@ func (h *Hub) closeTracer(why error, detach bool) {
 	err := callTracer(t.Close)
 	h.readTracer(t)
 	tr.state = tracerOff
-	if d, ok := t.(backend.Detacher); ok && detach && err == nil {
-		err = callTracer(d.Detach)
-	}
 	if err != nil && why == nil {
 		h.logf("gpuspans: closing the kernel tracer: %v", err)
 	}
@@ -358,8 +356,9 @@ func (h *Hub) readTracer(t backend.KernelTracer) {
 }
 
 // landTraced lands a batch of records of installed devices. A kernel's
-// step is the latest armed window opened before it started on the GPU: it
-// was launched in that window, since collection is off between windows.
+// step is the latest armed window opened before it ended on the GPU: it was
+// launched in that window, since collection is off between windows, and the
+// engine's per-step sync keeps it from running past the next one.
 func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 	tr := h.tr
 	// Labels: names seen first in this batch compete for the labels left,
@@ -367,7 +366,7 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 	tr.pendingName = tr.pendingName[:0]
 	for i := range recs {
 		id := recs[i].Name
-		if id == 0 || int(id) >= 1<<16 {
+		if id == 0 || int(id) >= 1<<16 || tr.windowOf(&recs[i]) == nil {
 			continue
 		}
 		if int(id) >= len(tr.nameIdx) {
@@ -405,18 +404,38 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 		if id := r.Name; id != 0 && int(id) < len(tr.nameIdx) {
 			idx = int(tr.nameIdx[id]) - 1
 		}
-		start := r.StartNs + tr.offset
-		step := uint64(0)
-		for _, w := range tr.win {
-			step = w.step
-			if w.startNs <= start {
-				break
-			}
-		}
 		h.devc[dev].begunFinished++
-		h.landSpan(dev, &h.devs[dev].kernels[idx], KindKernel, backend.Stream(r.Stream), step, start, max(r.EndNs-r.StartNs, 0), r.Graph)
+		win := tr.windowOf(r)
+		if win == nil {
+			h.devc[dev].dropped[DropTracerLost].Add(1)
+			continue
+		}
+		h.landSpan(dev, &h.devs[dev].kernels[idx], KindKernel, backend.Stream(r.Stream), win.step, r.StartNs+tr.offset, max(r.EndNs-r.StartNs, 0), r.Graph)
 	}
 }
+
+// windowOf returns the armed window r ran in, or nil when its times cannot
+// be right: a start before that window is stale (CUPTI gives a kernel
+// replayed from a graph the start of an earlier replay when the host runs
+// more than a step ahead of the GPU; see gs_tracer_enable), and such a
+// record is counted as lost rather than landed wrong. Caller holds h.mu.
+func (tr *tracing) windowOf(r *backend.KernelRecord) *window {
+	start, end := r.StartNs+tr.offset, r.EndNs+tr.offset
+	for i := range tr.win {
+		if w := &tr.win[i]; w.startNs <= end {
+			if start < w.startNs-staleSlack {
+				return nil
+			}
+			return w
+		}
+	}
+	return nil
+}
+
+// staleSlack is how far before its window a traced kernel may seem to
+// start (the tracer's clock mapped to Unix time is good to about a
+// microsecond) before its start time counts as stale.
+const staleSlack = 50 * int64(time.Microsecond)
 
 // tracedLabel returns the kernel aggregate index a traced kernel name lands
 // under: a registered name's, a new label while Options.KernelLabels allows,

@@ -82,10 +82,13 @@ typedef struct gs_tracer_stats {
 gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, gs_error* err);
 
 /* gs_tracer_enable turns collection on (on != 0) or off. Kernels launched
- * while it is on are recorded when they run, even if it is off by then; off,
- * launches pay CUPTI nothing per kernel. GS_ERR_INVALID_ARGUMENT when the
- * tracer is not open, GS_ERR_DRIVER when CUPTI refuses (then collection is
- * off). About 1-2 us. Thread-safe; capture-safe. */
+ * while it is on are recorded when they run, even if it is off by then.
+ * Turning it off also asks CUPTI for every completed record (a flush, on
+ * the calling thread): records of kernels replayed from CUDA graphs are
+ * only right when delivered before their graph replays again (see
+ * tracer.cc). GS_ERR_INVALID_ARGUMENT when the tracer is not open,
+ * GS_ERR_DRIVER when CUPTI refuses (then collection is off). On: about
+ * 1-2 us; off: that plus the flush. Thread-safe; capture-safe. */
 gs_status gs_tracer_enable(int32_t on, gs_error* err);
 
 /* gs_tracer_read moves up to cap records from the ring into out, oldest
