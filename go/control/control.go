@@ -5,6 +5,9 @@
 //	PUT or POST /control/level              set it
 //	GET         /control/kernel_span_every  arm kernel spans on one step in N
 //	PUT or POST /control/kernel_span_every  set N (1..MaxKernelSpanEvery)
+//	GET         /control/kernel_timing      where kernel spans come from: events, auto or cupti
+//	PUT or POST /control/kernel_timing      set it: "events" releases CUPTI for a profiler,
+//	                                        "auto" takes it again (gpuspans.Hub.SetKernelTiming)
 //
 // (Without a token, a POST must carry a Content-Type no HTML form can
 // send, such as application/json: see Exposure below. PUT never needs one.)
@@ -12,7 +15,7 @@
 // A request body is plain text ("kernel", "8"; surrounding white space
 // ignored) unless its Content-Type is application/json, in which case it is
 // an object with the one field named like the endpoint:
-// {"level":"kernel"}, {"kernel_span_every":8}. Responses are plain text
+// {"level":"kernel"}, {"kernel_span_every":8}, {"kernel_timing":"auto"}. Responses are plain text
 // ("kernel\n") unless the request's body was JSON or its Accept header asks
 // for application/json; then they are the same JSON objects, and errors are
 // {"error":"..."}.
@@ -69,6 +72,7 @@ import (
 const (
 	LevelPath           = "/control/level"
 	KernelSpanEveryPath = "/control/kernel_span_every"
+	KernelTimingPath    = "/control/kernel_timing"
 )
 
 // DefaultMaxBody is Options.MaxBody's default: a value is a few bytes.
@@ -109,6 +113,7 @@ func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 	}
 	mux.Handle(LevelPath, a.endpoint("level", a.getLevel, a.setLevel))
 	mux.Handle(KernelSpanEveryPath, a.endpoint("kernel_span_every", a.getEvery, a.setEvery))
+	mux.Handle(KernelTimingPath, a.endpoint("kernel_timing", a.getTiming, a.setTiming))
 }
 
 // CheckListen reports whether serving the endpoints on addr is allowed: a
@@ -403,6 +408,42 @@ func ParseLevelRequest(contentType string, body []byte) (gpuspans.Level, error) 
 		return 0, badRequest("bad level %q: want off, step or kernel", truncate(text))
 	}
 	return l, nil
+}
+
+func (a *api) getTiming() string { return a.hub.KernelTiming().String() }
+
+func (a *api) setTiming(contentType string, body []byte) (string, string, error) {
+	k, err := ParseKernelTimingRequest(contentType, body)
+	if err != nil {
+		return "", "", err
+	}
+	old := a.hub.KernelTiming()
+	if err := a.hub.SetKernelTiming(k); err != nil {
+		return "", "", badRequest("%v", err)
+	}
+	return old.String(), k.String(), nil
+}
+
+// ParseKernelTimingRequest reads kernel_timing from a request body of the
+// given Content-Type, as its endpoint does: events, auto or cupti.
+func ParseKernelTimingRequest(contentType string, body []byte) (gpuspans.KernelTiming, error) {
+	var v struct {
+		Timing *string `json:"kernel_timing"`
+	}
+	text, err := valueText(contentType, body, "kernel_timing", &v, func() (string, bool) {
+		if v.Timing == nil {
+			return "", false
+		}
+		return *v.Timing, true
+	})
+	if err != nil {
+		return 0, err
+	}
+	k, err := gpuspans.ParseKernelTiming(text)
+	if err != nil {
+		return 0, badRequest("bad kernel_timing %q: want events, auto or cupti", truncate(text))
+	}
+	return k, nil
 }
 
 // ParseKernelSpanEveryRequest reads kernel_span_every from a request body

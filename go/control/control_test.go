@@ -2,6 +2,7 @@ package control
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -228,5 +230,54 @@ func TestCheckListenLoopbackListener(t *testing.T) {
 	defer ln.Close()
 	if err := CheckListen(ln.Addr(), ""); err != nil {
 		t.Errorf("loopback listener refused: %v", err)
+	}
+}
+
+func TestKernelTimingEndpoint(t *testing.T) {
+	open := func() (backend.KernelTracer, error) { return nil, errors.New("no CUPTI in this test") }
+	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Logf: t.Logf, KernelTracer: open})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	Register(mux, hub, Options{})
+	do := func(method, contentType, body string) (int, string) {
+		req := localRequest(method, KernelTimingPath, strings.NewReader(body))
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	for _, c := range []struct {
+		method, contentType, body string
+		status                    int
+		contains                  string
+		want                      gpuspans.KernelTiming
+	}{
+		{"GET", "", "", 200, "events\n", gpuspans.KernelTimingEvents},
+		{"PUT", "", " Auto\n", 200, "auto\n", gpuspans.KernelTimingAuto},
+		{"POST", "application/json", `{"kernel_timing":"cupti"}`, 200, `{"kernel_timing":"cupti"}`, gpuspans.KernelTimingCUPTI},
+		{"PUT", "", "nvtx", 400, `bad kernel_timing "nvtx": want events, auto or cupti`, gpuspans.KernelTimingCUPTI},
+		{"POST", "text/plain", "events", 415, "", gpuspans.KernelTimingCUPTI}, // a form's POST, no token
+		{"PUT", "", "events", 200, "events\n", gpuspans.KernelTimingEvents},
+	} {
+		status, body := do(c.method, c.contentType, c.body)
+		if status != c.status || !strings.Contains(body, c.contains) {
+			t.Errorf("%s %q: %d %q, want %d containing %q", c.method, c.body, status, body, c.status, c.contains)
+		}
+		if got := hub.KernelTiming(); got != c.want {
+			t.Errorf("%s %q: kernel timing %v after, want %v", c.method, c.body, got, c.want)
+		}
+	}
+
+	// A hub that cannot trace says so, by the option that is missing.
+	_, mux2 := newAPI(t, "")
+	req := localRequest("PUT", KernelTimingPath, strings.NewReader("auto"))
+	rec := httptest.NewRecorder()
+	mux2.ServeHTTP(rec, req)
+	if rec.Code != 400 || !strings.Contains(rec.Body.String(), "no Options.KernelTracer") {
+		t.Errorf("auto without a tracer: %d %q", rec.Code, rec.Body.String())
 	}
 }

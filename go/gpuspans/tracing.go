@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,14 +45,34 @@ func (k KernelTiming) String() string {
 	return fmt.Sprintf("KernelTiming(%d)", uint8(k))
 }
 
-// ParseKernelTiming reads "events", "auto" or "cupti".
+// ParseKernelTiming reads "events", "auto" or "cupti", in any case, with
+// surrounding white space ignored.
 func ParseKernelTiming(s string) (KernelTiming, error) {
+	t := strings.ToLower(strings.TrimSpace(s))
 	for k := KernelTimingEvents; k <= KernelTimingCUPTI; k++ {
-		if s == k.String() {
+		if t == k.String() {
 			return k, nil
 		}
 	}
 	return 0, fmt.Errorf("gpuspans: kernel timing %q: want events, auto or cupti", s)
+}
+
+// MarshalText implements encoding.TextMarshaler (flags, JSON).
+func (k KernelTiming) MarshalText() ([]byte, error) {
+	if k > KernelTimingCUPTI {
+		return nil, fmt.Errorf("gpuspans: invalid kernel timing %d", uint8(k))
+	}
+	return []byte(k.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler, as ParseKernelTiming.
+func (k *KernelTiming) UnmarshalText(b []byte) error {
+	v, err := ParseKernelTiming(string(b))
+	if err != nil {
+		return err
+	}
+	*k = v
+	return nil
 }
 
 // DefaultKernelLabels is Options.KernelLabels' default.

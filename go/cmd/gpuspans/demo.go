@@ -32,6 +32,8 @@ While it runs it prints a status line and serves, on --listen:
   /metrics                         Prometheus metrics (gpuspans_* and Go runtime)
   /control/level                   GET; PUT or POST "off", "step" or "kernel"
   /control/kernel_span_every       GET; PUT or POST an integer N (arm 1 step in N)
+  /control/kernel_timing           GET; PUT or POST "events", "auto" or "cupti"
+                                   ("events" releases CUPTI for a profiler)
   /control/sim                     the demo's own: GET; POST "decode=1.2" makes that
                                    lane's kernels 1.2 times as long (0.1..10)
 Control bodies are plain text, or JSON ({"level":"step"}) with
@@ -168,6 +170,7 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "stop after this many steps; 0 runs until Ctrl-C")
 	fs.Var((*durationFlag)(&cfg.Duration), "duration", "stop after this long, with a unit (30s, 5m); 0 runs until Ctrl-C")
 	fs.TextVar(&cfg.Level, "level", cfg.Level, "telemetry `level` at start: off, step or kernel")
+	fs.TextVar(&cfg.KernelTiming, "kernel_timing", cfg.KernelTiming, "where kernel spans come from: events (event pairs around the demo's launches), auto (every kernel from CUPTI where it loads, else events) or cupti")
 	fs.IntVar(&cfg.KernelSpanEvery, "kernel_span_every", cfg.KernelSpanEvery, "arm kernel spans on one step in this many")
 	fs.Var(&cfg.Engine.Prefill, "prefill", "kernels of the prefill lane, a `list` of name=duration")
 	fs.Var(&cfg.Engine.Decode, "decode", "kernels of the decode lane, a `list` of name=duration")

@@ -415,11 +415,17 @@ func TestDemoFlagValues(t *testing.T) {
 		{"--otlp=http://collector:99999", 1, `port "99999", want 1..65535`},
 		{"--otlp_sample_every=0", 1, "otlp_sample_every 0: want 1..1048576"},
 		{"--requests=100000", 1, "requests 100000: want 1..1024"},
+		{"--kernel_timing=nvtx", 2, `kernel timing "nvtx": want events, auto or cupti`},
 	} {
 		code, out, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", c.flag)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: exit %d, %q\n%s", c.flag, code, errOut, out)
 		}
+	}
+	// CUPTI sees no kernel of the simulator: the demo says so and runs on.
+	if code, out, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", "--kernel_timing=auto"); code != 0 ||
+		!strings.Contains(out+errOut, "kernel_timing auto: simulated GPU runs no CUDA kernel") {
+		t.Errorf("--kernel_timing=auto on the simulator: exit %d, %q\n%s", code, errOut, out)
 	}
 	// --status_every -1, as two arguments.
 	if code, _, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", "--status_every", "-1"); code != 0 {

@@ -28,6 +28,9 @@ type GPU interface {
 	Stream() backend.Stream
 	// Opener opens the hub's event pool of slots pairs on this GPU.
 	Opener(slots int) backend.Opener
+	// Tracer opens the kernel tracer (CUPTI) that sees this GPU's kernels,
+	// or is nil where there is none (the simulator).
+	Tracer() backend.TracerOpener
 	// Launch queues a kernel that runs for d on the stream.
 	Launch(d time.Duration) error
 	// BeginCapture starts capturing the stream into a graph; launches then
@@ -67,6 +70,9 @@ func (s *simGPU) Describe() string                { return "simulated GPU" }
 func (s *simGPU) Device() int                     { return s.device }
 func (s *simGPU) Stream() backend.Stream          { return s.stream }
 func (s *simGPU) Opener(slots int) backend.Opener { return s.gpu.Opener(slots) }
+
+// Tracer is nil: no CUDA kernel runs for CUPTI to see.
+func (s *simGPU) Tracer() backend.TracerOpener { return nil }
 
 func (s *simGPU) Launch(d time.Duration) error {
 	s.gpu.Launch(s.stream, d)
@@ -161,7 +167,11 @@ func (c *cudaGPU) Describe() string                { return fmt.Sprintf("CUDA de
 func (c *cudaGPU) Device() int                     { return c.device }
 func (c *cudaGPU) Stream() backend.Stream          { return c.stream }
 func (c *cudaGPU) Opener(slots int) backend.Opener { return cuda.Opener(c.device, slots) }
-func (c *cudaGPU) Launch(d time.Duration) error    { return c.kit.Spin(c.stream, d, nil) }
+
+// Tracer opens CUPTI ($GPUSPANS_CUPTI, a libcupti already loaded, the
+// toolkit's).
+func (c *cudaGPU) Tracer() backend.TracerOpener { return cuda.TracerOpener("") }
+func (c *cudaGPU) Launch(d time.Duration) error { return c.kit.Spin(c.stream, d, nil) }
 
 // BeginCapture captures in CaptureGlobal mode, the strictest: any unsafe
 // driver call from any thread would invalidate it, so a capture that ends

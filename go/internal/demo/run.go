@@ -45,6 +45,7 @@ type Config struct {
 	Duration time.Duration // stop after this long; 0: no limit
 
 	Level           gpuspans.Level
+	KernelTiming    gpuspans.KernelTiming // where kernel spans come from; CUPTI only with the CUDA backend
 	KernelSpanEvery int
 	Slots           int // the hub's span ring per device
 
@@ -242,6 +243,11 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 	}
 	defer outs.abort()
 
+	timing := cfg.KernelTiming
+	if timing != gpuspans.KernelTimingEvents && gpu.Tracer() == nil {
+		con.Printf("kernel_timing %v: %s runs no CUDA kernel for CUPTI to see; kernel spans are event pairs", timing, gpu.Describe())
+		timing = gpuspans.KernelTimingEvents
+	}
 	hub, err := gpuspans.New(gpuspans.Options{
 		Lanes:           []string{LanePrefill, LaneDecode},
 		KernelSpanEvery: cfg.KernelSpanEvery,
@@ -249,6 +255,8 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		RecentSpans:     recentSpans,
 		Level:           cfg.Level,
 		Logf:            con.Printf,
+		KernelTiming:    timing,
+		KernelTracer:    gpu.Tracer(),
 	})
 	if err != nil {
 		return res, err
@@ -298,7 +306,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		go func() { _ = srv.Serve(ln) }() // Serve returns ErrServerClosed at Shutdown
 		res.HTTPAddress = ln.Addr()
 		base := "http://" + displayAddr(ln.Addr())
-		con.Printf("live page: %s/debug/gpuspans   metrics: %s/metrics   control: %s/control/level, /control/kernel_span_every, /control/sim", base, base, base)
+		con.Printf("live page: %s/debug/gpuspans   metrics: %s/metrics   control: %s/control/level, /control/kernel_span_every, /control/kernel_timing, /control/sim", base, base, base)
 		if cfg.OnListen != nil {
 			cfg.OnListen(ln.Addr())
 		}
