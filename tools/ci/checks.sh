@@ -95,5 +95,5 @@ CGO_ENABLED=0 go vet ./...
 step "examples/: a consumer workspace builds gpuspans as an external repository"
 (cd examples && bazel build //...)
 
-step "C++ core CPU tests under AddressSanitizer and UBSan"
-bazel test --config=asan //cuda:core_test
+step "C++ core and tracer CPU tests under AddressSanitizer and UBSan"
+bazel test --config=asan //cuda:core_test //cuda:tracer_test
