@@ -438,7 +438,7 @@ func gs_hub_get_kernel_timing(handle C.gs_hub, timing, tracing *C.int32_t) (st C
 	}
 	defer e.exit()
 	defer recoverTo("gs_hub_get_kernel_timing", e, &st)
-	s := e.h.Snapshot().KernelTiming
+	s := e.h.KernelTimingStatus()
 	if timing != nil {
 		*timing = C.int32_t(s.Mode)
 	}

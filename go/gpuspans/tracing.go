@@ -207,6 +207,14 @@ func (h *Hub) KernelTiming() KernelTiming {
 	return h.tr.mode
 }
 
+// KernelTimingStatus is Snapshot.KernelTiming without the rest of a
+// snapshot. Takes the harvest lock briefly.
+func (h *Hub) KernelTimingStatus() KernelTimingStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.kernelTimingStatus()
+}
+
 // suspendTracer closes the tracer when the level leaves Kernel (its flush
 // thread stops, CUPTI is free for other clients), and has it (re)tried at
 // the next step at Kernel. CUPTI stays attached to the process: detaching

@@ -294,6 +294,8 @@ class Hub:
     ):
         self._lib = lib = library()
         self._h = 0
+        if kernel_timing not in _KERNEL_TIMINGS:
+            raise ValueError(f"gpuspans: kernel_timing {kernel_timing!r}: want one of {', '.join(_KERNEL_TIMINGS)}")
         if isinstance(lanes, str):
             raise TypeError("gpuspans: lanes must be a sequence of names, not one string")
         names = [str(n) for n in lanes]

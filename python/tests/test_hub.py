@@ -118,6 +118,8 @@ class HubTest(unittest.TestCase):
                 self.assertEqual(hub.kernel_timing, "events")
                 with self.assertRaisesRegex(ValueError, "kernel_timing 'nvtx'"):
                     hub.kernel_timing = "nvtx"
+            with self.assertRaisesRegex(ValueError, "kernel_timing 'nvtx'"):
+                gpuspans.Hub(kernel_timing="nvtx")
         finally:
             if old is None:
                 del os.environ["GPUSPANS_CUPTI"]
