@@ -9,6 +9,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"log"
 	"net"
@@ -206,6 +207,7 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 		time.Sleep(50 * time.Microsecond)
 	}
 	e.stopServing()
+	e.stopHarvester()
 	_ = e.h.SetLevel(gpuspans.LevelOff)
 	for d := 0; d < gpuspans.MaxDevices; d++ {
 		e.h.Uninstall(d)
@@ -493,6 +495,59 @@ func gs_hub_harvest(handle C.gs_hub) (st C.gs_hub_status) {
 	defer recoverTo("gs_hub_harvest", e, &st)
 	e.h.Harvest()
 	return statusOK
+}
+
+//export gs_hub_start_harvester
+func gs_hub_start_harvester(handle C.gs_hub, intervalUs C.int64_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_start_harvester", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_start_harvester", e, &st)
+	if intervalUs < 1 || intervalUs > 1_000_000 {
+		return fail(e, statusInvalidArgument, "gs_hub_start_harvester: interval_us %d, want 1..1000000", int64(intervalUs))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.harvestStop != nil {
+		return fail(e, statusLimit, "gs_hub_start_harvester: a harvester runs already on this hub; stop it first")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	e.harvestStop, e.harvestDone = cancel, done
+	go func() {
+		defer close(done)
+		_ = e.h.RunHarvester(ctx, time.Duration(intervalUs)*time.Microsecond)
+	}()
+	return statusOK
+}
+
+//export gs_hub_stop_harvester
+func gs_hub_stop_harvester(handle C.gs_hub) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_stop_harvester", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_stop_harvester", e, &st)
+	e.stopHarvester()
+	return statusOK
+}
+
+// stopHarvester stops the background harvester, if one runs, and waits for
+// it to return.
+func (e *hub) stopHarvester() {
+	e.mu.Lock()
+	stop, done := e.harvestStop, e.harvestDone
+	e.harvestStop, e.harvestDone = nil, nil
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
 }
 
 //export gs_hub_drain

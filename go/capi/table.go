@@ -9,6 +9,7 @@ package main
 import "C"
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -65,6 +66,10 @@ type hub struct {
 	cudaDev map[int]bool     // CUDA devices installed
 	srv     *http.Server
 	ln      net.Listener
+	// The background harvester, while one runs: its cancel and the
+	// channel its goroutine closes when it returns.
+	harvestStop context.CancelFunc
+	harvestDone chan struct{}
 }
 
 var (

@@ -450,6 +450,19 @@ class Hub:
         self._check(self._lib.gs_hub_get_kernel_timing(self._h, None, ctypes.byref(v)))
         return bool(v.value)
 
+    def start_harvester(self, interval=0.001):
+        """Harvests every interval seconds (1 us to 1 s) on a thread of the
+        library's, so that step() only counts and arms the step: no driver
+        call on the engine's thread. It never waits for the GPU. Stop it with
+        stop_harvester(); close() stops it too."""
+        if not (1e-6 <= interval <= 1.0):
+            raise ValueError(f"gpuspans: harvester interval {interval!r} s: want 1e-06..1.0")
+        self._check(self._lib.gs_hub_start_harvester(self._h, round(interval * 1e6)))
+
+    def stop_harvester(self):
+        """Stops the background harvester, if one runs, after its last tick."""
+        self._check(self._lib.gs_hub_stop_harvester(self._h))
+
     def set_kernel_span_every(self, n):
         """Arms kernel spans on 1 step in n (n >= 1) from the next step."""
         self._check(self._lib.gs_hub_set_kernel_span_every(self._h, _int("kernel_span_every", n, _I32)))

@@ -81,6 +81,8 @@ def load(path=None):
         "gs_hub_get_level": (i32, [u64, p(i32)]),
         "gs_hub_set_kernel_span_every": (i32, [u64, i32]),
         "gs_hub_set_kernel_timing": (i32, [u64, i32]),
+        "gs_hub_start_harvester": (i32, [u64, ctypes.c_int64]),
+        "gs_hub_stop_harvester": (i32, [u64]),
         "gs_hub_get_kernel_timing": (i32, [u64, p(i32), p(i32)]),
         "gs_hub_harvest": (i32, [u64]),
         "gs_hub_drain": (i32, [u64, i32, p(u64)]),

@@ -126,6 +126,31 @@ class HubTest(unittest.TestCase):
             else:
                 os.environ["GPUSPANS_CUPTI"] = old
 
+    def test_background_harvester(self):
+        # With the harvester running, step() only counts and arms: spans
+        # land without any harvest on this thread.
+        with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_span_every=1, quiet=True) as hub:
+            gpu = hub.install(0, FakeStream(5), sim=True)
+            hub.start_harvester(0.001)
+            with self.assertRaises(gpuspans.Error) as cm:
+                hub.start_harvester(0.001)
+            self.assertEqual(cm.exception.name, "GS_HUB_ERR_LIMIT")
+            decode = hub.lane("decode")
+            for _ in range(20):
+                hub.step()
+                with decode:
+                    gpu.launch(10e-6)
+            deadline = time.monotonic() + 5
+            while lane_count(hub.snapshot(), "decode") < 20 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertEqual(lane_count(hub.snapshot(), "decode"), 20)
+            hub.stop_harvester()
+            hub.stop_harvester()  # none runs: fine
+            for bad in (0, -1, 2.0, float("nan")):
+                with self.assertRaisesRegex(ValueError, "harvester interval"):
+                    hub.start_harvester(bad)
+            hub.start_harvester(0.01)  # left running: close() stops it
+
     def test_errors_name_what_was_wrong(self):
         with self.assertRaisesRegex(gpuspans.Error, "duplicate lane"):
             gpuspans.Hub(lanes=["a", "a"])

@@ -136,6 +136,8 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_serving(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_kernel_timing(b, GS_HUB_KERNEL_TIMING_AUTO));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_get_kernel_timing(b, NULL, NULL));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_start_harvester(b, 1000));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_harvester(b));
   }
 
   int32_t i32s[] = {INT32_MIN, -2, -1, 64, INT32_MAX};
@@ -157,6 +159,15 @@ static void extreme_arguments(void) {
   NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, 1));
   EXPECT(GS_HUB_OK, gs_hub_get_kernel_timing(hub, NULL, NULL));
   EXPECT(GS_HUB_OK, gs_hub_set_kernel_timing(hub, GS_HUB_KERNEL_TIMING_EVENTS));
+  int64_t intervals[] = {INT64_MIN, -1, 0, 1000001, INT64_MAX};
+  for (size_t i = 0; i < sizeof intervals / sizeof intervals[0]; i++) {
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_harvester(hub, intervals[i]));
+  }
+  EXPECT(GS_HUB_OK, gs_hub_stop_harvester(hub));  // none runs
+  EXPECT(GS_HUB_OK, gs_hub_start_harvester(hub, 1));
+  EXPECT(GS_HUB_ERR_LIMIT, gs_hub_start_harvester(hub, 1000));
+  EXPECT(GS_HUB_OK, gs_hub_stop_harvester(hub));
+  EXPECT(GS_HUB_OK, gs_hub_start_harvester(hub, 1000));  // left running: close stops it
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_install_sim(hub, 0, 1, INT64_MIN));
   EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, UINT64_MAX, INT64_MAX));
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_sim_launch(hub, 0, 1, INT64_MIN));

@@ -238,6 +238,19 @@ gs_hub_status gs_hub_set_kernel_span_every(gs_hub hub, int32_t n);
 gs_hub_status gs_hub_harvest(gs_hub hub);
 gs_hub_status gs_hub_drain(gs_hub hub, int32_t timeout_ms, uint64_t* in_flight);
 
+/* gs_hub_start_harvester harvests every interval_us microseconds
+ * (1..1000000) on a thread of the library's, so that gs_hub_begin_step
+ * only counts and arms the step: no driver call on the engine's thread
+ * (the Go API's Hub.RunHarvester, with its guarantees: it never waits for
+ * the GPU, and a tick that finds a harvest running is skipped). It also
+ * opens the pools of devices installed at level Kernel, and the kernel
+ * tracer, at its next tick rather than at the next step. GS_HUB_ERR_LIMIT
+ * when one runs already. gs_hub_stop_harvester stops it and waits for its
+ * last tick (GS_HUB_OK when none runs); gs_hub_close stops it too.
+ * Thread-safe. */
+gs_hub_status gs_hub_start_harvester(gs_hub hub, int64_t interval_us);
+gs_hub_status gs_hub_stop_harvester(gs_hub hub);
+
 /* gs_hub_snapshot writes a snapshot of hub (aggregates with histograms,
  * counters, device states) in `format` (GS_HUB_SNAPSHOT_*) into buf and its
  * length in bytes into *len. JSON is NUL-terminated (not counted in *len).
