@@ -1,0 +1,61 @@
+"""The binding's constants and structures against hub.h, the C ABI's own
+header: a value or field changed on one side only fails here, not in a
+user's process. Needs no library."""
+
+import ctypes
+import os
+import re
+import unittest
+
+import gpuspans
+from gpuspans import _lib
+
+HUB_H = os.path.join(os.path.dirname(__file__), "..", "..", "go", "capi", "include", "gpuspans", "hub.h")
+
+
+def header():
+    with open(HUB_H, encoding="utf-8") as f:
+        return f.read()
+
+
+def constants(text):
+    """GS_HUB_NAME -> value, from enumerators and #defines."""
+    out = {}
+    for name, value in re.findall(r"\bGS_HUB_([A-Z0-9_]+)\s*=\s*(0x[0-9a-fA-F]+|\d+)", text):
+        out[name] = int(value, 0)
+    for name, value in re.findall(r"#define GS_HUB_([A-Z0-9_]+) (0x[0-9a-fA-F]+|\d+)u?\b", text):
+        out[name] = int(value, 0)
+    return out
+
+
+class ABITest(unittest.TestCase):
+    def test_constants_match_the_header(self):
+        c = constants(header())
+        ours = {name: getattr(_lib, name) for name in dir(_lib) if re.fullmatch(r"[A-Z][A-Z0-9_]+", name)
+                and isinstance(getattr(_lib, name), int)}
+        self.assertGreater(len(ours), 10)
+        for name, value in ours.items():
+            self.assertIn(name, c, f"_lib.{name} has no GS_HUB_{name} in hub.h")
+            self.assertEqual(value, c[name], f"_lib.{name} = {value}, hub.h says {c[name]}")
+        for lv in gpuspans.Level:
+            self.assertEqual(lv.value, c["LEVEL_" + lv.name], f"Level.{lv.name}")
+        timings = [n for n in c if n.startswith("KERNEL_TIMING_")]
+        self.assertEqual(len(timings), len(gpuspans._KERNEL_TIMINGS))
+        for i, name in enumerate(gpuspans._KERNEL_TIMINGS):
+            self.assertEqual(c["KERNEL_TIMING_" + name.upper()], i, name)
+        for name in c:  # every status the library can return has a Python name
+            if name.startswith("ERR_"):
+                self.assertTrue(hasattr(_lib, name), f"hub.h's GS_HUB_{name} is missing from _lib")
+
+    def test_options_match_the_header(self):
+        body = re.search(r"typedef struct gs_hub_options \{(.*?)\} gs_hub_options;", header(), re.S).group(1)
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        fields = re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_ *]*?)\s*\b([a-z_0-9]+);", body, re.M)
+        ctype = {"int32_t": ctypes.c_int32, "const char* const*": ctypes.POINTER(ctypes.c_char_p)}
+        self.assertEqual([n for _, n in fields], [n for n, _ in _lib.Options._fields_])
+        for (t, n), (pn, pt) in zip(fields, _lib.Options._fields_):
+            self.assertIs(ctype[t.strip()], pt, f"field {n}: {t} in hub.h")
+
+
+if __name__ == "__main__":
+    unittest.main()
