@@ -136,6 +136,54 @@ def run(args, torch, dec, variant):
             hub.close()
 
 
+def call_costs(args, torch, dec):
+    """Host time per call in the loop, us (p50, p90): step() with and without
+    the background harvester, a lane's begin and end, and torch.cuda.Event
+    records at the same points. Returns lines of markdown."""
+    t = time.perf_counter_ns
+    out = ["| call | harvester | p50 us | p90 us |", "| --- | --- | ---: | ---: |"]
+
+    def q(xs, f):
+        xs = sorted(xs)
+        return xs[int(f * (len(xs) - 1))] / 1e3
+
+    for bg in (False, True):
+        with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_span_every=args.kernel_span_every,
+                          quiet=True) as hub:
+            hub.install(torch.cuda.current_device(), torch.cuda.current_stream())
+            if bg:
+                hub.start_harvester(0.001)
+            decode = hub.lane("decode")
+            step, begin, end, ev0, ev1 = [], [], [], [], []
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            for i in range(args.steps):
+                a = t()
+                hub.step()
+                b = t()
+                decode.begin()
+                c = t()
+                e0.record()
+                d = t()
+                dec.decode()
+                e = t()
+                e1.record()
+                f = t()
+                decode.end()
+                g = t()
+                dec.tok.cpu()
+                if i >= 16:  # past the pool's opening
+                    step.append(b - a)
+                    begin.append(c - b)
+                    ev0.append(d - c)
+                    ev1.append(f - e)
+                    end.append(g - f)
+            for name, xs in (("hub.step()", step), ("lane begin", begin), ("lane end", end),
+                             ("torch.cuda.Event.record before the replay", ev0),
+                             ("torch.cuda.Event.record after the replay", ev1)):
+                out.append(f"| {name} | {'on' if bg else 'off'} | {q(xs, 0.5):.2f} | {q(xs, 0.9):.2f} |")
+    return out
+
+
 def coexistence(torch, dec):
     """torch.profiler beside the tracer: released first, as the docs say,
     and not released. Returns lines of markdown."""
@@ -253,6 +301,7 @@ def main(argv=None):
                 w(f"| `{a['name']}` | {a['count']} | {a['min_ns'] / 1e3:.1f} | {a.get('p50_ns', 0) / 1e3:.1f} | "
                   f"{a.get('p99_ns', 0) / 1e3:.1f} | {a['max_ns'] / 1e3:.1f} |\n")
             w("\n")
+    w("## Host time per call\n\n" + "\n".join(call_costs(args, torch, dec)) + "\n\n")
     try:
         lines = coexistence(torch, dec)
     except Exception as e:  # report it; the tables above stand
