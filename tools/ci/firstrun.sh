@@ -44,7 +44,8 @@ check() { # check WHAT VALUE BUDGET UNIT
 }
 
 t0="$(now)"
-tools/gpuspans.sh demo --listen=127.0.0.1:0 >"$dir/demo.out" 2>"$dir/demo.err" &
+# TMPDIR: the demo's trace on exit goes with the rest.
+TMPDIR="$dir" tools/gpuspans.sh demo --listen=127.0.0.1:0 >"$dir/demo.out" 2>"$dir/demo.err" &
 demo_pid=$!
 url=""
 while [[ -z "$url" ]]; do
