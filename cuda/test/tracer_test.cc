@@ -8,30 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "gpuspans/tracer.h"
 #include "gpuspans/tracer_testing.h"
 
 namespace {
-
-int g_failures = 0;
-
-#define CHECK(cond)                                                                \
-  do {                                                                             \
-    if (!(cond)) {                                                                 \
-      ++g_failures;                                                                \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);    \
-    }                                                                              \
-  } while (0)
-
-#define CHECK_EQ(a, b)                                                                          \
-  do {                                                                                          \
-    long long va_ = static_cast<long long>(a), vb_ = static_cast<long long>(b);                 \
-    if (va_ != vb_) {                                                                           \
-      ++g_failures;                                                                             \
-      fprintf(stderr, "%s:%d: CHECK_EQ failed: %s == %s (%lld vs %lld)\n", __FILE__, __LINE__, \
-              #a, #b, va_, vb_);                                                                \
-    }                                                                                           \
-  } while (0)
 
 void Open() {
   gs_error err;
