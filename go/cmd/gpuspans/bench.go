@@ -37,7 +37,7 @@ func benchCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(pos) > 0 {
-		fmt.Fprintf(stderr, "bench: unexpected argument %q (see gpuspans bench --help)\n", pos[0])
+		fmt.Fprintf(stderr, "bench: unexpected argument %q (see %s bench --help)\n", pos[0], cmdName)
 		return 2
 	}
 	if err := checkBenchFlags(&o); err != nil {

@@ -37,7 +37,7 @@ func traceCmd(args []string, stdout, stderr io.Writer) int {
 		pos = pos[1:]
 	}
 	if len(pos) != 1 {
-		fmt.Fprintf(stderr, "trace: want one span file, got %d arguments (see gpuspans trace --help)\n", len(pos))
+		fmt.Fprintf(stderr, "trace: want one span file, got %d arguments (see %s trace --help)\n", len(pos), cmdName)
 		return 2
 	}
 	if !*sum {
