@@ -32,7 +32,7 @@ git clone -q "$ROOT" "$dir/clone"
 cd "$dir/clone"
 export HOME="$dir/home"
 unset GOFLAGS GOTOOLCHAIN GOPATH GOMODCACHE GOCACHE GPUSPANS_CACHE XDG_CACHE_HOME
-say "commit $(git rev-parse --short HEAD); host $(go env GOVERSION); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
+say "commit $(git rev-parse --short HEAD); host $(GOTOOLCHAIN=local go env GOVERSION); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 now() { date +%s.%N; }
 secs() { printf '%.0f' "$(echo "$2 - $1" | bc)"; }
