@@ -182,7 +182,7 @@ func (c *cSide) harvest(want uint32) (float64, error) {
 	}
 	for i := range c.items {
 		if c.items[i].State != backend.Done {
-			return 0, fmt.Errorf("C harvest: slot %d %v after a sync", c.items[i].Slot, c.items[i].State)
+			return 0, fmt.Errorf("the C core's harvest: slot %d %v after a sync", c.items[i].Slot, c.items[i].State)
 		}
 	}
 	return ns(d) / float64(n), nil
@@ -216,7 +216,7 @@ func goHarvest(g gpu, r *rig, h *gpuspans.Hub, n int) (float64, error) {
 	h.Harvest()
 	d := time.Since(t0)
 	if got := h.Snapshot().Counters.Landed - before; got != uint64(n) {
-		return 0, fmt.Errorf("Go harvest landed %d of %d done spans", got, n)
+		return 0, fmt.Errorf("the Go harvest landed %d of %d done spans", got, n)
 	}
 	return ns(d) / float64(n), r.firstErr()
 }

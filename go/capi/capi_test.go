@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -46,12 +45,12 @@ func library(t *testing.T, mode string) string {
 	name := map[string]string{"c-archive": "libgpuspans.a", "c-shared": "libgpuspans.so", "c-archive-race": "libgpuspans_race.a"}[mode]
 	out := filepath.Join(libDir, name)
 	libOnce[mode].Do(func() {
-		goTool := filepath.Join(runtime.GOROOT(), "bin", "go")
 		args := []string{"build", "-buildmode=" + mode, "-o", out, "."}
 		if mode == "c-archive-race" {
 			args = []string{"build", "-race", "-buildmode=c-archive", "-o", out, "."}
 		}
-		cmd := exec.Command(goTool, args...)
+		// go test puts the go that runs it first on PATH.
+		cmd := exec.Command("go", args...)
 		b, err := cmd.CombinedOutput()
 		libMu.Lock()
 		defer libMu.Unlock()

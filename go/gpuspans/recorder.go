@@ -112,8 +112,10 @@ const (
 	slotClosed  uint64 = 4 // both recorded; a harvest will land it
 
 	slotStateMask uint64 = 0x7
-	slotPosShift         = 3
 )
+
+// slotPosShift is where the position starts in a slot's word.
+const slotPosShift = 3
 
 func pack(pos, state uint64) uint64 { return (pos+1)<<slotPosShift | state }
 

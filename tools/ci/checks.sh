@@ -44,6 +44,9 @@ unformatted="$(gofmt -l $(git ls-files '*.go'))"
 step "go vet"
 go vet ./...
 
+step "staticcheck (staticcheck.conf)"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+
 step "dependencies: the serving path and the live page link no protobuf"
 # A serving binary that mounts the live page and the control endpoints must
 # not pay for the span-file and wire-schema code (26 protobuf packages).

@@ -22,8 +22,8 @@ import (
 
 const stream = backend.Stream(0x10)
 
-// noDriver is a long error, to check that the reason label is cut.
-var noDriver = fmt.Errorf("%w: libcuda.so.1: cannot open shared object file: No such file or directory (searched /usr/lib/x86_64-linux-gnu, /usr/local/cuda/lib64)", backend.ErrNoDriver)
+// errNoDriver is a long error, to check that the reason label is cut.
+var errNoDriver = fmt.Errorf("%w: libcuda.so.1: cannot open shared object file: No such file or directory (searched /usr/lib/x86_64-linux-gnu, /usr/local/cuda/lib64)", backend.ErrNoDriver)
 
 // servedHub runs two steps of known GPU work on a simulated device 0, next
 // to a device whose pool cannot open (1) and one that hits a sticky error
@@ -45,7 +45,7 @@ func servedHub(t testing.TB) *gpuspans.Hub {
 		t.Fatal(err)
 	}
 	gpu := sim.New(sim.Options{Device: 0, Now: clock.Now})
-	failed := fake.New(fake.Options{Device: 1, OpenErr: noDriver, Errorf: t.Errorf})
+	failed := fake.New(fake.Options{Device: 1, OpenErr: errNoDriver, Errorf: t.Errorf})
 	sticky := fake.New(fake.Options{Device: 2, Errorf: t.Errorf})
 	sticky.SetRecordError(func(fake.Op, int, backend.Stream) error {
 		return &backend.DriverError{Op: "cuEventRecord", Code: 700, Msg: "CUDA_ERROR_ILLEGAL_ADDRESS", Kind: backend.ErrSticky}
