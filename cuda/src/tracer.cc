@@ -56,9 +56,8 @@ void* RealCuptiOpen(const char* path) {
   for (const char* n : kNames) {
     if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return h;
   }
-  if (const char* env = getenv("GPUSPANS_CUPTI"); env && *env) {
-    return dlopen(env, RTLD_NOW | RTLD_LOCAL);  // named: that one or none
-  }
+  const char* env = getenv("GPUSPANS_CUPTI");
+  if (env && *env) return dlopen(env, RTLD_NOW | RTLD_LOCAL);  // named: that one or none
   for (const char* n : kNames) {
     if (void* h = dlopen(n, RTLD_NOW | RTLD_LOCAL)) return h;
   }
@@ -362,9 +361,8 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   GS_CUPTI_OPTIONAL(GS_CUPTI_OPTIONAL_RESOLVE)
 #undef GS_CUPTI_OPTIONAL_RESOLVE
   uint32_t version = 0;
-  if (CUptiResult r = api.cuptiGetVersion(&version); r != CUPTI_SUCCESS) {
-    return gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiGetVersion");
-  }
+  CUptiResult r = api.cuptiGetVersion(&version);
+  if (r != CUPTI_SUCCESS) return gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiGetVersion");
   if (!gs::KnownLayout(version)) {
     return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0,
                         "CUPTI API version %u has a kernel record layout this build does not know "
@@ -376,17 +374,15 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   // the subscription for no longer than the check.
   if (api.cuptiSubscribe && api.cuptiUnsubscribe) {
     CUpti_SubscriberHandle sub = nullptr;
-    CUptiResult r = api.cuptiSubscribe(&sub, [](void*, int, uint32_t, const void*) {}, nullptr);
-    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    CUptiResult sr = api.cuptiSubscribe(&sub, [](void*, int, uint32_t, const void*) {}, nullptr);
+    if (sr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
       return gs::SetError(err, GS_ERR_BUSY, 0, "CUPTI is in use by another client in this process (a profiler)");
     }
-    if (r == CUPTI_SUCCESS) api.cuptiUnsubscribe(sub);
+    if (sr == CUPTI_SUCCESS) api.cuptiUnsubscribe(sub);
   }
   t.api = api;  // the callbacks read it; nothing is registered yet, or they are ours from an earlier open
-  if (CUptiResult r = api.cuptiActivityRegisterCallbacks(&gs::BufferRequested, &gs::BufferCompleted);
-      r != CUPTI_SUCCESS) {
-    return gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityRegisterCallbacks");
-  }
+  r = api.cuptiActivityRegisterCallbacks(&gs::BufferRequested, &gs::BufferCompleted);
+  if (r != CUPTI_SUCCESS) return gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityRegisterCallbacks");
   t.lib = lib;
   t.period_ms = flush_period_ms;
   // Counters are per open (gpuspans/tracer.h): a hub that opens the tracer

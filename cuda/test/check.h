@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-inline int g_failures = 0;
+static int g_failures = 0;  // each test binary is one translation unit
 
 #define CHECK(cond)                                                             \
   do {                                                                          \

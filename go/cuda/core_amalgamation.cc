@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: ad06bafb77cab326074faa37b8ac4b8e1b7d70cd9b01a0c2deeb2b2b88aa6d41
+// sees only this file, rebuilds when they change: 23c978622f61720bbe984f27c4f6e5858cafd92ae2811f2822823a1591596665
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
