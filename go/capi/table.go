@@ -70,6 +70,9 @@ type hub struct {
 	// channel its goroutine closes when it returns.
 	harvestStop context.CancelFunc
 	harvestDone chan struct{}
+
+	readMu sync.Mutex       // guards recent
+	recent []gpuspans.Span // gs_hub_recent_spans' buffer, reused
 }
 
 var (

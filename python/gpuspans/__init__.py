@@ -32,6 +32,7 @@ call, and Hub(), raises Error naming the fork (use multiprocessing's
 "spawn" or "forkserver" start method for children that record).
 """
 
+import collections
 import ctypes
 import enum
 import gc
@@ -46,7 +47,7 @@ from . import _lib
 
 __version__ = "0.1.0"
 
-__all__ = ["Hub", "Level", "Error", "Lane", "SimGPU", "library"]
+__all__ = ["Hub", "Level", "Error", "Lane", "SimGPU", "Span", "library"]
 
 
 class Level(enum.IntEnum):
@@ -55,6 +56,17 @@ class Level(enum.IntEnum):
     OFF = 0
     STEP = 1
     KERNEL = 2
+
+
+Span = collections.namedtuple("Span", "seq kind name device stream step start_ns duration_ns graph")
+Span.__doc__ = """A landed span, as Hub.recent_spans returns it: seq (landing order,
+from 1), kind ("lane" or "kernel"), name (lane or kernel name; "other" for
+a kernel never registered), device, stream, step (the step counter when it
+began), start_ns (begin on the host clock, Unix ns; 0 when not placed),
+duration_ns (GPU time), graph (the CUDA graph a traced kernel was replayed
+from; 0 for others)."""
+
+_SPAN_KINDS = {_lib.SPAN_LANE: "lane", _lib.SPAN_KERNEL: "kernel"}
 
 
 class Error(Exception):
@@ -275,7 +287,9 @@ class Hub:
     lanes: the lane names (default "prefill", "decode"); level: "off",
     "step", "kernel" or a Level; kernel_span_every: arm kernel spans on 1
     step in this many (default 16); slots, recent_spans: ring sizes (0:
-    defaults); no_start_times, raw_kernel_spans: as go/gpuspans.Options;
+    defaults); no_start_times: never place spans on the host clock (by
+    default they are placed while a reader calls recent_spans or
+    keep_start_times); raw_kernel_spans: as go/gpuspans.Options;
     quiet: no log lines on stderr; kernel_timing: "events", "auto" or
     "cupti" (see Hub.kernel_timing).
     """
@@ -330,6 +344,8 @@ class Hub:
         self._kernels = {}  # name -> id, for kernels named by string
         self._kernel_lock = threading.Lock()
         self._streams = {}  # device -> lane stream, the kernel spans' default
+        self._span_lock = threading.Lock()
+        self._span_buf = None  # recent_spans' buffer
         # The span paths' calls, bound once.
         self._step_call = lib.gs_hub_begin_step_call
         self._lane_begin_call = lib.gs_hub_lane_begin_call
@@ -558,18 +574,60 @@ class Hub:
             if n.value == 0 or left <= 0.05:
                 return n.value
 
-    def _snapshot(self, fmt):
+    def _read(self, what, call):
+        """The bytes call(buf, cap, len_ptr) writes, growing buf as it asks."""
         n = ctypes.c_size_t()
         size = 64 << 10
         for _ in range(8):
             buf = ctypes.create_string_buffer(size)
-            st = self._lib.gs_hub_snapshot(self._h, fmt, buf, size, ctypes.byref(n))
+            st = call(buf, size, ctypes.byref(n))
             if st == _lib.ERR_TOO_SMALL:
                 size = n.value + (16 << 10)
                 continue
             self._check(st)
             return buf.raw[: n.value]
-        raise Error(_lib.ERR_TOO_SMALL, "GS_HUB_ERR_TOO_SMALL", "the snapshot kept growing")
+        raise Error(_lib.ERR_TOO_SMALL, "GS_HUB_ERR_TOO_SMALL", f"the {what} kept growing")
+
+    def _snapshot(self, fmt):
+        return self._read("snapshot", lambda buf, size, n: self._lib.gs_hub_snapshot(self._h, fmt, buf, size, n))
+
+    def metrics_text(self):
+        """The hub's Prometheus families (gpuspans_*) in the text format
+        0.0.4, as serve()'s /metrics has them without the Go runtime's and
+        the process's families; histograms as classic buckets only (text has
+        no native histograms). gpuspans.prometheus.register puts them on a
+        prometheus_client registry instead."""
+        return self._read("metrics text", lambda buf, size, n: self._lib.gs_hub_metrics(self._h, buf, size, n)).decode()
+
+    def recent_spans(self, after_seq=0, limit=8192):
+        """The spans still in the hub's ring of recent spans whose seq is
+        above after_seq, oldest first, at most limit of them, as Span
+        tuples: poll with the last seq seen. Spans overwritten before a read
+        are counted in the snapshot's recent_spans_overwritten. Each call
+        keeps start times placed for a minute (see keep_start_times),
+        unless the hub was made with no_start_times."""
+        after_seq = _int("after_seq", after_seq, _U64)
+        limit = _int("limit", limit, (1, 1 << 20))
+        kinds = _SPAN_KINDS
+        with self._span_lock:  # one reused buffer: 192 bytes a span
+            buf = self._span_buf
+            if buf is None or len(buf) < limit:
+                buf = self._span_buf = (_lib.Span * limit)()
+            n = ctypes.c_size_t()
+            self._check(self._lib.gs_hub_recent_spans(self._h, after_seq, buf, limit, ctypes.byref(n)))
+            return [
+                Span(s.seq, kinds.get(s.kind, str(s.kind)), s.name[: s.name_len].decode(errors="replace"), s.device,
+                     s.stream, s.step, s.start_ns, s.duration_ns, s.graph)
+                for s in buf[: n.value]
+            ]
+
+    def keep_start_times(self):
+        """Makes harvests place spans on the host clock (Span.start_ns) for
+        the next minute: call it when a reader of start times attaches, so
+        that the first spans it reads are placed too (recent_spans does
+        it on every call). Placing costs a driver call per span harvested,
+        which a hub no one reads spans from never pays."""
+        self._check(self._lib.gs_hub_keep_start_times(self._h))
 
     def snapshot(self):
         """The hub's snapshot as a dict: the live page's JSON (lanes and

@@ -24,6 +24,9 @@ WORD_POOLS = 0x8
 SNAPSHOT_JSON = 0
 SNAPSHOT_PROTO = 1
 SERVE_PROTECT_READS = 1
+SPAN_LANE = 1
+SPAN_KERNEL = 2
+SPAN_NAME_CAP = 136
 
 
 class Options(ctypes.Structure):
@@ -39,6 +42,23 @@ class Options(ctypes.Structure):
         ("no_start_times", ctypes.c_int32),
         ("raw_kernel_spans", ctypes.c_int32),
         ("quiet", ctypes.c_int32),
+    ]
+
+
+class Span(ctypes.Structure):
+    """gs_hub_span."""
+
+    _fields_ = [
+        ("seq", ctypes.c_uint64),
+        ("step", ctypes.c_uint64),
+        ("stream", ctypes.c_uint64),
+        ("start_ns", ctypes.c_int64),
+        ("duration_ns", ctypes.c_int64),
+        ("kind", ctypes.c_int32),
+        ("device", ctypes.c_int32),
+        ("graph", ctypes.c_uint32),
+        ("name_len", ctypes.c_uint32),
+        ("name", ctypes.c_char * SPAN_NAME_CAP),
     ]
 
 
@@ -89,6 +109,9 @@ def load(path=None):
         "gs_hub_snapshot": (i32, [u64, i32, ctypes.c_void_p, sz, p(sz)]),
         "gs_hub_serve": (i32, [u64, ctypes.c_char_p, ctypes.c_char_p, i32, ctypes.c_char_p, sz]),
         "gs_hub_stop_serving": (i32, [u64]),
+        "gs_hub_metrics": (i32, [u64, ctypes.c_void_p, sz, p(sz)]),
+        "gs_hub_recent_spans": (i32, [u64, u64, p(Span), sz, p(sz)]),
+        "gs_hub_keep_start_times": (i32, [u64]),
         "gs_hub_begin_step_call": (i32, [u64]),
         "gs_hub_lane_begin_call": (i32, [u64, i32]),
         "gs_hub_lane_end_call": (i32, [u64, i32]),

@@ -56,6 +56,19 @@ class ABITest(unittest.TestCase):
         for (t, n), (pn, pt) in zip(fields, _lib.Options._fields_):
             self.assertIs(ctype[t.strip()], pt, f"field {n}: {t} in hub.h")
 
+    def test_span_matches_the_header(self):
+        body = re.search(r"typedef struct gs_hub_span \{(.*?)\} gs_hub_span;", header(), re.S).group(1)
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        fields = re.findall(r"^\s*([a-z0-9_]+)\s+([a-z_0-9]+)(?:\[GS_HUB_([A-Z_]+)\])?;", body, re.M)
+        ctype = {"uint64_t": ctypes.c_uint64, "int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32,
+                 "uint32_t": ctypes.c_uint32}
+        self.assertEqual([n for _, n, _ in fields], [n for n, _ in _lib.Span._fields_])
+        for (t, n, dim), (_, pt) in zip(fields, _lib.Span._fields_):
+            want = ctypes.c_char * getattr(_lib, dim) if dim else ctype[t]
+            self.assertEqual((pt._type_, getattr(pt, "_length_", None)) if dim else pt,
+                             (want._type_, want._length_) if dim else want, f"field {n}: {t} in hub.h")
+        self.assertEqual(ctypes.sizeof(_lib.Span), 192, "hub.h: 192 bytes")
+
 
 if __name__ == "__main__":
     unittest.main()

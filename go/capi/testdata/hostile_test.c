@@ -138,6 +138,9 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_get_kernel_timing(b, NULL, NULL));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_start_harvester(b, 1000));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_harvester(b));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_metrics(b, big, sizeof big, &n));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_recent_spans(b, 0, NULL, 0, &n));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_keep_start_times(b));
   }
 
   int32_t i32s[] = {INT32_MIN, -2, -1, 64, INT32_MAX};
@@ -188,6 +191,25 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_OK, gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, snap, (size_t)-1, &n));
     CHECK(n > 0 && n < cap && snap[n] == 0, "snapshot with cap SIZE_MAX: %zu", n);
     free(snap);
+  }
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_metrics(hub, big, sizeof big, NULL));
+  EXPECT(GS_HUB_ERR_TOO_SMALL, gs_hub_metrics(hub, NULL, (size_t)-1, &n));
+  EXPECT(GS_HUB_ERR_TOO_SMALL, gs_hub_metrics(hub, big, 1, &n));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_recent_spans(hub, 0, NULL, 1, &n));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_recent_spans(hub, 0, NULL, 0, NULL));
+  EXPECT(GS_HUB_OK, gs_hub_keep_start_times(hub));
+  {
+    // Every after_seq, and a capacity of (size_t)-1 with a buffer that
+    // holds the whole ring (8192 spans by default).
+    gs_hub_span* spans = malloc(8192 * sizeof *spans);
+    uint64_t seqs[] = {0, 1, UINT64_MAX - 1, UINT64_MAX};
+    for (size_t i = 0; i < 4; i++) {
+      EXPECT(GS_HUB_OK, gs_hub_recent_spans(hub, seqs[i], spans, (size_t)-1, &n));
+      CHECK(n <= 8192, "recent spans after %llu: %zu", (unsigned long long)seqs[i], n);
+      EXPECT(GS_HUB_OK, gs_hub_recent_spans(hub, seqs[i], NULL, 0, &n));
+      CHECK(n == 0, "recent spans with cap 0: %zu", n);
+    }
+    free(spans);
   }
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve(hub, NULL, NULL, 0, NULL, 0));
   NOT_INTERNAL(gs_hub_serve(hub, "256.0.0.1:99999", NULL, 0, NULL, 0));

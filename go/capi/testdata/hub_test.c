@@ -184,6 +184,61 @@ int main(void) {
   free(pb);
   CHECK(gs_hub_snapshot(hub, 5, NULL, 0, &len) == GS_HUB_ERR_INVALID_ARGUMENT, "format 5 accepted");
 
+  // The recent spans, read 16 at a time after the last seq seen: every
+  // landed span once, in order, named.
+  {
+    gs_hub_span page[16];
+    uint64_t last = 0;
+    size_t got = 0;
+    int named[4] = {0};  // prefill, decode, attention, mlp
+    for (int reads = 0; reads < 10; reads++) {
+      size_t n = 99;
+      CHECK_OK(gs_hub_recent_spans(hub, last, page, 16, &n));
+      CHECK(n <= 16, "recent spans: %zu in a page of 16", n);
+      if (n == 0 || n > 16) break;
+      for (size_t i = 0; i < n; i++) {
+        const gs_hub_span* s = &page[i];
+        CHECK(s->seq == last + 1, "span seq %llu after %llu", (unsigned long long)s->seq, (unsigned long long)last);
+        last = s->seq;
+        CHECK(s->name_len == strlen(s->name), "name_len %u for %s", s->name_len, s->name);
+        CHECK(s->device == 0 && s->stream == kStream && s->duration_ns > 0 && s->step >= 1 && s->step <= 20,
+              "span %llu: device %d stream %llu duration %lld step %llu", (unsigned long long)s->seq, s->device,
+              (unsigned long long)s->stream, (long long)s->duration_ns, (unsigned long long)s->step);
+        int lane = !strcmp(s->name, "prefill") || !strcmp(s->name, "decode");
+        CHECK(s->kind == (lane ? GS_HUB_SPAN_LANE : GS_HUB_SPAN_KERNEL), "span %s of kind %d", s->name, s->kind);
+        const char* names[4] = {"prefill", "decode", "attention", "mlp"};
+        for (int k = 0; k < 4; k++) named[k] += !strcmp(s->name, names[k]);
+      }
+      got += n;
+    }
+    CHECK(got == 60 && named[0] == 20 && named[1] == 20 && named[2] == 10 && named[3] == 10,
+          "recent spans: %zu read (prefill %d, decode %d, attention %d, mlp %d), want 60 (20, 20, 10, 10)", got,
+          named[0], named[1], named[2], named[3]);
+    size_t n = 99;
+    CHECK_OK(gs_hub_recent_spans(hub, last, page, 16, &n));
+    CHECK(n == 0, "%zu spans after the last", n);
+    printf("ok: recent spans: 60 read in pages of 16, in order, named\n");
+  }
+
+  // The Prometheus families as text: the hub's, without Go's or the process's.
+  {
+    size_t need = 0;
+    st = gs_hub_metrics(hub, NULL, 0, &need);
+    CHECK(st == GS_HUB_ERR_TOO_SMALL && need > 1000, "metrics size: %s, %zu", gs_hub_status_name(st), need);
+    char* text = malloc(need + 65536);
+    size_t n = 0;
+    CHECK_OK(gs_hub_metrics(hub, text, need + 65536, &n));
+    CHECK(n > 0 && text[n] == 0 && strlen(text) == n, "metrics text of %zu bytes", n);
+    CHECK(strstr(text, "\ngpuspans_lane_duration_seconds_count{device=\"0\",lane=\"prefill\"} 20\n") != NULL,
+          "no prefill count of 20 in the metrics text");
+    CHECK(strstr(text, "\ngpuspans_kernel_duration_seconds_count{device=\"0\",kernel=\"mlp\"} 10\n") != NULL,
+          "no mlp count of 10 in the metrics text");
+    CHECK(strstr(text, "go_goroutines") == NULL && strstr(text, "process_") == NULL,
+          "the metrics text has Go's or the process's families");
+    free(text);
+    printf("ok: metrics text: %zu bytes, lane and kernel histograms\n", n);
+  }
+
   // Unarmed steps at Kernel: the kernel calls make no crossing.
   CHECK_OK(gs_hub_set_kernel_span_every(hub, 1000000));
   CHECK_OK(gs_hub_begin_step(hub)); // step 21 disarms

@@ -98,7 +98,8 @@ typedef struct gs_hub_options {
   int32_t slots;             /* span ring slots per device (0: 4096) */
   int32_t recent_spans;      /* ring of recent spans (0: 8192) */
   int32_t no_start_times;    /* nonzero: never place spans on the host clock; by default spans are placed
-                                only while a reader of start times is attached (none through this ABI) */
+                                only while a reader of start times is attached (gs_hub_recent_spans,
+                                gs_hub_keep_start_times) */
   int32_t raw_kernel_spans;  /* nonzero: do not subtract the event offset from kernel spans */
   int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr */
 } gs_hub_options;
@@ -111,6 +112,29 @@ typedef enum gs_hub_kernel_timing {
                                       included, where CUPTI loads; else event pairs */
   GS_HUB_KERNEL_TIMING_CUPTI = 2   /* as AUTO; falling back is logged as a failure */
 } gs_hub_kernel_timing;
+
+/* Kinds of gs_hub_span. Values are part of the ABI. */
+enum {
+  GS_HUB_SPAN_LANE = 1,  /* the work of one lane in one step */
+  GS_HUB_SPAN_KERNEL = 2 /* one kernel launch */
+};
+
+/* Bytes of gs_hub_span's name: a name (at most 128 bytes) and its NUL. */
+#define GS_HUB_SPAN_NAME_CAP 136
+
+/* A landed span, as gs_hub_recent_spans writes it (192 bytes). */
+typedef struct gs_hub_span {
+  uint64_t seq;         /* landing order on the hub, from 1 */
+  uint64_t step;        /* the step counter when the span began */
+  uint64_t stream;      /* the stream it ran on (the tracer's stream id for traced kernels) */
+  int64_t start_ns;     /* begin on the host clock (Unix ns); 0 when not placed (see gs_hub_keep_start_times) */
+  int64_t duration_ns;  /* GPU time */
+  int32_t kind;         /* GS_HUB_SPAN_* */
+  int32_t device;       /* the device's ordinal */
+  uint32_t graph;       /* the CUDA graph a traced kernel was replayed from; 0 for others */
+  uint32_t name_len;    /* bytes of name before its NUL */
+  char name[GS_HUB_SPAN_NAME_CAP]; /* lane or kernel name ("other": a kernel never registered), NUL-terminated */
+} gs_hub_span;
 
 /* The state word of each hub slot, written by the hub (atomic stores) and
  * read by the inline functions below: bits 0-1 the level, GS_HUB_WORD_ARMED
@@ -280,6 +304,40 @@ gs_hub_status gs_hub_snapshot(gs_hub hub, int32_t format, void* buf, size_t cap,
 gs_hub_status gs_hub_serve(gs_hub hub, const char* addr, const char* token, int32_t flags,
                            char* bound, size_t bound_cap);
 gs_hub_status gs_hub_stop_serving(gs_hub hub);
+
+/* gs_hub_metrics writes hub's Prometheus families (gpuspans_*: the lane and
+ * kernel histograms, span counters, levels, device info) in the Prometheus
+ * text format 0.0.4, as gs_hub_serve's /metrics has them but without the Go
+ * runtime's and the process's families, for a host that serves /metrics
+ * itself (Python's gpuspans.PrometheusCollector reads this). The text
+ * format has no native histograms: histograms carry their classic buckets
+ * (go/export/prom's package documentation has the layouts). Buffers as
+ * gs_hub_snapshot's JSON: NUL-terminated, *len without the NUL;
+ * GS_HUB_ERR_TOO_SMALL with the size needed (NUL included) when cap is too
+ * small. Takes the harvest lock briefly; allocates. Thread-safe. */
+gs_hub_status gs_hub_metrics(gs_hub hub, char* buf, size_t cap, size_t* len);
+
+/* gs_hub_recent_spans writes to out, oldest first, up to cap of the spans
+ * still in the hub's ring of recent spans (gs_hub_options.recent_spans)
+ * whose seq is above after_seq, and their number to *n (0: none new). Poll
+ * with the last seq read; spans overwritten before a read are counted in
+ * the snapshot's recent_spans_overwritten. Spans a call left out for want
+ * of cap stay in the ring for the next call, but no longer count as
+ * overwritten if they are lost: a cap of recent_spans (0: 8192) misses
+ * nothing uncounted. out may be NULL when cap is 0. A call keeps
+ * start times placed for a minute (as gs_hub_keep_start_times), unless
+ * gs_hub_options.no_start_times is set: then start_ns is always 0. Takes
+ * the harvest lock briefly. Thread-safe.
+ *
+ * gs_hub_keep_start_times makes harvests place spans on the host clock
+ * (start_ns) for the next minute: a reader calls it when it attaches, and
+ * then at least once a minute (reading spans does it too), so that the
+ * spans it reads carry start times. Placing costs a driver call per span
+ * in the harvest (about 600 ns on an H200); without a reader the hub skips
+ * it. Thread-safe. */
+gs_hub_status gs_hub_recent_spans(gs_hub hub, uint64_t after_seq, gs_hub_span* out, size_t cap,
+                                  size_t* n);
+gs_hub_status gs_hub_keep_start_times(gs_hub hub);
 
 /* The calls behind the inline span functions below. Call those instead:
  * these always cross into Go (each checks its handle, and does what the Go

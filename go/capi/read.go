@@ -1,0 +1,138 @@
+//go:build cgo
+
+package main
+
+/*
+#define GS_HUB_TYPES_ONLY
+#include "gpuspans/hub.h"
+*/
+import "C"
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"unsafe"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpuspans/gpuspans/go/export/prom"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// The readers of a hub for a host that serves its own endpoints: the
+// Prometheus families as text, and the recent spans.
+
+// The header's span struct must hold every name the hub accepts, and its
+// kinds must be the hub's.
+var _ = [1]struct{}{}[C.sizeof_gs_hub_span-192]
+var _ = [C.GS_HUB_SPAN_NAME_CAP - gpuspans.MaxNameLen - 1]struct{}{}
+var _ = [1]struct{}{}[C.GS_HUB_SPAN_LANE^C.int(gpuspans.KindLane)]
+var _ = [1]struct{}{}[C.GS_HUB_SPAN_KERNEL^C.int(gpuspans.KindKernel)]
+
+//export gs_hub_metrics
+func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.size_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_metrics", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_metrics", e, &st)
+	if length == nil {
+		return fail(e, statusInvalidArgument, "gs_hub_metrics: len is NULL")
+	}
+	// The hub's collector alone (no Go runtime or process families: the
+	// host has its own process), rendered by the handler /metrics uses,
+	// asked for text: classic histograms only, as text carries no native
+	// ones.
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(prom.NewCollector(e.h, prom.WithoutNativeHistograms())); err != nil {
+		return fail(e, statusInternal, "gs_hub_metrics: registering the collector: %v", err)
+	}
+	rec := httptest.NewRecorder()
+	req, err := http.NewRequest(http.MethodGet, "/metrics", nil)
+	if err != nil {
+		return fail(e, statusInternal, "gs_hub_metrics: %v", err)
+	}
+	req.Header.Set("Accept", "text/plain;version=0.0.4")
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		return fail(e, statusInternal, "gs_hub_metrics: gathering answered %d: %s", rec.Code, truncate(rec.Body.String(), 512))
+	}
+	b := rec.Body.Bytes()
+	need := len(b) + 1
+	if buf == nil || uint64(capacity) < uint64(need) {
+		*length = C.size_t(need)
+		return fail(e, statusTooSmall, "gs_hub_metrics: the families need %d bytes, the buffer has %d", need, uint64(capacity))
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), need)
+	copy(dst, b)
+	dst[len(b)] = 0
+	*length = C.size_t(len(b))
+	return statusOK
+}
+
+//export gs_hub_recent_spans
+func gs_hub_recent_spans(handle C.gs_hub, afterSeq C.uint64_t, out *C.gs_hub_span, capacity C.size_t, n *C.size_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_recent_spans", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_recent_spans", e, &st)
+	if n == nil {
+		return fail(e, statusInvalidArgument, "gs_hub_recent_spans: n is NULL")
+	}
+	*n = 0
+	if out == nil && capacity != 0 {
+		return fail(e, statusInvalidArgument, "gs_hub_recent_spans: out is NULL with cap %d", uint64(capacity))
+	}
+	e.readMu.Lock()
+	defer e.readMu.Unlock()
+	// Read even for cap 0: the call keeps start times placed.
+	e.recent = e.h.RecentSpans(uint64(afterSeq), e.recent[:0])
+	spans := e.recent
+	if uint64(len(spans)) > uint64(capacity) {
+		spans = spans[:int(capacity)] // the oldest: the caller asks again after the last seq
+	}
+	if len(spans) == 0 {
+		return statusOK
+	}
+	dst := unsafe.Slice(out, len(spans))
+	for i := range spans {
+		s, d := &spans[i], &dst[i]
+		d.seq = C.uint64_t(s.Seq)
+		d.step = C.uint64_t(s.Step)
+		d.stream = C.uint64_t(s.Stream)
+		d.start_ns = C.int64_t(s.StartNs)
+		d.duration_ns = C.int64_t(s.DurationNs)
+		d.kind = C.int32_t(s.Kind)
+		d.device = C.int32_t(s.Device)
+		d.graph = C.uint32_t(s.Graph)
+		name := s.Name
+		if len(name) > C.GS_HUB_SPAN_NAME_CAP-1 {
+			name = name[:C.GS_HUB_SPAN_NAME_CAP-1] // unreachable: the hub bounds names (checked above)
+		}
+		d.name_len = C.uint32_t(len(name))
+		nb := unsafe.Slice((*byte)(unsafe.Pointer(&d.name[0])), C.GS_HUB_SPAN_NAME_CAP)
+		copy(nb, name)
+		nb[len(name)] = 0
+	}
+	*n = C.size_t(len(spans))
+	return statusOK
+}
+
+//export gs_hub_keep_start_times
+func gs_hub_keep_start_times(handle C.gs_hub) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_keep_start_times", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_keep_start_times", e, &st)
+	e.h.KeepStartTimes()
+	return statusOK
+}

@@ -1,0 +1,76 @@
+"""gpuspans' Prometheus families on a prometheus_client registry, so that
+the engine's own /metrics carries them: one port, one scrape target.
+
+    import prometheus_client, gpuspans, gpuspans.prometheus
+
+    hub = gpuspans.Hub(level="kernel")
+    gpuspans.prometheus.register(hub)           # the default REGISTRY
+    prometheus_client.start_http_server(8000)   # the engine's /metrics
+
+The families are those of the Go exporter (go/export/prom; hub.serve()'s
+/metrics): gpuspans_lane_duration_seconds and
+gpuspans_kernel_duration_seconds as classic histograms (the same bucket
+bounds: lanes 2^(1/8) apart, kernels 2^(1/2) apart), the span counters by
+device and drop reason, the level, kernel timing and device info. Not
+included: the native histograms (prometheus_client's text formats cannot
+carry them; serve() on a port of its own has them), and the Go runtime's
+and the process's families (the engine's registry has its own process).
+
+Each scrape takes one hub snapshot (the harvest lock, briefly; span paths
+never wait for it) and parses its text on the scraping thread: about a
+millisecond per thousand series. prometheus_client is optional: this
+module is the only part of gpuspans that imports it.
+"""
+
+import logging
+import threading
+
+from prometheus_client.core import REGISTRY, Metric
+from prometheus_client.parser import text_string_to_metric_families
+
+from . import Error, _lib
+
+__all__ = ["Collector", "register"]
+
+_log = logging.getLogger("gpuspans")
+
+
+class Collector:
+    """A prometheus_client collector of one hub's families. A scrape of a
+    closed hub yields nothing, and a failed one yields nothing and logs a
+    warning to the "gpuspans" logger, so that the engine's own families
+    are still served."""
+
+    def __init__(self, hub):
+        self._hub = hub
+        self._warned = threading.Event()
+
+    def _families(self):
+        try:
+            text = self._hub.metrics_text()
+        except Error as e:
+            if e.status != _lib.ERR_BAD_HANDLE and not self._warned.is_set():
+                self._warned.set()  # once: a scrape every few seconds would flood the log
+                _log.warning("gpuspans: the hub's families are left out of this scrape and later failing ones: %s", e)
+            return []
+        return list(text_string_to_metric_families(text))
+
+    def collect(self):
+        """The hub's families now (prometheus_client calls it per scrape)."""
+        return self._families()
+
+    def describe(self):
+        """The families' names without samples, so that a registry checks
+        them for clashes at register time without a scrape of its own."""
+        return [Metric(f.name, f.documentation, f.type) for f in self._families()]
+
+
+def register(hub, registry=None):
+    """Registers a Collector of hub on registry (default: prometheus_client's
+    REGISTRY, the one start_http_server and make_wsgi_app serve) and returns
+    it; registry.unregister(collector) takes it off again. Raises
+    ValueError from prometheus_client when a family name is taken already
+    (say, a second hub: give each its own registry)."""
+    c = Collector(hub)
+    (REGISTRY if registry is None else registry).register(c)
+    return c
