@@ -676,8 +676,9 @@ func (h *Hub) arm(step uint64) {
 	if armed {
 		h.armedSteps.Add(1)
 	}
-	// Collection follows the arming: switched only when that changes.
-	if tr := h.tr; tr.on.Load() != (armed && tr.active.Load()) {
+	// Collection follows the arming: switched only when that changes, and
+	// each armed step opens a window of its own (apply).
+	if tr := h.tr; armed && tr.active.Load() || tr.on.Load() {
 		tr.apply(h)
 	}
 }

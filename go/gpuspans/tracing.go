@@ -99,7 +99,7 @@ const windowRing = 64
 // window is one armed step's collection window, opened at its BeginStep.
 type window struct {
 	step    uint64
-	startNs int64 // Unix ns
+	startNs int64 // Unix ns, by Options.Now (the tracer's ClockOffset maps onto the same clock)
 }
 
 // tracerState is the tracer's lifecycle, under the harvest lock.
@@ -293,6 +293,7 @@ func (h *Hub) closeTracer(why error) {
 	}
 	err := callTracer(t.Close)
 	h.readTracer(t)
+	tr.failed.Store(nil) // what failed while closing is moot: the tracer is gone
 	tr.state = tracerOff
 	if err != nil && why == nil {
 		h.logf("gpuspans: closing the kernel tracer: %v", err)
@@ -300,13 +301,19 @@ func (h *Hub) closeTracer(why error) {
 }
 
 // apply makes collection match the state word: on while this step is armed
-// and the tracer active. The span paths call it only when that changes, so
-// it costs an armed window two switches (1-2 us each with CUPTI). A failed
-// switch on turns the tracer off for the next harvest to log.
+// and the tracer active; on an armed step it also opens the step's window,
+// by which landings tell the step of a kernel. BeginStep calls it on armed
+// steps and when collection is on, so a run of armed steps costs one switch
+// on and one off (1-2 us each with CUPTI). A failed switch on turns the
+// tracer off for the next harvest to log.
 func (tr *tracing) apply(h *Hub) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	want := atomic.LoadUint32(&h.state)&armedBit != 0 && tr.active.Load() && tr.t != nil
+	if want && tr.on.Load() {
+		tr.openWindow(h)
+		return
+	}
 	if want == tr.on.Load() {
 		return
 	}
@@ -321,9 +328,19 @@ func (tr *tracing) apply(h *Hub) {
 	}
 	tr.on.Store(want)
 	if want {
-		tr.windows[tr.wn%windowRing] = window{step: h.step.Load(), startNs: time.Now().UnixNano()}
-		tr.wn++
+		tr.openWindow(h)
 	}
+}
+
+// openWindow records the window of the step now beginning, once. Caller
+// holds tr.mu.
+func (tr *tracing) openWindow(h *Hub) {
+	step := h.step.Load()
+	if tr.wn > 0 && tr.windows[(tr.wn-1)%windowRing].step == step {
+		return
+	}
+	tr.windows[tr.wn%windowRing] = window{step: step, startNs: h.now().UnixNano()}
+	tr.wn++
 }
 
 // harvestTracer lands the tracer's records and counts its drops. Caller

@@ -27,6 +27,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
 
@@ -667,6 +668,73 @@ func TestPartialSuccessParsing(t *testing.T) {
 		n, ok := partialSuccess(c.err)
 		if n != c.rejected || ok != c.ok {
 			t.Errorf("partialSuccess(%v) = %d, %v; want %d, %v", c.err, n, ok, c.rejected, c.ok)
+		}
+	}
+}
+
+// Kernel spans from a kernel tracer (CUPTI in production) reach the
+// collector like event-pair ones: under the lane span that contains them,
+// with the CUDA graph they were replayed from.
+func TestTracedKernels(t *testing.T) {
+	rcv := newReceiver(t)
+	clock := sim.NewClock(start)
+	tracer := new(gpuspanstest.Tracer)
+	h, err := gpuspans.New(gpuspans.Options{
+		Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Now: clock.Now, Logf: t.Logf,
+		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: tracer.Opener(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := sim.New(sim.Options{Device: 0, Now: clock.Now})
+	if err := h.Install(0, laneStream[0], g.Opener(64)); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), h, Options{Endpoint: rcv.srv.URL, SampleEvery: 1, PollEvery: time.Hour, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const steps = 3
+	for i := 0; i < steps; i++ {
+		h.BeginStep()
+		t0 := clock.Now().UnixNano()
+		h.LaneBegin(0)
+		g.Launch(laneStream[0], 50*time.Microsecond)
+		h.LaneEnd(0)
+		// The graph's kernel ran inside the lane: no call from the engine.
+		if !tracer.Kernel(0, 13, t0+1_000, t0+41_000, "flash_fwd", 7) {
+			t.Fatal("collection off on an armed step")
+		}
+		clock.Advance(time.Millisecond)
+	}
+	h.BeginStep()
+	for i := 0; i < 100 && h.Snapshot().Counters.InFlight > 0; i++ {
+		h.Harvest()
+	}
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	byID := make(map[string]*tracepb.Span)
+	var kernels []*tracepb.Span
+	for _, r := range rcv.spans(t) {
+		byID[hex.EncodeToString(r.span.SpanId)] = r.span
+		if r.span.Name == "kernel flash_fwd" {
+			kernels = append(kernels, r.span)
+		}
+	}
+	if len(kernels) != steps {
+		t.Fatalf("%d traced kernel spans arrived, want %d", len(kernels), steps)
+	}
+	for _, k := range kernels {
+		parent := byID[hex.EncodeToString(k.ParentSpanId)]
+		if parent == nil || !strings.HasPrefix(parent.Name, "lane ") {
+			t.Errorf("traced kernel %v: parent %v, want its lane", k.Name, parent)
+		}
+		if a := attrMap(k.Attributes); a[string(AttrGraph)] != "7" {
+			t.Errorf("traced kernel: attributes %v, want %s 7", a, AttrGraph)
+		}
+		if d := k.EndTimeUnixNano - k.StartTimeUnixNano; d != 40_000 {
+			t.Errorf("traced kernel lasts %d ns, want 40000", d)
 		}
 	}
 }

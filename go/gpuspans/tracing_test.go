@@ -1,0 +1,129 @@
+package gpuspans_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
+)
+
+// Each armed step is a window of its own, also in a run of armed steps
+// where collection stays on: every traced kernel carries the step it ran in.
+func TestTracedKernelsCarryTheirStep(t *testing.T) {
+	for _, every := range []int{1, 3} {
+		now := time.Unix(1_700_000_000, 0)
+		tracer := new(gpuspanstest.Tracer)
+		h, err := gpuspans.New(gpuspans.Options{
+			Level: gpuspans.LevelKernel, KernelSpanEvery: every, Logf: t.Logf,
+			Now:          func() time.Time { return now },
+			KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: tracer.Opener(),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Install(0, 1, gpuspanstest.NopOpener); err != nil {
+			t.Fatal(err)
+		}
+		want := map[uint64]bool{}
+		for i := 0; i < 9; i++ {
+			h.BeginStep()
+			ns := now.UnixNano()
+			if tracer.Kernel(0, 1, ns+10, ns+500, "k", 0) {
+				want[h.Step()] = true
+			}
+			now = now.Add(time.Millisecond)
+		}
+		h.Harvest()
+		got := map[uint64]bool{}
+		for _, sp := range h.RecentSpans(0, nil) {
+			if sp.Kind == gpuspans.KindKernel {
+				got[sp.Step] = true
+			}
+		}
+		if len(want) != 9/every || len(got) != len(want) {
+			t.Fatalf("every %d: kernels recorded in steps %v, landed in steps %v", every, want, got)
+		}
+		for s := range want {
+			if !got[s] {
+				t.Errorf("every %d: step %d's kernel landed in another step: %v", every, s, got)
+			}
+		}
+		s := gpuspanstest.Snapshot(t, h)
+		gpuspanstest.CheckAccounting(t, &s)
+	}
+}
+
+// A tracer that panics or fails is given up for event pairs; the hub goes
+// on.
+func TestTracerFailuresFallBack(t *testing.T) {
+	for name, open := range map[string]backend.TracerOpener{
+		"error":  func() (backend.KernelTracer, error) { return nil, errors.New("no CUPTI here") },
+		"panic":  func() (backend.KernelTracer, error) { panic("tracer opener bug") },
+		"nil":    func() (backend.KernelTracer, error) { return nil, nil },
+		"broken": func() (backend.KernelTracer, error) { return panicky{}, nil },
+	} {
+		log := new(gpuspanstest.Log)
+		h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: log.Logf,
+			KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: open})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Install(0, 1, gpuspanstest.NopOpener); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 3; i++ {
+			h.BeginStep()
+			sp := h.KernelBegin(1, 1)
+			h.KernelEnd(sp)
+		}
+		h.Harvest()
+		s := gpuspanstest.Snapshot(t, h)
+		if s.KernelTiming.Tracing || s.KernelTiming.Err == nil || s.KernelTiming.Fallbacks != 1 {
+			t.Errorf("%s: KernelTiming %+v, want a fallback with its reason", name, s.KernelTiming)
+		}
+		if log.Count("kernel spans from event pairs") != 1 {
+			t.Errorf("%s: log %q", name, log.Lines())
+		}
+		gpuspanstest.CheckAccounting(t, &s)
+	}
+}
+
+// panicky is a tracer whose every method panics.
+type panicky struct{}
+
+func (panicky) Enable(bool) error               { panic("Enable") }
+func (panicky) Read([]backend.KernelRecord) int { panic("Read") }
+func (panicky) Name(uint32) string              { panic("Name") }
+func (panicky) ClockOffset() int64              { panic("ClockOffset") }
+func (panicky) Stats() backend.TracerStats      { panic("Stats") }
+func (panicky) Close() error                    { panic("Close") }
+
+func TestKernelTimingOptions(t *testing.T) {
+	if _, err := gpuspans.New(gpuspans.Options{KernelTiming: gpuspans.KernelTimingAuto}); err == nil {
+		t.Error("KernelTiming auto without a KernelTracer: no error")
+	}
+	if _, err := gpuspans.New(gpuspans.Options{KernelTiming: 9}); err == nil {
+		t.Error("KernelTiming 9: no error")
+	}
+	if _, err := gpuspans.New(gpuspans.Options{KernelLabels: -1}); err == nil {
+		t.Error("KernelLabels -1: no error")
+	}
+	for _, s := range []string{"events", " AUTO ", "cupti"} {
+		if _, err := gpuspans.ParseKernelTiming(s); err != nil {
+			t.Errorf("ParseKernelTiming(%q): %v", s, err)
+		}
+	}
+	if _, err := gpuspans.ParseKernelTiming("nvtx"); err == nil {
+		t.Error(`ParseKernelTiming("nvtx"): no error`)
+	}
+	h, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetKernelTiming(gpuspans.KernelTimingAuto); err == nil {
+		t.Error("SetKernelTiming(auto) on a hub without a tracer: no error")
+	}
+}
