@@ -61,6 +61,26 @@ apt_install() {
   log "installed $pkg in $((SECONDS - t0))s"
 }
 
+# install_prometheus: Debian's prometheus and promtool when missing, as
+# root, with the package's own service kept from starting (the scripts run
+# their own instances): policy-rc.d is the Debian way to say "do not start
+# services" during an install; it is removed again only if created here.
+install_prometheus() {
+  if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
+    local created_policy=""
+    if [[ $(id -u) -eq 0 && ! -e /usr/sbin/policy-rc.d ]]; then
+      printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+      chmod +x /usr/sbin/policy-rc.d
+      created_policy=1
+    fi
+    # Without recommends: they would pull in exporters we do not use.
+    apt_install prometheus prometheus --no-install-recommends
+    [[ -n "$created_policy" ]] && rm -f /usr/sbin/policy-rc.d
+    command -v promtool >/dev/null || fail "prometheus installed without promtool"
+  fi
+  log "$(prometheus --version 2>&1 | head -1)"
+}
+
 # gpuspans_bin [PATH]: the binary under test: PATH if given, else built
 # with go build into the temporary directory.
 gpuspans_bin() {

@@ -25,22 +25,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mkdir -p "$ARTIFACTS"
 
-if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
-  # Keep the package's service from starting: we run our own instance.
-  # policy-rc.d is the Debian way to say "do not start services" during an
-  # install; it is removed again only if this script created it.
-  created_policy=""
-  if [[ $(id -u) -eq 0 && ! -e /usr/sbin/policy-rc.d ]]; then
-    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-    chmod +x /usr/sbin/policy-rc.d
-    created_policy=1
-  fi
-  # Without recommends: they would pull in exporters we do not use.
-  apt_install prometheus prometheus --no-install-recommends
-  [[ -n "$created_policy" ]] && rm -f /usr/sbin/policy-rc.d
-  command -v promtool >/dev/null || fail "prometheus installed without promtool"
-fi
-log "$(prometheus --version 2>&1 | head -1)"
+install_prometheus
 
 BIN="$(gpuspans_bin "${1:-}")"
 # The lanes' GPU time per step: prefill 60+450+350 = 860 us; decode
