@@ -11,7 +11,6 @@ import "C"
 import (
 	"context"
 	"fmt"
-	"log"
 	"net"
 	"net/http"
 	"sort"
@@ -139,11 +138,9 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 		o.RawKernelSpans = opts.raw_kernel_spans != 0
 		quiet = opts.quiet != 0
 	}
-	logf := log.Printf
-	if quiet {
-		logf = func(string, ...interface{}) {}
-	}
-	o.Logf = logf
+	// The handle is known only below; the sink reads it at delivery.
+	logs := newLogSink(0, quiet)
+	o.Logf = logs.logf(C.GS_HUB_LOG_WARNING) // the rare events: pool failures, sticky errors
 	// Kernel timing starts as events; gs_hub_set_kernel_timing picks CUPTI.
 	o.KernelTracer = cuda.TracerOpener("")
 
@@ -172,11 +169,12 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 		h:       h,
 		word:    o.StateMirror,
 		slots:   o.Slots,
-		logf:    logf,
+		logs:    logs,
 		sims:    map[int]*sim.GPU{},
 		cudaDev: map[int]bool{},
 	}
 	e.tokens.tag = (e.handle & 0xffff) << tokenHubShift
+	logs.handle = e.handle // before the hub is published: no callback can be set earlier
 	table[slot].Store(e)
 	*out = C.gs_hub(e.handle)
 	return statusOK
@@ -213,6 +211,7 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 		e.h.Uninstall(d)
 	}
 	drain(e.h, time.Second, nil)
+	e.logs.close() // delivers what is queued; the callback is not called after close
 	tableMu.Lock()
 	atomicStoreWord(e.word, 0)
 	table[e.handle%maxHubs].Store(nil)
@@ -702,7 +701,7 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		Backend:      backendDesc,
 		Token:        tok,
 		ProtectReads: protect,
-		Logf:         e.logf,
+		Logf:         e.logs.logf(C.GS_HUB_LOG_INFO), // changes made through the control endpoints
 	})
 	srv := surface.NewServer(e.guard(h), nil)
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close

@@ -53,7 +53,7 @@ type hub struct {
 	h      *gpuspans.Hub
 	word   *uint32 // its state word in C memory
 	slots  int     // Options.Slots as given (0: default), for CUDA pools
-	logf   func(format string, args ...interface{})
+	logs   *logSink
 	tokens tokenTable
 	closed atomic.Bool  // set first thing by gs_hub_close
 	calls  atomic.Int64 // exports (and HTTP requests) running on the hub: gs_hub_close waits for 0

@@ -33,10 +33,12 @@ call, and Hub(), raises Error naming the fork (use multiprocessing's
 """
 
 import collections
+import atexit
 import ctypes
 import enum
 import gc
 import json
+import logging
 import math
 import os
 import threading
@@ -47,7 +49,7 @@ from . import _lib
 
 __version__ = "0.1.0"
 
-__all__ = ["Hub", "Level", "Error", "Lane", "SimGPU", "Span", "library"]
+__all__ = ["Hub", "Level", "Error", "Lane", "SimGPU", "Span", "library", "logger"]
 
 
 class Level(enum.IntEnum):
@@ -161,6 +163,38 @@ def _nanoseconds(what, seconds):
     if isinstance(ns, float) and not math.isfinite(ns):
         raise ValueError(f"gpuspans: {what} is {seconds}, want a finite number of seconds")
     return _int(what + " in nanoseconds", int(ns), _I64)
+
+
+logger = logging.getLogger("gpuspans")
+"""The logger hubs' log lines go to: warnings for the rare events (pool
+failures, sticky errors, kernel-tracer fallbacks, lines dropped), info for
+changes made through the control endpoints. Each record carries the hub's
+handle as record.gpuspans_hub."""
+
+
+def _deliver_log(hub, level, line, length, user):
+    # Called on a thread of the library's, never an engine's: a slow
+    # handler delays only later lines (the library drops and counts what
+    # does not fit its queue). It must not raise into C.
+    try:
+        logger.log(level, "%s", ctypes.string_at(line, length).decode(errors="replace"), extra={"gpuspans_hub": hub})
+    except Exception:  # noqa: BLE001: a handler's failure is logging's to report, not ours to raise
+        pass
+
+
+# One callback for every hub, alive as long as the module.
+_LOG_CALLBACK = _lib.LOG_FN(_deliver_log)
+
+
+@atexit.register
+def _stop_logging():
+    # Before the interpreter finalizes: a library thread calling into it
+    # then would hang. Setting waits for a call running now.
+    if _lib_handle is None or _lib_pid != os.getpid():
+        return
+    for hub in list(_hubs):
+        if hub._h and getattr(hub, "_logging", False):
+            _lib_handle.gs_hub_set_log_callback(hub._h, _lib.LOG_FN(), None)
 
 
 def _close_handle(lib, handle, pid):
@@ -290,7 +324,8 @@ class Hub:
     defaults); no_start_times: never place spans on the host clock (by
     default they are placed while a reader calls recent_spans or
     keep_start_times); raw_kernel_spans: as go/gpuspans.Options;
-    quiet: no log lines on stderr; kernel_timing: "events", "auto" or
+    quiet: no log lines at all (else they go to the logging logger
+    "gpuspans", gpuspans.logger); kernel_timing: "events", "auto" or
     "cupti" (see Hub.kernel_timing).
     """
 
@@ -338,6 +373,9 @@ class Hub:
         self._finalizer = weakref.finalize(self, _close_handle, lib, self._h, os.getpid())
         self._finalizer.atexit = False  # the process is ending: nothing to free
         _hubs.add(self)
+        self._logging = not quiet
+        if self._logging:
+            self._check(lib.gs_hub_set_log_callback(self._h, _LOG_CALLBACK, None))
         self._word = ctypes.c_uint32.from_address(_lib.word_address(lib, self._h))
         self.lanes = tuple(names)
         self._lanes = {n: Lane(self, i, n) for i, n in enumerate(names)}
@@ -628,6 +666,15 @@ class Hub:
         it on every call). Placing costs a driver call per span harvested,
         which a hub no one reads spans from never pays."""
         self._check(self._lib.gs_hub_keep_start_times(self._h))
+
+    @property
+    def log_lines_dropped(self):
+        """How many log lines the hub dropped because the "gpuspans"
+        logger's handlers did not keep up (its queue holds 256 lines; each
+        loss is also reported by a warning before the next line)."""
+        n = ctypes.c_uint64()
+        self._check(self._lib.gs_hub_log_dropped(self._h, ctypes.byref(n)))
+        return n.value
 
     def snapshot(self):
         """The hub's snapshot as a dict: the live page's JSON (lanes and

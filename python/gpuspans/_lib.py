@@ -27,6 +27,11 @@ SERVE_PROTECT_READS = 1
 SPAN_LANE = 1
 SPAN_KERNEL = 2
 SPAN_NAME_CAP = 136
+LOG_INFO = 20
+LOG_WARNING = 30
+
+# gs_hub_log_fn: (hub, level, line, len, user).
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 
 
 class Options(ctypes.Structure):
@@ -112,6 +117,8 @@ def load(path=None):
         "gs_hub_metrics": (i32, [u64, ctypes.c_void_p, sz, p(sz)]),
         "gs_hub_recent_spans": (i32, [u64, u64, p(Span), sz, p(sz)]),
         "gs_hub_keep_start_times": (i32, [u64]),
+        "gs_hub_set_log_callback": (i32, [u64, LOG_FN, ctypes.c_void_p]),
+        "gs_hub_log_dropped": (i32, [u64, p(u64)]),
         "gs_hub_begin_step_call": (i32, [u64]),
         "gs_hub_lane_begin_call": (i32, [u64, i32]),
         "gs_hub_lane_end_call": (i32, [u64, i32]),

@@ -141,6 +141,8 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_metrics(b, big, sizeof big, &n));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_recent_spans(b, 0, NULL, 0, &n));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_keep_start_times(b));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_log_callback(b, NULL, NULL));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_log_dropped(b, NULL));
   }
 
   int32_t i32s[] = {INT32_MIN, -2, -1, 64, INT32_MAX};
@@ -198,6 +200,8 @@ static void extreme_arguments(void) {
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_recent_spans(hub, 0, NULL, 1, &n));
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_recent_spans(hub, 0, NULL, 0, NULL));
   EXPECT(GS_HUB_OK, gs_hub_keep_start_times(hub));
+  EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_log_dropped(hub, NULL));
+  EXPECT(GS_HUB_OK, gs_hub_set_log_callback(hub, NULL, NULL));  // none set: fine
   {
     // Every after_seq, and a capacity of (size_t)-1 with a buffer that
     // holds the whole ring (8192 spans by default).

@@ -85,6 +85,21 @@ static int http(const char* addr, const char* request, char* resp, size_t cap) {
 
 enum { kAttention = 0x1000, kMLP = 0x2000, kStream = 7 };
 
+// The log callback: keeps the first line it gets, with its level.
+static char log_line[512];
+static int32_t log_level;
+static gs_hub log_hub;
+static int log_lines;  // read and written with __atomic
+
+static void on_log(gs_hub h, int32_t level, const char* line, size_t len, void* user) {
+  if (__atomic_load_n(&log_lines, __ATOMIC_ACQUIRE) == 0 && user == (void*)&log_lines) {
+    snprintf(log_line, sizeof log_line, "%.*s", (int)len, line);
+    log_level = level;
+    log_hub = h;
+  }
+  __atomic_add_fetch(&log_lines, 1, __ATOMIC_RELEASE);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   gs_hub hub = 0;
@@ -268,8 +283,18 @@ int main(void) {
   CHECK(code == 200 && strstr(resp, "gpuspans_lane_duration_seconds") != NULL, "/metrics: %d", code);
   code = http(bound, "GET /debug/gpuspans HTTP/1.0\r\n\r\n", resp, sizeof resp);
   CHECK(code == 200 && strstr(resp, "<svg") != NULL, "live page: %d", code);
+  CHECK_OK(gs_hub_set_log_callback(hub, on_log, &log_lines));
   code = http(bound, "PUT /control/level HTTP/1.0\r\nContent-Length: 4\r\n\r\nstep", resp, sizeof resp);
   CHECK(code == 200, "PUT /control/level: %d", code);
+  for (int i = 0; i < 2000 && __atomic_load_n(&log_lines, __ATOMIC_ACQUIRE) == 0; i++) usleep(1000);
+  CHECK(__atomic_load_n(&log_lines, __ATOMIC_ACQUIRE) == 1 && strstr(log_line, "level kernel -> step") != NULL &&
+            log_level == GS_HUB_LOG_INFO && log_hub == hub,
+        "log callback: %d lines, first \"%s\" at level %d", log_lines, log_line, log_level);
+  uint64_t log_dropped = 99;
+  CHECK_OK(gs_hub_log_dropped(hub, &log_dropped));
+  CHECK(log_dropped == 0, "%llu log lines dropped", (unsigned long long)log_dropped);
+  CHECK_OK(gs_hub_set_log_callback(hub, NULL, NULL));
+  printf("ok: the log callback got \"%s\"\n", log_line);
   int32_t level = -1;
   CHECK_OK(gs_hub_get_level(hub, &level));
   CHECK(level == GS_HUB_LEVEL_STEP && (gs_hub_word(hub) & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_STEP,

@@ -101,7 +101,8 @@ typedef struct gs_hub_options {
                                 only while a reader of start times is attached (gs_hub_recent_spans,
                                 gs_hub_keep_start_times) */
   int32_t raw_kernel_spans;  /* nonzero: do not subtract the event offset from kernel spans */
-  int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr */
+  int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr
+                                (gs_hub_set_log_callback sends them elsewhere) */
 } gs_hub_options;
 
 /* Where kernel spans come from (docs/design.md, kernel spans). Values are
@@ -121,6 +122,17 @@ enum {
 
 /* Bytes of gs_hub_span's name: a name (at most 128 bytes) and its NUL. */
 #define GS_HUB_SPAN_NAME_CAP 136
+
+/* Levels of log lines, numbered as Python's logging numbers them. Values
+ * are part of the ABI. */
+enum {
+  GS_HUB_LOG_INFO = 20,    /* changes made through the control endpoints */
+  GS_HUB_LOG_WARNING = 30  /* the rare events: pool failures, sticky errors, fallbacks, dropped lines */
+};
+
+/* A log callback (gs_hub_set_log_callback): line is len bytes of UTF-8
+ * and a NUL, without a trailing newline, valid during the call only. */
+typedef void (*gs_hub_log_fn)(gs_hub hub, int32_t level, const char* line, size_t len, void* user);
 
 /* A landed span, as gs_hub_recent_spans writes it (192 bytes). */
 typedef struct gs_hub_span {
@@ -338,6 +350,27 @@ gs_hub_status gs_hub_metrics(gs_hub hub, char* buf, size_t cap, size_t* len);
 gs_hub_status gs_hub_recent_spans(gs_hub hub, uint64_t after_seq, gs_hub_span* out, size_t cap,
                                   size_t* n);
 gs_hub_status gs_hub_keep_start_times(gs_hub hub);
+
+/* gs_hub_set_log_callback sends hub's log lines to fn (with user) instead
+ * of stderr; fn NULL sends them to stderr again (unless
+ * gs_hub_options.quiet; quiet does not silence a callback). Lines go
+ * through a queue of 256 that a thread of the library's drains, calling
+ * fn once per line, in order: whoever logs (a harvest, an HTTP handler)
+ * never waits for fn, and when fn falls behind, lines that find the queue
+ * full are dropped, counted by gs_hub_log_dropped, and reported by a
+ * GS_HUB_LOG_WARNING line before the next one delivered. Lines queued
+ * while no callback was set wait for the next one. Setting waits for a
+ * running call of the previous callback to return, so its user may be
+ * freed then; gs_hub_close delivers what is queued and calls fn no more
+ * after it returns. fn must not call gs_hub_set_log_callback or
+ * gs_hub_close (they would wait for it); other calls are fine.
+ * Thread-safe. */
+gs_hub_status gs_hub_set_log_callback(gs_hub hub, gs_hub_log_fn fn, void* user);
+
+/* gs_hub_log_dropped stores in *dropped how many log lines hub dropped
+ * because its callback did not keep up (since it was created).
+ * Thread-safe. */
+gs_hub_status gs_hub_log_dropped(gs_hub hub, uint64_t* dropped);
 
 /* The calls behind the inline span functions below. Call those instead:
  * these always cross into Go (each checks its handle, and does what the Go
