@@ -32,7 +32,8 @@ call, and Hub(), raises Error naming the fork (use multiprocessing's
 "spawn" or "forkserver" start method for children that record).
 """
 
-import collections
+from __future__ import annotations
+
 import atexit
 import ctypes
 import enum
@@ -44,8 +45,13 @@ import os
 import threading
 import time
 import weakref
+from typing import Any, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Union
 
 from . import _lib
+
+# A stream: a torch.cuda.Stream (anything with .cuda_stream), an int
+# handle, or None for the legacy default stream.
+StreamLike = Any
 
 __version__ = "0.1.0"
 
@@ -60,13 +66,19 @@ class Level(enum.IntEnum):
     KERNEL = 2
 
 
-Span = collections.namedtuple("Span", "seq kind name device stream step start_ns duration_ns graph")
-Span.__doc__ = """A landed span, as Hub.recent_spans returns it: seq (landing order,
-from 1), kind ("lane" or "kernel"), name (lane or kernel name; "other" for
-a kernel never registered), device, stream, step (the step counter when it
-began), start_ns (begin on the host clock, Unix ns; 0 when not placed),
-duration_ns (GPU time), graph (the CUDA graph a traced kernel was replayed
-from; 0 for others)."""
+class Span(NamedTuple):
+    """A landed span, as Hub.recent_spans returns it."""
+
+    seq: int  # landing order on the hub, from 1
+    kind: str  # "lane" or "kernel"
+    name: str  # lane or kernel name; "other" for a kernel never registered
+    device: int
+    stream: int  # the stream it ran on (the tracer's stream id for traced kernels)
+    step: int  # the step counter when it began
+    start_ns: int  # begin on the host clock, Unix ns; 0 when not placed
+    duration_ns: int  # GPU time
+    graph: int  # the CUDA graph a traced kernel was replayed from; 0 for others
+
 
 _SPAN_KINDS = {_lib.SPAN_LANE: "lane", _lib.SPAN_KERNEL: "kernel"}
 
@@ -74,7 +86,7 @@ _SPAN_KINDS = {_lib.SPAN_LANE: "lane", _lib.SPAN_KERNEL: "kernel"}
 class Error(Exception):
     """A failed call: status is the gs_hub_status, name its name."""
 
-    def __init__(self, status, name, message):
+    def __init__(self, status: int, name: str, message: str) -> None:
         super().__init__(f"{name}: {message}" if message else name)
         self.status = status
         self.name = name
@@ -120,7 +132,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def library():
+def library() -> ctypes.CDLL:
     """The loaded library (loaded on first use). In a process forked after
     it was loaded it raises Error: the library cannot work there."""
     global _lib_handle, _lib_pid
@@ -275,22 +287,22 @@ class Lane:
 
     __slots__ = ("_hub", "index", "name")
 
-    def __init__(self, hub, index, name):
+    def __init__(self, hub: Hub, index: int, name: str) -> None:
         self._hub = hub
         self.index = index
         self.name = name
 
-    def begin(self):
+    def begin(self) -> None:
         self._hub.lane_begin(self.index)
 
-    def end(self):
+    def end(self) -> None:
         self._hub.lane_end(self.index)
 
-    def __enter__(self):
+    def __enter__(self) -> Lane:
         self._hub.lane_begin(self.index)
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         self._hub.lane_end(self.index)
         return False
 
@@ -302,12 +314,12 @@ class SimGPU:
     """A simulated GPU installed on a hub (Hub.install(..., sim=True)): work
     launched on it runs on the host clock, so spans land without a GPU."""
 
-    def __init__(self, hub, device, stream):
+    def __init__(self, hub: Hub, device: int, stream: int) -> None:
         self._hub = hub
         self.device = device
         self.stream = stream
 
-    def launch(self, seconds, stream=None):
+    def launch(self, seconds: float, stream: StreamLike = None) -> None:
         """Queues `seconds` of work on stream (default: the lane stream)."""
         s = self.stream if stream is None else _stream(stream)
         ns = _nanoseconds("seconds", seconds)
@@ -331,16 +343,16 @@ class Hub:
 
     def __init__(
         self,
-        lanes=("prefill", "decode"),
-        level=Level.OFF,
-        kernel_span_every=16,
-        slots=0,
-        recent_spans=0,
-        no_start_times=False,
-        raw_kernel_spans=False,
-        quiet=False,
-        kernel_timing="events",
-    ):
+        lanes: Sequence[str] = ("prefill", "decode"),
+        level: Union[Level, int, str] = Level.OFF,
+        kernel_span_every: int = 16,
+        slots: int = 0,
+        recent_spans: int = 0,
+        no_start_times: bool = False,
+        raw_kernel_spans: bool = False,
+        quiet: bool = False,
+        kernel_timing: str = "events",
+    ) -> None:
         self._lib = lib = library()
         self._h = 0
         if kernel_timing not in _KERNEL_TIMINGS:
@@ -416,7 +428,7 @@ class Hub:
 
     # Set-up.
 
-    def install(self, device=0, stream=None, sim=False, event_offset=0.0):
+    def install(self, device: int = 0, stream: StreamLike = None, sim: bool = False, event_offset: float = 0.0) -> Optional[SimGPU]:
         """Attaches device `device`, lane spans recorded on stream (a
         torch.cuda.Stream, its .cuda_stream, or None for the legacy default
         stream). With sim=True it is a simulated GPU (returned, to launch
@@ -434,13 +446,13 @@ class Hub:
         self._streams[device] = s
         return None
 
-    def uninstall(self, device=0):
+    def uninstall(self, device: int = 0) -> None:
         """Detaches device (its spans still land)."""
         device = _int("device", device, _I32)
         self._check(self._lib.gs_hub_uninstall(self._h, device))
         self._streams.pop(device, None)
 
-    def register_kernel(self, kernel, name):
+    def register_kernel(self, kernel: int, name: str) -> None:
         """Names kernel (an int id, such as a CUfunction's value) so its spans
         aggregate under name."""
         kernel = _int("kernel", kernel, _U64)
@@ -457,7 +469,7 @@ class Hub:
                     self._kernels[name] = kid
         return kid
 
-    def lane(self, name):
+    def lane(self, name: str) -> Lane:
         """The Lane called name (a context manager; also .begin(), .end())."""
         try:
             return self._lanes[name]
@@ -467,18 +479,18 @@ class Hub:
     # Levels.
 
     @property
-    def level(self):
+    def level(self) -> Level:
         """The level, as a Level; set it with a Level or "off", "step", "kernel"."""
         v = ctypes.c_int32()
         self._check(self._lib.gs_hub_get_level(self._h, ctypes.byref(v)))
         return Level(v.value)
 
     @level.setter
-    def level(self, value):
+    def level(self, value: Union[Level, int, str]) -> None:
         self._check(self._lib.gs_hub_set_level(self._h, int(_level(value))))
 
     @property
-    def kernel_timing(self):
+    def kernel_timing(self) -> str:
         """Where kernel spans come from: "events" (event pairs around the
         kernels you wrap), "auto" (every kernel of armed steps from CUPTI,
         CUDA graph replays included, where CUPTI loads; else events) or
@@ -489,7 +501,7 @@ class Hub:
         return _KERNEL_TIMINGS[v.value]
 
     @kernel_timing.setter
-    def kernel_timing(self, value):
+    def kernel_timing(self, value: str) -> None:
         try:
             mode = _KERNEL_TIMINGS.index(value)
         except ValueError:
@@ -497,14 +509,14 @@ class Hub:
         self._check(self._lib.gs_hub_set_kernel_timing(self._h, mode))
 
     @property
-    def tracing_kernels(self):
+    def tracing_kernels(self) -> bool:
         """Whether kernel spans come from CUPTI right now (False before the
         first step at level kernel, and after a fallback: see the log)."""
         v = ctypes.c_int32()
         self._check(self._lib.gs_hub_get_kernel_timing(self._h, None, ctypes.byref(v)))
         return bool(v.value)
 
-    def start_harvester(self, interval=0.001):
+    def start_harvester(self, interval: float = 0.001) -> None:
         """Harvests every interval seconds (1 us to 1 s) on a thread of the
         library's, so that step() only counts and arms the step: no driver
         call on the engine's thread. It never waits for the GPU. Stop it with
@@ -513,35 +525,35 @@ class Hub:
             raise ValueError(f"gpuspans: harvester interval {interval!r} s: want 1e-06..1.0")
         self._check(self._lib.gs_hub_start_harvester(self._h, round(interval * 1e6)))
 
-    def stop_harvester(self):
+    def stop_harvester(self) -> None:
         """Stops the background harvester, if one runs, after its last tick."""
         self._check(self._lib.gs_hub_stop_harvester(self._h))
 
-    def set_kernel_span_every(self, n):
+    def set_kernel_span_every(self, n: int) -> None:
         """Arms kernel spans on 1 step in n (n >= 1) from the next step."""
         self._check(self._lib.gs_hub_set_kernel_span_every(self._h, _int("kernel_span_every", n, _I32)))
 
     @property
-    def armed(self):
+    def armed(self) -> bool:
         """Whether this step is armed for kernel spans (one memory read)."""
         return bool(self._word.value & _lib.WORD_ARMED)
 
     # The span paths: each reads the state word first and calls in only
     # when the hub has work.
 
-    def step(self):
+    def step(self) -> None:
         """Marks the start of an engine step (once per step, before its
         lanes): counts it, arms kernel spans on 1 step in N, lands finished
         spans. Never waits for the GPU."""
         if self._word.value & (_lib.WORD_LEVEL | _lib.WORD_POOLS):
             self._step_call(self._h)
 
-    def lane_begin(self, lane):
+    def lane_begin(self, lane: Union[int, str, Lane]) -> None:
         """Opens lane's span (an index, a name, or a Lane) at level Kernel."""
         if self._word.value & _lib.WORD_LEVEL == Level.KERNEL:
             self._lane_begin_call(self._h, self._lane_index(lane))
 
-    def lane_end(self, lane):
+    def lane_end(self, lane: Union[int, str, Lane]) -> None:
         """Ends lane's span wherever one is open."""
         w = self._word.value
         if w & _lib.WORD_LEVEL == Level.KERNEL or w & _lib.WORD_POOLS:
@@ -556,7 +568,7 @@ class Hub:
             return lane.index
         return self.lane(lane).index
 
-    def kernel_begin(self, kernel, stream=None, device=-1):
+    def kernel_begin(self, kernel: Union[int, str], stream: StreamLike = None, device: int = -1) -> int:
         """Opens a span around a kernel launch on an armed step and returns
         its token for kernel_end (0: nothing opened). kernel is an int id or
         a name (registered on first use); stream defaults to the device's
@@ -574,14 +586,14 @@ class Hub:
             s = _stream(stream)
         return self._kernel_begin_call(self._h, device, kid, s)
 
-    def kernel_end(self, token):
+    def kernel_end(self, token: int) -> None:
         """Closes the span of a token from kernel_begin; 0 does nothing. A
         token the hub does not hold raises Error (the with form of kernel()
         never raises)."""
         if token:
             self._check(self._kernel_end_call(self._h, _int("token", token, _U64)))
 
-    def kernel(self, kernel, stream=None, device=-1):
+    def kernel(self, kernel: Union[int, str], stream: StreamLike = None, device: int = -1) -> ContextManager[Any]:
         """A context manager around one kernel launch: a span on armed
         steps, nothing (and no call) on the others."""
         if not self._word.value & _lib.WORD_ARMED:
@@ -593,11 +605,11 @@ class Hub:
 
     # Reading and serving.
 
-    def harvest(self):
+    def harvest(self) -> None:
         """Lands finished spans now (steps do this)."""
         self._check(self._lib.gs_hub_harvest(self._h))
 
-    def drain(self, timeout=1.0):
+    def drain(self, timeout: float = 1.0) -> int:
         """Harvests until no span is in flight or timeout seconds passed;
         returns how many are still in flight. It calls in for at most 50 ms
         at a time, so Ctrl-C interrupts it promptly."""
@@ -629,7 +641,7 @@ class Hub:
     def _snapshot(self, fmt):
         return self._read("snapshot", lambda buf, size, n: self._lib.gs_hub_snapshot(self._h, fmt, buf, size, n))
 
-    def metrics_text(self):
+    def metrics_text(self) -> str:
         """The hub's Prometheus families (gpuspans_*) in the text format
         0.0.4, as serve()'s /metrics has them without the Go runtime's and
         the process's families; histograms as classic buckets only (text has
@@ -637,7 +649,7 @@ class Hub:
         prometheus_client registry instead."""
         return self._read("metrics text", lambda buf, size, n: self._lib.gs_hub_metrics(self._h, buf, size, n)).decode()
 
-    def recent_spans(self, after_seq=0, limit=8192):
+    def recent_spans(self, after_seq: int = 0, limit: int = 8192) -> List[Span]:
         """The spans still in the hub's ring of recent spans whose seq is
         above after_seq, oldest first, at most limit of them, as Span
         tuples: poll with the last seq seen. Spans overwritten before a read
@@ -659,7 +671,7 @@ class Hub:
                 for s in buf[: n.value]
             ]
 
-    def keep_start_times(self):
+    def keep_start_times(self) -> None:
         """Makes harvests place spans on the host clock (Span.start_ns) for
         the next minute: call it when a reader of start times attaches, so
         that the first spans it reads are placed too (recent_spans does
@@ -668,7 +680,7 @@ class Hub:
         self._check(self._lib.gs_hub_keep_start_times(self._h))
 
     @property
-    def log_lines_dropped(self):
+    def log_lines_dropped(self) -> int:
         """How many log lines the hub dropped because the "gpuspans"
         logger's handlers did not keep up (its queue holds 256 lines; each
         loss is also reported by a warning before the next line)."""
@@ -676,16 +688,16 @@ class Hub:
         self._check(self._lib.gs_hub_log_dropped(self._h, ctypes.byref(n)))
         return n.value
 
-    def snapshot(self):
+    def snapshot(self) -> Dict[str, Any]:
         """The hub's snapshot as a dict: the live page's JSON (lanes and
         kernels with counts, quantiles and buckets; counters; devices)."""
         return json.loads(self._snapshot(_lib.SNAPSHOT_JSON))
 
-    def snapshot_proto(self):
+    def snapshot_proto(self) -> bytes:
         """The snapshot as gpuspans.v1.Snapshot bytes (proto/gpuspans/v1)."""
         return self._snapshot(_lib.SNAPSHOT_PROTO)
 
-    def serve(self, addr="127.0.0.1:9464", token=None, protect_reads=False):
+    def serve(self, addr: str = "127.0.0.1:9464", token: Optional[str] = None, protect_reads: bool = False) -> str:
         """Serves /metrics, the live page and the control endpoints on addr
         (port 0 picks one) and returns the bound address. A non-loopback
         address needs a token, required then on the control endpoints (and
@@ -698,13 +710,13 @@ class Hub:
         self._check(self._lib.gs_hub_serve(self._h, _cstr("addr", addr), tok, flags, bound, len(bound)))
         return bound.value.decode()
 
-    def stop_serving(self):
+    def stop_serving(self) -> None:
         """Stops the HTTP server, if any."""
         self._check(self._lib.gs_hub_stop_serving(self._h))
 
     # Lifetime.
 
-    def close(self):
+    def close(self) -> None:
         """Stops serving, lands what is in flight (up to 1 s) and frees the
         hub. Closing twice is fine; other calls after it raise Error. In a
         forked child it only forgets the hub (the parent's to close)."""
@@ -718,10 +730,10 @@ class Hub:
                 return
             self._check(self._lib.gs_hub_close(h), hub=h)
 
-    def __enter__(self):
+    def __enter__(self) -> Hub:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> bool:
         self.close()
         return False
 

@@ -22,13 +22,16 @@ millisecond per thousand series. prometheus_client is optional: this
 module is the only part of gpuspans that imports it.
 """
 
+from __future__ import annotations
+
 import logging
 import threading
+from typing import List, Optional
 
-from prometheus_client.core import REGISTRY, Metric
+from prometheus_client.core import REGISTRY, CollectorRegistry, Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from . import Error, _lib
+from . import Error, Hub, _lib
 
 __all__ = ["Collector", "register"]
 
@@ -41,11 +44,11 @@ class Collector:
     warning to the "gpuspans" logger, so that the engine's own families
     are still served."""
 
-    def __init__(self, hub):
+    def __init__(self, hub: Hub) -> None:
         self._hub = hub
         self._warned = threading.Event()
 
-    def _families(self):
+    def _families(self) -> List[Metric]:
         try:
             text = self._hub.metrics_text()
         except Error as e:
@@ -55,17 +58,17 @@ class Collector:
             return []
         return list(text_string_to_metric_families(text))
 
-    def collect(self):
+    def collect(self) -> List[Metric]:
         """The hub's families now (prometheus_client calls it per scrape)."""
         return self._families()
 
-    def describe(self):
+    def describe(self) -> List[Metric]:
         """The families' names without samples, so that a registry checks
         them for clashes at register time without a scrape of its own."""
         return [Metric(f.name, f.documentation, f.type) for f in self._families()]
 
 
-def register(hub, registry=None):
+def register(hub: Hub, registry: Optional[CollectorRegistry] = None) -> Collector:
     """Registers a Collector of hub on registry (default: prometheus_client's
     REGISTRY, the one start_http_server and make_wsgi_app serve) and returns
     it; registry.unregister(collector) takes it off again. Raises

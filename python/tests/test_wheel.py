@@ -1,7 +1,14 @@
 """tools/python/wheel.py's wheel installs with pip into a fresh venv, offline,
-and works there on the simulated GPU without GPUSPANS_LIB."""
+and works there on the simulated GPU without GPUSPANS_LIB; its platform tag
+names the newest glibc the library's symbols need (checked with binutils'
+objdump), its library is stripped, its metadata complete, and it is typed."""
 
+import base64
+import email.parser
+import hashlib
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,9 +45,15 @@ class WheelTest(unittest.TestCase):
             ).stdout.strip()
             with zipfile.ZipFile(out) as z:
                 names = z.namelist()
-                self.assertIn("gpuspans/libgpuspans.so", names)
-                self.assertIn("gpuspans/__init__.py", names)
+                for want in ("gpuspans/libgpuspans.so", "gpuspans/__init__.py", "gpuspans/prometheus.py", "gpuspans/py.typed"):
+                    self.assertIn(want, names)
                 self.assertIsNone(z.testzip())
+                self.check_record(z)
+                self.check_metadata(z)
+                lib = os.path.join(tmp, "wheel-lib.so")
+                with open(lib, "wb") as f:
+                    f.write(z.read("gpuspans/libgpuspans.so"))
+            self.check_platform(os.path.basename(out), lib)
             venv = os.path.join(tmp, "venv")
             subprocess.run([sys.executable, "-m", "venv", venv], check=True, capture_output=True)
             py = os.path.join(venv, "bin", "python")
@@ -53,6 +66,43 @@ class WheelTest(unittest.TestCase):
             where, counts = r.stdout.strip().splitlines()
             self.assertTrue(where.startswith(venv), f"imported {where}, not the venv's copy")
             self.assertEqual(counts, "10 10")
+
+    def check_record(self, z):
+        dist = next(n for n in z.namelist() if n.endswith(".dist-info/RECORD"))
+        rows = [line.split(",") for line in z.read(dist).decode().splitlines()]
+        self.assertEqual({r[0] for r in rows}, set(z.namelist()))
+        for path, digest, size in rows:
+            if path == dist:
+                continue
+            data = z.read(path)
+            want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            self.assertEqual((digest, int(size)), (want, len(data)), path)
+
+    def check_metadata(self, z):
+        meta = email.parser.Parser().parsestr(z.read(next(n for n in z.namelist() if n.endswith("/METADATA"))).decode())
+        self.assertEqual(meta["Name"], "gpuspans")
+        self.assertEqual(meta["Requires-Python"], ">=3.8")
+        self.assertIn("Typing :: Typed", meta.get_all("Classifier"))
+        self.assertIn("Operating System :: POSIX :: Linux", meta.get_all("Classifier"))
+        self.assertEqual(meta["Provides-Extra"], "prometheus")
+        self.assertEqual(meta["Requires-Dist"], 'prometheus_client; extra == "prometheus"')
+        self.assertTrue(any(u.startswith("Source, https://") for u in meta.get_all("Project-URL")))
+        self.assertIn("gpuspans.Hub", meta.get_payload())  # the description: the package's docstring
+
+    def check_platform(self, name, lib):
+        m = re.fullmatch(r"gpuspans-[0-9.]+-py3-none-manylinux_(\d+)_(\d+)_([a-z0-9_]+)\.whl", name)
+        self.assertIsNotNone(m, f"{name}: want a manylinux_X_Y_arch platform tag")
+        tag = (int(m.group(1)), int(m.group(2)))
+        if not shutil.which("objdump"):
+            self.skipTest("no objdump (binutils) to check the tag and the stripping against")
+        dyn = subprocess.run(["objdump", "-T", lib], check=True, capture_output=True, text=True).stdout
+        needed = max((int(a), int(b)) for a, b in re.findall(r"\bGLIBC_(\d+)\.(\d+)", dyn))
+        self.assertEqual(tag, needed, f"{name}: the library's symbols need glibc {needed[0]}.{needed[1]}")
+        self.assertIn("gs_hub_create", dyn)  # the ABI is still exported
+        syms = subprocess.run(["objdump", "-t", lib], capture_output=True, text=True).stdout
+        self.assertRegex(syms, r"no symbols|SYMBOL TABLE:\s*$", "the wheel's library is not stripped")
+        arch = subprocess.run(["objdump", "-f", lib], check=True, capture_output=True, text=True).stdout
+        self.assertIn({"x86_64": "x86-64", "aarch64": "aarch64"}.get(m.group(3), m.group(3)), arch)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 OUT="$(mkdir -p "${1:-$ROOT/out/python}" && cd "${1:-$ROOT/out/python}" && pwd)"
 GO="${GO:-go}"
-(cd "$ROOT" && "$GO" build -buildmode=c-shared -o "$OUT/libgpuspans.so" ./go/capi)
+# -s -w: no symbol table or DWARF (a third smaller); the exported functions
+# stay in the dynamic symbols ctypes uses.
+(cd "$ROOT" && "$GO" build -buildmode=c-shared -ldflags="-s -w" -o "$OUT/libgpuspans.so" ./go/capi)
 rm -f "$OUT/libgpuspans.h" # go build's header; C callers use go/capi/include/gpuspans/hub.h
 python3 "$ROOT/tools/python/wheel.py" --lib "$OUT/libgpuspans.so" --out "$OUT"
