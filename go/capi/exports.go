@@ -19,6 +19,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuspans/gpuspans/go/backend"
@@ -211,7 +212,8 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 		e.h.Uninstall(d)
 	}
 	drain(e.h, time.Second, nil)
-	e.logs.close() // delivers what is queued; the callback is not called after close
+	_ = e.stopOTLP(time.Second) // sends what landed; a failure is counted and logged by the exporter
+	e.logs.close()              // delivers what is queued; the callback is not called after close
 	tableMu.Lock()
 	atomicStoreWord(e.word, 0)
 	table[e.handle%maxHubs].Store(nil)
@@ -702,6 +704,7 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		Token:        tok,
 		ProtectReads: protect,
 		Logf:         e.logs.logf(C.GS_HUB_LOG_INFO), // changes made through the control endpoints
+		Collectors:   []prometheus.Collector{otlpCollector{e}},
 	})
 	srv := surface.NewServer(e.guard(h), nil)
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close

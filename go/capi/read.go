@@ -42,12 +42,16 @@ func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.s
 	if length == nil {
 		return fail(e, statusInvalidArgument, "gs_hub_metrics: len is NULL")
 	}
-	// The hub's collector alone (no Go runtime or process families: the
-	// host has its own process), rendered by the handler /metrics uses,
+	// The hub's collector and the OTLP exporter's (no Go runtime or
+	// process families: the host has its own), rendered by the handler
+	// /metrics uses,
 	// asked for text: classic histograms only, as text carries no native
 	// ones.
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(prom.NewCollector(e.h, prom.WithoutNativeHistograms())); err != nil {
+		return fail(e, statusInternal, "gs_hub_metrics: registering the collector: %v", err)
+	}
+	if err := reg.Register(otlpCollector{e}); err != nil {
 		return fail(e, statusInternal, "gs_hub_metrics: registering the collector: %v", err)
 	}
 	rec := httptest.NewRecorder()

@@ -19,6 +19,9 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gpuspans/gpuspans/go/export/otlp"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/sim"
 )
@@ -73,6 +76,11 @@ type hub struct {
 
 	readMu sync.Mutex       // guards recent
 	recent []gpuspans.Span // gs_hub_recent_spans' buffer, reused
+
+	otlpMu   sync.Mutex          // guards otlp, otlpLast and links
+	otlp     *otlp.Exporter      // the OTLP exporter, while one runs
+	otlpLast *otlp.Exporter      // the one last started: its counts stay on /metrics
+	links    []trace.SpanContext // gs_hub_link_step's buffer, reused
 }
 
 var (

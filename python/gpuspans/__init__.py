@@ -45,7 +45,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Union
+from typing import Any, ContextManager, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _lib
 
@@ -678,6 +678,69 @@ class Hub:
         it on every call). Placing costs a driver call per span harvested,
         which a hub no one reads spans from never pays."""
         self._check(self._lib.gs_hub_keep_start_times(self._h))
+
+    # OpenTelemetry.
+
+    def start_otlp(
+        self,
+        endpoint: str,
+        service_name: Optional[str] = None,
+        sample_every: int = 16,
+        kernel_spans: bool = True,
+        poll_every: float = 0.2,
+        max_links: int = 64,
+    ) -> None:
+        """Exports landed spans as OpenTelemetry traces over OTLP/HTTP to
+        endpoint ("http://host:4318"; traces go to /v1/traces unless it has
+        a path): one trace per step whose number is a multiple of
+        sample_every, a root span "gpu step" over its lane spans (and kernel
+        spans, unless kernel_spans is False). It reads the hub every
+        poll_every seconds on a thread of the library's and never blocks the
+        engine: drops are counted as gpuspans_otlp_* on /metrics. Stop it
+        with stop_otlp(); close() stops it too."""
+        o = _lib.OTLPOptions()
+        o.endpoint = _cstr("endpoint", endpoint)
+        o.service_name = None if service_name is None else _cstr("service_name", service_name)
+        o.sample_every = _int("sample_every", sample_every, (1, _I32[1]))
+        o.no_kernel_spans = int(not kernel_spans)
+        if not (0.001 <= poll_every <= 3600):
+            raise ValueError(f"gpuspans: poll_every {poll_every!r} s: want 0.001..3600")
+        o.poll_every_ms = round(poll_every * 1000)
+        o.max_links = _int("max_links", max_links, (1, 1024))
+        self._check(self._lib.gs_hub_otlp_start(self._h, ctypes.byref(o)))
+
+    def stop_otlp(self, timeout: float = 5.0) -> None:
+        """Stops the OTLP exporter, if one runs: reads what landed since its
+        last read and sends what is queued for up to timeout seconds."""
+        if isinstance(timeout, float) and not math.isfinite(timeout) or timeout < 0:
+            raise ValueError(f"gpuspans: timeout is {timeout}, want a finite number of seconds >= 0")
+        self._check(self._lib.gs_hub_otlp_stop(self._h, min(int(timeout * 1000), _I32[1])))
+
+    @property
+    def step_number(self) -> int:
+        """The step counter: after step(), the number of the step being
+        served (for link_requests)."""
+        v = ctypes.c_uint64()
+        self._check(self._lib.gs_hub_get_step(self._h, ctypes.byref(v)))
+        return v.value
+
+    def link_requests(self, step: int, requests: Sequence[Tuple[int, int]]) -> None:
+        """Records that step serves the requests given as (trace_id,
+        span_id) pairs of ints (OpenTelemetry's SpanContext.trace_id and
+        .span_id), so that the step's exported lane spans link to them. Call
+        it before the next step(); steps not sampled, and calls with no
+        exporter running, do nothing."""
+        step = _int("step", step, _U64)
+        n = len(requests)
+        if n > 1024:
+            raise ValueError(f"gpuspans: {n} requests to link, more than 1024")
+        arr = (_lib.Link * max(n, 1))()
+        for i, (tid, sid) in enumerate(requests):
+            tid = _int("trace_id", tid, (1, (1 << 128) - 1))
+            sid = _int("span_id", sid, (1, (1 << 64) - 1))
+            arr[i].trace_id[:] = list(tid.to_bytes(16, "big"))
+            arr[i].span_id[:] = list(sid.to_bytes(8, "big"))
+        self._check(self._lib.gs_hub_link_step(self._h, step, arr, n))
 
     @property
     def log_lines_dropped(self) -> int:

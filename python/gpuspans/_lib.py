@@ -67,6 +67,25 @@ class Span(ctypes.Structure):
     ]
 
 
+class OTLPOptions(ctypes.Structure):
+    """gs_hub_otlp_options."""
+
+    _fields_ = [
+        ("endpoint", ctypes.c_char_p),
+        ("service_name", ctypes.c_char_p),
+        ("sample_every", ctypes.c_int32),
+        ("no_kernel_spans", ctypes.c_int32),
+        ("poll_every_ms", ctypes.c_int32),
+        ("max_links", ctypes.c_int32),
+    ]
+
+
+class Link(ctypes.Structure):
+    """gs_hub_link."""
+
+    _fields_ = [("trace_id", ctypes.c_uint8 * 16), ("span_id", ctypes.c_uint8 * 8)]
+
+
 def find():
     """Returns the library's path: $GPUSPANS_LIB, else the copy beside this
     package (where the wheel puts it)."""
@@ -119,6 +138,10 @@ def load(path=None):
         "gs_hub_keep_start_times": (i32, [u64]),
         "gs_hub_set_log_callback": (i32, [u64, LOG_FN, ctypes.c_void_p]),
         "gs_hub_log_dropped": (i32, [u64, p(u64)]),
+        "gs_hub_otlp_start": (i32, [u64, p(OTLPOptions)]),
+        "gs_hub_otlp_stop": (i32, [u64, i32]),
+        "gs_hub_get_step": (i32, [u64, p(u64)]),
+        "gs_hub_link_step": (i32, [u64, u64, p(Link), sz]),
         "gs_hub_begin_step_call": (i32, [u64]),
         "gs_hub_lane_begin_call": (i32, [u64, i32]),
         "gs_hub_lane_end_call": (i32, [u64, i32]),

@@ -69,6 +69,19 @@ class ABITest(unittest.TestCase):
                              (want._type_, want._length_) if dim else want, f"field {n}: {t} in hub.h")
         self.assertEqual(ctypes.sizeof(_lib.Span), 192, "hub.h: 192 bytes")
 
+    def test_otlp_structs_match_the_header(self):
+        body = re.search(r"typedef struct gs_hub_otlp_options \{(.*?)\} gs_hub_otlp_options;", header(), re.S).group(1)
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        fields = re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_ *]*?)\s*\b([a-z_0-9]+);", body, re.M)
+        ctype = {"int32_t": ctypes.c_int32, "const char*": ctypes.c_char_p}
+        self.assertEqual([n for _, n in fields], [n for n, _ in _lib.OTLPOptions._fields_])
+        for (t, n), (_, pt) in zip(fields, _lib.OTLPOptions._fields_):
+            self.assertIs(ctype[t.strip()], pt, f"field {n}: {t} in hub.h")
+        body = re.search(r"typedef struct gs_hub_link \{(.*?)\} gs_hub_link;", header(), re.S).group(1)
+        fields = re.findall(r"uint8_t ([a-z_]+)\[(\d+)\];", body)
+        self.assertEqual([(n, int(k)) for n, k in fields], [(n, t._length_) for n, t in _lib.Link._fields_])
+        self.assertEqual(ctypes.sizeof(_lib.Link), 24)
+
 
 if __name__ == "__main__":
     unittest.main()

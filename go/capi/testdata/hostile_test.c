@@ -143,6 +143,10 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_keep_start_times(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_log_callback(b, NULL, NULL));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_log_dropped(b, NULL));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_otlp_start(b, NULL));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_otlp_stop(b, 0));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_get_step(b, NULL));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_link_step(b, 0, NULL, (size_t)-1));
   }
 
   int32_t i32s[] = {INT32_MIN, -2, -1, 64, INT32_MAX};
@@ -202,6 +206,50 @@ static void extreme_arguments(void) {
   EXPECT(GS_HUB_OK, gs_hub_keep_start_times(hub));
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_log_dropped(hub, NULL));
   EXPECT(GS_HUB_OK, gs_hub_set_log_callback(hub, NULL, NULL));  // none set: fine
+  {
+    // The OTLP exporter: bad options, then one left running (towards a
+    // port nothing serves) for close to stop.
+    gs_hub_otlp_options oo;
+    memset(&oo, 0, sizeof oo);
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, NULL));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+    const char* endpoints[] = {"", "127.0.0.1:4318", "ftp://x", "http://", "http://127.0.0.1:1/\x7f"};
+    for (size_t i = 0; i < sizeof endpoints / sizeof endpoints[0]; i++) {
+      oo.endpoint = endpoints[i];
+      NOT_INTERNAL(gs_hub_otlp_start(hub, &oo));
+      EXPECT(GS_HUB_OK, gs_hub_otlp_stop(hub, 0));
+    }
+    oo.endpoint = "http://127.0.0.1:1";
+    int32_t bad[] = {INT32_MIN, -1};
+    for (size_t i = 0; i < 2; i++) {
+      oo.sample_every = bad[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+      oo.sample_every = 0;
+      oo.poll_every_ms = bad[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+      oo.poll_every_ms = 0;
+      oo.max_links = bad[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+      oo.max_links = 0;
+    }
+    oo.max_links = INT32_MAX;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+    oo.max_links = 0;
+    oo.sample_every = 1;
+    EXPECT(GS_HUB_OK, gs_hub_otlp_start(hub, &oo));
+    EXPECT(GS_HUB_ERR_LIMIT, gs_hub_otlp_start(hub, &oo));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_stop(hub, INT32_MIN));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_get_step(hub, NULL));
+    gs_hub_link zero;
+    memset(&zero, 0, sizeof zero);
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_link_step(hub, 1, &zero, 1));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_link_step(hub, 1, NULL, 1));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_link_step(hub, 1, &zero, (size_t)-1));
+    EXPECT(GS_HUB_OK, gs_hub_link_step(hub, UINT64_MAX, NULL, 0));
+    gs_hub_link l;
+    memset(&l, 0xff, sizeof l);
+    EXPECT(GS_HUB_OK, gs_hub_link_step(hub, UINT64_MAX, &l, 1));
+  }
   {
     // Every after_seq, and a capacity of (size_t)-1 with a buffer that
     // holds the whole ring (8192 spans by default).

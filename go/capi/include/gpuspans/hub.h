@@ -148,6 +148,25 @@ typedef struct gs_hub_span {
   char name[GS_HUB_SPAN_NAME_CAP]; /* lane or kernel name ("other": a kernel never registered), NUL-terminated */
 } gs_hub_span;
 
+/* Options of gs_hub_otlp_start. Zero every field you do not set. */
+typedef struct gs_hub_otlp_options {
+  const char* endpoint;     /* the collector's OTLP/HTTP address, "http://host:4318" (traces to
+                               /v1/traces) or with the path to post to; required */
+  const char* service_name; /* the resource's service.name; NULL or "": "gpuspans" */
+  int32_t sample_every;     /* export the spans of steps whose number is a multiple of this (0: 16) */
+  int32_t no_kernel_spans;  /* nonzero: lane spans only */
+  int32_t poll_every_ms;    /* how often the exporter reads the hub's recent spans (0: 200) */
+  int32_t max_links;        /* request links per step, at most 1024 (0: 64) */
+} gs_hub_otlp_options;
+
+/* A request a step serves, as gs_hub_link_step takes it: the W3C trace
+ * context ids of the request's span (OpenTelemetry's trace_id and
+ * span_id), big-endian bytes as in a traceparent header. */
+typedef struct gs_hub_link {
+  uint8_t trace_id[16];
+  uint8_t span_id[8];
+} gs_hub_link;
+
 /* The state word of each hub slot, written by the hub (atomic stores) and
  * read by the inline functions below: bits 0-1 the level, GS_HUB_WORD_ARMED
  * on a step armed for kernel spans, GS_HUB_WORD_POOLS while a pool is open
@@ -371,6 +390,40 @@ gs_hub_status gs_hub_set_log_callback(gs_hub hub, gs_hub_log_fn fn, void* user);
  * because its callback did not keep up (since it was created).
  * Thread-safe. */
 gs_hub_status gs_hub_log_dropped(gs_hub hub, uint64_t* dropped);
+
+/* gs_hub_otlp_start starts exporting hub's landed spans as OpenTelemetry
+ * traces over OTLP/HTTP (go/export/otlp: one trace per sampled step, a
+ * root span "gpu step" with the step's lane spans and kernel spans below
+ * it). It reads the ring of recent spans, so it keeps start times placed
+ * (unless gs_hub_options.no_start_times: then nothing can be sent). A
+ * goroutine reads the hub every poll_every_ms and queues without waiting;
+ * another sends in batches. A full queue or a failed request drops spans,
+ * counted on /metrics and gs_hub_metrics as gpuspans_otlp_*; failures are
+ * logged (gs_hub_set_log_callback). Nothing on the span paths waits for
+ * the collector. GS_HUB_ERR_INVALID_ARGUMENT names a bad option (an
+ * endpoint that is not http:// or https://); GS_HUB_ERR_LIMIT when one
+ * runs already. gs_hub_otlp_stop stops it: it reads what landed since its
+ * last read and sends what is queued for up to timeout_ms (what is left is
+ * dropped, counted); GS_HUB_OK when none runs. gs_hub_close stops it too,
+ * with 1 s to send. Thread-safe. */
+gs_hub_status gs_hub_otlp_start(gs_hub hub, const gs_hub_otlp_options* opts);
+gs_hub_status gs_hub_otlp_stop(gs_hub hub, int32_t timeout_ms);
+
+/* gs_hub_get_step stores the step counter in *step: read it after
+ * gs_hub_begin_step for the step being served (gs_hub_link_step).
+ * Thread-safe. */
+gs_hub_status gs_hub_get_step(gs_hub hub, uint64_t* step);
+
+/* gs_hub_link_step records that step serves the requests of links[0..n),
+ * so that the lane spans of that step carry OpenTelemetry links to them
+ * when the exporter sends it. Calls for one step add up, to max_links (the
+ * rest counted as gpuspans_otlp_links_dropped_total). Call it before the
+ * step's spans land (before the next gs_hub_begin_step). A step the
+ * exporter does not sample, n 0, or no exporter running: nothing is done,
+ * GS_HUB_OK. GS_HUB_ERR_INVALID_ARGUMENT for n over 1024, links NULL with
+ * n > 0, or an all-zero id. It copies the links into a ring and allocates
+ * nothing once warm. Thread-safe. */
+gs_hub_status gs_hub_link_step(gs_hub hub, uint64_t step, const gs_hub_link* links, size_t n);
 
 /* The calls behind the inline span functions below. Call those instead:
  * these always cross into Go (each checks its handle, and does what the Go

@@ -1,0 +1,165 @@
+//go:build cgo
+
+package main
+
+/*
+#define GS_HUB_TYPES_ONLY
+#include "gpuspans/hub.h"
+*/
+import "C"
+
+import (
+	"context"
+	"time"
+	"unsafe"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/gpuspans/gpuspans/go/export/otlp"
+)
+
+// The OTLP exporter of a hub (go/export/otlp), and request links.
+
+var _ = [1]struct{}{}[C.sizeof_gs_hub_link-24]
+
+//export gs_hub_otlp_start
+func gs_hub_otlp_start(handle C.gs_hub, opts *C.gs_hub_otlp_options) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_otlp_start", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_otlp_start", e, &st)
+	if opts == nil || opts.endpoint == nil {
+		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: opts or opts->endpoint is NULL")
+	}
+	var o otlp.Options
+	o.Endpoint = C.GoString(opts.endpoint)
+	if opts.service_name != nil {
+		o.ServiceName = C.GoString(opts.service_name)
+	}
+	if opts.sample_every < 0 || opts.poll_every_ms < 0 || opts.max_links < 0 {
+		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: sample_every %d, poll_every_ms %d, max_links %d: want >= 0 (0: the default)",
+			int(opts.sample_every), int(opts.poll_every_ms), int(opts.max_links))
+	}
+	o.SampleEvery = int(opts.sample_every)
+	o.NoKernelSpans = opts.no_kernel_spans != 0
+	o.PollEvery = time.Duration(opts.poll_every_ms) * time.Millisecond
+	o.MaxLinks = int(opts.max_links)
+	o.Logf = e.logs.logf(C.GS_HUB_LOG_WARNING)
+	e.otlpMu.Lock()
+	defer e.otlpMu.Unlock()
+	if e.otlp != nil {
+		return fail(e, statusLimit, "gs_hub_otlp_start: an OTLP exporter runs already on this hub; stop it first")
+	}
+	exp, err := otlp.New(context.Background(), e.h, o)
+	if err != nil {
+		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: %v", err)
+	}
+	e.otlp, e.otlpLast = exp, exp
+	return statusOK
+}
+
+//export gs_hub_otlp_stop
+func gs_hub_otlp_stop(handle C.gs_hub, timeoutMs C.int32_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_otlp_stop", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_otlp_stop", e, &st)
+	if timeoutMs < 0 {
+		return fail(e, statusInvalidArgument, "gs_hub_otlp_stop: timeout_ms %d is negative", int(timeoutMs))
+	}
+	if err := e.stopOTLP(time.Duration(timeoutMs) * time.Millisecond); err != nil {
+		return fail(e, statusInternal, "gs_hub_otlp_stop: shutting the transport down: %v", err)
+	}
+	return statusOK
+}
+
+// stopOTLP closes the exporter, if one runs, sending what is queued for up
+// to d.
+func (e *hub) stopOTLP(d time.Duration) error {
+	e.otlpMu.Lock()
+	exp := e.otlp
+	e.otlp = nil
+	e.otlpMu.Unlock()
+	if exp == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	return exp.Close(ctx)
+}
+
+//export gs_hub_get_step
+func gs_hub_get_step(handle C.gs_hub, step *C.uint64_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_get_step", handle)
+	}
+	defer e.exit()
+	if step == nil {
+		return fail(e, statusInvalidArgument, "gs_hub_get_step: step is NULL")
+	}
+	*step = C.uint64_t(e.h.Step())
+	return statusOK
+}
+
+//export gs_hub_link_step
+func gs_hub_link_step(handle C.gs_hub, step C.uint64_t, links *C.gs_hub_link, n C.size_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_link_step", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_link_step", e, &st)
+	if n > otlp.MaxLinks {
+		return fail(e, statusInvalidArgument, "gs_hub_link_step: n is %d, more than %d", uint64(n), otlp.MaxLinks)
+	}
+	if n > 0 && links == nil {
+		return fail(e, statusInvalidArgument, "gs_hub_link_step: links is NULL with n %d", uint64(n))
+	}
+	e.otlpMu.Lock()
+	defer e.otlpMu.Unlock()
+	if e.otlp == nil || n == 0 || !e.otlp.Sampled(uint64(step)) {
+		return statusOK // nothing to link: no exporter, or a step it does not send
+	}
+	buf := e.links[:0]
+	for i, l := range unsafe.Slice(links, int(n)) {
+		var cfg trace.SpanContextConfig
+		copy(cfg.TraceID[:], unsafe.Slice((*byte)(unsafe.Pointer(&l.trace_id[0])), 16))
+		copy(cfg.SpanID[:], unsafe.Slice((*byte)(unsafe.Pointer(&l.span_id[0])), 8))
+		if !cfg.TraceID.IsValid() || !cfg.SpanID.IsValid() {
+			return fail(e, statusInvalidArgument, "gs_hub_link_step: links[%d] has an all-zero trace or span id", i)
+		}
+		cfg.TraceFlags = trace.FlagsSampled
+		cfg.Remote = true
+		buf = append(buf, trace.NewSpanContext(cfg))
+	}
+	e.links = buf
+	e.otlp.LinkStep(uint64(step), buf)
+	return statusOK
+}
+
+// otlpCollector exports the series (gpuspans_otlp_*) of the exporter last
+// started, stopped or not, so that its final counts stay (none before the
+// first): an unchecked collector (it describes nothing), as exporters come
+// and go while the registry stays.
+type otlpCollector struct{ e *hub }
+
+func (c otlpCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (c otlpCollector) Collect(ch chan<- prometheus.Metric) {
+	c.e.otlpMu.Lock()
+	exp := c.e.otlpLast
+	c.e.otlpMu.Unlock()
+	if exp != nil {
+		exp.Collector().Collect(ch)
+	}
+}

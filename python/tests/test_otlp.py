@@ -1,0 +1,118 @@
+"""Hub.start_otlp and link_requests against an OTLP/HTTP receiver on
+loopback: the steps' spans arrive, linked to their requests, and stopping
+sends what is left."""
+
+import gzip
+import http.server
+import threading
+import time
+import unittest
+
+import gpuspans
+
+
+class Receiver(http.server.BaseHTTPRequestHandler):
+    """Keeps each POST's path and (decompressed) body; answers 200."""
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        with self.server.lock:
+            self.server.posts.append((self.path, self.headers.get("Content-Type"), body))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+class OTLPTest(unittest.TestCase):
+    def receiver(self):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+        srv.posts, srv.lock = [], threading.Lock()
+        t = threading.Thread(target=srv.serve_forever, daemon=True)
+        t.start()
+        self.addCleanup(srv.server_close)
+        self.addCleanup(t.join, 5)
+        self.addCleanup(srv.shutdown)
+        return srv
+
+    def test_linked_spans_reach_the_receiver(self):
+        srv = self.receiver()
+        trace_id = 0x0AF7651916CD43DD8448EB211C80319C
+        span_id = 0xB7AD6B7169203331
+        with gpuspans.Hub(lanes=["prefill", "decode"], level="kernel", kernel_span_every=2, quiet=True) as hub:
+            gpu = hub.install(0, 1, sim=True)
+            hub.start_otlp(f"http://127.0.0.1:{srv.server_port}", service_name="py-engine", sample_every=2, poll_every=0.05)
+            with self.assertRaises(gpuspans.Error) as e:
+                hub.start_otlp(f"http://127.0.0.1:{srv.server_port}")
+            self.assertEqual(e.exception.name, "GS_HUB_ERR_LIMIT")
+            linked = []
+            for _ in range(10):
+                hub.step()
+                step = hub.step_number
+                hub.link_requests(step, [(trace_id, span_id)])
+                linked.append(step)
+                with hub.lane("decode"):
+                    with hub.kernel("attention"):
+                        gpu.launch(2e-5)
+            self.assertEqual(linked, list(range(1, 11)))
+            self.assertEqual(hub.drain(5.0), 0)
+            hub.stop_otlp(5.0)
+            hub.stop_otlp()  # none runs: fine
+            metrics = hub.metrics_text()
+        with srv.lock:
+            posts = list(srv.posts)
+        self.assertTrue(posts, "nothing received")
+        body = b"".join(b for _, _, b in posts)
+        for path, ctype, _ in posts:
+            self.assertEqual(path, "/v1/traces")
+            self.assertEqual(ctype, "application/x-protobuf")
+        # Protobuf carries strings and ids as raw bytes.
+        for want in (b"gpu step", b"decode", b"attention", b"py-engine"):
+            self.assertIn(want, body)
+        # A link: its trace_id (field 1) and span_id (field 2).
+        link = b"\n\x10" + trace_id.to_bytes(16, "big") + b"\x12\x08" + span_id.to_bytes(8, "big")
+        self.assertEqual(body.count(link), 5, "want a link to the request on each sampled step's lane span")
+        # 5 sampled steps (2, 4, ..., 10): a root, a lane span and a kernel span each.
+        self.assertIn("gpuspans_otlp_spans_exported_total 15", metrics)
+
+    def test_bad_arguments(self):
+        with gpuspans.Hub(quiet=True) as hub:
+            for bad in ("", "ftp://x", "127.0.0.1:4318"):
+                with self.assertRaises(gpuspans.Error) as e:
+                    hub.start_otlp(bad)
+                self.assertEqual(e.exception.name, "GS_HUB_ERR_INVALID_ARGUMENT")
+            with self.assertRaises(ValueError):
+                hub.start_otlp("http://127.0.0.1:1", sample_every=0)
+            with self.assertRaises(ValueError):
+                hub.start_otlp("http://127.0.0.1:1", poll_every=float("nan"))
+            for bad in ([(0, 1)], [(1, 0)], [(1 << 128, 1)], [(1, 2)] * 1025):
+                with self.assertRaises(ValueError):
+                    hub.link_requests(1, bad)
+            hub.link_requests(1, [(1, 2)])  # no exporter: nothing done
+            with self.assertRaises(ValueError):
+                hub.stop_otlp(-1)
+
+    def test_an_unreachable_collector_blocks_nothing(self):
+        with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_span_every=1, quiet=True) as hub:
+            gpu = hub.install(0, 1, sim=True)
+            hub.start_otlp("http://127.0.0.1:1", sample_every=1, poll_every=0.01)
+            t0 = time.monotonic()
+            for _ in range(200):
+                hub.step()
+                with hub.lane("decode"):
+                    gpu.launch(1e-6)
+            self.assertLess(time.monotonic() - t0, 2.0)
+            hub.drain(5.0)
+            hub.stop_otlp(0.5)
+            # The stopped exporter's counts stay.
+            self.assertRegex(hub.metrics_text(), r"\ngpuspans_otlp_export_errors_total [1-9]")
+            self.assertRegex(hub.metrics_text(), r"\ngpuspans_otlp_spans_exported_total 0\n")
+
+
+if __name__ == "__main__":
+    unittest.main()
