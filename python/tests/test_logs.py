@@ -2,6 +2,8 @@
 handler: delivered in order, never blocking the engine, drops counted."""
 
 import logging
+import subprocess
+import sys
 import threading
 import time
 import unittest
@@ -120,6 +122,27 @@ class LogsTest(unittest.TestCase):
         threading.Timer(0.2, gate.set).start()
         hub.close()  # waits for the handler, then delivers the rest
         self.assertEqual(len(h.records), 3, [r.getMessage() for r in h.records])
+
+    def test_exit_without_close_while_lines_flow(self):
+        # The library's thread must not call into an interpreter that is
+        # finalizing: atexit takes the callback off first.
+        program = """if True:
+            import logging, threading, urllib.request, gpuspans
+            logging.basicConfig(level=logging.INFO)
+            hub = gpuspans.Hub(lanes=["decode"], level="step")
+            addr = hub.serve("127.0.0.1:0")
+            def put(v):
+                req = urllib.request.Request(f"http://{addr}/control/level", data=v.encode(), method="PUT")
+                urllib.request.urlopen(req, timeout=5).read()
+            for i in range(100):
+                put("kernel" if i % 2 == 0 else "step")
+            print("exiting")
+        """
+        for _ in range(3):
+            r = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+            self.assertIn("exiting", r.stdout)
+            self.assertIn("control: level", r.stderr)
 
 
 if __name__ == "__main__":
