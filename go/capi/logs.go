@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"log"
 	"sync"
+	"time"
 	"unsafe"
 )
 
@@ -28,8 +29,9 @@ import (
 // HTTP handler) never waits for the callback, and a callback that is slow
 // or stuck costs dropped lines, counted, never memory or a blocked engine.
 const (
-	logQueueCap = 256  // lines waiting for the callback
-	maxLogLen   = 2048 // bytes of a line, as maxErrLen
+	logQueueCap   = 256         // lines waiting for the callback
+	maxLogLen     = 2048        // bytes of a line, as maxErrLen
+	closeDelivery = time.Second // how long close delivers queued lines
 )
 
 type logLine struct {
@@ -54,6 +56,7 @@ type logSink struct {
 	unreported uint64 // dropped since the last delivery: reported before the next line
 	wake       chan struct{}
 	stop, done chan struct{} // nil until the delivering goroutine starts
+	closeBy    time.Time     // set by close: delivery stops then
 }
 
 func newLogSink(handle uint64, quiet bool) *logSink {
@@ -125,6 +128,9 @@ func (s *logSink) droppedLines() uint64 {
 func (s *logSink) close() {
 	s.mu.Lock()
 	stop, done := s.stop, s.done
+	// What is queued gets a second, so that a stuck callback delays close
+	// by its current call and that second at most.
+	s.closeBy = time.Now().Add(closeDelivery)
 	s.mu.Unlock()
 	if stop != nil {
 		close(stop)
@@ -151,12 +157,17 @@ func (s *logSink) run(stop, done chan struct{}) {
 }
 
 // deliver calls the callback with every queued line, oldest first, each
-// after a line saying how many were dropped before it, if any.
+// after a line saying how many were dropped before it, if any. Past the
+// close deadline it drops what is left, counted.
 func (s *logSink) deliver() {
 	for {
 		s.deliverMu.Lock()
 		s.mu.Lock()
 		fn, user := s.fn, s.user
+		if !s.closeBy.IsZero() && s.n > 0 && time.Now().After(s.closeBy) {
+			s.dropped += uint64(s.n)
+			s.queue, s.head, s.n = [logQueueCap]logLine{}, 0, 0
+		}
 		if fn == nil || s.n == 0 {
 			s.mu.Unlock()
 			s.deliverMu.Unlock()

@@ -123,6 +123,19 @@ class LogsTest(unittest.TestCase):
         hub.close()  # waits for the handler, then delivers the rest
         self.assertEqual(len(h.records), 3, [r.getMessage() for r in h.records])
 
+    def test_close_bounds_delivery_to_a_stuck_handler(self):
+        h = self.handler(threading.Event())  # never set: each emit waits...
+        h.gate.wait = lambda timeout: time.sleep(1.5)  # ...1.5 s
+        hub = gpuspans.Hub(lanes=["decode"], level="step")
+        addr = hub.serve("127.0.0.1:0")
+        for i in range(6):
+            set_level(addr, "kernel" if i % 2 == 0 else "step")
+        t0 = time.monotonic()
+        hub.close()  # the call running (1.5 s), then 1 s of delivery at most
+        took = time.monotonic() - t0
+        self.assertLess(took, 5.0, "close waited for every queued line")
+        self.assertLess(len(h.records), 6)
+
     def test_exit_without_close_while_lines_flow(self):
         # The library's thread must not call into an interpreter that is
         # finalizing: atexit takes the callback off first.

@@ -340,7 +340,7 @@ gs_hub_status gs_hub_stop_serving(gs_hub hub);
  * kernel histograms, span counters, levels, device info) in the Prometheus
  * text format 0.0.4, as gs_hub_serve's /metrics has them but without the Go
  * runtime's and the process's families, for a host that serves /metrics
- * itself (Python's gpuspans.PrometheusCollector reads this). The text
+ * itself (Python's gpuspans.prometheus.Collector reads this). The text
  * format has no native histograms: histograms carry their classic buckets
  * (go/export/prom's package documentation has the layouts). Buffers as
  * gs_hub_snapshot's JSON: NUL-terminated, *len without the NUL;
@@ -380,8 +380,8 @@ gs_hub_status gs_hub_keep_start_times(gs_hub hub);
  * GS_HUB_LOG_WARNING line before the next one delivered. Lines queued
  * while no callback was set wait for the next one. Setting waits for a
  * running call of the previous callback to return, so its user may be
- * freed then; gs_hub_close delivers what is queued and calls fn no more
- * after it returns. fn must not call gs_hub_set_log_callback or
+ * freed then; gs_hub_close delivers what is queued (for up to 1 s, the
+ * rest dropped and counted) and calls fn no more after it returns. fn must not call gs_hub_set_log_callback or
  * gs_hub_close (they would wait for it); other calls are fine.
  * Thread-safe. */
 gs_hub_status gs_hub_set_log_callback(gs_hub hub, gs_hub_log_fn fn, void* user);
