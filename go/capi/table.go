@@ -74,7 +74,7 @@ type hub struct {
 	harvestStop context.CancelFunc
 	harvestDone chan struct{}
 
-	readMu sync.Mutex       // guards recent
+	readMu sync.Mutex      // guards recent
 	recent []gpuspans.Span // gs_hub_recent_spans' buffer, reused
 
 	otlpMu   sync.Mutex          // guards otlp, otlpLast and links
