@@ -6,9 +6,12 @@
 #   - the run command, tools/gpuspans.sh demo, until the demo serves
 #     (/metrics answers);
 #   - then the test command, tools/test.sh, to its end;
-# and the disk both left behind. Prints one line per figure, and fails when
-# one is over its budget (the README's promise). A benchmark for CI's log,
-# not a timed unit test. Uses whatever Go is first on PATH as the host Go.
+# and the disk both left behind. Prints one line per figure against its
+# budget (the README's promise), and a last line naming any figure over it.
+# A benchmark for CI's log, not a gate: times on a shared 2-core machine
+# move with its load, and disk with the host Go (one that is not the pinned
+# 1.26.8 downloads the SDK into the fresh HOME, about 300 MB). It fails only
+# when a command fails. Uses whatever Go is first on PATH as the host Go.
 #
 # Environment: FIRSTRUN_DEMO_BUDGET_S (300), FIRSTRUN_TEST_BUDGET_S (600),
 # FIRSTRUN_DISK_BUDGET_MB (2048), FIRSTRUN_KEEP=1 keeps the directory.
@@ -81,4 +84,7 @@ check "disk after both commands (clone and fresh HOME)" "$(du -smc "$dir/clone" 
 t4="$(now)"
 tools/gpuspans.sh help >/dev/null
 say "run command, warm: $(secs "$t4" "$(now)") s"
-exit "$over"
+if [[ "$over" != 0 ]]; then
+  say "OVER BUDGET: see the lines marked OVER above (reported, not failed: see this script's comment)"
+fi
+exit 0
