@@ -136,6 +136,12 @@ class HubTest(unittest.TestCase):
                 hub.start_harvester(0.001)
             self.assertEqual(cm.exception.name, "GS_HUB_ERR_LIMIT")
             decode = hub.lane("decode")
+            # The harvester opens the pool at its next tick, not at step():
+            # wait for it, or the first steps would record nothing.
+            deadline = time.monotonic() + 5
+            while hub.snapshot()["devices"][0]["state"] != "open" and time.monotonic() < deadline:
+                time.sleep(0.002)
+            self.assertEqual(hub.snapshot()["devices"][0]["state"], "open")
             for _ in range(20):
                 hub.step()
                 with decode:
