@@ -200,9 +200,10 @@ func TestTracerDropsAreCounted(t *testing.T) {
 // stale start (CUPTI's, when the host runs ahead): lost, not landed wrong.
 func TestTracerStaleStartIsLostNotLanded(t *testing.T) {
 	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
-	h.BeginStep()
+	before := fakeNow()
+	h.BeginStep() // the window opens in between
 	now := fakeNow()
-	f.Kernel(0, 1, now-5_000_000, now+1000, "stale", 9) // "started" 5 ms before its window
+	f.Kernel(0, 1, before-5_000_000, now+1000, "stale", 9) // "started" 5 ms before its window
 	f.Kernel(0, 1, now+10, now+1000, "fresh", 9)
 	f.Deliver(10)
 	h.Harvest()

@@ -222,13 +222,13 @@ func (h *Hub) KernelTimingStatus() KernelTimingStatus {
 // (bench/cupti/graph_toggle.cc), which a serving engine must never risk.
 func (h *Hub) suspendTracer() {
 	tr := h.tr
-	if tr.mode == KernelTimingEvents {
-		return
+	if tr.open == nil {
+		return // no tracer ever: SetLevel stays lock-free
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if atomic.LoadUint32(&h.state)&levelMask == uint32(LevelKernel) {
-		return // raised again meanwhile
+	if tr.mode == KernelTimingEvents || atomic.LoadUint32(&h.state)&levelMask == uint32(LevelKernel) {
+		return // events, or raised again meanwhile
 	}
 	h.closeTracer(nil)
 	tr.state = tracerPending
@@ -251,9 +251,10 @@ func (h *Hub) openTracer() {
 	tr.state = tracerOpen
 	tr.err = nil
 	tr.offset, tr.offsetAt = tracerCall(t.ClockOffset), h.now()
+	// Drops already counted by the tracer are not this hub's.
 	tr.dropped = [backend.MaxTracerDevices]uint64{}
 	if st, err := tracerStats(t); err == nil {
-		tr.dropped = st.DroppedByDevice // what it reports is since it opened; a baseline all the same
+		tr.dropped = st.DroppedByDevice
 	}
 	tr.active.Store(true)
 	// Arm at once if this step is armed, rather than one period later.
