@@ -93,8 +93,11 @@ type KernelTimingStatus struct {
 }
 
 // windowRing is how many armed windows the hub remembers to attribute traced
-// kernels to steps: far more than can be in flight at once.
-const windowRing = 64
+// kernels to steps. Records reach the hub up to a flush period (100 ms)
+// after their window, and longer when collection stays on across a run of
+// armed steps: 4,096 windows cover that at any step rate an engine reaches.
+// 64 KiB, made when a tracer first opens.
+const windowRing = 4096
 
 // window is one armed step's collection window, opened at its BeginStep.
 type window struct {
@@ -124,8 +127,8 @@ type tracing struct {
 
 	mu      sync.Mutex
 	t       backend.KernelTracer // the open tracer, or nil
-	windows [windowRing]window
-	wn      uint64 // windows opened
+	windows []window // ring of windowRing, made at the first open
+	wn      uint64   // windows opened
 
 	mode        KernelTiming
 	state       tracerState
@@ -137,7 +140,8 @@ type tracing struct {
 	dropped     [backend.MaxTracerDevices]uint64 // the tracer's drops already counted
 	offset      int64                            // Unix ns minus the tracer's clock
 	offsetAt    time.Time
-	win         []window // the harvest's copy of windows, newest first
+	win         []window // the harvest's copy of the newest windows, oldest first
+	copied      uint64   // windows opened that win has
 	pendingName []pendingName
 }
 
@@ -247,6 +251,9 @@ func (h *Hub) openTracer() {
 	}
 	tr.mu.Lock()
 	tr.t = t
+	if tr.windows == nil {
+		tr.windows = make([]window, windowRing)
+	}
 	tr.mu.Unlock()
 	tr.state = tracerOpen
 	tr.err = nil
@@ -368,12 +375,18 @@ func (h *Hub) readTracer(t backend.KernelTracer) {
 	if now := h.now(); now.Sub(tr.offsetAt) > time.Second {
 		tr.offset, tr.offsetAt = tracerCall(t.ClockOffset), now
 	}
+	// Only the windows opened since the last harvest are copied under the
+	// lock apply takes on armed steps; win keeps the newest windowRing.
 	tr.mu.Lock()
-	tr.win = tr.win[:0]
-	for i := uint64(0); i < tr.wn && i < windowRing; i++ {
-		tr.win = append(tr.win, tr.windows[(tr.wn-1-i)%windowRing])
+	from := max(tr.copied, tr.wn-min(tr.wn, windowRing))
+	for i := from; i < tr.wn; i++ {
+		tr.win = append(tr.win, tr.windows[i%windowRing])
 	}
+	tr.copied = tr.wn
 	tr.mu.Unlock()
+	if len(tr.win) > 2*windowRing {
+		tr.win = tr.win[:copy(tr.win, tr.win[len(tr.win)-windowRing:])]
+	}
 	for {
 		n, err := tracerRead(t, tr.buf)
 		if err != nil {
@@ -468,15 +481,13 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 // record is counted as lost rather than landed wrong. Caller holds h.mu.
 func (tr *tracing) windowOf(r *backend.KernelRecord) *window {
 	start, end := r.StartNs+tr.offset, r.EndNs+tr.offset
-	for i := range tr.win {
-		if w := &tr.win[i]; w.startNs <= end {
-			if start < w.startNs-staleSlack {
-				return nil
-			}
-			return w
-		}
+	// The latest window opened before the kernel ended; windows are in
+	// opening order, so in start order.
+	i := sort.Search(len(tr.win), func(i int) bool { return tr.win[i].startNs > end }) - 1
+	if i < 0 || start < tr.win[i].startNs-staleSlack {
+		return nil
 	}
-	return nil
+	return &tr.win[i]
 }
 
 // staleSlack is how far before its window a traced kernel may seem to

@@ -11,9 +11,11 @@ import (
 )
 
 // Each armed step is a window of its own, also in a run of armed steps
-// where collection stays on: every traced kernel carries the step it ran in.
+// where collection stays on: every traced kernel carries the step it ran in,
+// also when the records arrive hundreds of armed steps late.
 func TestTracedKernelsCarryTheirStep(t *testing.T) {
-	for _, every := range []int{1, 3} {
+	for _, c := range []struct{ every, steps int }{{1, 9}, {3, 9}, {1, 300}} {
+		every := c.every
 		now := time.Unix(1_700_000_000, 0)
 		tracer := new(gpuspanstest.Tracer)
 		h, err := gpuspans.New(gpuspans.Options{
@@ -28,7 +30,7 @@ func TestTracedKernelsCarryTheirStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[uint64]bool{}
-		for i := 0; i < 9; i++ {
+		for i := 0; i < c.steps; i++ {
 			h.BeginStep()
 			ns := now.UnixNano()
 			if tracer.Kernel(0, 1, ns+10, ns+500, "k", 0) {
@@ -43,7 +45,7 @@ func TestTracedKernelsCarryTheirStep(t *testing.T) {
 				got[sp.Step] = true
 			}
 		}
-		if len(want) != 9/every || len(got) != len(want) {
+		if len(want) != c.steps/every || len(got) != len(want) {
 			t.Fatalf("every %d: kernels recorded in steps %v, landed in steps %v", every, want, got)
 		}
 		for s := range want {
