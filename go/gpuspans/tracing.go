@@ -127,8 +127,8 @@ type tracing struct {
 
 	mu      sync.Mutex
 	t       backend.KernelTracer // the open tracer, or nil
-	windows []window // ring of windowRing, made at the first open
-	wn      uint64   // windows opened
+	windows []window             // ring of windowRing, made at the first open
+	wn      uint64               // windows opened
 
 	mode        KernelTiming
 	state       tracerState
