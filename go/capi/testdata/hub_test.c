@@ -10,25 +10,7 @@
 #include <unistd.h>
 
 #include "gpuspans/hub.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                              \
-  do {                                                \
-    if (!(cond)) {                                    \
-      fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                   \
-      fprintf(stderr, "\n");                          \
-      failures++;                                     \
-    }                                                 \
-  } while (0)
-
-static char errbuf[4096];
-
-static const char* last_error(gs_hub h) {
-  gs_hub_last_error(h, errbuf, sizeof errbuf);
-  return errbuf;
-}
+#include "check.h"
 
 #define CHECK_OK(call)                                                              \
   do {                                                                              \
