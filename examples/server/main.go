@@ -1,22 +1,27 @@
 // Command server is the smallest serving loop that uses gpuspans as a
 // library, built from another Bazel workspace: it installs a CUDA recorder
 // for device 0 (without a GPU the pool fails to open, spans stay off, and
-// the loop runs on), brackets each step's lanes with spans and prints the
-// snapshot's counters.
+// the loop runs on), brackets each step's lanes with spans, serves the hub
+// over HTTP (/metrics, the live page, the control endpoints) while it runs
+// and prints the snapshot's counters.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"log"
+	"net"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspanshttp"
+	"github.com/gpuspans/gpuspans/go/gpuspanshttp/control"
 )
 
 func main() {
 	steps := flag.Int("steps", 100, "engine steps to run")
+	listen := flag.String("listen", "127.0.0.1:0", "address to serve /metrics, the live page and /control on")
 	flag.Parse()
 
 	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel})
@@ -27,6 +32,19 @@ func main() {
 	if err := hub.Install(0, 0, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
 		log.Fatalf("server: %v", err)
 	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatalf("server: %v", err)
+	}
+	// Without a token the control endpoints may only listen on loopback.
+	if err := control.CheckListen(ln.Addr(), ""); err != nil {
+		log.Fatalf("server: %v", err)
+	}
+	srv := gpuspanshttp.NewServer(gpuspanshttp.New(hub, gpuspanshttp.Options{Backend: "CUDA device 0"}), nil)
+	go srv.Serve(ln)
+	defer srv.Close()
+	fmt.Printf("serving http://%s/debug/gpuspans\n", ln.Addr())
+
 	for i := 0; i < *steps; i++ {
 		hub.BeginStep()
 		for lane := range hub.Lanes() {

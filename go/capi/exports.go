@@ -23,13 +23,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/control"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/debugpage"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/surface"
-	"github.com/gpuspans/gpuspans/go/sim"
+	"github.com/gpuspans/gpuspans/go/gpuspanshttp"
+	"github.com/gpuspans/gpuspans/go/gpuspanshttp/control"
+	"github.com/gpuspans/gpuspans/go/gpuspanshttp/debugpage"
 )
 
 // Every function below is documented in include/gpuspans/hub.h.
@@ -699,14 +699,14 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		copy(dst, boundAddr)
 		dst[len(boundAddr)] = 0
 	}
-	h := surface.New(e.h, surface.Options{
+	h := gpuspanshttp.New(e.h, gpuspanshttp.Options{
 		Backend:      backendDesc,
 		Token:        tok,
 		ProtectReads: protect,
 		Logf:         e.logs.logf(C.GS_HUB_LOG_INFO), // changes made through the control endpoints
 		Collectors:   []prometheus.Collector{otlpCollector{e}},
 	})
-	srv := surface.NewServer(e.guard(h), nil)
+	srv := gpuspanshttp.NewServer(e.guard(h), nil)
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close
 	e.srv, e.ln = srv, ln
 	return statusOK

@@ -21,9 +21,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/export/otlp"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/sim"
 )
 
 // Status codes of gpuspans/hub.h.

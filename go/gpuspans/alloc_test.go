@@ -3,7 +3,7 @@ package gpuspans
 import (
 	"testing"
 
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 )
 
 // TestZeroAllocs pins the paths that run on every step or launch, and the

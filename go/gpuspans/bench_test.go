@@ -5,10 +5,10 @@ import (
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
-	"github.com/gpuspans/gpuspans/go/internal/overhead/loop"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/loop"
 )
 
 // The hub's CPU micro-benchmarks. Where `gpuspans bench` (the machine

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/sim"
 )
 
 // A serving loop on a simulated GPU: a decode lane span on every step, and a

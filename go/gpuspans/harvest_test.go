@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
-	"github.com/gpuspans/gpuspans/go/sim"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 )
 
 func TestHarvestCallsOnlyHarvest(t *testing.T) {

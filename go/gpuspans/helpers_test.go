@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
-	"github.com/gpuspans/gpuspans/go/sim"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 )
 
 // The helpers of package gpuspanstest, which package gpuspans's own tests

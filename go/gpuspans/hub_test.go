@@ -8,7 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 )
 
 // A slot is exactly one cache line, so that adjacent slots, claimed by

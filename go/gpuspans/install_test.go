@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 )
 
 func inFlight(int) (backend.SpanState, int64) { return backend.InFlight, 0 }

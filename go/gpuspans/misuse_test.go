@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 )
 
 // TestMisuseAtTheExtremes: bad arguments at the ends of their types have the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 )
 
 // hubModel is a reference model of a hub with device 0 installed, again and

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 )
 
 // panickyPool is a fake pool whose method op panics, every time.

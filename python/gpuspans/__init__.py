@@ -766,7 +766,7 @@ class Hub:
         address needs a token, required then on the control endpoints (and
         with protect_reads, which needs one, on every path). Without a
         token the control endpoints refuse what another site's page could
-        send (go/control's package documentation): set them with PUT."""
+        send (go/gpuspanshttp/control's package documentation): set them with PUT."""
         bound = ctypes.create_string_buffer(128)
         tok = None if token is None else _cstr("token", token)
         flags = _lib.SERVE_PROTECT_READS if protect_reads else 0

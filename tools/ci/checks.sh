@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The checks CI runs besides the test command: generated files current
 # (BUILD files, deps.bzl, protobuf Go code, the amalgamations), formatting,
-# the rules that the serving path and the live page link no protobuf and
-# that production code links no test code, the span entry points inlining,
+# the import graph's wings, the rules that the serving path and the live
+# page link no protobuf and that production code links no test code, the span entry points inlining,
 # vet, a cgo-free build, the consumer workspace and the C++ core's tests
 # under the sanitizers. .ci/run runs the race tests and end-to-end tests
 # itself. Needs tools/bootstrap.sh to have run.
@@ -47,10 +47,13 @@ go vet ./...
 step "staticcheck (staticcheck.conf)"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+step "dependencies: three wings, library < HTTP < applications (tools/ci/wings.sh)"
+tools/ci/wings.sh || fail "a package imports one of a higher wing, or production code a test double (above)"
+
 step "dependencies: the serving path and the live page link no protobuf"
 # A serving binary that mounts the live page and the control endpoints must
 # not pay for the span-file and wire-schema code (26 protobuf packages).
-for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage; do
+for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/gpuspanshttp/control ./go/gpuspanshttp/debugpage; do
   if go list -deps "$pkg" | grep -q '^google.golang.org/protobuf'; then
     fail "$pkg links protobuf: $(go list -deps "$pkg" | grep -c '^google.golang.org/protobuf') packages"
   fi
@@ -60,7 +63,7 @@ step "dependencies: production code links no test code"
 # The fake driver and the GPU test kit are go/cuda/cudatest's, for tests,
 # benchmarks and the demo; a serving binary (the C ABI library too) must not
 # carry them.
-for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/control ./go/debugpage ./go/export/... ./go/capi; do
+for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/gpuspanshttp ./go/gpuspanshttp/control ./go/gpuspanshttp/debugpage ./go/export/... ./go/capi; do
   deps="$(go list -deps "$pkg")"
   if grep -qx 'github.com/gpuspans/gpuspans/go/cuda/cudatest' <<<"$deps"; then
     fail "$pkg links go/cuda/cudatest"

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/cmd/gpuspans/internal/overhead"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/overhead"
 )
 
 const benchDescription = `Measures what gpuspans costs on this machine (the machine report; the hub's

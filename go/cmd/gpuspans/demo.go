@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpuspans/gpuspans/go/control"
-	"github.com/gpuspans/gpuspans/go/internal/demo"
+	"github.com/gpuspans/gpuspans/go/cmd/gpuspans/internal/demo"
+	"github.com/gpuspans/gpuspans/go/gpuspanshttp/control"
 )
 
 const demoDescription = `Runs a small serving engine loop with gpuspans at level kernel, as a serving

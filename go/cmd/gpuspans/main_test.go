@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/sim"
 )
 
 func runCmd(args ...string) (code int, stdout, stderr string) {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/sim"
 )
 
 // discard is a collector that reads and throws away what it gets, so that

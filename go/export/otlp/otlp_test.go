@@ -26,9 +26,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
-	"github.com/gpuspans/gpuspans/go/sim"
 )
 
 // start has nanoseconds, so that timestamps must keep them.

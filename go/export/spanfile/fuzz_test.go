@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/gpuspans/gpuspans/go/internal/golden"
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 
@@ -23,7 +24,7 @@ import (
 //	go test -run='^$' -fuzz=FuzzReader -fuzztime=3m ./go/export/spanfile/
 func FuzzReader(f *testing.F) {
 	snap, spans := hubSnapshot(f)
-	hand := handSnapshot()
+	hand := golden.HandSnapshot()
 	var buf bytes.Buffer
 	w := NewWriter(&buf, WithClock(fixedClock))
 	_ = w.WriteSpans("seed", spans)

@@ -17,9 +17,10 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/fake"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/sim"
+	"github.com/gpuspans/gpuspans/go/internal/golden"
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 
@@ -71,30 +72,6 @@ func hubSnapshot(t testing.TB) (gpuspans.Snapshot, []gpuspans.Span) {
 	return s, h.RecentSpans(0, nil)
 }
 
-// handSnapshot sets every field, including the ones a short hub run leaves
-// at zero.
-func handSnapshot() gpuspans.Snapshot {
-	s := gpuspans.Snapshot{
-		Level: gpuspans.LevelStep, KernelSpanEvery: 7, Step: 100, ArmedSteps: 14,
-		Counters: gpuspans.Counters{
-			Begun: 1, Landed: 2, Dropped: [gpuspans.NumDropReasons]uint64{3, 4, 5}, Errored: 6, InFlight: 7,
-			LaneAlreadyOpen: 8, UnknownLane: 9, BadEnd: 10, InstallFailures: 11, StickyDisables: 12,
-			Harvests: 13, HarvestsSkipped: 14, HarvestTime: 15 * time.Millisecond, RecentOverwritten: 16,
-		},
-		Devices: []gpuspans.DeviceStatus{
-			{Device: 3, State: gpuspans.DeviceRetiring, Stream: 1, Slots: 8, InFlight: 2},
-			{Device: 3, State: gpuspans.DeviceDead, Err: errors.New("cuEventRecord: illegal address (700)"), Stream: 2, Slots: 8},
-			{Device: 4, State: gpuspans.DevicePending},
-		},
-		Lanes:   []gpuspans.Aggregate{{Device: 3, Name: "decode", Count: 2, Sum: 3000, Min: 1000, Max: 2000}},
-		Kernels: []gpuspans.Aggregate{{Device: 3, Name: "other", Count: 1, Sum: 7e9, Min: 7e9, Max: 7e9}},
-	}
-	s.Lanes[0].Buckets[gpuspans.BucketIndex(1000)], s.Lanes[0].Buckets[gpuspans.BucketIndex(2000)] = 1, 1
-	s.Kernels[0].Buckets[gpuspans.BucketIndex(7e9)] = 1
-	s.Kernels[0].ZeroCount = 2
-	return s
-}
-
 // errText replaces errors by their text, since that is what a span file
 // keeps of them.
 func errText(s gpuspans.Snapshot) gpuspans.Snapshot {
@@ -140,7 +117,7 @@ func readAll(t testing.TB, data []byte, opts ...Option) ([]*gpuspansv1.Record, e
 
 func TestRoundTrip(t *testing.T) {
 	hubSnap, hubSpans := hubSnapshot(t)
-	hand := handSnapshot()
+	hand := golden.HandSnapshot()
 	spans := manySpans(spansPerRecord + 5)
 
 	var buf bytes.Buffer
@@ -448,7 +425,7 @@ func TestWriterErrors(t *testing.T) {
 
 	var buf bytes.Buffer
 	w = NewWriter(&buf, WithMaxRecordSize(200))
-	snap := handSnapshot()
+	snap := golden.HandSnapshot()
 	if err := w.WriteSnapshot(&snap); err == nil || !strings.Contains(err.Error(), "exceeds the limit of 200") {
 		t.Errorf("oversized snapshot: %v", err)
 	}
@@ -468,7 +445,7 @@ func TestConversionErrors(t *testing.T) {
 		err.Error() != "spanfile: span seq 4: unknown span kind 9" {
 		t.Errorf("unknown kind: %v", err)
 	}
-	good := func() *gpuspansv1.Snapshot { s := handSnapshot(); return SnapshotToProto(&s, epoch) }
+	good := func() *gpuspansv1.Snapshot { s := golden.HandSnapshot(); return SnapshotToProto(&s, epoch) }
 	for _, tc := range []struct {
 		name   string
 		change func(*gpuspansv1.Snapshot)

@@ -319,14 +319,14 @@ gs_hub_status gs_hub_snapshot(gs_hub hub, int32_t format, void* buf, size_t cap,
  * picks one): /metrics (Prometheus), the live page /debug/gpuspans and its
  * JSON, and the control endpoints /control/level and
  * /control/kernel_span_every, exactly as the Go demo does. The token rules
- * are the Go API's (go/control): a non-loopback address needs a token,
+ * are the Go API's (go/gpuspanshttp/control): a non-loopback address needs a token,
  * which is then required on the control endpoints (and, with
  * GS_HUB_SERVE_PROTECT_READS, on every path); a blank token or one with
  * white space is refused. token may be NULL or "" for none;
  * GS_HUB_SERVE_PROTECT_READS without one is GS_HUB_ERR_INVALID_ARGUMENT.
  * Without a token the control endpoints refuse cross-site requests (a
  * browser's, through DNS rebinding or a form on another site): see
- * go/control's package documentation. The bound address ("127.0.0.1:41234")
+ * go/gpuspanshttp/control's package documentation. The bound address ("127.0.0.1:41234")
  * is written to bound (NUL-terminated; bound may be NULL, or bound_cap 0);
  * a bound_cap too small for it is GS_HUB_ERR_TOO_SMALL, and nothing is
  * served. GS_HUB_ERR_LISTEN names the address and why;

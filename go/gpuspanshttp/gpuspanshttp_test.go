@@ -1,0 +1,123 @@
+package gpuspanshttp
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// TestSurface: each path answers, reads are protected only when asked,
+// and extra handlers are mounted.
+func TestSurface(t *testing.T) {
+	hub, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "extra") })
+	for _, protect := range []bool{false, true} {
+		srv := httptest.NewServer(New(hub, Options{Token: "s3cret", ProtectReads: protect, Extra: map[string]http.Handler{"/x": extra}}))
+		for _, c := range []struct {
+			path, token string
+			want        int
+			body        string
+		}{
+			{"/metrics", "", map[bool]int{false: 200, true: 401}[protect], ""},
+			{"/metrics", "s3cret", 200, "gpuspans_"},
+			{"/debug/gpuspans", "", map[bool]int{false: 200, true: 401}[protect], ""},
+			{"/control/level", "", 401, ""},
+			{"/x", "", 200, "extra"},
+			{"/nope", "", 404, ""},
+		} {
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+c.path, nil)
+			if c.token != "" {
+				req.Header.Set("Authorization", "Bearer "+c.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != c.want || !strings.Contains(string(body), c.body) {
+				t.Errorf("protect=%v GET %s (token %q): %d %.80q, want %d with %q", protect, c.path, c.token, resp.StatusCode, body, c.want, c.body)
+			}
+		}
+		srv.Close()
+	}
+	if s := NewServer(http.NotFoundHandler(), nil); s.ReadHeaderTimeout == 0 || s.WriteTimeout == 0 {
+		t.Errorf("server without timeouts: %+v", s)
+	}
+}
+
+// Without a token, extra handlers (the demo's /control/sim) refuse a
+// cross-site form's POST as the control endpoints do.
+func TestExtraRefusesCrossSite(t *testing.T) {
+	hub, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	called := 0
+	extra := http.HandlerFunc(func(http.ResponseWriter, *http.Request) { called++ })
+	srv := httptest.NewServer(New(hub, Options{Extra: map[string]http.Handler{"/x": extra}}))
+	defer srv.Close()
+	for _, c := range []struct {
+		contentType, origin string
+		want                int
+	}{
+		{"text/plain", "https://evil.example", 403},
+		{"application/x-www-form-urlencoded", "", 415},
+		{"application/octet-stream", "", 200},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/x", strings.NewReader("decode=9"))
+		req.Header.Set("Content-Type", c.contentType)
+		if c.origin != "" {
+			req.Header.Set("Origin", c.origin)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Errorf("POST %s from %q: %d, want %d", c.contentType, c.origin, resp.StatusCode, c.want)
+		}
+	}
+	if called != 1 {
+		t.Errorf("the handler ran %d times, want 1", called)
+	}
+}
+
+// With Options.Registry, /metrics serves the engine's registry: its own
+// metrics beside the hub's, and no Go runtime collector registered twice.
+func TestEngineRegistry(t *testing.T) {
+	hub, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector())
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "engine_requests_total", Help: "Requests."}))
+	srv := httptest.NewServer(New(hub, Options{Registry: reg}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"engine_requests_total 0", "gpuspans_level ", "go_goroutines "} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("/metrics has no %q", want)
+		}
+	}
+	if strings.Contains(string(body), "process_cpu_seconds_total") {
+		t.Error("New registered a process collector on the engine's registry")
+	}
+}
