@@ -56,12 +56,18 @@ so an existing file is only replaced by a complete one; a path holding
 anything but a regular file (a device, a FIFO, a symbolic link) is refused,
 and so are --trace and --spans naming the same file.
 
-With --otlp, it also sends the spans of one step in --otlp_sample_every to an
-OpenTelemetry collector over OTLP/HTTP: one trace per step ("gpu step", its lane
+With --otlp, or with OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) set, it
+also sends the spans of one step in --otlp_sample_every to an OpenTelemetry
+collector over OTLP, gRPC or HTTP: one trace per step ("gpu step", its lane
 spans, their kernel spans), each lane span linked to the spans of the
---requests simulated requests the step served, which it sends too. Drops are
+--requests simulated requests the step served, which it sends too. Flags beat
+the standard variables, which set what has no flag: OTEL_EXPORTER_OTLP_PROTOCOL,
+_HEADERS, _TIMEOUT, _COMPRESSION, _CERTIFICATE, _INSECURE (each also as
+_TRACES_*), OTEL_SERVICE_NAME (default gpuspans-demo) and
+OTEL_RESOURCE_ATTRIBUTES; the resource also carries host.name, process.pid and
+a service.instance.id. --otlp=off sends nothing whatever they say. Drops are
 counted on /metrics (gpuspans_otlp_*); a collector that is down costs nothing
-else.
+else, and one that speaks the other protocol is named in the log with the fix.
 
 Kernel lists are name=duration pairs: --prefill=embed=60us,attn=450us.
 `
@@ -181,9 +187,10 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.TracePath, "trace", cfg.TracePath, "timeline trace written on exit (Chrome trace JSON); empty for none. A * in the file name makes a new file each run (the default)")
 	fs.IntVar(&cfg.TraceSpans, "trace_spans", cfg.TraceSpans, "the trace keeps the last this many spans")
 	fs.StringVar(&cfg.SpansPath, "spans", cfg.SpansPath, "span file, written as spans land (protobuf, see proto/gpuspans/v1); empty for none")
-	fs.StringVar(&cfg.OTLP, "otlp", cfg.OTLP, "OTLP/HTTP collector `endpoint` (http://host:4318) to send GPU spans to, linked to simulated request spans; empty for none")
-	fs.IntVar(&cfg.OTLPSampleEvery, "otlp_sample_every", cfg.OTLPSampleEvery, "with --otlp, send the spans of one step in this many (1..1048576)")
-	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "with --otlp, simulated requests in every step's batch, each a span the step's GPU spans link to")
+	fs.StringVar(&cfg.OTLP, "otlp", cfg.OTLP, "OpenTelemetry collector `endpoint` to send GPU spans to, linked to simulated request spans: http://host:4318 (OTLP/HTTP), http://host:4317 with --otlp_protocol=grpc, https:// for TLS; empty: $OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, else none; off: none")
+	fs.StringVar(&cfg.OTLPProtocol, "otlp_protocol", cfg.OTLPProtocol, "OTLP `protocol`: grpc or http/protobuf; empty: $OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, else http/protobuf")
+	fs.IntVar(&cfg.OTLPSampleEvery, "otlp_sample_every", cfg.OTLPSampleEvery, "with OTLP, send the spans of one step in this many (1..1048576)")
+	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "with OTLP, simulated requests in every step's batch, each a span the step's GPU spans link to")
 	fs.Var((*statusEvery)(&cfg.StatusEvery), "status_every", "status line `period` (5s, or seconds: 5); 0: 0.5s on a terminal (rewritten in place), 5s otherwise; negative (-1): none")
 	pos, code, ok := parseFlags(fs, args, stdout, stderr)
 	if !ok {

@@ -413,11 +413,13 @@ func TestDemoFlagValues(t *testing.T) {
 		{"--otlp=collector:4318", 1, `otlp: endpoint "collector:4318": scheme "collector", want http://`},
 		{"--otlp=http://collector", 1, "has no port"},
 		{"--otlp=http://collector:99999", 1, `port "99999", want 1..65535`},
+		{"--otlp=http://collector:4317/v1/traces --otlp_protocol=grpc", 1, `otlp: endpoint "http://collector:4317/v1/traces": a gRPC endpoint has no path`},
+		{"--otlp_protocol=udp", 1, `otlp_protocol "udp": want grpc or http/protobuf`},
 		{"--otlp_sample_every=0", 1, "otlp_sample_every 0: want 1..1048576"},
 		{"--requests=100000", 1, "requests 100000: want 1..1024"},
 		{"--kernel_timing=nvtx", 2, `kernel timing "nvtx": want events, auto or cupti`},
 	} {
-		code, out, errOut := runCmd("demo", "--backend=sim", "--steps=2", "--trace=", "--listen=", c.flag)
+		code, out, errOut := runCmd(append([]string{"demo", "--backend=sim", "--steps=2", "--trace=", "--listen="}, strings.Fields(c.flag)...)...)
 		if code != c.code || !strings.Contains(errOut, c.want) {
 			t.Errorf("%s: exit %d, %q\n%s", c.flag, code, errOut, out)
 		}

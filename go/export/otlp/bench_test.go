@@ -75,7 +75,7 @@ func BenchmarkExport(b *testing.B) {
 	}
 	l.h.Harvest()
 	srv := discard(b)
-	e, err := New(context.Background(), l.h, Options{Endpoint: srv.URL, SampleEvery: 1, PollEvery: time.Hour, QueueSpans: 1 << 16})
+	e, err := New(context.Background(), l.h, Options{LookupEnv: noEnv, Endpoint: srv.URL, SampleEvery: 1, PollEvery: time.Hour, QueueSpans: 1 << 16})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func withExporter(tb testing.TB, l *loop, sampleEvery int) func() {
 		return func() {}
 	}
 	srv := discard(tb)
-	e, err := New(context.Background(), l.h, Options{Endpoint: srv.URL, SampleEvery: sampleEvery, PollEvery: time.Millisecond})
+	e, err := New(context.Background(), l.h, Options{LookupEnv: noEnv, Endpoint: srv.URL, SampleEvery: sampleEvery, PollEvery: time.Millisecond})
 	if err != nil {
 		tb.Fatal(err)
 	}

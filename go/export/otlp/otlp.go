@@ -1,6 +1,54 @@
 // Package otlp exports a hub's landed spans as OpenTelemetry traces over
-// OTLP/HTTP, so that GPU time shows up in the same tracing backend, and
-// linked to the same requests, as a serving engine's request traces.
+// OTLP, gRPC or HTTP, so that GPU time shows up in the same tracing
+// backend, and linked to the same requests, as a serving engine's request
+// traces.
+//
+// # Where to, and how
+//
+// Options names the collector, or the standard environment variables do,
+// as the OpenTelemetry specification defines them. For each setting the
+// first that is set wins (an empty variable is unset):
+//
+//	setting       Options         environment, traces first                                   default
+//	protocol      Protocol        OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, OTEL_EXPORTER_OTLP_PROTOCOL   http/protobuf
+//	endpoint      Endpoint        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, OTEL_EXPORTER_OTLP_ENDPOINT   none: an error
+//	headers       Headers         OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_HEADERS     none
+//	timeout       ExportTimeout   OTEL_EXPORTER_OTLP_TRACES_TIMEOUT, OTEL_EXPORTER_OTLP_TIMEOUT     10 s
+//	compression   Compression     OTEL_EXPORTER_OTLP_TRACES_COMPRESSION, OTEL_EXPORTER_OTLP_COMPRESSION  none
+//	TLS           TLSConfig       OTEL_EXPORTER_OTLP_[TRACES_]CERTIFICATE, _CLIENT_CERTIFICATE, _CLIENT_KEY  system roots
+//	plaintext     Insecure        OTEL_EXPORTER_OTLP_TRACES_INSECURE, OTEL_EXPORTER_OTLP_INSECURE   false
+//	service.name  ServiceName     OTEL_SERVICE_NAME, then service.name in OTEL_RESOURCE_ATTRIBUTES  DefaultServiceName, then "gpuspans"
+//	resource      Resource        OTEL_RESOURCE_ATTRIBUTES                                      the process's, below
+//
+// Protocols are "grpc" (port 4317 by convention) and "http/protobuf"
+// (4318). Endpoints are URLs with a port: http:// sends in plaintext,
+// https:// with TLS; a gRPC endpoint may also be host:port, with TLS unless
+// Insecure (or an INSECURE variable) is true. The path of an OTLP/HTTP
+// endpoint follows the specification: Options.Endpoint and the traces
+// variable are used as given (with no path, Options.Endpoint posts to
+// /v1/traces and the variable to /), and the generic variable is a base to
+// which v1/traces is appended; gRPC endpoints have no path. Headers and
+// resource attributes in variables are key=value pairs separated by
+// commas, values percent-encoded; timeouts are milliseconds. A malformed
+// value makes New fail with an error naming the variable and the value.
+// Unlike the SDKs, nothing defaults to localhost: with no endpoint
+// anywhere New returns ErrNoEndpoint. Options.LookupEnv replaces the
+// process environment (tests; an engine with its own configuration).
+//
+// A send that fails because the collector speaks another protocol (the
+// HTTP exporter at a gRPC port answers "malformed HTTP response", the gRPC
+// one at an HTTP port "frame header looked like an HTTP/1.1 header") fails
+// with ErrProtocolMismatch and a message that names what the collector
+// speaks and the fix; so does plaintext sent to TLS, and the reverse.
+//
+// The resource carries, later ones replacing earlier ones of the same key:
+// what the process knows of itself (host.name, process.pid,
+// process.executable.name, process.runtime.name and .version,
+// telemetry.sdk.name, .language and .version, service.version when the
+// program is a Go executable of a versioned module, and service.instance.id,
+// a random UUID per exporter), then OTEL_RESOURCE_ATTRIBUTES, then
+// Options.ServiceVersion and Options.Resource, then service.name. No
+// resource detector runs: nothing can block or reach the network.
 //
 // # What is sent
 //
@@ -31,9 +79,6 @@
 //	gpuspans.kernel        the kernel name, on kernel spans
 //	gpuspans.step          the engine step (int)
 //
-// The resource carries service.name (Options.ServiceName) and
-// Options.Resource.
-//
 // # Requests
 //
 // LinkStep tells the exporter which requests (their span contexts) a step
@@ -62,11 +107,11 @@ package otlp
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"log"
-	"net/url"
 	"regexp"
 	"strconv"
 	"sync"
@@ -74,7 +119,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/instrumentation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -106,22 +150,50 @@ const (
 // ScopeName is the instrumentation scope of the GPU spans.
 const ScopeName = "github.com/gpuspans/gpuspans/go/export/otlp"
 
-// Options configures an Exporter. The zero value but Endpoint is valid.
+// Options configures an Exporter. The zero value is valid where the
+// environment names an endpoint (OTEL_EXPORTER_OTLP_ENDPOINT); the package
+// doc has the precedence of options over variables.
 type Options struct {
-	// Endpoint is the collector's OTLP/HTTP address, "http://host:port" or
-	// "https://host:port"; with no path, traces go to /v1/traces, else to
-	// the path given. Ignored when SpanExporter is set.
+	// Protocol is ProtocolGRPC ("grpc") or ProtocolHTTP ("http/protobuf");
+	// empty: OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, else http/protobuf.
+	Protocol string
+	// Endpoint is the collector's address: "http://host:port" (plaintext)
+	// or "https://host:port" (TLS), or for gRPC also "host:port". An
+	// OTLP/HTTP endpoint with no path posts to /v1/traces, else to the
+	// path given; a gRPC endpoint has no path. Empty: the environment's.
 	Endpoint string
-	// Headers are sent with every request (an auth token, say).
+	// Insecure sends to a gRPC endpoint given as host:port in plaintext.
+	// An endpoint's scheme decides for itself.
+	Insecure bool
+	// Headers are sent with every request (an auth token, say); nil: the
+	// environment's.
 	Headers map[string]string
-	// SpanExporter, when set, replaces the OTLP/HTTP exporter (tests, or
-	// another transport). Close shuts it down.
+	// Compression is "gzip" or "none"; empty: the environment's, else none.
+	Compression string
+	// TLSConfig is used for https:// endpoints; nil: one with the
+	// certificate files the environment names, else the system's roots.
+	TLSConfig *tls.Config
+	// SpanExporter, when set, replaces the OTLP transport (tests, or
+	// another transport) and the settings above. Close shuts it down.
 	SpanExporter sdktrace.SpanExporter
 
-	// ServiceName is the resource's service.name (0: "gpuspans"); Resource
-	// adds attributes to the resource.
-	ServiceName string
-	Resource    []attribute.KeyValue
+	// ServiceName is the resource's service.name; it beats
+	// OTEL_SERVICE_NAME. DefaultServiceName is a program's own name, used
+	// when neither ServiceName nor the environment names the service
+	// (empty: DefaultServiceName, "gpuspans").
+	ServiceName, DefaultServiceName string
+	// ServiceVersion is the resource's service.version (empty: the
+	// environment's, else the main module's version for a Go executable).
+	ServiceVersion string
+	// Resource adds attributes to the resource; they replace those of the
+	// environment and the process of the same key (service.name is
+	// ServiceName's).
+	Resource []attribute.KeyValue
+
+	// LookupEnv reads the environment variables (nil: os.LookupEnv): tests
+	// give a map's, a program with its own configuration one that finds
+	// nothing.
+	LookupEnv func(key string) (string, bool)
 
 	// SampleEvery exports the spans of steps whose number is a multiple of
 	// it (0: DefaultSampleEvery; 1: every step).
@@ -132,7 +204,7 @@ type Options struct {
 	QueueSpans    int           // the queue's bound, in spans (0: DefaultQueueSpans)
 	BatchSpans    int           // spans per request, at most (0: DefaultBatchSpans)
 	PollEvery     time.Duration // how often the hub is read (0: DefaultPollEvery)
-	ExportTimeout time.Duration // per request (0: DefaultExportTimeout)
+	ExportTimeout time.Duration // per request (0: OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT, else DefaultExportTimeout)
 
 	// MaxLinks caps the request links of a step (0: DefaultMaxLinks).
 	MaxLinks int
@@ -175,6 +247,8 @@ type Stats struct {
 type Exporter struct {
 	hub      *gpuspans.Hub
 	exp      sdktrace.SpanExporter
+	target   Target
+	host     string // the target's host:port, for messages
 	res      *resource.Resource
 	scope    instrumentation.Scope
 	every    uint64
@@ -204,6 +278,7 @@ type Exporter struct {
 	linksDropped, linkStepsLost           atomic.Uint64
 	lastFailLog                           atomic.Int64 // Unix ns of the last failure logged
 	failing                               atomic.Bool
+	lastErr                               atomic.Pointer[error] // the last failed send's
 }
 
 // New starts an exporter of h's spans: its goroutines run until Close, or
@@ -216,35 +291,39 @@ func New(ctx context.Context, h *gpuspans.Hub, o Options) (*Exporter, error) {
 	if err := o.fill(); err != nil {
 		return nil, err
 	}
+	c, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	var b [32]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("otlp: New: reading random id key: %w", err)
+	}
 	exp := o.SpanExporter
 	if exp == nil {
-		var err error
-		if exp, err = newHTTPExporter(ctx, &o); err != nil {
+		if exp, err = newTransport(ctx, c); err != nil {
 			return nil, err
 		}
 	}
 	h.KeepStartTimes() // spans without a start are not sent: have the first ones placed
-	attrs := append([]attribute.KeyValue{semconv.ServiceName(o.ServiceName)}, o.Resource...)
 	e := &Exporter{
 		hub:      h,
 		exp:      exp,
-		res:      resource.NewWithAttributes(semconv.SchemaURL, attrs...),
+		target:   c.target,
+		host:     c.host,
+		res:      resource.NewWithAttributes(semconv.SchemaURL, c.resource...),
 		scope:    instrumentation.Scope{Name: ScopeName},
 		every:    uint64(o.SampleEvery),
 		kernels:  !o.NoKernelSpans,
 		batch:    o.BatchSpans,
 		poll:     o.PollEvery,
-		timeout:  o.ExportTimeout,
+		timeout:  c.timeout,
 		logf:     o.Logf,
 		queue:    make(chan sdktrace.ReadOnlySpan, o.QueueSpans),
 		stopPoll: make(chan struct{}),
 		stopSend: make(chan struct{}),
 		pollDone: make(chan struct{}),
 		sendDone: make(chan struct{}),
-	}
-	var b [32]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("otlp: New: reading random id key: %w", err)
 	}
 	for i := range e.key {
 		e.key[i] = binary.LittleEndian.Uint64(b[8*i:])
@@ -271,16 +350,20 @@ func New(ctx context.Context, h *gpuspans.Hub, o Options) (*Exporter, error) {
 	return e, nil
 }
 
-// fill checks o and fills in its defaults.
+// Check reports what New would refuse in o and in the environment it
+// reads (an error naming the option or variable), starting nothing. A
+// program checks its flags with it before it starts serving.
+func (o Options) Check() error {
+	if err := o.fill(); err != nil {
+		return err
+	}
+	_, err := o.resolve()
+	return err
+}
+
+// fill checks o's bounds and fills in their defaults; resolve does the
+// rest, with the environment.
 func (o *Options) fill() error {
-	if o.SpanExporter == nil {
-		if err := CheckEndpoint(o.Endpoint); err != nil {
-			return err
-		}
-	}
-	if o.ServiceName == "" {
-		o.ServiceName = DefaultServiceName
-	}
 	type bound struct {
 		name     string
 		v        *int
@@ -304,7 +387,7 @@ func (o *Options) fill() error {
 		name string
 		v    *time.Duration
 		def  time.Duration
-	}{{"PollEvery", &o.PollEvery, DefaultPollEvery}, {"ExportTimeout", &o.ExportTimeout, DefaultExportTimeout}} {
+	}{{"PollEvery", &o.PollEvery, DefaultPollEvery}, {"ExportTimeout", &o.ExportTimeout, 0}} { // 0: resolve reads the environment
 		switch {
 		case *d.v == 0:
 			*d.v = d.def
@@ -318,40 +401,15 @@ func (o *Options) fill() error {
 	return nil
 }
 
-// CheckEndpoint reports what is wrong with an OTLP/HTTP endpoint, as
-// Options.Endpoint takes it: "http://host:port" or "https://host:port",
-// with an optional path.
-func CheckEndpoint(endpoint string) error {
-	_, _, err := parseEndpoint(endpoint)
-	return err
-}
-
-// parseEndpoint splits an endpoint into its URL and the path to post to.
-func parseEndpoint(endpoint string) (*url.URL, string, error) {
+// CheckEndpoint reports what is wrong with an endpoint as Options.Endpoint
+// takes it for a protocol (empty: ProtocolHTTP), naming it "endpoint": a
+// flag's first check, before Options.Check reads the environment.
+func CheckEndpoint(protocol, endpoint string) error {
 	if endpoint == "" {
-		return nil, "", errors.New("otlp: no endpoint: want http://host:port")
+		return fmt.Errorf("%w: want http://host:port or https://host:port", ErrNoEndpoint)
 	}
-	u, err := url.Parse(endpoint)
-	if err != nil {
-		return nil, "", fmt.Errorf("otlp: endpoint %q: %w", endpoint, err)
-	}
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, "", fmt.Errorf("otlp: endpoint %q: scheme %q, want http:// or https:// (OTLP/HTTP; gRPC is not supported)", endpoint, u.Scheme)
-	case u.Hostname() == "":
-		return nil, "", fmt.Errorf("otlp: endpoint %q has no host", endpoint)
-	case u.Port() == "":
-		return nil, "", fmt.Errorf("otlp: endpoint %q has no port (the OTLP/HTTP port is usually 4318)", endpoint)
-	case !validPort(u.Port()):
-		return nil, "", fmt.Errorf("otlp: endpoint %q: port %q, want 1..65535", endpoint, u.Port())
-	case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-		return nil, "", fmt.Errorf("otlp: endpoint %q: want no user, query or fragment (use Options.Headers for credentials)", endpoint)
-	}
-	path := u.Path
-	if path == "" || path == "/" {
-		path = "/v1/traces"
-	}
-	return u, path, nil
+	_, err := parseEndpoint(endpoint, "endpoint", protocol == ProtocolGRPC)
+	return err
 }
 
 // validPort reports whether p is a decimal TCP port, 1..65535.
@@ -360,30 +418,18 @@ func validPort(p string) bool {
 	return err == nil && n > 0
 }
 
-func newHTTPExporter(ctx context.Context, o *Options) (sdktrace.SpanExporter, error) {
-	u, path, err := parseEndpoint(o.Endpoint)
-	if err != nil {
-		return nil, err
+// Target returns where the exporter sends, and which settings said so.
+// With Options.SpanExporter it is the zero Target.
+func (e *Exporter) Target() Target { return e.target }
+
+// LastError returns the error of the last send that failed (nil when none
+// has): with ErrProtocolMismatch when the collector speaks another
+// protocol. The exporter logs failures too, at most once a minute.
+func (e *Exporter) LastError() error {
+	if p := e.lastErr.Load(); p != nil {
+		return *p
 	}
-	opts := []otlptracehttp.Option{
-		otlptracehttp.WithEndpoint(u.Host),
-		otlptracehttp.WithURLPath(path),
-		otlptracehttp.WithTimeout(o.ExportTimeout),
-		// A failed batch is dropped and counted: retrying would hold the
-		// queue behind a collector that is down.
-		otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
-	}
-	if u.Scheme == "http" {
-		opts = append(opts, otlptracehttp.WithInsecure())
-	}
-	if len(o.Headers) > 0 {
-		opts = append(opts, otlptracehttp.WithHeaders(o.Headers))
-	}
-	exp, err := otlptracehttp.New(ctx, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("otlp: endpoint %s: %w", o.Endpoint, err)
-	}
-	return exp, nil
+	return nil
 }
 
 // TracerProvider returns a tracer provider whose spans go out with the GPU
@@ -562,6 +608,10 @@ func (e *Exporter) send(batch []sdktrace.ReadOnlySpan) {
 			}
 		}
 	} else if err != nil {
+		if e.target.Protocol != "" {
+			err = e.diagnose(err)
+		}
+		e.lastErr.Store(&err)
 		e.exportErrors.Add(1)
 		e.failed.Add(uint64(len(batch)))
 		now := time.Now().UnixNano()

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -23,6 +24,9 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuspans/gpuspans/go/backend"
@@ -36,20 +40,80 @@ var start = time.Unix(1_700_000_000, 123_456_789)
 
 var laneStream = map[int]backend.Stream{0: 0x10, 1: 0x11}
 
-// receiver is an in-process OTLP/HTTP collector: it decodes every
-// ExportTraceServiceRequest posted to /v1/traces.
+// receiver is an in-process OTLP collector: it decodes every
+// ExportTraceServiceRequest posted to /v1/traces (OTLP/HTTP) or sent to
+// its TraceService (gRPC), and keeps the last request's headers.
 type receiver struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []*coltracepb.ExportTraceServiceRequest
-	err error
+	url      string // the endpoint: http://127.0.0.1:port
+	protocol string
+	srv      *httptest.Server
+	mu       sync.Mutex
+	got      []*coltracepb.ExportTraceServiceRequest
+	headers  map[string]string // of the last request, lower-case names
+	err      error
 }
 
+// newReceiver starts an OTLP/HTTP receiver.
 func newReceiver(t *testing.T) *receiver {
-	r := &receiver{}
+	r := &receiver{protocol: ProtocolHTTP}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	r.url = r.srv.URL
 	t.Cleanup(r.srv.Close)
 	return r
+}
+
+// newProtocolReceiver starts a receiver of the protocol.
+func newProtocolReceiver(t *testing.T, protocol string) *receiver {
+	if protocol == ProtocolGRPC {
+		return newGRPCReceiver(t, nil)
+	}
+	return newReceiver(t)
+}
+
+// newGRPCReceiver starts an OTLP/gRPC receiver, with TLS when creds say.
+func newGRPCReceiver(t *testing.T, creds credentials.TransportCredentials) *receiver {
+	r := &receiver{protocol: ProtocolGRPC}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []grpc.ServerOption
+	if creds != nil {
+		opts = append(opts, grpc.Creds(creds))
+	}
+	srv := grpc.NewServer(opts...)
+	coltracepb.RegisterTraceServiceServer(srv, grpcTraces{r: r})
+	go func() { _ = srv.Serve(lis) }()
+	t.Cleanup(srv.Stop)
+	r.url = "http://" + lis.Addr().String()
+	return r
+}
+
+// grpcTraces is the receiver's TraceService.
+type grpcTraces struct {
+	coltracepb.UnimplementedTraceServiceServer
+	r       *receiver
+	partial *coltracepb.ExportTracePartialSuccess
+}
+
+func (g grpcTraces) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	h := make(map[string]string)
+	for k, v := range md {
+		h[k] = strings.Join(v, ",")
+	}
+	g.r.mu.Lock()
+	g.r.got = append(g.r.got, req)
+	g.r.headers = h
+	g.r.mu.Unlock()
+	return &coltracepb.ExportTraceServiceResponse{PartialSuccess: g.partial}, nil
+}
+
+// header returns a header of the last request.
+func (r *receiver) header(name string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.headers[strings.ToLower(name)]
 }
 
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
@@ -84,8 +148,13 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		fail(err)
 		return
 	}
+	h := make(map[string]string)
+	for k, v := range req.Header {
+		h[strings.ToLower(k)] = strings.Join(v, ",")
+	}
 	r.mu.Lock()
 	r.got = append(r.got, &m)
+	r.headers = h
 	r.mu.Unlock()
 	resp, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
 	w.Header().Set("Content-Type", "application/x-protobuf")
@@ -199,14 +268,22 @@ func sc(trace0, span0 byte) trace.SpanContext {
 	})
 }
 
-// TestReceiver sends four steps, two sampled, to an in-process collector
-// and checks every span it decodes against the hub's.
+// TestReceiver sends four steps, two sampled, to an in-process collector,
+// over each protocol, and checks every span it decodes against the hub's.
 func TestReceiver(t *testing.T) {
-	rcv := newReceiver(t)
+	for _, p := range []string{ProtocolHTTP, ProtocolGRPC} {
+		t.Run(strings.ReplaceAll(p, "/", "_"), func(t *testing.T) { testReceiver(t, p) })
+	}
+}
+
+func testReceiver(t *testing.T, protocol string) {
+	rcv := newProtocolReceiver(t, protocol)
 	h := newHub(t)
 	var logs []string
 	e, err := New(context.Background(), h, Options{
-		Endpoint:    rcv.srv.URL,
+		Protocol:    protocol,
+		Endpoint:    rcv.url,
+		LookupEnv:   noEnv,
 		ServiceName: "engine-under-test",
 		SampleEvery: 2,
 		MaxLinks:    2,
@@ -244,12 +321,18 @@ func TestReceiver(t *testing.T) {
 	got := rcv.spans(t)
 	byName := make(map[string][]received)
 	byID := make(map[string]received)
+	host, _ := os.Hostname()
 	for _, r := range got {
 		byName[r.span.Name] = append(byName[r.span.Name], r)
 		byID[hex.EncodeToString(r.span.SpanId)] = r
-		if r.resource["service.name"] != "engine-under-test" {
+		if r.resource["service.name"] != "engine-under-test" || r.resource["host.name"] != host ||
+			r.resource["process.pid"] != fmt.Sprint(os.Getpid()) || len(r.resource["service.instance.id"]) != 36 ||
+			r.resource["telemetry.sdk.language"] != "go" {
 			t.Errorf("span %q: resource %v", r.span.Name, r.resource)
 		}
+	}
+	if tg := e.Target(); tg.Protocol != protocol || tg.EndpointFrom != "Options.Endpoint" || tg.ProtocolFrom != "Options.Protocol" {
+		t.Errorf("Target() = %+v", tg)
 	}
 	if len(got) != len(sampled)+2+1 {
 		t.Fatalf("the collector got %d spans, want %d GPU spans, 2 step roots and a request", len(got), len(sampled))
@@ -364,7 +447,7 @@ func TestReceiver(t *testing.T) {
 func TestLateSpans(t *testing.T) {
 	rcv := newReceiver(t)
 	h := newHub(t)
-	e, err := New(context.Background(), h, Options{Endpoint: rcv.srv.URL, SampleEvery: 1, PollEvery: time.Hour, NoKernelSpans: true})
+	e, err := New(context.Background(), h, Options{LookupEnv: noEnv, Endpoint: rcv.srv.URL, SampleEvery: 1, PollEvery: time.Hour, NoKernelSpans: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +519,7 @@ func TestUnreachable(t *testing.T) {
 			var mu sync.Mutex
 			var logs []string
 			e, err := New(ctx, h, Options{
-				Endpoint: "http://" + c.addr, SampleEvery: 1, QueueSpans: 16, BatchSpans: 4,
+				LookupEnv: noEnv, Endpoint: "http://" + c.addr, SampleEvery: 1, QueueSpans: 16, BatchSpans: 4,
 				PollEvery: time.Millisecond, ExportTimeout: 30 * time.Second,
 				Logf: func(f string, a ...interface{}) { mu.Lock(); logs = append(logs, fmt.Sprintf(f, a...)); mu.Unlock() },
 			})
@@ -521,7 +604,7 @@ func gathered(t *testing.T, reg *prometheus.Registry, name, label, value string)
 
 func TestLinkStepAllocs(t *testing.T) {
 	h := newHub(t)
-	e, err := New(context.Background(), h, Options{Endpoint: "http://127.0.0.1:1", SampleEvery: 1, MaxLinks: 4, LinkSteps: 8})
+	e, err := New(context.Background(), h, Options{LookupEnv: noEnv, Endpoint: "http://127.0.0.1:1", SampleEvery: 1, MaxLinks: 4, LinkSteps: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -545,19 +628,19 @@ func TestOptions(t *testing.T) {
 		o    Options
 		want string
 	}{
-		{Options{}, "no endpoint"},
-		{Options{Endpoint: "localhost:4318"}, "scheme"},
-		{Options{Endpoint: "grpc://h:4317"}, `scheme "grpc"`},
-		{Options{Endpoint: "http://:4318"}, "no host"},
-		{Options{Endpoint: "http://collector"}, "no port"},
-		{Options{Endpoint: "http://collector:99999"}, `port "99999", want 1..65535`},
-		{Options{Endpoint: "http://collector:0"}, `port "0"`},
-		{Options{Endpoint: "http://collector:http"}, "port"},
-		{Options{Endpoint: "http://u:p@h:1"}, "no user"},
-		{Options{Endpoint: "http://h:1", SampleEvery: -1}, "Options.SampleEvery is -1"},
-		{Options{Endpoint: "http://h:1", QueueSpans: MaxQueueSpans + 1}, "Options.QueueSpans"},
-		{Options{Endpoint: "http://h:1", MaxLinks: -2}, "Options.MaxLinks"},
-		{Options{Endpoint: "http://h:1", PollEvery: time.Microsecond}, "Options.PollEvery is 1µs, want 1ms..1h"},
+		{Options{LookupEnv: noEnv}, "no endpoint"},
+		{Options{LookupEnv: noEnv, Endpoint: "localhost:4318"}, "scheme"},
+		{Options{LookupEnv: noEnv, Endpoint: "grpc://h:4317"}, `scheme "grpc"`},
+		{Options{LookupEnv: noEnv, Endpoint: "http://:4318"}, "no host"},
+		{Options{LookupEnv: noEnv, Endpoint: "http://collector"}, "no port"},
+		{Options{LookupEnv: noEnv, Endpoint: "http://collector:99999"}, `port "99999", want 1..65535`},
+		{Options{LookupEnv: noEnv, Endpoint: "http://collector:0"}, `port "0"`},
+		{Options{LookupEnv: noEnv, Endpoint: "http://collector:http"}, "port"},
+		{Options{LookupEnv: noEnv, Endpoint: "http://u:p@h:1"}, "no user"},
+		{Options{LookupEnv: noEnv, Endpoint: "http://h:1", SampleEvery: -1}, "Options.SampleEvery is -1"},
+		{Options{LookupEnv: noEnv, Endpoint: "http://h:1", QueueSpans: MaxQueueSpans + 1}, "Options.QueueSpans"},
+		{Options{LookupEnv: noEnv, Endpoint: "http://h:1", MaxLinks: -2}, "Options.MaxLinks"},
+		{Options{LookupEnv: noEnv, Endpoint: "http://h:1", PollEvery: time.Microsecond}, "Options.PollEvery is 1µs, want 1ms..1h"},
 	} {
 		e, err := New(context.Background(), h, c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -567,11 +650,11 @@ func TestOptions(t *testing.T) {
 			t.Errorf("New(%+v) returned an exporter with its error", c.o)
 		}
 	}
-	if _, err := New(context.Background(), nil, Options{Endpoint: "http://h:1"}); err == nil {
+	if _, err := New(context.Background(), nil, Options{LookupEnv: noEnv, Endpoint: "http://h:1"}); err == nil {
 		t.Error("New with a nil hub succeeded")
 	}
 	for _, ok := range []string{"http://127.0.0.1:4318", "https://collector.example:443/otlp/v1/traces", "http://[::1]:4318/"} {
-		if err := CheckEndpoint(ok); err != nil {
+		if err := CheckEndpoint("", ok); err != nil {
 			t.Errorf("CheckEndpoint(%q): %v", ok, err)
 		}
 	}
@@ -588,7 +671,7 @@ func TestPath(t *testing.T) {
 	}))
 	defer srv.Close()
 	for _, p := range []string{"", "/", "/custom/traces"} {
-		e, err := New(context.Background(), newHub(t), Options{Endpoint: srv.URL + p})
+		e, err := New(context.Background(), newHub(t), Options{LookupEnv: noEnv, Endpoint: srv.URL + p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -632,7 +715,7 @@ func TestPartialSuccess(t *testing.T) {
 		_, _ = w.Write(resp)
 	}))
 	defer srv.Close()
-	e, err := New(context.Background(), newHub(t), Options{Endpoint: srv.URL, BatchSpans: 4, Logf: t.Logf})
+	e, err := New(context.Background(), newHub(t), Options{LookupEnv: noEnv, Endpoint: srv.URL, BatchSpans: 4, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -690,7 +773,7 @@ func TestTracedKernels(t *testing.T) {
 	if err := h.Install(0, laneStream[0], g.Opener(64)); err != nil {
 		t.Fatal(err)
 	}
-	e, err := New(context.Background(), h, Options{Endpoint: rcv.srv.URL, SampleEvery: 1, PollEvery: time.Hour, Logf: t.Logf})
+	e, err := New(context.Background(), h, Options{LookupEnv: noEnv, Endpoint: rcv.srv.URL, SampleEvery: 1, PollEvery: time.Hour, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -737,4 +820,13 @@ func TestTracedKernels(t *testing.T) {
 			t.Errorf("traced kernel lasts %d ns, want 40000", d)
 		}
 	}
+}
+
+// noEnv is a LookupEnv that finds nothing: tests do not read the process
+// environment.
+func noEnv(string) (string, bool) { return "", false }
+
+// mapEnv is a LookupEnv of a map.
+func mapEnv(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
 }

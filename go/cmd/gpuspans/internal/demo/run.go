@@ -65,9 +65,17 @@ type Config struct {
 	Command   string
 	SpansPath string // the span file, written as spans land; "" writes none
 
-	// OTLP is an OTLP/HTTP collector (http://host:port) to send GPU spans
-	// to, with synthetic request spans they link to; "" sends nothing.
+	// OTLP is the OpenTelemetry collector to send GPU spans to, with
+	// synthetic request spans they link to: its endpoint (http://host:4318,
+	// or http://host:4317 with OTLPProtocol grpc); "" sends where the OTel
+	// environment variables say (OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT), or
+	// nothing when they name no endpoint; OTLPOff sends nothing.
 	OTLP string
+	// OTLPProtocol is "grpc" or "http/protobuf"; "": the environment's
+	// (OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL), else http/protobuf.
+	OTLPProtocol string
+	// LookupEnv reads the OTel environment variables (nil: the process's).
+	LookupEnv func(key string) (string, bool)
 	// OTLPSampleEvery sends the spans of one step in this many.
 	OTLPSampleEvery int
 	// Requests is how many simulated requests each step serves (with OTLP).
@@ -93,6 +101,11 @@ const (
 	DefaultJitter = 0.25
 	// MaxOTLPSampleEvery bounds Config.OTLPSampleEvery.
 	MaxOTLPSampleEvery = 1 << 20
+	// OTLPOff as Config.OTLP sends no spans, whatever the environment says.
+	OTLPOff = "off"
+	// OTLPServiceName is the demo's service.name, unless the environment
+	// (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES) names another.
+	OTLPServiceName = "gpuspans-demo"
 	// recentSpans sizes the hub's recent-span ring that the trace and the
 	// span file are fed from: several seconds of spans at any sane rate,
 	// between polls every pollEvery.
@@ -147,7 +160,8 @@ func (c *Config) command() string {
 	return c.Command
 }
 
-// Validate reports the first setting out of range. It only reads c.
+// Validate reports the first setting out of range. It reads c, and the
+// OTel environment variables through c.LookupEnv.
 func (c *Config) Validate() error {
 	switch {
 	case c.Rate != 0 && !(c.Rate >= MinRate && c.Rate <= MaxRate): // NaN fails both
@@ -173,15 +187,45 @@ func (c *Config) Validate() error {
 	case c.Requests < 1 || c.Requests > MaxRequests:
 		return fmt.Errorf("requests %d: want 1..%d", c.Requests, MaxRequests)
 	}
-	if c.OTLP != "" {
-		if err := otlp.CheckEndpoint(c.OTLP); err != nil {
-			return err // it names the endpoint, after "otlp:"
-		}
+	if _, _, err := c.otlpOptions(); err != nil {
+		return err // it names the flag's option or the variable, after "otlp:"
 	}
 	if err := control.CheckToken(c.Token); err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
 	return nil
+}
+
+// otlpOptions returns the OTLP exporter's options, and whether to start
+// one: with OTLP set (but OTLPOff), or with an endpoint in the
+// environment.
+func (c *Config) otlpOptions() (otlp.Options, bool, error) {
+	o := otlp.Options{
+		Protocol:           c.OTLPProtocol,
+		DefaultServiceName: OTLPServiceName,
+		SampleEvery:        c.OTLPSampleEvery,
+		LookupEnv:          c.LookupEnv,
+	}
+	if c.OTLP == OTLPOff {
+		return o, false, nil
+	}
+	// The flags first, so that errors name them.
+	switch c.OTLPProtocol {
+	case "", otlp.ProtocolGRPC, otlp.ProtocolHTTP:
+	default:
+		return o, false, fmt.Errorf("otlp_protocol %q: want %s or %s", c.OTLPProtocol, otlp.ProtocolGRPC, otlp.ProtocolHTTP)
+	}
+	if c.OTLP != "" {
+		if err := otlp.CheckEndpoint(c.OTLPProtocol, c.OTLP); err != nil {
+			return o, false, err // it names the endpoint, after "otlp:"
+		}
+	}
+	o.Endpoint = c.OTLP
+	err := o.Check()
+	if c.OTLP == "" && errors.Is(err, otlp.ErrNoEndpoint) {
+		return o, false, nil
+	}
+	return o, err == nil, err
 }
 
 // Result is what a run did: a plain value owned by the caller.
@@ -196,7 +240,9 @@ type Result struct {
 	FileSpans   uint64            // spans written to the span file
 	StoppedWhy  string            // "interrupted", "--steps", "--duration" or the error
 	HTTPAddress net.Addr          // where the HTTP surface was served, or nil
-	OTLP        otlp.Stats        // what the OTLP exporter did, with Config.OTLP
+	OTLP        otlp.Stats        // what the OTLP exporter did, when one ran
+	OTLPTarget  otlp.Target       // where it sent (zero: none ran)
+	OTLPError   error             // its last failed request's error, or nil
 }
 
 // Run runs the demo until ctx is done or a limit of cfg is reached, then
@@ -278,15 +324,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 	var exp *otlp.Exporter
 	var reqs *requests
 	var extra []prometheus.Collector
-	if cfg.OTLP != "" {
+	o, on, err := cfg.otlpOptions()
+	if err != nil {
+		return res, err
+	}
+	if on {
+		o.Logf = con.Printf
 		// Not ctx: Ctrl-C ends the loop, and Close below still sends the last spans.
-		exp, err = otlp.New(context.Background(), hub, otlp.Options{
-			Endpoint:    cfg.OTLP,
-			ServiceName: "gpuspans-demo",
-			SampleEvery: cfg.OTLPSampleEvery,
-			Logf:        con.Printf,
-		})
-		if err != nil {
+		if exp, err = otlp.New(context.Background(), hub, o); err != nil {
 			return res, err
 		}
 		defer func() { // a run that fails before the end; the end closes it with time to send
@@ -297,7 +342,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		reqs = newRequests(exp, cfg.Requests, cfg.Engine.Seed)
 		eng.onStep = reqs.step
 		extra = append(extra, exp.Collector())
-		con.Printf("OTLP: GPU spans of 1 step in %d, and %d simulated requests per step, to %s", cfg.OTLPSampleEvery, cfg.Requests, cfg.OTLP)
+		res.OTLPTarget = exp.Target()
+		tg := &res.OTLPTarget
+		con.Printf("OTLP: GPU spans of 1 step in %d, and %d simulated requests per step, to %s over %s (endpoint from %s, protocol from %s)",
+			cfg.OTLPSampleEvery, cfg.Requests, tg.URL, tg.Protocol, flagName(tg.EndpointFrom), flagName(tg.ProtocolFrom))
 	}
 
 	var srv *http.Server
@@ -343,6 +391,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		}
 		cancel()
 		res.OTLP = exp.Stats()
+		res.OTLPError = exp.LastError()
 	}
 	gpuClosed = true
 	if cerr := gpu.Close(); cerr != nil && err == nil {
@@ -485,10 +534,13 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 		}
 		con.Printf("trace: %d spans written to %s%s (open it in https://ui.perfetto.dev or chrome://tracing)", res.TraceSpans, outs.tracePath, left)
 	}
-	if cfg.OTLP != "" {
+	if res.OTLPTarget.URL != "" {
 		o := &res.OTLP
-		con.Printf("OTLP: %d spans exported to %s (GPU spans, step roots, requests); dropped: %d queue full, %d in failed requests, %d at exit, %d without a host start time; %d spans of unsampled steps left out",
-			o.Exported, cfg.OTLP, o.QueueFull, o.ExportFailed, o.Shutdown, o.Unplaced, o.Unsampled)
+		con.Printf("OTLP: %d spans exported to %s over %s (GPU spans, step roots, requests); dropped: %d queue full, %d in failed requests, %d at exit, %d without a host start time; %d spans of unsampled steps left out",
+			o.Exported, res.OTLPTarget.URL, res.OTLPTarget.Protocol, o.QueueFull, o.ExportFailed, o.Shutdown, o.Unplaced, o.Unsampled)
+		if res.OTLPError != nil {
+			con.Printf("OTLP: %d of %d requests failed, the last with: %v", o.ExportErrors, o.Exports, res.OTLPError)
+		}
 	}
 	if outs.spansPath != "" {
 		con.Printf("span file: %d spans written to %s (%s trace summary %s)", res.FileSpans, outs.spansPath, cfg.command(), outs.spansPath)
@@ -737,4 +789,16 @@ func (r *spanRing) ordered() []gpuspans.Span {
 		return r.buf
 	}
 	return append(append([]gpuspans.Span(nil), r.buf[r.next:]...), r.buf[:r.next]...)
+}
+
+// flagName names an OTLP setting's source as a user of the command knows
+// it: the flag for an option, else the variable or "default".
+func flagName(from string) string {
+	switch from {
+	case "Options.Endpoint":
+		return "--otlp"
+	case "Options.Protocol":
+		return "--otlp_protocol"
+	}
+	return from
 }
