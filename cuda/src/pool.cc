@@ -14,7 +14,7 @@
 namespace gs {
 namespace {
 
-constexpr uint32_t kMaxSlots = 1u << 22;
+constexpr uint32_t kMaxSlots = 1u << 20;
 constexpr int kAnchors = 4;  // a slot's anchor stays usable for 3 re-anchors
 constexpr int64_t kDefaultAnchorIntervalNs = 500 * 1000 * 1000;
 // Event pairs around an empty kernel that measure the event-to-kernel

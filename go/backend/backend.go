@@ -16,7 +16,7 @@ import (
 // MaxSlots is the most event pairs a Pool may have: the C core's limit
 // (kMaxSlots in cuda/src/pool.cc, which gs_pool_create enforces; a test
 // checks that they agree).
-const MaxSlots = 1 << 22
+const MaxSlots = 1 << 20
 
 // Stream is a GPU stream handle as an integer (a CUstream's pointer value).
 // 0 is the legacy default stream.

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 23c978622f61720bbe984f27c4f6e5858cafd92ae2811f2822823a1591596665
+// sees only this file, rebuilds when they change: 9a03da9272ed1d2fb65fc71c58bccd4825a5a064dfc6b88061289baffc93c1e6
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -117,7 +117,7 @@ gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_
  * enabled, on device `device` using its primary context (retained for the
  * pool's lifetime, so it shares memory and streams with the CUDA runtime and
  * frameworks built on it). Creation failing part-way destroys what was made.
- * slots must be 1..4194304 (GS_ERR_INVALID_ARGUMENT otherwise). Besides the
+ * slots must be 1..1048576 (GS_ERR_INVALID_ARGUMENT otherwise). Besides the
  * pairs, the pool owns 4 anchor events and a private non-blocking stream for
  * host-clock anchors, and records the first anchor before returning; and,
  * for the offset calibration (gs_pool_event_offset_ns), a module with a
