@@ -622,7 +622,7 @@ func gs_hub_snapshot(handle C.gs_hub, format C.int32_t, buf unsafe.Pointer, capa
 	nul := 0
 	switch format {
 	case C.GS_HUB_SNAPSHOT_JSON:
-		b, err = debugpage.MarshalSnapshot(&snap, e.describe(), time.Now())
+		b, err = debugpage.MarshalSnapshotWindows(&snap, e.h.Windows(), e.describe(), time.Now())
 		nul = 1
 	case C.GS_HUB_SNAPSHOT_PROTO:
 		b, err = proto.Marshal(spanfile.SnapshotToProto(&snap, time.Now()))

@@ -140,8 +140,9 @@ type Aggregate struct {
 // copies; an Aggregate is not safe for concurrent use.
 func (a *Aggregate) Observe(d time.Duration) { a.observe(int64(d)) }
 
-// observe adds one span of ns nanoseconds.
-func (a *Aggregate) observe(ns int64) {
+// observe adds one span of ns nanoseconds and returns its bucket index
+// (-1: the zero bucket).
+func (a *Aggregate) observe(ns int64) int {
 	if ns < 0 {
 		ns = 0 // a clock step cannot make a span negative; clamp rather than corrupt Min
 	}
@@ -154,11 +155,13 @@ func (a *Aggregate) observe(ns int64) {
 	}
 	a.Count++
 	a.Sum += d
-	if i := bucketIndex(ns); i >= 0 {
+	i := bucketIndex(ns)
+	if i >= 0 {
 		a.Buckets[i]++
 	} else {
 		a.ZeroCount++
 	}
+	return i
 }
 
 // Quantile estimates the q-quantile (0 <= q <= 1): the geometric middle of

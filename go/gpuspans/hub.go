@@ -188,6 +188,7 @@ type Hub struct {
 	recentOverwritten uint64
 	readAt            time.Time // the last RecentSpans or KeepStartTimes call, for startsAuto
 	want              uint32    // HarvestItem.WantStart for the harvest under way
+	win               winRing   // the recent windows (windows.go)
 }
 
 // StartTimesIdle is how long after the last RecentSpans or KeepStartTimes
@@ -322,6 +323,7 @@ func New(o Options) (*Hub, error) {
 		h.now = time.Now
 	}
 	h.recentCap = recent
+	h.win = newWinRing()
 	h.every.Store(int64(every))
 	atomic.StoreUint32(&h.state, uint32(o.Level))
 	h.set.Store(&recorderSet{})
@@ -767,6 +769,7 @@ func (h *Hub) openPending() {
 // Caller holds h.mu.
 func (h *Hub) harvestLocked() {
 	start := h.now()
+	h.roll(start)
 	h.want = 0
 	if h.wantStarts(start) {
 		h.want = 1

@@ -86,19 +86,19 @@ func (h *Hub) KeepStartTimes() {
 // Caller holds the harvest lock.
 func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 	d := h.devs[device]
-	var a *Aggregate
 	if sl.kind == KindLane {
-		a = &d.lanes[sl.key]
-	} else {
-		a = &d.kernels[h.kernelIndex(sl.key)]
+		h.landSpan(device, &d.lanes[sl.key], seriesKey(device, false, int(sl.key)), sl.kind, sl.stream, sl.step, it.StartNs, it.DurationNs, 0)
+		return
 	}
-	h.landSpan(device, a, sl.kind, sl.stream, sl.step, it.StartNs, it.DurationNs, 0)
+	idx := h.kernelIndex(sl.key)
+	h.landSpan(device, &d.kernels[idx], seriesKey(device, true, idx), sl.kind, sl.stream, sl.step, it.StartNs, it.DurationNs, 0)
 }
 
-// landSpan adds a span to its aggregate a and to the recent ring. Caller
+// landSpan adds a span to its aggregate a, to the open recent window as
+// the series of key series (seriesKey) and to the recent ring. Caller
 // holds the harvest lock.
-func (h *Hub) landSpan(device int, a *Aggregate, kind SpanKind, stream backend.Stream, step uint64, startNs, durNs int64, graph uint32) {
-	a.observe(durNs)
+func (h *Hub) landSpan(device int, a *Aggregate, series uint32, kind SpanKind, stream backend.Stream, step uint64, startNs, durNs int64, graph uint32) {
+	h.win.add(series, a.observe(durNs))
 	h.devc[device].landed++
 
 	if h.recent == nil {

@@ -470,7 +470,7 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 			h.devc[dev].dropped[DropTracerLost].Add(1)
 			continue
 		}
-		h.landSpan(dev, &h.devs[dev].kernels[idx], KindKernel, backend.Stream(r.Stream), win.step, r.StartNs+tr.offset, max(r.EndNs-r.StartNs, 0), r.Graph)
+		h.landSpan(dev, &h.devs[dev].kernels[idx], seriesKey(dev, true, idx), KindKernel, backend.Stream(r.Stream), win.step, r.StartNs+tr.offset, max(r.EndNs-r.StartNs, 0), r.Graph)
 	}
 }
 

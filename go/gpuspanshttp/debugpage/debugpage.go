@@ -52,10 +52,10 @@ type Mux interface {
 
 // Register adds the page (Path, and Path/ redirecting to it) and its JSON
 // (SnapshotPath) for hub to mux. The handlers are safe for concurrent use:
-// each request takes one hub snapshot (the harvest lock, briefly) and
-// renders it. Requests also
-// keep a few sparse copies of past totals (see history), from which the
-// page shows the last minute's and five minutes' quantiles and drops.
+// each request takes one hub snapshot and reads the hub's recent windows
+// (the harvest lock, briefly, each) and renders them; the page shows the
+// last minute's and five minutes' quantiles and drops from the windows,
+// which the hub keeps whether or not anyone watches.
 func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 	if o.Refresh == 0 {
 		o.Refresh = DefaultRefresh
@@ -84,7 +84,6 @@ type server struct {
 	hub   *gpuspans.Hub
 	o     Options
 	lanes []string
-	hist  history // for the recent windows
 }
 
 // readOnly answers anything but GET and HEAD with 405, and reports whether
@@ -117,9 +116,10 @@ func (s *server) page(w http.ResponseWriter, r *http.Request) {
 	}
 	snap := s.hub.Snapshot()
 	now := o.Now()
-	s.hist.add(&snap, now)
 	p := newPage(&snap, s.lanes, &o, now)
-	p.addWindows(&snap, &s.hist, now)
+	ws := s.hub.Windows()
+	p.addWindows(ws)
+	p.addTrends(ws)
 	p.Host = r.Host
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, p); err != nil {
@@ -140,8 +140,7 @@ func (s *server) snapshot(w http.ResponseWriter, r *http.Request) {
 	}
 	snap := s.hub.Snapshot()
 	now := s.o.Now()
-	s.hist.add(&snap, now)
-	b, err := MarshalSnapshot(&snap, s.o.Backend, now)
+	b, err := MarshalSnapshotWindows(&snap, s.hub.Windows(), s.o.Backend, now)
 	if err != nil {
 		http.Error(w, "encoding the snapshot: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -163,7 +162,17 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 // Snapshot under its protojson field names, see docs/design.md), stamped
 // now, with backend as its "backend" field (omitted when empty), so that
 // bindings for other languages (package capi) hand out the same document;
-// s is only read.
+// s is only read. It has no "recent_windows": MarshalSnapshotWindows adds
+// them.
 func MarshalSnapshot(s *gpuspans.Snapshot, backend string, now time.Time) ([]byte, error) {
 	return json.MarshalIndent(toJSON(s, backend, now), "", "  ")
+}
+
+// MarshalSnapshotWindows is MarshalSnapshot with the hub's recent windows
+// (gpuspans.Hub.Windows) as its "recent_windows" field, as SnapshotPath
+// serves it.
+func MarshalSnapshotWindows(s *gpuspans.Snapshot, ws []gpuspans.Window, backend string, now time.Time) ([]byte, error) {
+	j := toJSON(s, backend, now)
+	j.RecentWindows = windowsJSON(ws)
+	return json.MarshalIndent(j, "", "  ")
 }

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp/debugpage"
 	"github.com/gpuspans/gpuspans/go/internal/golden"
 )
@@ -29,6 +30,7 @@ var pageOnly = map[string]bool{
 	"kernels[].p50_ns":  true,
 	"kernels[].p90_ns":  true,
 	"kernels[].p99_ns":  true,
+	"recent_windows":    true, // the hub's recent windows (gpuspans.Hub.Windows)
 }
 
 // protoOnly are the schema's fields that the live page leaves out.
@@ -47,7 +49,10 @@ var pageEnums = map[string]string{"level": "LEVEL_"}
 func TestPageJSONIsTheSchema(t *testing.T) {
 	s := golden.FullSnapshot()
 	taken := time.Unix(1_700_000_000, 123)
-	page, err := debugpage.MarshalSnapshot(&s, "sim", taken)
+	// As SnapshotPath serves it: with the hub's recent windows.
+	ws := []gpuspans.Window{{Start: taken.Add(-time.Second), End: taken, Open: true, Schema: gpuspans.Schema, Landed: 1,
+		Lanes: []gpuspans.WindowAggregate{{Name: "decode", Count: 1, Keys: []int{-400}, Counts: []uint64{1}, Schema: gpuspans.Schema}}}}
+	page, err := debugpage.MarshalSnapshotWindows(&s, ws, "sim", taken)
 	if err != nil {
 		t.Fatal(err)
 	}

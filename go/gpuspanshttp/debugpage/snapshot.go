@@ -28,6 +28,9 @@ type snapshotJSON struct {
 	Lanes           []aggregateJSON  `json:"lanes"`
 	Kernels         []aggregateJSON  `json:"kernels"`
 	KernelTiming    kernelTimingJSON `json:"kernel_timing"`
+	// RecentWindows are the hub's recent windows, oldest first, the open
+	// one last (page-only; only from MarshalSnapshotWindows).
+	RecentWindows []windowJSON `json:"recent_windows,omitempty"`
 }
 
 type countersJSON struct {
@@ -157,6 +160,73 @@ func aggregates(aggs []gpuspans.Aggregate) []aggregateJSON {
 			SumNs: int64(a.Sum), MinNs: int64(a.Min), MaxNs: int64(a.Max),
 			P50Ns: int64(a.Quantile(0.5)), P90Ns: int64(a.Quantile(0.9)), P99Ns: int64(a.Quantile(0.99)),
 			BucketUpperNs: bounds, BucketCounts: counts,
+		})
+	}
+	return out
+}
+
+// windowJSON is one of the hub's recent windows (gpuspans.Window): its
+// times, the span outcomes counted in it, and per lane and kernel with
+// spans landed in it their count and quantiles.
+type windowJSON struct {
+	StartUnixNs int64              `json:"start_unix_ns"` // 0 before the hub's first harvest
+	EndUnixNs   int64              `json:"end_unix_ns"`   // for the open window, when it was read
+	Open        bool               `json:"open"`
+	Schema      int                `json:"schema"` // the quantiles' resolution: 5 is the aggregates' own (1.1%)
+	Lost        uint64             `json:"lost"`   // spans landed with no room in the window
+	Counters    windowCountersJSON `json:"counters"`
+	Lanes       []windowAggJSON    `json:"lanes"`
+	Kernels     []windowAggJSON    `json:"kernels"`
+}
+
+// windowCountersJSON are the span outcomes of a window, named as in
+// countersJSON.
+type windowCountersJSON struct {
+	Begun             uint64 `json:"begun"`
+	Landed            uint64 `json:"landed"`
+	DroppedSlotBusy   uint64 `json:"dropped_slot_busy"`
+	DroppedCapturing  uint64 `json:"dropped_capturing"`
+	DroppedRetired    uint64 `json:"dropped_retired"`
+	DroppedLeaked     uint64 `json:"dropped_leaked"`
+	DroppedTracerLost uint64 `json:"dropped_tracer_lost"`
+	Errored           uint64 `json:"errored"`
+}
+
+type windowAggJSON struct {
+	Device int    `json:"device"`
+	Name   string `json:"name"`
+	Count  uint64 `json:"count"`
+	P50Ns  int64  `json:"p50_ns"`
+	P90Ns  int64  `json:"p90_ns"`
+	P99Ns  int64  `json:"p99_ns"`
+}
+
+func windowsJSON(ws []gpuspans.Window) []windowJSON {
+	out := make([]windowJSON, 0, len(ws))
+	unixNs := func(t time.Time) int64 {
+		if t.IsZero() {
+			return 0
+		}
+		return t.UnixNano()
+	}
+	aggs := func(list []gpuspans.WindowAggregate) []windowAggJSON {
+		out := make([]windowAggJSON, 0, len(list))
+		for i := range list {
+			a := &list[i]
+			out = append(out, windowAggJSON{Device: a.Device, Name: a.Name, Count: a.Count,
+				P50Ns: int64(a.Quantile(0.5)), P90Ns: int64(a.Quantile(0.9)), P99Ns: int64(a.Quantile(0.99))})
+		}
+		return out
+	}
+	for i := range ws {
+		w := &ws[i]
+		out = append(out, windowJSON{
+			StartUnixNs: unixNs(w.Start), EndUnixNs: unixNs(w.End), Open: w.Open, Schema: w.Schema, Lost: w.Lost,
+			Counters: windowCountersJSON{Begun: w.Begun, Landed: w.Landed, Errored: w.Errored,
+				DroppedSlotBusy: w.Dropped[gpuspans.DropSlotBusy], DroppedCapturing: w.Dropped[gpuspans.DropCapturing],
+				DroppedRetired: w.Dropped[gpuspans.DropRetired], DroppedLeaked: w.Dropped[gpuspans.DropLeaked],
+				DroppedTracerLost: w.Dropped[gpuspans.DropTracerLost]},
+			Lanes: aggs(w.Lanes), Kernels: aggs(w.Kernels),
 		})
 	}
 	return out

@@ -37,6 +37,13 @@ svg.hist .marker.p50{stroke:#2e8b57}
 svg.hist .marker.p99{stroke:#d2691e}
 svg.hist text.p50{fill:#2e8b57}
 svg.hist text.p99{fill:#d2691e}
+svg.trend .axis{stroke:#8a93a3;stroke-width:1}
+svg.trend text{font-size:10px;fill:#5b6474}
+svg.trend path{fill:none;stroke-width:1.5}
+svg.trend path.p50{stroke:#2e8b57}
+svg.trend path.p99{stroke:#d2691e}
+svg.trend text.p50{fill:#2e8b57}
+svg.trend text.p99{fill:#d2691e}
 table{border-collapse:collapse;background:#fff;border:1px solid #dde1e8}
 th,td{padding:.25em .7em;border-bottom:1px solid #eceef2;text-align:right}
 th{background:#eef0f4;font-weight:600}
@@ -67,6 +74,23 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 <h2>Lane latency</h2>
 <div class="grid">{{range .Lanes}}{{template "hist" .}}{{end}}</div>
 
+{{if .Trends}}<h2>Lane latency over time</h2>
+<div class="grid">{{range .Trends}}<figure>
+<figcaption><b>{{.Label}}</b> <span>p50 and p99 per 10-second window, the last {{.Span}}</span></figcaption>
+<svg class="trend" data-name="{{.Name}}" data-device="{{.Device}}" data-windows="{{.Windows}}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="lane {{.Label}}: p50 and p99 in each of {{.Windows}} recent windows">
+<line class="axis" x1="{{.PlotLeft}}" y1="{{.Base}}" x2="{{.PlotRight}}" y2="{{.Base}}"/>
+<line class="axis" x1="{{.PlotLeft}}" y1="{{.PlotTop}}" x2="{{.PlotLeft}}" y2="{{.Base}}"/>
+<text x="{{.PlotLeft}}" y="{{.PlotTop}}" dx="-4" dy="4" text-anchor="end">{{.YMax}}</text>
+<text x="{{.PlotLeft}}" y="{{.Base}}" dx="-4" text-anchor="end">0</text>
+<text x="{{.PlotLeft}}" y="{{.Base}}" dy="13">-{{.Span}}</text>
+<text x="{{.PlotRight}}" y="{{.Base}}" dy="13" text-anchor="end">now</text>
+<text class="p99" x="{{.PlotRight}}" y="{{.PlotTop}}" dy="-5" text-anchor="end">p99</text>
+<text class="p50" x="{{.PlotRight}}" y="{{.PlotTop}}" dx="-24" dy="-5" text-anchor="end">p50</text>
+<path class="p99" d="{{.P99}}"/>
+<path class="p50" d="{{.P50}}"/>
+</svg>
+</figure>{{end}}</div>
+{{end}}
 <h2>Kernel latency</h2>
 {{if .Kernels}}<div class="grid">{{range .Kernels}}{{template "hist" .}}{{end}}</div>
 {{else}}<p>No kernel span yet: they are recorded on one step in {{.Snap.KernelSpanEvery}}, at level kernel.</p>{{end}}
@@ -77,7 +101,7 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 <tr><th class="l">kind</th><th class="l">name</th>{{if .Multi}}<th>gpu</th>{{end}}<th>count</th><th>p50</th><th>p99</th><th>max</th><th>mean</th>{{range .Windows}}<th>count</th><th>p50</th><th>p99</th>{{end}}</tr>
 {{range .Rows}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Name}}</td>{{if $.Multi}}<td>{{.Device}}</td>{{end}}<td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P99}}</td><td>{{.Max}}</td><td>{{.Mean}}</td>{{range .Recent}}<td>{{.Count}}</td><td>{{.P50}}</td><td>{{.P99}}</td>{{end}}</tr>
 {{end}}</table>
-<p><small>Lanes and registered kernels with no span read zero. Recent windows subtract totals this page kept at a past refresh; one still filling says how far back it reaches. p50 and p99 are estimated within 1.1% (the hub's buckets are 2.2% wide; the charts draw eight to a bar); max and mean are exact.</small></p>
+<p><small>Lanes and registered kernels with no span read zero. Recent windows are the hub's own 10-second windows begun in the last minute and five minutes, kept whether or not this page is open; one still filling says how far back the hub's reach. p50 and p99 are estimated within 1.1% (the hub's buckets are 2.2% wide; the charts draw eight to a bar); max and mean are exact.</small></p>
 {{else}}<p>No span has landed yet.</p>{{end}}
 
 <h2>Drops and errors</h2>

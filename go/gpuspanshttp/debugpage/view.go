@@ -39,7 +39,31 @@ type page struct {
 	Misuse    []named
 	Windows   []string // the recent windows' headings: "last 1m", or "last 40s" while one fills
 	DropCard  dropCard
+	Trends    []trend // per lane, p50 and p99 over the hub's recent windows
 }
+
+// trend is one lane's p50 and p99 in each of the hub's recent windows,
+// drawn as two lines over time, a gap where a window had no span.
+type trend struct {
+	Label, Name string
+	Device      int
+	Windows     int    // windows with spans of the lane
+	Span        string // how far back the windows reach
+	YMax        string
+	P50, P99    string // SVG path data
+	Width       int
+	Height      int
+	PlotLeft    int
+	PlotRight   int
+	PlotTop     int
+	Base        int
+}
+
+// Trend chart geometry, in SVG user units.
+const (
+	trendHeight = 110
+	trendBottom = 18
+)
 
 // dropCard sums up lost spans at the top of the page: a starved run must
 // not look healthy.
@@ -402,48 +426,151 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 	return p
 }
 
+// windows are the recent spans of time the page shows beside since-start,
+// each made of the hub's recent windows (gpuspans.Hub.Windows) begun within
+// it: the newest 50 to 60 s, and 4m50s to 5m.
+var windows = [...]time.Duration{time.Minute, 5 * time.Minute}
+
+// minHistory is how far back the hub's windows must reach before the page
+// shows quantiles over them.
+const minHistory = 5 * time.Second
+
 // addWindows fills the recent-window columns and the drop card's recent
-// rate from h, which holds s's past totals.
-func (p *page) addWindows(s *gpuspans.Snapshot, h *history, now time.Time) {
+// rate from the hub's recent windows ws (oldest first, the open one last).
+func (p *page) addWindows(ws []gpuspans.Window) {
+	var end, first time.Time
+	if n := len(ws); n > 0 {
+		end, first = ws[n-1].End, ws[0].Start
+	}
+	history := time.Duration(0)
+	if !first.IsZero() {
+		history = end.Sub(first)
+	}
+	type rowKey struct {
+		lane   bool
+		device int
+		name   string
+	}
+	rowOf := make(map[rowKey]int, len(p.Rows))
+	for i := range p.Rows {
+		rowOf[rowKey{p.Rows[i].lane, p.Rows[i].agg.Device, p.Rows[i].agg.Name}] = i
+	}
+	merged := make([]gpuspans.Aggregate, len(p.Rows))
 	for wi, d := range windows {
-		base, ok := h.base(now, d)
-		span := now.Sub(base.at).Round(time.Second)
-		switch {
-		case !ok:
+		if history < minHistory {
 			p.Windows = append(p.Windows, "last "+shortDuration(d)+": filling")
-		case span < d:
-			p.Windows = append(p.Windows, "last "+shortDuration(span))
-		default:
-			p.Windows = append(p.Windows, "last "+shortDuration(d))
+			for i := range p.Rows {
+				p.Rows[i].Recent = append(p.Rows[i].Recent, windowCell{"–", "–", "–"})
+			}
+			continue
+		}
+		label := "last " + shortDuration(d)
+		if history < d {
+			label = "last " + shortDuration(history.Round(time.Second))
+		}
+		p.Windows = append(p.Windows, label)
+		// The windows begun within d: an open window that began earlier
+		// (no harvest since) holds nothing as recent.
+		k := len(ws)
+		for k > 0 && end.Sub(ws[k-1].Start) <= d {
+			k--
+		}
+		for i := range merged {
+			merged[i] = gpuspans.Aggregate{}
+		}
+		var dropped [gpuspans.NumDropReasons]uint64
+		for _, w := range ws[k:] {
+			for l, list := range [][]gpuspans.WindowAggregate{w.Lanes, w.Kernels} {
+				for j := range list {
+					if i, ok := rowOf[rowKey{l == 0, list[j].Device, list[j].Name}]; ok {
+						list[j].AddTo(&merged[i])
+					}
+				}
+			}
+			for r, n := range w.Dropped {
+				dropped[r] += n
+			}
 		}
 		for i := range p.Rows {
-			r := &p.Rows[i]
-			if !ok {
-				r.Recent = append(r.Recent, windowCell{"–", "–", "–"})
-				continue
-			}
-			w := since(r.agg, &base, r.lane)
+			w := &merged[i]
 			cell := windowCell{Count: strconv.FormatUint(w.Count, 10), P50: "–", P99: "–"}
 			if w.Count > 0 {
 				cell.P50, cell.P99 = durfmt.Format(w.Quantile(0.5)), durfmt.Format(w.Quantile(0.99))
 			}
-			r.Recent = append(r.Recent, cell)
+			p.Rows[i].Recent = append(p.Rows[i].Recent, cell)
 		}
-		if wi != 0 || !ok || span <= 0 {
+		if wi != 0 {
 			continue
+		}
+		span := d
+		if k < len(ws) {
+			span = end.Sub(ws[k].Start)
 		}
 		var parts []string
 		alarm := false
-		for r, now := range s.Counters.Dropped {
-			var n uint64
-			if now >= base.dropped[r] {
-				n = now - base.dropped[r]
-			}
+		for r, n := range dropped {
 			alarm = alarm || (n > 0 && gpuspans.DropReason(r) != gpuspans.DropCapturing)
 			parts = append(parts, fmt.Sprintf("%s %.1f/s", gpuspans.DropReason(r), float64(n)/span.Seconds()))
 		}
-		p.DropCard.Recent = p.Windows[0] + ": " + strings.Join(parts, ", ")
+		p.DropCard.Recent = label + ": " + strings.Join(parts, ", ")
 		p.DropCard.Alarm = alarm
+	}
+}
+
+// addTrends draws each lane's p50 and p99 over the hub's recent windows ws
+// (oldest first), x by the windows' middles, from the oldest's start to
+// the newest's end.
+func (p *page) addTrends(ws []gpuspans.Window) {
+	if len(ws) == 0 || ws[0].Start.IsZero() {
+		return
+	}
+	t0, t1 := ws[0].Start, ws[len(ws)-1].End
+	if !t1.After(t0) {
+		return
+	}
+	for _, h := range p.Lanes {
+		tr := trend{Label: h.Label, Name: h.Name, Device: h.Device, Span: shortDuration(t1.Sub(t0).Round(time.Second)),
+			Width: svgWidth, Height: trendHeight, PlotLeft: plotLeft, PlotRight: svgWidth - plotRight, PlotTop: plotTop,
+			Base: trendHeight - trendBottom}
+		p50 := make([]time.Duration, len(ws))
+		p99 := make([]time.Duration, len(ws))
+		var ymax time.Duration
+		for i := range ws {
+			for j := range ws[i].Lanes {
+				if a := &ws[i].Lanes[j]; a.Device == h.Device && a.Name == h.Name && a.Count > 0 {
+					p50[i], p99[i] = a.Quantile(0.5), a.Quantile(0.99)
+					ymax = max(ymax, p99[i])
+					tr.Windows++
+				}
+			}
+		}
+		if ymax == 0 {
+			continue
+		}
+		tr.YMax = durfmt.Format(ymax)
+		xs := float64(tr.PlotRight - tr.PlotLeft)
+		ys := float64(tr.Base - tr.PlotTop)
+		path := func(v []time.Duration) string {
+			var b strings.Builder
+			move := true
+			for i, d := range v {
+				if d == 0 {
+					move = true
+					continue
+				}
+				mid := ws[i].Start.Add(ws[i].End.Sub(ws[i].Start) / 2)
+				x := float64(tr.PlotLeft) + xs*float64(mid.Sub(t0))/float64(t1.Sub(t0))
+				y := float64(tr.Base) - ys*float64(d)/float64(ymax)
+				cmd := "L"
+				if move {
+					cmd, move = "M", false
+				}
+				fmt.Fprintf(&b, "%s%.1f %.1f ", cmd, x, y)
+			}
+			return strings.TrimSpace(b.String())
+		}
+		tr.P50, tr.P99 = path(p50), path(p99)
+		p.Trends = append(p.Trends, tr)
 	}
 }
 

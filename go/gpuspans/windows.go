@@ -1,0 +1,413 @@
+package gpuspans
+
+import (
+	"math"
+	"sort"
+	"time"
+)
+
+// Recent windows: the hub keeps what landed in each of its last NumWindows
+// windows of WindowLength, whoever reads them, in a ring made at New and
+// never grown (docs/design.md, section 10). A window holds, per lane and
+// kernel of every device, the spans landed in it as a sparse histogram of
+// the aggregates' own buckets, and the hub's span outcomes counted in it.
+const (
+	// WindowLength is how long a window lasts. The open window closes at
+	// the first harvest at least WindowLength after it opened (harvests
+	// come with BeginStep at level Kernel, or RunHarvester's ticks), so one
+	// lasts longer only while no harvest runs, when nothing lands.
+	WindowLength = 10 * time.Second
+	// NumWindows is how many closed windows a hub keeps besides the open
+	// one: 5 minutes of them.
+	NumWindows = 30
+	// WindowCells is how many (lane or kernel, bucket) counts a window
+	// holds. A window that would fill more than three quarters of them
+	// merges its buckets pairwise, as Prometheus lowers a native
+	// histogram's schema, halving its resolution (quantiles within 2.2%,
+	// then 4.4%, ...); spans past schema 0 with no cell left are counted in
+	// Window.Lost. A lane or kernel takes a cell per bucket its spans hit
+	// in the window: a few dozen for spans that vary by 25% either way.
+	WindowCells = 1024
+	// WindowRingBytes is the ring's memory, allocated by New: NumWindows+1
+	// windows (the open one too) of WindowCells 8-byte cells and their
+	// counters, and one window's cells to merge buckets in. A test holds it
+	// to the types' sizes.
+	WindowRingBytes = (NumWindows+1)*winBufBytes + WindowCells*8
+	winBufBytes     = WindowCells*8 + 136
+)
+
+// Window is what landed in one recent window: a copy, owned by the caller.
+type Window struct {
+	Start time.Time // when the window opened (Options.Now's clock)
+	End   time.Time // when it closed; for the open one, when it was read
+	Open  bool      // the window still open: it grows until it closes
+	// Schema is the native-histogram schema of the buckets of Lanes and
+	// Kernels: Schema (5), the aggregates' own, unless the window had more
+	// distinct buckets than WindowCells holds and merged them.
+	Schema int
+	// Lost counts spans landed in the window that it had no cell left for:
+	// they are in the aggregates, not in Lanes or Kernels.
+	Lost uint64
+	// Span outcomes counted while the window was open, by every device:
+	// as Counters' fields of the same names.
+	Begun, Landed, Errored uint64
+	Dropped                [NumDropReasons]uint64
+	// Lanes and Kernels are the lanes and kernels with spans landed in the
+	// window, by device and then as in a Snapshot.
+	Lanes, Kernels []WindowAggregate
+}
+
+// WindowAggregate is the spans of one lane or kernel of one device landed
+// in a window: their count and sparse histogram.
+type WindowAggregate struct {
+	Device    int
+	Name      string
+	Count     uint64 // ZeroCount plus the bucket counts
+	ZeroCount uint64 // spans of at most ZeroThreshold
+	// Keys and Counts are the non-empty buckets in order: Counts[i] spans
+	// in (2^((Keys[i]-1)/2^Schema), 2^(Keys[i]/2^Schema)] seconds, Schema
+	// being the window's; the last key of schema 5 also holds longer ones.
+	Keys   []int
+	Counts []uint64
+	Schema int // the window's
+}
+
+// Quantile estimates the q-quantile (0 < q < 1) of the spans: the
+// geometric middle of the bucket holding the span of rank ceil(q*Count),
+// within 1.1% of it at Schema 5 (2.2% at 4, 4.4% at 3, ...), and 30 ns for
+// the zero bucket. q <= 0 or q >= 1 take the first or last bucket; an
+// empty one gives 0.
+func (w *WindowAggregate) Quantile(q float64) time.Duration {
+	if w.Count == 0 {
+		return 0
+	}
+	rank := uint64(1)
+	switch {
+	case !(q < 1): // also catches NaN
+		rank = w.Count
+	case q > 0:
+		rank = uint64(math.Ceil(q * float64(w.Count)))
+	}
+	if rank < 1 {
+		rank = 1
+	}
+	cum := w.ZeroCount
+	if cum >= rank {
+		return zeroNs / 2
+	}
+	for i, c := range w.Counts {
+		if cum += c; cum >= rank {
+			return keyMiddle(w.Keys[i], w.Schema)
+		}
+	}
+	return keyMiddle(w.Keys[len(w.Keys)-1], w.Schema)
+}
+
+// AddTo adds the spans to a, each in the aggregates' bucket at its own
+// bucket's geometric middle (its own bucket at Schema 5), so that windows
+// merge into an Aggregate whose Quantile reads them; a's Min and Max widen
+// to the buckets' edges and its Sum is left alone (a window keeps no sums).
+func (w *WindowAggregate) AddTo(a *Aggregate) {
+	if w.Count == 0 {
+		return
+	}
+	var lo, hi time.Duration
+	if w.ZeroCount > 0 {
+		a.ZeroCount += w.ZeroCount
+		hi = zeroNs
+	}
+	shift := Schema - w.Schema
+	for i, k := range w.Keys {
+		// The schema-5 bucket whose upper edge is the middle (the bucket
+		// itself at schema 5).
+		k5 := k << shift
+		if shift > 0 {
+			k5 -= 1 << (shift - 1)
+		}
+		j := min(max(k5-MinBucketKey, 0), NumBuckets-1)
+		a.Buckets[j] += w.Counts[i]
+		if i == 0 && w.ZeroCount == 0 {
+			lo = time.Duration(KeyUpperBound((k-1)<<shift) * 1e9)
+		}
+		hi = time.Duration(math.Ceil(KeyUpperBound(k<<shift) * 1e9))
+	}
+	if a.Count == 0 || lo < a.Min {
+		a.Min = lo
+	}
+	if hi > a.Max {
+		a.Max = hi
+	}
+	a.Count += w.Count
+}
+
+// keyMiddle is the geometric middle of the bucket of key k at schema s:
+// 2^((k-1/2)/2^s) seconds.
+func keyMiddle(k, s int) time.Duration {
+	return time.Duration(math.Exp2((float64(k)-0.5)/float64(int(1)<<s)) * 1e9)
+}
+
+// cell is one count of a window: key 0 is an empty cell, else
+// cellUsed | device<<22 | lane-or-kernel<<21 | index<<10 | bucket, bucket
+// being 0 for the zero bucket and 1 + the key's offset from the lowest
+// key at the window's schema otherwise.
+type cell struct {
+	key, count uint32
+}
+
+const (
+	cellUsed    = 1 << 31
+	cellKernel  = 1 << 21
+	cellBits    = 10 // log2(WindowCells)
+	cellMaxUsed = WindowCells * 3 / 4
+)
+
+// seriesKey is the cell key of a lane (kernel false) or kernel index of
+// device, bucket 0.
+func seriesKey(device int, kernel bool, idx int) uint32 {
+	k := cellUsed | uint32(device)<<22 | uint32(idx)<<10
+	if kernel {
+		k |= cellKernel
+	}
+	return k
+}
+
+// winBuf is one window.
+type winBuf struct {
+	start, end time.Time
+	shift      uint   // Schema minus the window's schema
+	used       int    // cells in use
+	lost       uint64 // spans with no cell left
+	begun      uint64
+	landed     uint64
+	errored    uint64
+	dropped    [NumDropReasons]uint64
+	cells      [WindowCells]cell
+}
+
+// winRing is the hub's recent windows, guarded by the harvest lock.
+type winRing struct {
+	bufs    []winBuf // NumWindows+1, as a ring: the open one is bufs[cur]
+	cur     int
+	closed  int                // closed windows held, up to NumWindows
+	scratch *[WindowCells]cell // to merge buckets in
+	// The hub's span outcomes when the open window opened.
+	begun, landed, errored uint64
+	dropped                [NumDropReasons]uint64
+}
+
+// newWinRing makes the ring, whole: nothing grows it later.
+func newWinRing() winRing {
+	return winRing{bufs: make([]winBuf, NumWindows+1), scratch: new([WindowCells]cell)}
+}
+
+// lowKey is the lowest bucket key at schema Schema-shift.
+func lowKey(shift uint) int {
+	return (MinBucketKey + 1<<shift - 1) >> shift
+}
+
+// add counts a span of bucket i (-1: the zero bucket) for the series of
+// key s (seriesKey). Caller holds the harvest lock. Allocates nothing.
+func (w *winRing) add(s uint32, i int) {
+	b := &w.bufs[w.cur]
+	for {
+		k := s
+		if i >= 0 {
+			k |= uint32((MinBucketKey+i+1<<b.shift-1)>>b.shift-lowKey(b.shift)) + 1
+		}
+		if b.inc(k) {
+			return
+		}
+		if b.shift >= Schema {
+			b.lost++
+			return
+		}
+		w.coarsen(b)
+	}
+}
+
+// inc adds one to key's cell, taking a free cell if it has none; false
+// when it would need a cell past cellMaxUsed.
+func (b *winBuf) inc(key uint32) bool {
+	h := (key * 0x9E3779B1) >> (32 - cellBits)
+	for {
+		c := &b.cells[h]
+		if c.key == key {
+			if c.count != math.MaxUint32 {
+				c.count++
+			}
+			return true
+		}
+		if c.key == 0 {
+			if b.used >= cellMaxUsed {
+				return false
+			}
+			c.key, c.count = key, 1
+			b.used++
+			return true
+		}
+		h = (h + 1) & (WindowCells - 1)
+	}
+}
+
+// coarsen merges b's buckets pairwise: schema one lower.
+func (w *winRing) coarsen(b *winBuf) {
+	*w.scratch = b.cells
+	b.cells = [WindowCells]cell{}
+	b.used = 0
+	lo, lo2 := lowKey(b.shift), lowKey(b.shift+1)
+	b.shift++
+	for _, c := range w.scratch {
+		if c.key == 0 {
+			continue
+		}
+		k := c.key
+		if bk := int(k & (1<<cellBits - 1)); bk > 0 {
+			key := bk - 1 + lo
+			k = k&^(1<<cellBits-1) | uint32((key+1)>>1-lo2+1)
+		}
+		h := (k * 0x9E3779B1) >> (32 - cellBits)
+		for {
+			d := &b.cells[h]
+			if d.key == k {
+				d.count = satAdd(d.count, c.count)
+				break
+			}
+			if d.key == 0 {
+				d.key, d.count = k, c.count
+				b.used++
+				break
+			}
+			h = (h + 1) & (WindowCells - 1)
+		}
+	}
+}
+
+func satAdd(a, b uint32) uint32 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return math.MaxUint32
+}
+
+// roll closes the open window if it is WindowLength old (or the clock
+// went back) and opens the next, overwriting the oldest. Harvests call it
+// before they land, so a span lands in the window open at its harvest.
+// Caller holds the harvest lock. Allocates nothing.
+func (h *Hub) roll(now time.Time) {
+	w := &h.win
+	b := &w.bufs[w.cur]
+	if b.start.IsZero() { // the first harvest opens the first window
+		b.start = now
+		return
+	}
+	if d := now.Sub(b.start); d >= 0 && d < WindowLength {
+		return
+	}
+	var o outcomes
+	h.outcomes(&o)
+	b.end = now
+	b.begun, b.landed, b.errored = o.begun-w.begun, o.landed-w.landed, o.errored-w.errored
+	for i := range o.dropped {
+		b.dropped[i] = o.dropped[i] - w.dropped[i]
+	}
+	w.begun, w.landed, w.errored, w.dropped = o.begun, o.landed, o.errored, o.dropped
+	w.cur = (w.cur + 1) % len(w.bufs)
+	if w.closed < NumWindows {
+		w.closed++
+	}
+	n := &w.bufs[w.cur]
+	n.cells = [WindowCells]cell{}
+	n.start, n.end = now, time.Time{}
+	n.shift, n.used, n.lost = 0, 0, 0
+	n.begun, n.landed, n.errored, n.dropped = 0, 0, 0, [NumDropReasons]uint64{}
+}
+
+// outcomes are the hub's span outcome totals.
+type outcomes struct {
+	begun, landed, errored uint64
+	dropped                [NumDropReasons]uint64
+}
+
+// outcomes sums the span outcomes of every device into o, as
+// SnapshotInto does. Caller holds the harvest lock.
+func (h *Hub) outcomes(o *outcomes) {
+	for dev, d := range h.devs {
+		if d == nil {
+			continue
+		}
+		dc := &h.devc[dev]
+		o.begun += dc.begunFinished
+		o.landed += dc.landed
+		o.errored += dc.errored.Load()
+		for i := range o.dropped {
+			o.dropped[i] += dc.dropped[i].Load()
+		}
+	}
+	for _, r := range h.recs {
+		o.begun += r.next.Load()
+	}
+}
+
+// Windows returns the hub's recent windows, oldest first: up to NumWindows
+// closed ones, then the open one, read now. They are kept whether or not
+// anything reads them; reading changes nothing. Takes the harvest lock
+// briefly, and allocates what it returns.
+func (h *Hub) Windows() []Window {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	w := &h.win
+	now := h.now()
+	out := make([]Window, 0, w.closed+1)
+	var cells []cell
+	for j := w.closed; j >= 0; j-- {
+		b := &w.bufs[(w.cur-j+len(w.bufs))%len(w.bufs)]
+		win := Window{Start: b.start, End: b.end, Schema: Schema - int(b.shift), Lost: b.lost,
+			Begun: b.begun, Landed: b.landed, Errored: b.errored, Dropped: b.dropped}
+		if j == 0 {
+			var o outcomes
+			h.outcomes(&o)
+			win.Open, win.End = true, now
+			win.Begun, win.Landed, win.Errored = o.begun-w.begun, o.landed-w.landed, o.errored-w.errored
+			for i := range o.dropped {
+				win.Dropped[i] = o.dropped[i] - w.dropped[i]
+			}
+		}
+		cells = cells[:0]
+		for _, c := range b.cells {
+			if c.key != 0 {
+				cells = append(cells, c)
+			}
+		}
+		sort.Slice(cells, func(a, b int) bool { return cells[a].key < cells[b].key })
+		low := lowKey(b.shift)
+		var a *WindowAggregate
+		var series uint32
+		for _, c := range cells {
+			if s := c.key &^ (1<<cellBits - 1); a == nil || s != series {
+				series = s
+				dev, idx := int(s>>22&(MaxDevices-1)), int(s>>cellBits&(1<<11-1))
+				list := &win.Lanes
+				name := ""
+				if s&cellKernel != 0 {
+					list = &win.Kernels
+					if idx < len(h.kernelNames) {
+						name = h.kernelNames[idx]
+					}
+				} else if idx < len(h.lanes) {
+					name = h.lanes[idx]
+				}
+				*list = append(*list, WindowAggregate{Device: dev, Name: name, Schema: win.Schema})
+				a = &(*list)[len(*list)-1]
+			}
+			a.Count += uint64(c.count)
+			if bk := int(c.key & (1<<cellBits - 1)); bk == 0 {
+				a.ZeroCount += uint64(c.count)
+			} else {
+				a.Keys = append(a.Keys, bk-1+low)
+				a.Counts = append(a.Counts, uint64(c.count))
+			}
+		}
+		out = append(out, win)
+	}
+	return out
+}
