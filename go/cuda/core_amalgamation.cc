@@ -11,9 +11,12 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 9a03da9272ed1d2fb65fc71c58bccd4825a5a064dfc6b88061289baffc93c1e6
+// sees only this file, rebuilds when they change: f7cf938c8f7948daf6d56e4f0f26cb0e14288aae38a36cf70e323df6f63ea7e7
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
+#include "../../cuda/src/anchor.cc"
+#include "../../cuda/src/calibration.cc"
+#include "../../cuda/src/harvest.cc"
 #include "../../cuda/src/tracer.cc"
 #endif

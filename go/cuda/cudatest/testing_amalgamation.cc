@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: d842200974f87648c7bdd992e4883088c38cdcbda133b38c0d75d8e2c4f9c756
+// sees only this file, rebuilds when they change: c82a47335ff9171af4b3203d731a8b8d37cc4370edfd4165e18aff1e447f3a40
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
