@@ -45,8 +45,9 @@ core() {
     cuda/src/tracer.cc
 }
 testing() {
-  gen go/cuda/cudatest/testing_amalgamation.cc "the fake driver, the fake CUPTI and the GPU test kit" \
-    "//cuda:core_testing and //cuda:testkit" cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/testkit.cc
+  gen go/cuda/cudatest/testing_amalgamation.cc "the fake driver, the fake CUPTI, the pool's test hook and the GPU test kit" \
+    "//cuda:core_testing and //cuda:testkit" cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/pool_testing.cc \
+    cuda/src/testkit.cc
 }
 
 stale=0

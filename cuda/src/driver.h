@@ -98,9 +98,6 @@ bool CaptureModeExchangeEnabled();
 void SetLoaderForTesting(const Loader* loader);
 // SetCaptureModeExchangeForTesting turns the capture-mode exchange off or on.
 void SetCaptureModeExchangeForTesting(bool enabled);
-// PoolEventForTesting is slot's begin (end false) or end event as an integer;
-// 0 for a null pool or a slot out of range.
-uint64_t PoolEventForTesting(const gs_pool* pool, uint32_t slot, bool end);
 
 // How the tracer reaches a CUPTI library: dlopen/dlsym along the search
 // order of gs_tracer_open for the real one, the fake's own table in tests.

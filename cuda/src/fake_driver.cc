@@ -2,9 +2,10 @@
 // production), so the pool's logic (and the Go binding above it) is tested
 // on machines without a GPU. It implements the core's symbol table with the
 // same signatures as the real driver, models event completion with a
-// settable clock, and counts every call. It also holds every gs_testing_*
-// entry point, over the core's test seams in driver.h. See
-// gpuspans_testing.h for the model and the control API.
+// settable clock, and counts every call. It also holds the gs_testing_*
+// entry points, over the core's test seams in driver.h, but for
+// gs_testing_pool_event (pool_testing.cc). See gpuspans_testing.h for the
+// model and the control API.
 #include <stdio.h>
 
 #include <algorithm>
@@ -492,10 +493,6 @@ void gs_testing_use_real_driver(void) { gs::SetLoaderForTesting(nullptr); }
 
 void gs_testing_set_capture_mode_exchange(int32_t enabled) {
   gs::SetCaptureModeExchangeForTesting(enabled != 0);
-}
-
-uint64_t gs_testing_pool_event(const gs_pool* pool, uint32_t slot, int32_t end) {
-  return gs::PoolEventForTesting(pool, slot, end != 0);
 }
 
 void gs_testing_fake_fail_open(int32_t fail) {

@@ -132,8 +132,6 @@ CUresult Busy(gs_pool* p, bool* busy) {
 }  // namespace
 }  // namespace gs
 
-using gs::Slot;
-
 extern "C" {
 
 gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error* err) {
@@ -150,7 +148,7 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
     // Every allocation happens before the first driver resource, so a
     // bad_alloc leaves nothing to release.
     p.reset(new gs_pool);
-    p->slots.reset(new Slot[slots]);
+    p->slots.reset(new gs::Slot[slots]);
     p->order.reset(new uint32_t[slots]);
     p->seq.reset(new uint64_t[slots]);
     p->group.reset(new uint8_t[slots]);
@@ -264,9 +262,3 @@ gs_status gs_pool_record_end(gs_pool* pool, uint32_t slot, uint64_t stream, int3
 }
 
 }  // extern "C"
-
-uint64_t gs::PoolEventForTesting(const gs_pool* pool, uint32_t slot, bool end) {
-  if (!pool || slot >= pool->nslots) return 0;
-  const Slot& s = pool->slots[slot];
-  return reinterpret_cast<uint64_t>(end ? s.end : s.begin);
-}

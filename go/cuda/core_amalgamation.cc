@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: f7cf938c8f7948daf6d56e4f0f26cb0e14288aae38a36cf70e323df6f63ea7e7
+// sees only this file, rebuilds when they change: 83108bf2a464b8f1fb969722b12120665be8a364ce15fce9f733177a75bd8080
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

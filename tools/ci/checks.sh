@@ -69,7 +69,7 @@ for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/gpuspanshttp ./go/gpuspansh
     fail "$pkg links go/cuda/cudatest"
   fi
 done
-if grep -nE '(fake_driver|testkit)\.cc' go/cuda/core_amalgamation.cc; then
+if grep -nE '(fake_driver|fake_cupti|pool_testing|testkit)\.cc' go/cuda/core_amalgamation.cc; then
   fail "go/cuda/core_amalgamation.cc compiles test code into go/cuda"
 fi
 # --keep_going: the closure reaches @bazel_tools' macOS toolchain, which

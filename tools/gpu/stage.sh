@@ -25,7 +25,7 @@ if [[ "${1:-}" == "--plain" ]]; then
   core=(cuda/src/driver.cc cuda/src/pool.cc cuda/src/anchor.cc cuda/src/calibration.cc
     cuda/src/harvest.cc cuda/src/tracer.cc)
   g++ "${inc[@]}" -o "$DEST/bin/driver_bench" cuda/bench/driver_bench.cc "${core[@]}" cuda/src/testkit.cc -ldl -pthread
-  g++ "${inc[@]}" -o "$DEST/tests/gpu_test" cuda/test/gpu_test.cc "${core[@]}" cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/testkit.cc -ldl -pthread
+  g++ "${inc[@]}" -o "$DEST/tests/gpu_test" cuda/test/gpu_test.cc "${core[@]}" cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/pool_testing.cc cuda/src/testkit.cc -ldl -pthread
   go test -c -o "$DEST/tests/cuda_gpu_test" ./go/cuda
   go build -o "$DEST/bin/gpubench" ./bench/gpubench
   go build -o "$DEST/bin/gpuspans" ./go/cmd/gpuspans

@@ -2,7 +2,8 @@
  * gpuspans testing hooks: switch the library to a fake CUDA driver, steer
  * that fake, and read what it was asked to do. For tests only (the C tests,
  * and go/cuda/cudatest through cgo): they live in //cuda:core_testing
- * (src/fake_driver.cc), which production code never links.
+ * (src/fake_driver.cc, src/pool_testing.cc), which production code never
+ * links.
  *
  * Rules for every function here:
  * - Not thread-safe against each other, nor against gs_driver_load or
