@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "pool_internal.h"
+#include "spin_ptx.h"
 
 namespace gs {
 namespace {
@@ -20,12 +21,7 @@ constexpr uint64_t kCalibrationGapNs = 2000;
 constexpr int64_t kCalibrationSpinNs = 10 * 1000;
 
 // gs_calibrate_wait(ns): one thread spins until %globaltimer advanced ns.
-// PTX ISA 7.0 for sm_70: the driver JIT accepts it on any GPU since Volta.
-const char kCalibrationPtx[] = R"(
-.version 7.0
-.target sm_70
-.address_size 64
-
+const char kCalibrationPtx[] = GS_PTX_MODULE_HEAD R"(
 .visible .entry gs_calibrate_wait(
     .param .u64 gs_calibrate_wait_ns
 )
@@ -34,13 +30,7 @@ const char kCalibrationPtx[] = R"(
     .reg .b64 %rd<5>;
 
     ld.param.u64 %rd1, [gs_calibrate_wait_ns];
-    mov.u64 %rd2, %globaltimer;
-    add.u64 %rd3, %rd2, %rd1;
-$L_wait:
-    mov.u64 %rd4, %globaltimer;
-    setp.lt.u64 %p1, %rd4, %rd3;
-    @%p1 bra $L_wait;
-    ret;
+)" GS_PTX_SPIN("$L_wait", "%rd1", "%rd2", "%rd3", "%rd4", "%p1") R"(    ret;
 }
 )";
 

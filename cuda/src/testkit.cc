@@ -7,18 +7,14 @@
 
 #include "driver.h"
 #include "gpuspans/gpuspans_testkit.h"
+#include "spin_ptx.h"
 
 namespace gs {
 namespace {
 
-// PTX ISA 7.0 for sm_70 so the driver JIT accepts it on any GPU since Volta.
 // gs_spin(ns, out): read %globaltimer, spin until it has advanced by ns, and
 // when out is not null store the first and last readings at out[0], out[1].
-const char kPtx[] = R"(
-.version 7.0
-.target sm_70
-.address_size 64
-
+const char kPtx[] = GS_PTX_MODULE_HEAD R"(
 .visible .entry gs_spin(
     .param .u64 gs_spin_ns,
     .param .u64 gs_spin_out
@@ -29,13 +25,7 @@ const char kPtx[] = R"(
 
     ld.param.u64 %rd1, [gs_spin_ns];
     ld.param.u64 %rd2, [gs_spin_out];
-    mov.u64 %rd3, %globaltimer;
-    add.u64 %rd4, %rd3, %rd1;
-$L_spin:
-    mov.u64 %rd5, %globaltimer;
-    setp.lt.u64 %p1, %rd5, %rd4;
-    @%p1 bra $L_spin;
-    setp.eq.u64 %p2, %rd2, 0;
+)" GS_PTX_SPIN("$L_spin", "%rd1", "%rd3", "%rd4", "%rd5", "%p1") R"(    setp.eq.u64 %p2, %rd2, 0;
     @%p2 bra $L_done;
     cvta.to.global.u64 %rd6, %rd2;
     st.global.u64 [%rd6], %rd3;
@@ -58,13 +48,7 @@ $L_done:
 
     ld.param.u64 %rd1, [gs_spin_grid_ns];
     ld.param.u64 %rd2, [gs_spin_grid_out];
-    mov.u64 %rd3, %globaltimer;
-    add.u64 %rd4, %rd3, %rd1;
-$L_grid_spin:
-    mov.u64 %rd5, %globaltimer;
-    setp.lt.u64 %p1, %rd5, %rd4;
-    @%p1 bra $L_grid_spin;
-    mov.u32 %r1, %ctaid.x;
+)" GS_PTX_SPIN("$L_grid_spin", "%rd1", "%rd3", "%rd4", "%rd5", "%p1") R"(    mov.u32 %r1, %ctaid.x;
     mul.wide.u32 %rd6, %r1, 16;
     cvta.to.global.u64 %rd7, %rd2;
     add.u64 %rd8, %rd7, %rd6;

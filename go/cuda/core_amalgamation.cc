@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 83108bf2a464b8f1fb969722b12120665be8a364ce15fce9f733177a75bd8080
+// sees only this file, rebuilds when they change: 361442ee9cc1fa3485383af92d78ab2a604dfbc388d2d315bd914358a7ffbb9a
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
