@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 81a4c0068b48e9f67a51d237204a90a8f77a31885ecce8d15cb5b9ec92f26c44
+// sees only this file, rebuilds when they change: 71a5d9d023a25623ad35644690d962e5d3754ec4ed053a5b6ccb1151f67c6040
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
