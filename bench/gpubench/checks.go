@@ -518,7 +518,7 @@ func runMultiGPU(e *env) (interface{}, string, error) {
 	steps := e.scale(50, 5)
 	res := &multiResult{Devices: n, Steps: steps, Method: "one hub, a pool and a lane stream per device; per step: BeginStep, " +
 		"LaneBegin, on each device a 20 us lane spin and a kernel span around a spin of (device+1) x 100 us, LaneEnd"}
-	h, err := gpuspans.New(gpuspans.Options{Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: logf})
+	h, err := gpuspans.New(gpuspans.Options{Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: 256, Logf: logf})
 	if err != nil {
 		return nil, "", err
 	}
@@ -551,7 +551,7 @@ func runMultiGPU(e *env) (interface{}, string, error) {
 			return nil, "", fmt.Errorf("device %d: %w", d, err)
 		}
 		rigs = append(rigs, r)
-		if err := h.Install(d, r.lane, cuda.Opener(d, 256)); err != nil {
+		if err := h.Install(d, r.lane, cuda.Opener(d)); err != nil {
 			return nil, "", err
 		}
 	}

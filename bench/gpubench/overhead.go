@@ -191,7 +191,7 @@ func hubWith(o gpuspans.Options, device int, lane backend.Stream, slots int) (*g
 	if len(o.Lanes) == 0 {
 		o.Lanes = []string{"decode"}
 	}
-	o.KernelSpanEvery, o.Logf = 1, logf
+	o.KernelSpanEvery, o.Logf, o.Slots = 1, logf, min(slots, gpuspans.DefaultSlots)
 	h, err := gpuspans.New(o)
 	if err != nil {
 		return nil, err
@@ -201,7 +201,7 @@ func hubWith(o gpuspans.Options, device int, lane backend.Stream, slots int) (*g
 			return nil, err
 		}
 	}
-	if err := h.Install(device, lane, cuda.Opener(device, slots)); err != nil {
+	if err := h.Install(device, lane, cuda.Opener(device)); err != nil {
 		return nil, err
 	}
 	return h, nil
@@ -505,7 +505,7 @@ func runDisabled(e *env) (interface{}, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	if err := h.Install(0, r.lane, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
+	if err := h.Install(0, r.lane, cuda.Opener(0)); err != nil {
 		return nil, "", err
 	}
 	const kernels = 8

@@ -29,7 +29,7 @@ func main() {
 		log.Fatalf("server: %v", err)
 	}
 	// Stream 0 is the legacy default stream; an engine passes its own.
-	if err := hub.Install(0, 0, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
+	if err := hub.Install(0, 0, cuda.Opener(0)); err != nil {
 		log.Fatalf("server: %v", err)
 	}
 	ln, err := net.Listen("tcp", *listen)

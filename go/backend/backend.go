@@ -108,9 +108,12 @@ type Calibrated interface {
 	EventOffset() (offset time.Duration, ok bool)
 }
 
-// Opener creates a pool; the control plane calls it when spans are first
-// needed (level Kernel), so nothing touches the GPU before then.
-type Opener func() (Pool, error)
+// Opener creates a pool of slots event pairs (1..MaxSlots); the control
+// plane calls it when spans are first needed (level Kernel), so nothing
+// touches the GPU before then, with the size of the device's span ring
+// (gpuspans.Options.Slots), so that the size is said once. A pool may have
+// fewer slots than asked (Pool.Slots), never more.
+type Opener func(slots int) (Pool, error)
 
 // Sentinel errors; backends wrap them so errors.Is works.
 var (

@@ -25,7 +25,6 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/export/prom"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp"
@@ -244,14 +243,6 @@ func checkDevice(e *hub, op string, device C.int32_t) (int, C.gs_hub_status) {
 	return int(device), statusOK
 }
 
-// poolSlots is the pool size to open: the hub's ring size.
-func (e *hub) poolSlots() int {
-	if e.slots > 0 {
-		return e.slots
-	}
-	return gpuspans.DefaultSlots
-}
-
 //export gs_hub_install_cuda
 func gs_hub_install_cuda(handle C.gs_hub, device C.int32_t, stream C.uint64_t) (st C.gs_hub_status) {
 	cross()
@@ -267,7 +258,7 @@ func gs_hub_install_cuda(handle C.gs_hub, device C.int32_t, stream C.uint64_t) (
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.h.Install(dev, backend.Stream(stream), cuda.Opener(dev, e.poolSlots())); err != nil {
+	if err := e.h.Install(dev, backend.Stream(stream), cuda.Opener(dev)); err != nil {
 		return fail(e, statusInvalidArgument, "gs_hub_install_cuda: %v", err)
 	}
 	delete(e.sims, dev)
@@ -294,7 +285,7 @@ func gs_hub_install_sim(handle C.gs_hub, device C.int32_t, stream C.uint64_t, of
 	g := sim.New(sim.Options{Device: dev, EventOffset: time.Duration(offsetNs)})
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if err := e.h.Install(dev, backend.Stream(stream), g.Opener(e.poolSlots())); err != nil {
+	if err := e.h.Install(dev, backend.Stream(stream), g.Opener()); err != nil {
 		return fail(e, statusInvalidArgument, "gs_hub_install_sim: %v", err)
 	}
 	delete(e.cudaDev, dev)
@@ -706,7 +697,6 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		ProtectReads: protect,
 		Logf:         e.logs.logf(C.GS_HUB_LOG_INFO), // changes made through the control endpoints
 		Collectors:   []prometheus.Collector{otlpCollector{e}},
-		Prom:         append(e.promOptions(), prom.WithExemplars(otlpExemplars{e})),
 	})
 	srv := gpuspanshttp.NewServer(e.guard(h), nil)
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close

@@ -14,10 +14,11 @@ package cuda
 
 import "github.com/gpuspans/gpuspans/go/backend"
 
-// Opener returns a backend.Opener that opens a pool of slots event pairs on
-// device when first called. It may be called from any goroutine.
-func Opener(device, slots int) backend.Opener {
-	return func() (backend.Pool, error) {
+// Opener returns a backend.Opener that opens a pool on device, of as many
+// event pairs as the hub asks, when first called. It may be called from any
+// goroutine.
+func Opener(device int) backend.Opener {
+	return func(slots int) (backend.Pool, error) {
 		p, err := Open(device, slots)
 		if err != nil {
 			return nil, err

@@ -398,7 +398,7 @@ func TestTwoDevices(t *testing.T) {
 		t.Fatalf("DeviceCount: %d, %v", n, err)
 	}
 	a := openPool(t, 4)
-	b, err := cuda.Opener(1, 4)()
+	b, err := cuda.Opener(1)(4)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func fakeHub(t *testing.T) (*gpuspans.Hub, *cudatest.FakeDriver, *gpuspanstest.L
 	}
 	var pool *cuda.Pool
 	opener := func() backend.Opener {
-		return func() (backend.Pool, error) {
+		return func(int) (backend.Pool, error) {
 			p, err := cuda.Open(0, fakeSlots)
 			if err != nil {
 				return nil, err

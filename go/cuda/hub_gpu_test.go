@@ -87,7 +87,7 @@ func TestGPUHubEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.Install(0, e.lane, cuda.Opener(0, gpuspans.DefaultSlots)); err != nil {
+	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -242,7 +242,7 @@ func TestGPUHubHarvestDoesNotWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, e.lane, cuda.Opener(0, 64)); err != nil {
+	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 	h.BeginStep()
@@ -288,7 +288,7 @@ func TestGPUHubTwoDevices(t *testing.T) {
 		t.Fatal(err)
 	}
 	for d, e := range engines {
-		if err := h.Install(d, e.lane, cuda.Opener(d, 256)); err != nil {
+		if err := h.Install(d, e.lane, cuda.Opener(d)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -17,7 +17,7 @@ func TestWithoutCgoEverythingReportsNoDriver(t *testing.T) {
 	if _, err := cuda.Open(0, 8); !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("Open: %v", err)
 	}
-	if _, err := cuda.Opener(0, 8)(); !errors.Is(err, backend.ErrNoDriver) {
+	if _, err := cuda.Opener(0)(8); !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("Opener: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -40,7 +41,7 @@ func tracedHub(t *testing.T, mode gpuspans.KernelTiming, every, labels int) (*gp
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, fakeLane, gpuspanstest.NopOpener); err != nil {
+	if err := h.Install(0, fakeLane, fake.NopOpener); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.SetKernelTiming(gpuspans.KernelTimingEvents) })

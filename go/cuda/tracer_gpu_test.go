@@ -33,7 +33,7 @@ func tracedGPUHub(t *testing.T, e *engine, every int) (*gpuspans.Hub, *gpuspanst
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, e.lane, cuda.Opener(0, 1024)); err != nil {
+	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.SetKernelTiming(gpuspans.KernelTimingEvents) })

@@ -11,7 +11,7 @@
 // A serving loop drives it like this:
 //
 //	hub := gpuspans.Default()
-//	_ = hub.Install(device, stream, cuda.Opener(device, gpuspans.DefaultSlots))
+//	_ = hub.Install(device, stream, cuda.Opener(device))
 //	for {
 //		hub.BeginStep()
 //		hub.LaneBegin(decode)

@@ -19,7 +19,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := hub.Install(0, stream, gpu.Opener(gpuspans.DefaultSlots)); err != nil {
+	if err := hub.Install(0, stream, gpu.Opener()); err != nil {
 		panic(err)
 	}
 	const attention = 0xa77e

@@ -202,7 +202,7 @@ func TestStartTimes(t *testing.T) {
 			s := gpu.NewStream()
 			c.o.Level, c.o.Now = LevelKernel, clock.Now
 			h := newHub(t, c.o)
-			if err := h.Install(0, s, gpu.Opener(64)); err != nil {
+			if err := h.Install(0, s, gpu.Opener()); err != nil {
 				t.Fatal(err)
 			}
 			h.BeginStep()
@@ -249,7 +249,7 @@ func TestEventOffsetCorrection(t *testing.T) {
 		gpu := sim.New(sim.Options{Now: clock.Now, EventOffset: offset})
 		s := gpu.NewStream()
 		h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, RawKernelSpans: raw})
-		if err := h.Install(0, s, gpu.Opener(64)); err != nil {
+		if err := h.Install(0, s, gpu.Opener()); err != nil {
 			t.Fatal(err)
 		}
 		if st := snap(t, h); st.Devices[0].EventOffset != -1 {

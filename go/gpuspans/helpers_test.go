@@ -88,7 +88,7 @@ func simHub(t testing.TB, o Options) (*Hub, *sim.GPU, *sim.Clock, backend.Stream
 		o.KernelSpanEvery = 1
 	}
 	h := newHub(t, o)
-	if err := h.Install(0, s, gpu.Opener(64)); err != nil {
+	if err := h.Install(0, s, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	h.BeginStep()

@@ -20,7 +20,6 @@ const (
 	MaxLanes       = 64      // lanes per hub
 	MaxDevices     = 64      // device ordinals 0..MaxDevices-1
 	MaxKernels     = 1024    // registered kernel handles, and distinct kernel names
-	MaxSlots       = 1 << 20 // Options.Slots; at most backend.MaxSlots, a pool's limit
 	MaxRecentSpans = 1 << 20 // Options.RecentSpans
 	MaxNameLen     = 128     // bytes in a lane or kernel name
 
@@ -67,8 +66,10 @@ type Options struct {
 	Lanes []string
 	// KernelSpanEvery arms kernel spans on one step in this many (0: 16).
 	KernelSpanEvery int
-	// Slots caps each device's span ring (0: 4096). The ring has
-	// min(Slots, pool.Slots()) slots.
+	// Slots is the size of each device's span ring (0: 4096, at most
+	// backend.MaxSlots): the hub asks each device's Opener for a pool of
+	// this many event pairs, and a pool with fewer makes that device's
+	// ring smaller.
 	Slots int
 	// RecentSpans is the size of the ring of recent spans (0: 8192).
 	RecentSpans int
@@ -298,8 +299,8 @@ func New(o Options) (*Hub, error) {
 	switch {
 	case h.slots == 0:
 		h.slots = DefaultSlots
-	case h.slots < 0 || h.slots > MaxSlots:
-		return nil, fmt.Errorf("gpuspans: Options.Slots is %d, want 1..%d", h.slots, MaxSlots)
+	case h.slots < 0 || h.slots > backend.MaxSlots:
+		return nil, fmt.Errorf("gpuspans: Options.Slots is %d, want 1..%d", h.slots, backend.MaxSlots)
 	}
 	recent := o.RecentSpans
 	switch {

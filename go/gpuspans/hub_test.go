@@ -17,9 +17,6 @@ import (
 // is smaller.
 var _ = [1]struct{}{}[unsafe.Sizeof(slot{})-cacheLine]
 
-// The hub's ring never asks a pool for more slots than a pool may have.
-var _ = [1]struct{}{}[MaxSlots/(backend.MaxSlots+1)]
-
 func TestNewValidation(t *testing.T) {
 	many := make([]string, MaxLanes+1)
 	for i := range many {
@@ -37,7 +34,7 @@ func TestNewValidation(t *testing.T) {
 		{"too many lanes", Options{Lanes: many}, "Lanes"},
 		{"negative every", Options{KernelSpanEvery: -1}, "KernelSpanEvery"},
 		{"negative slots", Options{Slots: -1}, "Slots"},
-		{"huge slots", Options{Slots: MaxSlots + 1}, "Slots"},
+		{"huge slots", Options{Slots: backend.MaxSlots + 1}, "Slots"},
 		{"negative recent", Options{RecentSpans: -5}, "RecentSpans"},
 		{"huge recent", Options{RecentSpans: MaxRecentSpans + 1}, "RecentSpans"},
 		{"junk level", Options{Level: 9}, "Level"},
@@ -50,7 +47,7 @@ func TestNewValidation(t *testing.T) {
 		})
 	}
 	// Bounds themselves are fine.
-	if _, err := New(Options{Lanes: many[:MaxLanes], Slots: MaxSlots, RecentSpans: MaxRecentSpans}); err != nil {
+	if _, err := New(Options{Lanes: many[:MaxLanes], Slots: backend.MaxSlots, RecentSpans: MaxRecentSpans}); err != nil {
 		t.Errorf("New at the bounds: %v", err)
 	}
 }

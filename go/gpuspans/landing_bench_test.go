@@ -44,7 +44,7 @@ func BenchmarkLanding(b *testing.B) {
 				}
 			}
 			p := &landPool{n: spans}
-			if err := h.Install(0, laneStream, func() (backend.Pool, error) { return p, nil }); err != nil {
+			if err := h.Install(0, laneStream, func(int) (backend.Pool, error) { return p, nil }); err != nil {
 				b.Fatal(err)
 			}
 			h.BeginStep()

@@ -104,7 +104,7 @@ func TestMaxLanesOnASmallRing(t *testing.T) {
 func TestOpenerReturnsNothing(t *testing.T) {
 	log := NewLog()
 	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
-	if err := h.Install(0, laneStream, func() (backend.Pool, error) { return nil, nil }); err != nil {
+	if err := h.Install(0, laneStream, func(int) (backend.Pool, error) { return nil, nil }); err != nil {
 		t.Fatal(err)
 	}
 	exercise(h, 5)
@@ -120,7 +120,7 @@ func TestOpenerReturnsNothing(t *testing.T) {
 func TestOpenerPanics(t *testing.T) {
 	log := NewLog()
 	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
-	if err := h.Install(0, laneStream, func() (backend.Pool, error) { panic("driver wrapper bug") }); err != nil {
+	if err := h.Install(0, laneStream, func(int) (backend.Pool, error) { panic("driver wrapper bug") }); err != nil {
 		t.Fatal(err)
 	}
 	exercise(h, 5) // must not panic

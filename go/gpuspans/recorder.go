@@ -122,7 +122,7 @@ func pack(pos, state uint64) uint64 { return (pos+1)<<slotPosShift | state }
 // openPool opens the pool and sizes the ring; on success the recorder turns
 // open. Called once, under the harvest lock.
 func (r *recorder) openPool(maxSlots int) error {
-	pool, err := callOpener(r.open)
+	pool, err := callOpener(r.open, maxSlots)
 	if err != nil {
 		return fmt.Errorf("opening the event pool: %w", err)
 	}
@@ -138,7 +138,7 @@ func (r *recorder) openPool(maxSlots int) error {
 		}
 		return fmt.Errorf("the opener returned a pool for device %d with %d slots", dev, n)
 	}
-	if n > maxSlots {
+	if n > maxSlots { // more than asked: the ring is what the hub said
 		n = maxSlots
 	}
 	r.slots = make([]slot, n)
@@ -165,13 +165,13 @@ func identityOf(pool backend.Pool) (id backend.Identity) {
 // callOpener runs an opener, turning a panic into an error: the opener is
 // the caller's code, run on the serving thread inside BeginStep, and a GPU
 // problem must turn spans off, not take the binary down.
-func callOpener(open backend.Opener) (pool backend.Pool, err error) {
+func callOpener(open backend.Opener, slots int) (pool backend.Pool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			pool, err = nil, fmt.Errorf("the opener panicked: %v", p)
 		}
 	}()
-	return open()
+	return open(slots)
 }
 
 // errPoolPanicked is wrapped by the error a panicking pool method is turned

@@ -67,7 +67,7 @@ func TestPoolPanics(t *testing.T) {
 			log := NewLog()
 			h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Logf: log.Logf})
 			p := &panickyPool{Pool: newFake(t, fake.Options{}), op: c.op}
-			if err := h.Install(0, laneStream, func() (backend.Pool, error) { return p, nil }); err != nil {
+			if err := h.Install(0, laneStream, func(int) (backend.Pool, error) { return p, nil }); err != nil {
 				t.Fatal(err)
 			}
 			// Every serving call returns normally.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
@@ -17,7 +18,7 @@ func TestTracedKernelsCarryTheirStep(t *testing.T) {
 	for _, c := range []struct{ every, steps int }{{1, 9}, {3, 9}, {1, 300}} {
 		every := c.every
 		now := time.Unix(1_700_000_000, 0)
-		tracer := new(gpuspanstest.Tracer)
+		tracer := new(fake.Tracer)
 		h, err := gpuspans.New(gpuspans.Options{
 			Level: gpuspans.LevelKernel, KernelSpanEvery: every, Logf: t.Logf,
 			Now:          func() time.Time { return now },
@@ -26,7 +27,7 @@ func TestTracedKernelsCarryTheirStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Install(0, 1, gpuspanstest.NopOpener); err != nil {
+		if err := h.Install(0, 1, fake.NopOpener); err != nil {
 			t.Fatal(err)
 		}
 		want := map[uint64]bool{}
@@ -73,7 +74,7 @@ func TestTracerFailuresFallBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Install(0, 1, gpuspanstest.NopOpener); err != nil {
+		if err := h.Install(0, 1, fake.NopOpener); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 3; i++ {

@@ -19,7 +19,7 @@ func windowHub(t testing.TB) (*Hub, *sim.GPU, *sim.Clock, backend.Stream) {
 	gpu := sim.New(sim.Options{Now: clock.Now})
 	s := gpu.NewStream()
 	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Now: clock.Now})
-	if err := h.Install(0, s, gpu.Opener(64)); err != nil {
+	if err := h.Install(0, s, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	h.BeginStep()
@@ -270,7 +270,7 @@ func TestWindowsConcurrent(t *testing.T) {
 	gpu := sim.New(sim.Options{Now: clock.Now})
 	h := newHub(t, Options{Level: LevelKernel, KernelSpanEvery: 1, Now: clock.Now})
 	s := gpu.NewStream()
-	if err := h.Install(0, s, gpu.Opener(64)); err != nil {
+	if err := h.Install(0, s, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -1,10 +1,19 @@
-// Package fake is a backend.Pool for tests: it counts every call, plays
-// scripted outcomes, and reports every breach of the backend contract (a call
-// after Close, two calls on one slot at once, a harvest of a slot whose end
-// was not recorded, a slot out of range).
+// Package fake holds the test doubles of package backend, beside the
+// interfaces they implement:
+//
+//   - Pool, a backend.Pool that counts every call, plays scripted
+//     outcomes, and reports every breach of the backend contract (a call
+//     after Close, two calls on one slot at once, a harvest of a slot whose
+//     end was not recorded, a slot out of range);
+//   - NopPool, a backend.Pool that does no work, for measuring the hub's
+//     own cost;
+//   - Tracer, a backend.KernelTracer that reports the kernels a test feeds
+//     it, for tests above the hub that need kernel spans without CUPTI.
 //
 // A Pool is safe for concurrent use, as the contract requires; so are its
-// setters and readers, which a test may call while the hub runs.
+// setters and readers, which a test may call while the hub runs. The
+// package does not import package testing, so benchmark programs can use
+// it too.
 package fake
 
 import (
@@ -140,10 +149,10 @@ func New(o Options) *Pool {
 	return p
 }
 
-// Opener returns an Opener that counts its calls and returns this pool, or
-// Options.OpenErr.
+// Opener returns an Opener that counts its calls and returns this pool, of
+// Options.Slots whatever the hub asks, or Options.OpenErr.
 func (p *Pool) Opener() backend.Opener {
-	return func() (backend.Pool, error) {
+	return func(int) (backend.Pool, error) {
 		p.opens.Add(1)
 		if p.o.OpenErr != nil {
 			return nil, p.o.OpenErr

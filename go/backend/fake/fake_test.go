@@ -10,7 +10,7 @@ import (
 
 func TestCountsAndOutcomes(t *testing.T) {
 	p := New(Options{Device: 1, Slots: 4, Errorf: t.Errorf})
-	pool, err := p.Opener()()
+	pool, err := p.Opener()(0)
 	if err != nil || pool != backend.Pool(p) {
 		t.Fatalf("Opener: %v, %v", pool, err)
 	}
@@ -75,7 +75,7 @@ func TestScripts(t *testing.T) {
 	if c := p.Calls(); c.RecordsWhileCapturing != 1 || c.Close != 3 || !p.Closed() {
 		t.Errorf("calls %+v", c)
 	}
-	if _, err := New(Options{OpenErr: boom}).Opener()(); err != boom {
+	if _, err := New(Options{OpenErr: boom}).Opener()(0); err != boom {
 		t.Errorf("OpenErr: %v", err)
 	}
 }

@@ -112,10 +112,10 @@ func (g *GPU) reachLocked(st *stream) int64 {
 	return now
 }
 
-// Opener returns an Opener of pools of slots event pairs on this GPU
-// (1..backend.MaxSlots, or the Opener fails with backend.ErrBadSlot).
-func (g *GPU) Opener(slots int) backend.Opener {
-	return func() (backend.Pool, error) {
+// Opener returns an Opener of pools on this GPU, of as many event pairs as
+// asked (1..backend.MaxSlots, or the Opener fails with backend.ErrBadSlot).
+func (g *GPU) Opener() backend.Opener {
+	return func(slots int) (backend.Pool, error) {
 		if slots <= 0 || slots > backend.MaxSlots {
 			return nil, fmt.Errorf("sim: pool of %d slots: %w", slots, backend.ErrBadSlot)
 		}

@@ -14,7 +14,7 @@ func newPool(t *testing.T, slots int) (*GPU, *Clock, backend.Pool) {
 	t.Helper()
 	c := NewClock(t0)
 	g := New(Options{Device: 2, Now: c.Now})
-	p, err := g.Opener(slots)()
+	p, err := g.Opener()(slots)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestCapture(t *testing.T) {
 func TestFailuresAndClose(t *testing.T) {
 	g, c, p := newPool(t, 2)
 	for _, n := range []int{0, backend.MaxSlots + 1} {
-		if _, err := g.Opener(n)(); !errors.Is(err, backend.ErrBadSlot) {
+		if _, err := g.Opener()(n); !errors.Is(err, backend.ErrBadSlot) {
 			t.Errorf("Opener(%d): %v", n, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cmd/gpuspans/internal/overhead"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
@@ -65,8 +66,8 @@ func checkBenchFlags(o *overhead.Options) error {
 	switch {
 	case o.Benchtime <= 0 || o.Benchtime > time.Hour:
 		return fmt.Errorf("--benchtime %v: want more than 0, at most 1h", o.Benchtime)
-	case o.HarvestSpans < 1 || o.HarvestSpans > gpuspans.MaxSlots:
-		return fmt.Errorf("--harvest_spans %d: want 1..%d", o.HarvestSpans, gpuspans.MaxSlots)
+	case o.HarvestSpans < 1 || o.HarvestSpans > backend.MaxSlots:
+		return fmt.Errorf("--harvest_spans %d: want 1..%d", o.HarvestSpans, backend.MaxSlots)
 	case o.HarvestRounds < 1 || o.HarvestRounds > 1_000_000:
 		return fmt.Errorf("--harvest_rounds %d: want 1..1000000", o.HarvestRounds)
 	case o.Device < 0 || o.Device >= gpuspans.MaxDevices:

@@ -108,7 +108,7 @@ func writeSpanFile(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.Install(0, stream, gpu.Opener(64)); err != nil {
+	if err := hub.Install(0, stream, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	if err := hub.RegisterKernel(1, "attn"); err != nil {

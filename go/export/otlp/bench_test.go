@@ -43,7 +43,7 @@ func newLoop(tb testing.TB) *loop {
 		tb.Fatal(err)
 	}
 	g := sim.New(sim.Options{Device: 0, Now: clock.Now})
-	if err := h.Install(0, laneStream[0], g.Opener(4096)); err != nil {
+	if err := h.Install(0, laneStream[0], g.Opener()); err != nil {
 		tb.Fatal(err)
 	}
 	return &loop{h: h, g: g, clock: clock}

@@ -30,9 +30,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
 
 // start has nanoseconds, so that timestamps must keep them.
@@ -212,7 +212,7 @@ func serve(t testing.TB, h *gpuspans.Hub, steps int, onStep func(step uint64)) {
 	clock := sim.NewClock(start)
 	gpus := []*sim.GPU{sim.New(sim.Options{Device: 0, Now: clock.Now}), sim.New(sim.Options{Device: 1, Now: clock.Now})}
 	for d, g := range gpus {
-		if err := h.Install(d, laneStream[d], g.Opener(256)); err != nil {
+		if err := h.Install(d, laneStream[d], g.Opener()); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -761,7 +761,7 @@ func TestPartialSuccessParsing(t *testing.T) {
 func TestTracedKernels(t *testing.T) {
 	rcv := newReceiver(t)
 	clock := sim.NewClock(start)
-	tracer := new(gpuspanstest.Tracer)
+	tracer := new(fake.Tracer)
 	h, err := gpuspans.New(gpuspans.Options{
 		Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Now: clock.Now, Logf: t.Logf,
 		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: tracer.Opener(),
@@ -770,7 +770,7 @@ func TestTracedKernels(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := sim.New(sim.Options{Device: 0, Now: clock.Now})
-	if err := h.Install(0, laneStream[0], g.Opener(64)); err != nil {
+	if err := h.Install(0, laneStream[0], g.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	e, err := New(context.Background(), h, Options{LookupEnv: noEnv, Endpoint: rcv.srv.URL, SampleEvery: 1, PollEvery: time.Hour, Logf: t.Logf})

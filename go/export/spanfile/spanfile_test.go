@@ -42,7 +42,7 @@ func hubSnapshot(t testing.TB) (gpuspans.Snapshot, []gpuspans.Span) {
 	}
 	gpu := sim.New(sim.Options{Device: 0, Now: clock.Now})
 	const stream = backend.Stream(0x10)
-	if err := h.Install(0, stream, gpu.Opener(64)); err != nil {
+	if err := h.Install(0, stream, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	broken := fake.New(fake.Options{Device: 1, OpenErr: fmt.Errorf("open: %w", backend.ErrNoDriver)})

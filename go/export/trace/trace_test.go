@@ -50,7 +50,7 @@ func serve(t *testing.T) []gpuspans.Span {
 	}
 	gpus := []*sim.GPU{sim.New(sim.Options{Device: 0, Now: clock.Now}), sim.New(sim.Options{Device: 1, Now: clock.Now})}
 	for d, g := range gpus {
-		if err := h.Install(d, laneStream[d], g.Opener(256)); err != nil {
+		if err := h.Install(d, laneStream[d], g.Opener()); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
@@ -17,10 +18,10 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := hub.Install(0, 1, gpuspanstest.NopOpener); err != nil {
+	if err := hub.Install(0, 1, fake.NopOpener); err != nil {
 		panic(err)
 	}
-	noGPU := func() (backend.Pool, error) { return nil, errors.New("no GPU here") }
+	noGPU := func(int) (backend.Pool, error) { return nil, errors.New("no GPU here") }
 	if err := hub.Install(1, 2, noGPU); err != nil {
 		panic(err)
 	}

@@ -1,10 +1,10 @@
 // Package gpuspanstest helps tests of code that uses gpuspans: a check of
-// the hub's span accounting, a pool that does no GPU work, a kernel tracer
-// fed by the test (Tracer), and a log sink for Options.Logf.
+// the hub's span accounting and a log sink for Options.Logf. Test doubles
+// of the backend (pools, a kernel tracer) are in go/backend/fake, beside
+// the interfaces they implement.
 //
-// It does not import package testing, so benchmark programs can use
-// NopOpener too; the checks take any value with testing.TB's Helper and
-// Fatalf.
+// It does not import package testing, so benchmark programs can use it
+// too; the checks take any value with testing.TB's Helper and Fatalf.
 package gpuspanstest
 
 import (
@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -71,41 +70,6 @@ func Snapshot(t TB, h *gpuspans.Hub) gpuspans.Snapshot {
 	return s
 }
 
-// NopDuration is the duration of every span a NopPool lands.
-const NopDuration = 1000 // ns
-
-// NopPool is a backend.Pool that does no GPU work: every record succeeds at
-// once and every harvest finds each span done, NopDuration long. A hub on
-// it costs only the hub's own work. It is a plain value, safe from any
-// goroutine, on device 0 with gpuspans.MaxSlots slots.
-type NopPool struct{}
-
-// NopOpener is a backend.Opener of NopPools.
-func NopOpener() (backend.Pool, error) { return NopPool{}, nil }
-
-// Device returns 0.
-func (NopPool) Device() int { return 0 }
-
-// Slots returns gpuspans.MaxSlots, so the hub's Options.Slots decides.
-func (NopPool) Slots() int { return gpuspans.MaxSlots }
-
-// RecordBegin does nothing.
-func (NopPool) RecordBegin(int, backend.Stream) error { return nil }
-
-// RecordEnd does nothing.
-func (NopPool) RecordEnd(int, backend.Stream) error { return nil }
-
-// Close does nothing.
-func (NopPool) Close() error { return nil }
-
-// Harvest reports every item done, NopDuration long.
-func (NopPool) Harvest(items []backend.HarvestItem) error {
-	for i := range items {
-		items[i].State, items[i].DurationNs = backend.Done, NopDuration
-	}
-	return nil
-}
-
 // Log records log lines, as gpuspans.Options.Logf (or any printf-style
 // logger) writes them. Unlike a test's t.Logf it stays usable after the
 // test ends, as a hub may log from any goroutine. Its zero value is ready;
@@ -142,87 +106,3 @@ func (l *Log) Count(sub string) int {
 	}
 	return n
 }
-
-// Tracer is a backend.KernelTracer that reports the kernels a test feeds it,
-// for tests of code above the hub (exporters, pages) that need kernel spans
-// from a tracer without CUPTI. Times are Unix ns on the hub's clock
-// (Options.Now): its ClockOffset is 0. Safe for concurrent use.
-type Tracer struct {
-	mu      sync.Mutex
-	on      bool
-	recs    []backend.KernelRecord
-	names   []string // id-1
-	ids     map[string]uint32
-	records uint64
-}
-
-var _ backend.KernelTracer = (*Tracer)(nil)
-
-// Opener returns an opener that hands out t (Options.KernelTracer).
-func (t *Tracer) Opener() backend.TracerOpener {
-	return func() (backend.KernelTracer, error) { return t, nil }
-}
-
-// Kernel reports a kernel that ran on device and stream from startNs to
-// endNs, replayed from graph (0: none), if collection is on, as CUPTI
-// records only kernels launched while it is; it reports whether it did.
-func (t *Tracer) Kernel(device int, stream uint32, startNs, endNs int64, name string, graph uint32) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if !t.on {
-		return false
-	}
-	id, ok := t.ids[name]
-	if !ok {
-		if t.ids == nil {
-			t.ids = make(map[string]uint32)
-		}
-		t.names = append(t.names, name)
-		id = uint32(len(t.names))
-		t.ids[name] = id
-	}
-	t.recs = append(t.recs, backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(device),
-		Stream: stream, Name: id, Graph: graph})
-	t.records++
-	return true
-}
-
-// Enable turns collection on or off.
-func (t *Tracer) Enable(on bool) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.on = on
-	return nil
-}
-
-// Read moves the kernels fed so far into dst.
-func (t *Tracer) Read(dst []backend.KernelRecord) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := copy(dst, t.recs)
-	t.recs = t.recs[:copy(t.recs, t.recs[n:])]
-	return n
-}
-
-// Name returns the name Kernel was given for id.
-func (t *Tracer) Name(id uint32) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if id == 0 || int(id) > len(t.names) {
-		return ""
-	}
-	return t.names[id-1]
-}
-
-// ClockOffset is 0: times are fed on the hub's clock.
-func (t *Tracer) ClockOffset() int64 { return 0 }
-
-// Stats counts the kernels fed while collection was on.
-func (t *Tracer) Stats() backend.TracerStats {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return backend.TracerStats{Records: t.records, Names: len(t.names)}
-}
-
-// Close turns collection off.
-func (t *Tracer) Close() error { return t.Enable(false) }

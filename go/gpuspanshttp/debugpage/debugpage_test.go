@@ -27,7 +27,7 @@ func newHub(t *testing.T, lanes []string, kernelName string) *gpuspans.Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.Install(0, stream, gpu.Opener(256)); err != nil {
+	if err := hub.Install(0, stream, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	if err := hub.RegisterKernel(1, kernelName); err != nil {
@@ -171,7 +171,7 @@ func TestDeviceReasonShown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	failing := func() (backend.Pool, error) {
+	failing := func(int) (backend.Pool, error) {
 		return nil, fmt.Errorf("loading libcuda.so.1: %w", backend.ErrNoDriver)
 	}
 	if err := hub.Install(0, 0, failing); err != nil {
@@ -288,7 +288,7 @@ func TestMultiDeviceLabels(t *testing.T) {
 	}
 	for dev := 0; dev < 2; dev++ {
 		g := sim.New(sim.Options{Device: dev})
-		if err := hub.Install(dev, g.NewStream(), g.Opener(16)); err != nil {
+		if err := hub.Install(dev, g.NewStream(), g.Opener()); err != nil {
 			t.Fatal(err)
 		}
 	}

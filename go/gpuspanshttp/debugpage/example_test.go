@@ -22,7 +22,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := hub.Install(0, stream, gpu.Opener(64)); err != nil {
+	if err := hub.Install(0, stream, gpu.Opener()); err != nil {
 		panic(err)
 	}
 	for step := 0; step < 3; step++ {

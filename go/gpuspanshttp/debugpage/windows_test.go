@@ -34,7 +34,7 @@ func newEngine(t *testing.T) *engine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.hub.Install(0, e.stream, gpu.Opener(256)); err != nil {
+	if err := e.hub.Install(0, e.stream, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -40,7 +40,7 @@ func TestManySpansPastThePool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, lane, gpu.Opener(ring)); err != nil {
+	if err := h.Install(0, lane, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	step := func() {
@@ -128,7 +128,7 @@ func TestLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.Install(0, lane, gpu.Opener(ring)); err != nil {
+	if err := h.Install(0, lane, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	srv := serve(t, h)

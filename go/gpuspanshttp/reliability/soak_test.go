@@ -60,7 +60,7 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.Install(0, lane, gpu.Opener(ring)); err != nil {
+	if err := h.Install(0, lane, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	srv := serve(t, h)

@@ -37,7 +37,7 @@ func NewFixture(t testing.TB) Fixture {
 	t.Helper()
 	clock := sim.NewClock(Start)
 	h, err := gpuspans.New(gpuspans.Options{
-		Lanes: []string{"prefill", "decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: 2,
+		Lanes: []string{"prefill", "decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: 2, Slots: 64,
 		Now: clock.Now, AlwaysStartTimes: true, Logf: func(string, ...interface{}) {},
 	})
 	if err != nil {
@@ -48,7 +48,7 @@ func NewFixture(t testing.TB) Fixture {
 	for d := 0; d < 2; d++ {
 		g := sim.New(sim.Options{Device: d, Now: clock.Now, EventOffset: 3 * time.Microsecond})
 		s := g.NewStream()
-		if err := h.Install(d, s, g.Opener(64)); err != nil {
+		if err := h.Install(d, s, g.Opener()); err != nil {
 			t.Fatal(err)
 		}
 		gpus, streams = append(gpus, g), append(streams, s)

@@ -439,8 +439,6 @@ func TestConfigValidate(t *testing.T) {
 		{"OTLP over gRPC", func(c *Config) { c.OTLP = "grpc://collector:4317" }},
 		{"zero OTLP sampling", func(c *Config) { c.OTLPSampleEvery = 0 }},
 		{"no requests", func(c *Config) { c.Requests = 0 }},
-		{"3 classic buckets per doubling", func(c *Config) { c.ClassicBuckets = 3 }},
-		{"no classic buckets", func(c *Config) { c.ClassicBuckets = 0 }},
 	} {
 		cfg := DefaultConfig()
 		c.mod(&cfg)
@@ -505,7 +503,7 @@ func TestEngineCapture(t *testing.T) {
 			t.Fatal(err)
 		}
 		gpu := NewSimGPU(0)
-		if err := hub.Install(0, gpu.Stream(), gpu.Opener(64)); err != nil {
+		if err := hub.Install(0, gpu.Stream(), gpu.Opener()); err != nil {
 			t.Fatal(err)
 		}
 		eng, err := NewEngine(hub, gpu, EngineConfig{Decode: Kernels{{"d", time.Microsecond}}, Graph: DefaultGraph})

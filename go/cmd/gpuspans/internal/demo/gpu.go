@@ -27,7 +27,7 @@ type GPU interface {
 	// Stream is the stream kernels, graphs and lane spans go on.
 	Stream() backend.Stream
 	// Opener opens the hub's event pool of slots pairs on this GPU.
-	Opener(slots int) backend.Opener
+	Opener() backend.Opener
 	// Tracer opens the kernel tracer (CUPTI) that sees this GPU's kernels,
 	// or is nil where there is none (the simulator).
 	Tracer() backend.TracerOpener
@@ -66,10 +66,10 @@ func NewSimGPU(device int) GPU {
 	return &simGPU{gpu: g, stream: g.NewStream(), device: device}
 }
 
-func (s *simGPU) Describe() string                { return "simulated GPU" }
-func (s *simGPU) Device() int                     { return s.device }
-func (s *simGPU) Stream() backend.Stream          { return s.stream }
-func (s *simGPU) Opener(slots int) backend.Opener { return s.gpu.Opener(slots) }
+func (s *simGPU) Describe() string       { return "simulated GPU" }
+func (s *simGPU) Device() int            { return s.device }
+func (s *simGPU) Stream() backend.Stream { return s.stream }
+func (s *simGPU) Opener() backend.Opener { return s.gpu.Opener() }
 
 // Tracer is nil: no CUDA kernel runs for CUPTI to see.
 func (s *simGPU) Tracer() backend.TracerOpener { return nil }
@@ -163,10 +163,10 @@ func NewCUDAGPU(device int) (GPU, error) {
 	return &cudaGPU{kit: kit, device: device, stream: stream}, nil
 }
 
-func (c *cudaGPU) Describe() string                { return fmt.Sprintf("CUDA device %d", c.device) }
-func (c *cudaGPU) Device() int                     { return c.device }
-func (c *cudaGPU) Stream() backend.Stream          { return c.stream }
-func (c *cudaGPU) Opener(slots int) backend.Opener { return cuda.Opener(c.device, slots) }
+func (c *cudaGPU) Describe() string       { return fmt.Sprintf("CUDA device %d", c.device) }
+func (c *cudaGPU) Device() int            { return c.device }
+func (c *cudaGPU) Stream() backend.Stream { return c.stream }
+func (c *cudaGPU) Opener() backend.Opener { return cuda.Opener(c.device) }
 
 // Tracer opens CUPTI ($GPUSPANS_CUPTI, a libcupti already loaded, the
 // toolkit's).

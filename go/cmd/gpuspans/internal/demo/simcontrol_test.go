@@ -19,7 +19,7 @@ func TestSimControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpu := NewSimGPU(0)
-	if err := hub.Install(0, gpu.Stream(), gpu.Opener(64)); err != nil {
+	if err := hub.Install(0, gpu.Stream(), gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := NewEngine(hub, gpu, EngineConfig{Prefill: Kernels{{"p", 50 * time.Microsecond}}, Decode: Kernels{{"d", 100 * time.Microsecond}}})

@@ -22,10 +22,10 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/loop"
 )
 
@@ -158,8 +158,8 @@ func markRef(rows []Row) []Row {
 func (o *Options) cpuRows() []row {
 	g := sim.New(sim.Options{})
 	s := g.NewStream()
-	simOpen := g.Opener(gpuspans.DefaultSlots)
-	nop := gpuspanstest.NopOpener
+	simOpen := g.Opener()
+	nop := fake.NopOpener
 	return []row{
 		{name: "disabled/kernel-span", what: "KernelBegin+KernelEnd at level step (kernel spans off): the call pair an instrumented launch pays while disarmed",
 			run: o.onHub(gpuspans.LevelStep, simOpen, s, loop.KernelSpans)},
@@ -176,7 +176,7 @@ func (o *Options) cpuRows() []row {
 		{name: "harvest/nop", what: fmt.Sprintf("one Harvest landing %d spans, backend that does nothing", o.HarvestSpans),
 			run: o.harvests(nop, 1, nil), spans: o.HarvestSpans},
 		{name: "harvest/sim", what: fmt.Sprintf("one Harvest landing %d spans, simulated GPU", o.HarvestSpans),
-			run: o.harvests(g.Opener(o.HarvestSpans), s, simSettle), spans: o.HarvestSpans},
+			run: o.harvests(g.Opener(), s, simSettle), spans: o.HarvestSpans},
 	}
 }
 
@@ -184,13 +184,13 @@ func (o *Options) cpuRows() []row {
 func (o *Options) gpuRows(gpu *gpuRig) []row {
 	return []row{
 		{name: "enabled/kernel-span/cuda", what: "a kernel span on an armed step, real CUDA events on an idle stream (two cuEventRecord, harvest amortised)",
-			run: o.onHub(gpuspans.LevelKernel, cuda.Opener(o.Device, gpuspans.DefaultSlots), gpu.stream, loop.HarvestedKernelSpans)},
+			run: o.onHub(gpuspans.LevelKernel, cuda.Opener(o.Device), gpu.stream, loop.HarvestedKernelSpans)},
 		{name: "floor/record-pair/cuda", what: "the floor under the hub: Pool.RecordBegin+RecordEnd through the Go binding and the C core (cgo, capture check, two cuEventRecord), no hub; the Kit offers no bare cuEventRecord, so this is not the raw driver call",
 			run: gpu.floor, ref: true},
 		{name: "reference/empty-launch/cuda", what: "for scale: launching the kit's empty kernel (what is being timed)",
 			run: gpu.empty},
 		{name: "harvest/cuda", what: fmt.Sprintf("one Harvest landing %d spans of real CUDA events", o.HarvestSpans),
-			run: o.harvests(cuda.Opener(o.Device, o.HarvestSpans), gpu.stream, gpu.settle), spans: o.HarvestSpans},
+			run: o.harvests(cuda.Opener(o.Device), gpu.stream, gpu.settle), spans: o.HarvestSpans},
 	}
 }
 

@@ -72,7 +72,7 @@ func runHub(t *testing.T) (*gpuspans.Hub, []gpuspans.Span) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.Install(0, stream, gpu.Opener(64)); err != nil {
+	if err := hub.Install(0, stream, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	if err := hub.RegisterKernel(7, "attn"); err != nil {
