@@ -95,11 +95,12 @@ gpuspans_bin() {
 }
 
 # start_demo BIN ARGS...: starts the demo on a free loopback port and sets
-# DEMO_URL (http://127.0.0.1:PORT) and DEMO_LOG.
+# DEMO_URL (http://127.0.0.1:PORT) and DEMO_LOG ($TMP/$DEMO_NAME.log: give
+# each demo of a script its DEMO_NAME; default "demo").
 start_demo() {
   local bin=$1
   shift
-  DEMO_LOG="$TMP/demo.log"
+  DEMO_LOG="$TMP/${DEMO_NAME:-demo}.log"
   : >"$DEMO_LOG" # before the background job opens it, so the first grep finds it
   "$bin" demo --backend=sim --listen=127.0.0.1:0 --trace= "$@" >"$DEMO_LOG" 2>&1 &
   PIDS+=($!)

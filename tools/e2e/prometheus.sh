@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# End-to-end: a real Prometheus scrapes the demo, and a latency regression
-# must show. Starts the demo (the binary given as $1, or one built with go
-# build) on a loopback port with the simulated GPU and known kernel
-# durations, checks its /metrics with promtool, and runs two Prometheus
-# servers of its own (own configs, storage and ports; Debian's service is
-# left alone) scraping it every second with the shipped rules: one with
-# native histograms on, one storing the classic buckets (Debian's 2.42 has
-# no scrape_classic_histograms to keep both in one). Then, through the
-# HTTP API:
+# End-to-end: a real Prometheus scrapes the demo (the binary given as $1, or
+# one built with go build; simulated GPU, loopback ports). Every Prometheus
+# here is one of its own (own config, storage and port; Debian's service is
+# left alone), scraping every second, one with native histograms on and one
+# storing the classic buckets (Debian's 2.42 has no
+# scrape_classic_histograms to keep both in one).
+#
+# First the series budget (README, go/export/prom's package documentation):
+# a demo with the defaults and one with 64 kernels and --kernel_histograms
+# are scraped until steady, and each server's count of their gpuspans_*
+# series (count({job=...}), through the API) must stay within the budget;
+# the default demo's classic lane medians must be within the default
+# buckets' bound (a factor of 2) of the configured GPU time.
+#
+# Then the demo with known kernel durations, --kernel_histograms,
+# --classic_buckets=8 (9% buckets) and --otlp to a small OTLP/HTTP sink of
+# ours (python3: it records the trace and span id, name and duration of
+# every span it gets), with the shipped rules and exemplar storage on:
+#   - /metrics passes promtool's checks;
+#   - both servers hold exemplars on the lane histograms
+#     (/api/v1/query_exemplars), and each one's trace_id and span_id are
+#     those of a lane span the sink received, of that lane, with its value
+#     that span's duration;
 #   - lane medians are where the configured kernel durations put them;
 #   - the shipped rules pass their unit tests, the dashboard parses and
 #     imports cleanly, and its every query returns data from both servers;
@@ -17,8 +31,8 @@
 #   - with spans then stopped (level off), PromQL p50 and p99 over all the
 #     landed spans are within 10% of the exact quantiles of those same
 #     spans, read from the demo's timeline trace.
-# Installs Debian's prometheus when missing, as root. Bounded: about 3
-# minutes, every wait with a limit.
+# Installs Debian's prometheus when missing, as root; needs python3. Bounded:
+# about 4 minutes, every wait with a limit.
 #
 # Usage: tools/e2e/prometheus.sh [path/to/gpuspans]
 set -euo pipefail
@@ -26,14 +40,139 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 mkdir -p "$ARTIFACTS"
 
 install_prometheus
+command -v python3 >/dev/null || fail "python3 not found: the OTLP sink and the exemplar checks need it"
 
 BIN="$(gpuspans_bin "${1:-}")"
+EX="$ROOT/examples/observability"
+
+# start_prometheus NAME RULES JOB=HOST:PORT... [-- FLAGS...]: a Prometheus
+# scraping each target every second as its job, with RULES (or none: -);
+# sets the NAME variable to its URL.
+start_prometheus() {
+  local name=$1 rules=$2 port dir="$TMP/$1"
+  shift 2
+  port="$(free_port)"
+  mkdir -p "$dir"
+  {
+    printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n'
+    [[ $rules == - ]] || printf 'rule_files:\n  - %s\n' "$rules"
+    printf 'scrape_configs:\n'
+    while (($#)) && [[ $1 != -- ]]; do
+      printf '  - job_name: %s\n    static_configs:\n      - targets: [%s]\n' "${1%%=*}" "'${1#*=}'"
+      shift
+    done
+  } >"$dir/prometheus.yml"
+  (($#)) && shift
+  promtool check config "$dir/prometheus.yml" >/dev/null || fail "promtool check config ($name): $(cat "$dir/prometheus.yml")"
+  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
+    --web.listen-address="127.0.0.1:$port" --log.level=warn "$@" >"$dir/prometheus.log" 2>&1 &
+  PIDS+=($!)
+  printf -v "$name" '%s' "http://127.0.0.1:$port"
+  wait_for 30 "Prometheus $name ready" curl -fs --max-time 2 -o /dev/null "http://127.0.0.1:$port/-/ready"
+}
+# stop PID: ends one process this script started, with a bound.
+stop() {
+  kill "$1" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+  kill -9 "$1" 2>/dev/null || true
+}
+
+# query PROM EXPR: the instant query's JSON, through the HTTP API.
+query() { curl -fsS --max-time 5 --get --data-urlencode "query=$2" "$1/api/v1/query"; }
+# values PROM EXPR LABEL: "labelvalue value" lines of an instant vector.
+values() {
+  query "$1" "$2" | grep -o "\"$3\":\"[^\"]*\"},\"value\":\[[0-9.e+-]*,\"[^\"]*\"" |
+    sed "s/\"$3\":\"\([^\"]*\)\"},\"value\":\[[^,]*,\"\([^\"]*\)\"/\1 \2/"
+}
+# value PROM EXPR LABEL WANT: the value of the series whose LABEL is WANT.
+value() { values "$1" "$2" "$3" | awk -v w="$4" '$1 == w {print $2}'; }
+# scalar PROM EXPR: the value of a one-element vector without labels.
+scalar() { query "$1" "$2" | grep -o '"value":\[[^,]*,"[^"]*"' | sed 's/.*,"\([^"]*\)"/\1/'; }
+# scrapes_done PROM JOB N: whether PROM has scraped JOB N times in the last minute.
+scrapes_done() {
+  local n
+  n="$(scalar "$1" "count_over_time(up{job=\"$2\"}[1m])")"
+  [[ -n "$n" && "$n" -ge "$3" ]]
+}
+
+# The series budget: what a fleet pays per GPU (each demo runs one GPU),
+# as two real Prometheus servers store it. Default: lane histograms only;
+# then 64 kernels, each timed on armed steps, with --kernel_histograms.
+BUDGET_NATIVE=25 BUDGET_CLASSIC=80 BUDGET_K64_NATIVE=100 BUDGET_K64_CLASSIC=2000
+k64() { local i l=""; for i in $(seq -w 1 32); do l+="$1$i=5us,"; done; echo "${l%,}"; }
+DEMO_NAME=default start_demo "$BIN" --rate=100 --status_every=-1
+DEFAULT_DEMO="${DEMO_URL#http://}" DEFAULT_PID="${PIDS[-1]}"
+DEMO_NAME=k64 start_demo "$BIN" --rate=100 --status_every=-1 --kernel_histograms --graph= \
+  --prefill="$(k64 p)" --decode="$(k64 d)"
+K64_DEMO="${DEMO_URL#http://}" K64_PID="${PIDS[-1]}"
+start_prometheus COUNT_NATIVE - default="$DEFAULT_DEMO" k64="$K64_DEMO" -- --enable-feature=native-histograms
+COUNT_NATIVE_PID="${PIDS[-1]}"
+start_prometheus COUNT_CLASSIC - default="$DEFAULT_DEMO" k64="$K64_DEMO"
+COUNT_CLASSIC_PID="${PIDS[-1]}"
+for p in "$COUNT_NATIVE" "$COUNT_CLASSIC"; do
+  for job in default k64; do
+    # 10 scrapes: every step armed for kernel spans has run by then, and
+    # every series that appears at its first count has appeared.
+    wait_for 40 "10 scrapes of $job by $p" scrapes_done "$p" "$job" 10
+  done
+done
+: >"$ARTIFACTS/series.txt"
+for form in native classic; do
+  if [[ $form == native ]]; then p=$COUNT_NATIVE; else p=$COUNT_CLASSIC; fi
+  for job in default k64; do
+    sel="job=\"$job\",__name__=~\"gpuspans_.+\""
+    total="$(scalar "$p" "count({$sel})")"
+    per_device="$(scalar "$p" "count({$sel,device!=\"\"})")"
+    kernels="$(scalar "$p" "count(count by (kernel) ({$sel,kernel!=\"\"}))" || true)"
+    all="$(scalar "$p" "count({job=\"$job\"})")"
+    if [[ $job == default ]]; then
+      budget=$BUDGET_CLASSIC
+      [[ $form == native ]] && budget=$BUDGET_NATIVE
+      [[ -z "$kernels" ]] || fail "$form: the default demo exports kernel series ($kernels kernels)"
+    else
+      budget=$BUDGET_K64_CLASSIC
+      [[ $form == native ]] && budget=$BUDGET_K64_NATIVE
+      [[ "$kernels" == 64 ]] || fail "$form: $kernels kernels with series from the 64-kernel demo, want 64"
+    fi
+    line="$form, $job demo: $total gpuspans_* series for its one GPU ($per_device with a device label, $((total - per_device)) hub-wide; $all with the Go runtime's and the process's); budget $budget"
+    echo "$line" >>"$ARTIFACTS/series.txt"
+    log "series: $line"
+    [[ -n "$total" && "$total" -le "$budget" ]] || fail "series over budget: $line"
+  done
+done
+# No gpuspans_ series reads zero but those that must exist before they count
+# (package prom's documentation). Histograms are left out: classic bucket
+# series below a lane's fastest span are the layout, and 2.42 lets native
+# histograms through a comparison with a number.
+zeros="$(values "$COUNT_NATIVE" "count by (__name__) ({job=\"default\",__name__=~\"gpuspans_.+\",__name__!~\".*_duration_seconds(_bucket|_sum|_count)?\"} == 0)" __name__ |
+  awk '{print $1}' | grep -vxE 'gpuspans_(spans_in_flight|event_offset_seconds|spans_begun_total|spans_landed_total|harvest_seconds_total)' || true)"
+[[ -z "$zeros" ]] || fail "series at zero on the default demo: $zeros"
+# The default classic buckets (2 apart): lane medians within a factor of 2
+# of the default kernels' GPU time (prefill 60+450+350 us, decode 90+70+25
+# us and its 35 us graph).
+for lw in "prefill 860" "decode 220"; do
+  read -r lane want_us <<<"$lw"
+  got="$(value "$COUNT_CLASSIC" "histogram_quantile(0.5, sum by (le, lane) (rate(gpuspans_lane_duration_seconds_bucket{job=\"default\"}[10s])))" lane "$lane")"
+  awk -v g="$got" -v w="$want_us" 'BEGIN { exit !(g != "" && g >= 0.5 * w / 1e6 && g <= 2 * w / 1e6) }' ||
+    fail "default classic buckets: lane $lane p50 '${got}'s is not within a factor of 2 of ${want_us}us"
+  log "default classic buckets: lane $lane p50 $(awk -v g="$got" 'BEGIN {printf "%.1f", g * 1e6}')us (configured ${want_us}us; bound: a factor of 2)"
+done
+for pid in "$DEFAULT_PID" "$K64_PID" "$COUNT_NATIVE_PID" "$COUNT_CLASSIC_PID"; do stop "$pid"; done
+
+# The OTLP sink the demo sends its traces to.
+SINK_SPANS="$TMP/sink-spans.txt"
+: >"$SINK_SPANS"
+python3 "$ROOT/tools/e2e/otlpsink.py" "$TMP/sink.port" "$SINK_SPANS" 2>"$TMP/sink.log" &
+PIDS+=($!)
+wait_for 10 "the OTLP sink's port" test -s "$TMP/sink.port"
+SINK="http://127.0.0.1:$(cat "$TMP/sink.port")"
 # The lanes' GPU time per step: prefill 60+450+350 = 860 us; decode
 # 90+70+25 us of kernels plus the 15+10+10 us graph replayed in it = 220 us.
 PREFILL_US=860
 DECODE_US=220
 TRACE="$TMP/trace.json"
 start_demo "$BIN" --rate=100 --jitter=0.2 --trace="$TRACE" --trace_spans=1000000 \
+  --kernel_histograms --classic_buckets=8 --otlp="$SINK" \
   --prefill=embed=60us,attn_prefill=450us,mlp_prefill=350us \
   --decode=attn_decode=90us,mlp_decode=70us,sample=25us \
   --graph=norm=15us,rope=10us,residual=10us
@@ -47,54 +186,11 @@ promtool check metrics <"$ARTIFACTS/metrics.txt" >"$TMP/promtool.log" 2>&1 ||
   fail "promtool check metrics: $(cat "$TMP/promtool.log")"
 log "promtool check metrics: ok ($(grep -c '^gpuspans_' "$ARTIFACTS/metrics.txt") gpuspans samples)"
 
-EX="$ROOT/examples/observability"
-# start_prometheus NAME [FLAGS...]: a Prometheus scraping the demo every
-# second with the shipped rules; sets the NAME variable to its URL.
-start_prometheus() {
-  local name=$1 port dir="$TMP/$1"
-  shift
-  port="$(free_port)"
-  mkdir -p "$dir"
-  cat >"$dir/prometheus.yml" <<YML
-global:
-  scrape_interval: 1s
-  evaluation_interval: 1s
-rule_files:
-  - $EX/gpuspans.rules.yml
-scrape_configs:
-  - job_name: gpuspans
-    static_configs:
-      - targets: ['${DEMO_URL#http://}']
-YML
-  promtool check config "$dir/prometheus.yml" >/dev/null || fail "promtool check config ($name)"
-  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
-    --web.listen-address="127.0.0.1:$port" --log.level=warn "$@" >"$dir/prometheus.log" 2>&1 &
-  PIDS+=($!)
-  printf -v "$name" '%s' "http://127.0.0.1:$port"
-}
-start_prometheus NATIVE --enable-feature=native-histograms
-start_prometheus CLASSIC
-for p in "$NATIVE" "$CLASSIC"; do
-  wait_for 30 "Prometheus ready on $p" curl -fs --max-time 2 -o /dev/null "$p/-/ready"
-done
+start_prometheus NATIVE "$EX/gpuspans.rules.yml" gpuspans="${DEMO_URL#http://}" -- --enable-feature=native-histograms,exemplar-storage
+start_prometheus CLASSIC "$EX/gpuspans.rules.yml" gpuspans="${DEMO_URL#http://}" -- --enable-feature=exemplar-storage
 log "prometheus up: native histograms at $NATIVE, classic at $CLASSIC"
-
-# query PROM EXPR: the instant query's JSON, through the HTTP API.
-query() { curl -fsS --max-time 5 --get --data-urlencode "query=$2" "$1/api/v1/query"; }
-# values PROM EXPR LABEL: "labelvalue value" lines of an instant vector.
-values() {
-  query "$1" "$2" | grep -o "\"$3\":\"[^\"]*\"},\"value\":\[[0-9.e+-]*,\"[^\"]*\"" |
-    sed "s/\"$3\":\"\([^\"]*\)\"},\"value\":\[[^,]*,\"\([^\"]*\)\"/\1 \2/"
-}
-# value PROM EXPR LABEL WANT: the value of the series whose LABEL is WANT.
-value() { values "$1" "$2" "$3" | awk -v w="$4" '$1 == w {print $2}'; }
-scrapes_done() {
-  local n
-  n="$(query "$1" 'count_over_time(up{job="gpuspans"}[1m])' | grep -o '"value":\[[^,]*,"[0-9]*"' | sed 's/.*,"\([0-9]*\)"/\1/')"
-  [[ -n "$n" && "$n" -ge 6 ]]
-}
 for p in "$NATIVE" "$CLASSIC"; do
-  wait_for 40 "6 scrapes of the demo by $p" scrapes_done "$p"
+  wait_for 40 "6 scrapes of the demo by $p" scrapes_done "$p" gpuspans 6
   [[ "$(values "$p" 'up{job="gpuspans"}' job)" == "gpuspans 1" ]] || fail "target not up on $p: $(query "$p" up)"
 done
 # The native server holds native histograms, the classic one buckets.
@@ -122,6 +218,56 @@ for form in native classic; do
     log "$form: lane $lane p50 $(awk -v g="$got" 'BEGIN {printf "%.1f", g * 1e6}')us (configured GPU time ${want_us}us)"
   done
 done
+
+# Exemplars: each server holds, for each lane, exemplars whose trace_id and
+# span_id are those of a lane span of that lane the OTLP sink received, with
+# that span's duration as value: a p99 spike opens a trace the tracing
+# backend has. (Prometheus reads them from OpenMetrics on the classic
+# server and from the protobuf format on the native one.)
+EX_FROM=$(($(date +%s) - 600))
+# exemplars PROM SELECTOR: "lane trace_id span_id value" lines.
+exemplars() {
+  curl -fsS --max-time 5 --get --data-urlencode "query=$2" --data-urlencode "start=$EX_FROM" \
+    --data-urlencode "end=$(($(date +%s) + 60))" "$1/api/v1/query_exemplars" | python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["data"]:
+    for e in s["exemplars"]:
+        print(s["seriesLabels"]["lane"], e["labels"].get("trace_id", "-"), e["labels"].get("span_id", "-"), e["value"])'
+}
+# exemplars_checked PROM SELECTOR: every exemplar matches a lane span the
+# sink received, and both lanes have one; writes them to $TMP/ex.
+exemplars_checked() {
+  exemplars "$1" "$2" >"$TMP/ex" || return 1
+  python3 - "$TMP/ex" "$SINK_SPANS" <<'PY'
+import sys
+sent = {}
+for line in open(sys.argv[2]):
+    trace, span, dur, name = line.rstrip("\n").split(" ", 3)
+    sent[(trace, span)] = (int(dur), name)
+lanes = set()
+for line in open(sys.argv[1]):
+    lane, trace, span, value = line.split()
+    got = sent.get((trace, span))
+    if got is None or got[1] != "lane " + lane or abs(got[0] - float(value) * 1e9) > 1:
+        print("exemplar %s: the sink got %s" % (line.strip(), got), file=sys.stderr)
+        sys.exit(2)
+    lanes.add(lane)
+sys.exit(0 if lanes == {"prefill", "decode"} else 1)
+PY
+  local rc=$?
+  ((rc != 2)) || fail "an exemplar on $1 that no span the OTLP sink received matches: $(cat "$TMP/ex")"
+  return $rc
+}
+for form in native classic; do
+  if [[ $form == native ]]; then
+    p=$NATIVE sel='gpuspans_lane_duration_seconds{job="gpuspans"}'
+  else
+    p=$CLASSIC sel='gpuspans_lane_duration_seconds_bucket{job="gpuspans"}'
+  fi
+  wait_for 30 "$form: exemplars of both lanes that match spans the OTLP sink got" exemplars_checked "$p" "$sel"
+  log "$form: $(wc -l <"$TMP/ex") exemplars on the lane histograms, each a lane span the OTLP sink received (trace and span id, lane, duration); e.g. $(head -1 "$TMP/ex")"
+done
+cp "$TMP/ex" "$ARTIFACTS/exemplars.txt"
 
 # The shipped examples: the config is valid, the rules pass their unit
 # tests, the dashboard is JSON that imports through __inputs (no
