@@ -51,6 +51,8 @@ struct State {
   CUresult sticky = CUDA_SUCCESS;
   int32_t fail_create_at = 0, create_calls = 0;
   CUresult fail_create_code = CUDA_SUCCESS;
+  int64_t fail_call_in = 0;  // > 0: the fail_call_in-th call from now fails
+  CUresult fail_call_code = CUDA_SUCCESS;
   CUresult record_code = CUDA_SUCCESS;
   int32_t record_times = 0;
   uint64_t next_stream = 0x5000;
@@ -71,11 +73,13 @@ thread_local std::vector<CUcontext> t_contexts;
 
 uint64_t Key(CUstream s) { return reinterpret_cast<uint64_t>(s); }
 
-// Begin takes the lock and counts the call; the fake's calls all start here.
-#define FAKE_BEGIN()                       \
-  State& s = S();                          \
-  std::lock_guard<std::mutex> lock(s.mu);  \
-  ++s.n.driver_calls;                      \
+// Begin takes the lock, counts the call and fails it when told to; the
+// fake's calls all start here.
+#define FAKE_BEGIN()                                                        \
+  State& s = S();                                                           \
+  std::lock_guard<std::mutex> lock(s.mu);                                   \
+  ++s.n.driver_calls;                                                       \
+  if (s.fail_call_in > 0 && --s.fail_call_in == 0) return s.fail_call_code; \
   if (s.sticky != CUDA_SUCCESS) return s.sticky
 
 FakeEvent* Find(State& s, CUevent e) {
@@ -471,6 +475,8 @@ void FakeReset() {
   s.fail_open = false;
   s.init_result = s.sticky = s.fail_create_code = s.record_code = CUDA_SUCCESS;
   s.fail_create_at = s.create_calls = s.record_times = 0;
+  s.fail_call_in = 0;
+  s.fail_call_code = CUDA_SUCCESS;
   s.n = gs_fake_counters{};
   s.kernel_ns = -1;
   t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
@@ -520,6 +526,12 @@ void gs_testing_fake_fail_event_create(int32_t k, int32_t cu_result) {
   S().fail_create_at = k > 0 ? k : 0;
   S().create_calls = 0;
   S().fail_create_code = cu_result;
+}
+
+void gs_testing_fake_fail_call(int64_t k, int32_t cu_result) {
+  std::lock_guard<std::mutex> lock(S().mu);
+  S().fail_call_in = k > 0 ? k : 0;
+  S().fail_call_code = cu_result;
 }
 
 void gs_testing_fake_record_result(int32_t cu_result, int32_t times) {

@@ -54,6 +54,40 @@ void ReleaseAll(gs_pool* p) {
   p->ctx = nullptr;
 }
 
+// CreateGuard owns a pool while gs_pool_create builds it. Unless dismissed
+// (the create succeeded), it releases whatever the pool holds by then and
+// frees it, so that no failure path, present or future, leaks an event, the
+// stream, the module or the context retain. Every handle starts null and a
+// failed create call leaves its handle null, so ReleaseAll knows what was
+// made.
+class CreateGuard {
+ public:
+  explicit CreateGuard(gs_pool* p) : p_(p) {}
+  // Copies would release the pool twice.
+  CreateGuard(const CreateGuard&) = delete;
+  CreateGuard& operator=(const CreateGuard&) = delete;
+  // Not movable either: a guard stays in the scope it guards.
+  CreateGuard(CreateGuard&&) = delete;
+  CreateGuard& operator=(CreateGuard&&) = delete;
+  ~CreateGuard() {
+    if (!p_) return;
+    ReleaseAll(p_);
+    delete p_;
+  }
+
+  gs_pool* get() const { return p_; }
+  gs_pool* operator->() const { return p_; }
+  // Dismiss hands the pool to the caller; the guard then releases nothing.
+  gs_pool* Dismiss() {
+    gs_pool* p = p_;
+    p_ = nullptr;
+    return p;
+  }
+
+ private:
+  gs_pool* p_;
+};
+
 gs_status Record(gs_pool* p, uint32_t slot, uint64_t stream, int32_t* cu, bool end) {
   SetCu(cu, 0);
   if (!p || slot >= p->nslots) return GS_ERR_INVALID_ARGUMENT;
@@ -143,11 +177,11 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
   }
   gs_status st = gs_driver_load(err);
   if (st != GS_OK) return st;
-  std::unique_ptr<gs_pool> p;
+  // From here on every return but the last leaves the guard to release
+  // whatever the pool holds by then.
+  gs::CreateGuard p(new (std::nothrow) gs_pool);
   try {
-    // Every allocation happens before the first driver resource, so a
-    // bad_alloc leaves nothing to release.
-    p.reset(new gs_pool);
+    if (!p.get()) throw std::bad_alloc();
     p->slots.reset(new gs::Slot[slots]);
     p->order.reset(new uint32_t[slots]);
     p->seq.reset(new uint64_t[slots]);
@@ -171,7 +205,6 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
     gs::ContextScope scope;
     r = scope.Enter(d, ctx);
     if (r != CUDA_SUCCESS) {
-      gs::ReleaseAll(p.get());
       return gs::SetError(err, GS_ERR_DRIVER, r, "making the context of device %d current", device);
     }
     const uint32_t total = 2 * slots + gs::kAnchors;
@@ -181,7 +214,6 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
       r = d->cuEventCreate(e, CU_EVENT_DEFAULT);
       if (r != CUDA_SUCCESS) {
         *e = nullptr;
-        gs::ReleaseAll(p.get());
         return gs::SetError(err, GS_ERR_DRIVER, r, "cuEventCreate (event %u of %u, device %d)",
                             k + 1, total, device);
       }
@@ -189,19 +221,17 @@ gs_status gs_pool_create(int32_t device, uint32_t slots, gs_pool** out, gs_error
     r = d->cuStreamCreate(&p->anchor_stream, CU_STREAM_NON_BLOCKING);
     if (r != CUDA_SUCCESS) {
       p->anchor_stream = nullptr;
-      gs::ReleaseAll(p.get());
       return gs::SetError(err, GS_ERR_DRIVER, r, "cuStreamCreate (anchor stream, device %d)", device);
     }
     // The first anchor, so the first harvest can promote it.
     r = gs::RecordAnchor(p.get());
     if (r != CUDA_SUCCESS) {
-      gs::ReleaseAll(p.get());
       return gs::SetError(err, GS_ERR_DRIVER, r, "cuEventRecord (anchor, device %d)", device);
     }
     gs::StartCalibration(p.get());
   }
   if (err) *err = gs_error{};
-  *out = p.release();
+  *out = p.Dismiss();
   return GS_OK;
 }
 

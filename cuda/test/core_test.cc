@@ -442,6 +442,76 @@ void TestCreateFailsAtAnchor() {
   ExpectNoLeaks();
 }
 
+// Every driver call gs_pool_create makes, the offset calibration's included,
+// fails in turn (k = 1, 2, ...): a create that fails holds nothing (no event,
+// stream, module or context retain is left), and one that survives (a
+// calibration failure only leaves the offset unknown) destroys cleanly. Twice:
+// on a thread with no current context (the pool's is adopted) and on one
+// current on another device's (the pool's is pushed and popped).
+void TestCreateFailsAtEveryCall() {
+  constexpr int32_t kOutOfMemory = 2;
+  for (int32_t current : {-1, 1}) {
+    auto fresh = [current] {
+      gs_testing_use_fake_driver();
+      gs_testing_fake_set_device_count(2);
+      gs_testing_fake_kernels(3000);
+      CHECK_EQ(gs_driver_load(nullptr), GS_OK);
+      gs_testing_fake_set_current_device(current);
+      gs_testing_fake_reset_counters();
+    };
+    fresh();
+    gs_pool* p = NewPool(4);
+    const gs_fake_counters full = Counters();
+    gs_testing_fake_advance(10 * kMs);
+    Destroy(p);
+    ExpectNoLeaks();
+    // The calls of a create: 12 events, 62 calibration events, 63 launches,
+    // 63 records, and the context, stream and module calls around them.
+    CHECK(full.driver_calls > 2 * 4 + 4 + 2 * 31 + 63 + 63);
+    CHECK_EQ(full.live_modules, 1);
+    int failed = 0, survived = 0, unpopped = 0;
+    const int failures_before = g_failures;
+    for (int64_t k = 1; k <= full.driver_calls; ++k) {
+      fresh();
+      gs_testing_fake_fail_call(k, kOutOfMemory);
+      gs_pool* q = nullptr;
+      gs_error err;
+      const gs_status st = gs_pool_create(0, 4, &q, &err);
+      CHECK(Counters().driver_calls >= k);  // the failure was injected
+      if (st == GS_OK) {
+        ++survived;
+        CHECK(q != nullptr);
+        gs_testing_fake_advance(10 * kMs);
+        CHECK_EQ(gs_pool_destroy(q, &err), GS_OK);
+      } else {
+        ++failed;
+        CHECK_EQ(st, GS_ERR_DRIVER);
+        CHECK(q == nullptr);
+        CHECK_EQ(err.cu_result, kOutOfMemory);
+      }
+      const gs_fake_counters c = Counters();
+      CHECK_EQ(c.live_events, 0);
+      CHECK_EQ(c.live_streams, 0);
+      CHECK_EQ(c.live_modules, 0);
+      CHECK_EQ(c.retained_contexts, 0);
+      CHECK_EQ(c.destroys_in_flight, 0);
+      // A pop that fails leaves its push unpopped (nothing can undo it);
+      // anything else balances.
+      CHECK(c.ctx_pushes - c.ctx_pops == 0 || c.ctx_pushes - c.ctx_pops == 1);
+      if (c.ctx_pushes != c.ctx_pops) ++unpopped;
+      if (g_failures != failures_before) {
+        fprintf(stderr, "  (failing driver call %lld of %lld, current device %d)\n",
+                static_cast<long long>(k), static_cast<long long>(full.driver_calls), current);
+        return;
+      }
+    }
+    // Only failed pops left a push unpopped: as many as a create makes.
+    CHECK_EQ(unpopped, full.ctx_pops);
+    CHECK(failed > 0);
+    CHECK(survived > 0);
+  }
+}
+
 // Destroy refuses while any recorded event is in flight, and succeeds at the
 // first attempt after the last one completes; a refused destroy releases
 // nothing. Spans end at different times on several streams, some with open
@@ -926,6 +996,7 @@ const Test kTests[] = {
     {"StickyDuringHarvest", TestStickyDuringHarvest},
     {"RecordEndFailsMidSpan", TestRecordEndFailsMidSpan},
     {"CreateFailsAtAnchor", TestCreateFailsAtAnchor},
+    {"CreateFailsAtEveryCall", TestCreateFailsAtEveryCall},
     {"NoEventDestroyedInFlight", TestNoEventDestroyedInFlight},
     {"StickyDuringDestroy", TestStickyDuringDestroy},
     {"NewPoolAfterSticky", TestNewPoolAfterSticky},

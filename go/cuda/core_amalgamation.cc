@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 361442ee9cc1fa3485383af92d78ab2a604dfbc388d2d315bd914358a7ffbb9a
+// sees only this file, rebuilds when they change: 71a5d9d023a25623ad35644690d962e5d3754ec4ed053a5b6ccb1151f67c6040
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -78,6 +78,13 @@ void gs_testing_fake_set_device_count(int32_t count);
  * (k >= 1) return cu_result; k <= 0 clears it. */
 void gs_testing_fake_fail_event_create(int32_t k, int32_t cu_result);
 
+/* gs_testing_fake_fail_call makes the k-th fake driver call from now (k >=
+ * 1, counted as gs_fake_counters.driver_calls counts them) return cu_result
+ * without acting, once; k <= 0 clears it. Failing each call of an operation
+ * in turn (k = 1, 2, ... up to the calls a successful one makes) checks
+ * every failure path it has. */
+void gs_testing_fake_fail_call(int64_t k, int32_t cu_result);
+
 /* gs_testing_fake_record_result makes the next `times` cuEventRecord calls
  * (times < 0: all of them) return cu_result without recording. */
 void gs_testing_fake_record_result(int32_t cu_result, int32_t times);

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 51686472d53252715ab4a5441a33da9f3a3fc4c888c66e0611c65576532fec6c
+// sees only this file, rebuilds when they change: 6d4402dad39b882e769b10d85356f2d2fb863397583ff503cf2c1a03ffeca389
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
