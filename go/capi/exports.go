@@ -25,6 +25,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/export/prom"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp"
@@ -697,6 +698,7 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 		ProtectReads: protect,
 		Logf:         e.logs.logf(C.GS_HUB_LOG_INFO), // changes made through the control endpoints
 		Collectors:   []prometheus.Collector{otlpCollector{e}},
+		Prom:         append(e.promOptions(), prom.WithExemplars(otlpExemplars{e})),
 	})
 	srv := gpuspanshttp.NewServer(e.guard(h), nil)
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gpuspans/gpuspans/go/export/otlp"
+	"github.com/gpuspans/gpuspans/go/export/prom"
 )
 
 // The OTLP exporter of a hub (go/export/otlp), and request links.
@@ -145,6 +146,21 @@ func gs_hub_link_step(handle C.gs_hub, step C.uint64_t, links *C.gs_hub_link, n 
 	e.links = buf
 	e.otlp.LinkStep(uint64(step), buf)
 	return statusOK
+}
+
+// otlpExemplars gives /metrics' lane histograms the exemplars of the
+// exporter last started, stopped or not: the traces it sent stay where
+// they went.
+type otlpExemplars struct{ e *hub }
+
+func (x otlpExemplars) LaneExemplar(device int, lane string) (prom.Exemplar, bool) {
+	x.e.otlpMu.Lock()
+	exp := x.e.otlpLast
+	x.e.otlpMu.Unlock()
+	if exp == nil {
+		return prom.Exemplar{}, false
+	}
+	return exp.LaneExemplar(device, lane)
 }
 
 // otlpCollector exports the series (gpuspans_otlp_*) of the exporter last

@@ -47,8 +47,11 @@ func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.s
 	// /metrics uses,
 	// asked for text: classic histograms only, as text carries no native
 	// ones.
+	e.mu.Lock()
+	opts := append(e.promOptions(), prom.WithoutNativeHistograms())
+	e.mu.Unlock()
 	reg := prometheus.NewRegistry()
-	if err := reg.Register(prom.NewCollector(e.h, prom.WithoutNativeHistograms())); err != nil {
+	if err := reg.Register(prom.NewCollector(e.h, opts...)); err != nil {
 		return fail(e, statusInternal, "gs_hub_metrics: registering the collector: %v", err)
 	}
 	if err := reg.Register(otlpCollector{e}); err != nil {
@@ -75,6 +78,41 @@ func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.s
 	dst[len(b)] = 0
 	*length = C.size_t(len(b))
 	return statusOK
+}
+
+//export gs_hub_set_metrics
+func gs_hub_set_metrics(handle C.gs_hub, flags, classicBuckets C.int32_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_set_metrics", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_set_metrics", e, &st)
+	if flags&^C.GS_HUB_METRICS_KERNEL_HISTOGRAMS != 0 {
+		return fail(e, statusInvalidArgument, "gs_hub_set_metrics: unknown flags %#x", int(flags))
+	}
+	n := int(classicBuckets)
+	if n == 0 {
+		n = prom.DefaultClassicBuckets
+	}
+	if err := prom.CheckClassicBuckets(n); err != nil {
+		return fail(e, statusInvalidArgument, "gs_hub_set_metrics: classic_buckets %d: want 0 (the default, 1), 1, 2, 4 or 8", int(classicBuckets))
+	}
+	e.mu.Lock()
+	e.metricsFlags, e.classicBuckets = flags, n
+	e.mu.Unlock()
+	return statusOK
+}
+
+// promOptions are the collector options gs_hub_set_metrics set. Call with
+// e.mu held.
+func (e *hub) promOptions() []prom.Option {
+	opts := []prom.Option{prom.WithClassicBuckets(max(e.classicBuckets, prom.DefaultClassicBuckets))}
+	if e.metricsFlags&C.GS_HUB_METRICS_KERNEL_HISTOGRAMS != 0 {
+		opts = append(opts, prom.WithKernelHistograms())
+	}
+	return opts
 }
 
 //export gs_hub_recent_spans

@@ -69,6 +69,9 @@ type hub struct {
 	cudaDev map[int]bool     // CUDA devices installed
 	srv     *http.Server
 	ln      net.Listener
+	// What the Prometheus families hold (gs_hub_set_metrics).
+	metricsFlags   C.int32_t
+	classicBuckets int
 	// The background harvester, while one runs: its cancel and the
 	// channel its goroutine closes when it returns.
 	harvestStop context.CancelFunc

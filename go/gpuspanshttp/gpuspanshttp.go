@@ -8,7 +8,8 @@
 // # Paths
 //
 //	GET         /metrics                          Prometheus exposition of the hub (package prom),
-//	                                              the Go runtime and the process
+//	                                              the Go runtime and the process: text, protobuf,
+//	                                              or OpenMetrics (with exemplars), as the scraper asks
 //	GET         /debug/gpuspans                   the live page (package debugpage)
 //	GET         /debug/gpuspans/snapshot.json     the same snapshot as JSON
 //	GET, PUT    /control/level                    off, step or kernel (package control)
@@ -78,6 +79,9 @@ type Options struct {
 	// metrics sit beside them, and leaves the Go runtime and process
 	// collectors to its owner. Nil: a registry of New's own with both.
 	Registry *prometheus.Registry
+	// Prom configures the hub's collector: prom.WithKernelHistograms,
+	// prom.WithClassicBuckets, prom.WithExemplars (an OTLP exporter's).
+	Prom []prom.Option
 }
 
 // protectedMux registers handlers behind control.Protect.
@@ -106,14 +110,14 @@ func New(hub *gpuspans.Hub, o Options) http.Handler {
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
 	}
-	reg.MustRegister(prom.NewCollector(hub))
+	reg.MustRegister(prom.NewCollector(hub, o.Prom...))
 	reg.MustRegister(o.Collectors...)
 	mux := http.NewServeMux()
 	reads := control.Mux(mux)
 	if o.ProtectReads {
 		reads = protectedMux{mux, o.Token}
 	}
-	reads.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	reads.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg, EnableOpenMetrics: true}))
 	debugpage.Register(reads, hub, debugpage.Options{Backend: o.Backend})
 	control.Register(mux, hub, control.Options{Token: o.Token, Logf: o.Logf})
 	for path, h := range o.Extra {

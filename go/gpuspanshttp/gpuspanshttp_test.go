@@ -6,10 +6,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/gpuspans/gpuspans/go/backend/sim"
+	"github.com/gpuspans/gpuspans/go/export/prom"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -119,5 +122,57 @@ func TestEngineRegistry(t *testing.T) {
 	}
 	if strings.Contains(string(body), "process_cpu_seconds_total") {
 		t.Error("New registered a process collector on the engine's registry")
+	}
+}
+
+// /metrics answers OpenMetrics (where exemplars travel) when asked, and
+// Options.Prom reaches the hub's collector.
+func TestOpenMetricsAndPromOptions(t *testing.T) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	stream := gpu.NewStream()
+	if err := hub.Install(0, stream, gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	hub.BeginStep()
+	hub.LaneBegin(0)
+	hub.KernelEnd(hub.KernelBegin(1, stream))
+	gpu.Launch(stream, time.Millisecond)
+	hub.LaneEnd(0)
+	clock.Advance(time.Second)
+	hub.BeginStep()
+	hub.Harvest()
+	for _, c := range []struct {
+		opts          []prom.Option
+		accept, ctype string
+		want, not     string
+	}{
+		{nil, "", "text/plain", `gpuspans_lane_duration_seconds_count{device="0",lane="prefill"} 1`, "gpuspans_kernel_duration_seconds"},
+		{[]prom.Option{prom.WithKernelHistograms()}, "application/openmetrics-text; version=1.0.0", "application/openmetrics-text",
+			`gpuspans_kernel_duration_seconds_count{device="0",kernel="other"} 1`, ""},
+	} {
+		srv := httptest.NewServer(New(hub, Options{Prom: c.opts}))
+		req, _ := http.NewRequest("GET", srv.URL+"/metrics", nil)
+		if c.accept != "" {
+			req.Header.Set("Accept", c.accept)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		ct := resp.Header.Get("Content-Type")
+		if !strings.HasPrefix(ct, c.ctype) || !strings.Contains(string(body), c.want) || c.not != "" && strings.Contains(string(body), c.not) {
+			t.Errorf("Accept %q: Content-Type %q; want %q in\n%.2000s", c.accept, ct, c.want, body)
+		}
+		if c.ctype == "application/openmetrics-text" && !strings.HasSuffix(string(body), "# EOF\n") {
+			t.Errorf("OpenMetrics without # EOF")
+		}
 	}
 }

@@ -32,6 +32,8 @@ def main(argv=None):
     p.add_argument("--prefill_us", type=float, default=800, help="GPU time of a prefill lane")
     p.add_argument("--decode_us", type=float, default=200, help="GPU time of a decode lane")
     p.add_argument("--kernel_span_every", type=int, default=4)
+    p.add_argument("--kernel_histograms", action="store_true", help="a histogram per kernel too (28 series each)")
+    p.add_argument("--classic_buckets", type=int, default=1, help="classic buckets per doubling of duration: 1, 2, 4 or 8")
     args = p.parse_args(argv)
 
     stop = threading.Event()
@@ -41,6 +43,7 @@ def main(argv=None):
     with gpuspans.Hub(lanes=["prefill", "decode"], level="kernel", kernel_span_every=args.kernel_span_every) as hub:
         gpu = hub.install(0, 0, sim=True)
         hub.start_harvester(0.001)
+        hub.set_metrics(kernel_histograms=args.kernel_histograms, classic_buckets=args.classic_buckets)
         gpuspans.prometheus.register(hub)  # onto prometheus_client's REGISTRY, beside the engine's own
         server = prometheus_client.start_http_server(args.port, addr="127.0.0.1")
         # prometheus_client returns its server (and so a port 0 picked)

@@ -649,6 +649,18 @@ class Hub:
         prometheus_client registry instead."""
         return self._read("metrics text", lambda buf, size, n: self._lib.gs_hub_metrics(self._h, buf, size, n)).decode()
 
+    def set_metrics(self, kernel_histograms: bool = False, classic_buckets: int = 1) -> None:
+        """Sets which series the hub's Prometheus families hold (the
+        README's series budget). By default lane histograms only: 1 series
+        each where Prometheus scrapes native histograms, 28 as classic
+        buckets; kernel_histograms adds as much per kernel. classic_buckets
+        is the classic buckets per doubling of duration: 1 (25 from 1 us to
+        16 s, histogram_quantile within a factor of 2), 2, 4 or 8 (193,
+        within 9%). metrics_text() and gpuspans.prometheus follow at once,
+        serve() from its next start."""
+        flags = _lib.METRICS_KERNEL_HISTOGRAMS if kernel_histograms else 0
+        self._check(self._lib.gs_hub_set_metrics(self._h, flags, _int("classic_buckets", classic_buckets, (1, 8))))
+
     def recent_spans(self, after_seq: int = 0, limit: int = 8192) -> List[Span]:
         """The spans still in the hub's ring of recent spans whose seq is
         above after_seq, oldest first, at most limit of them, as Span

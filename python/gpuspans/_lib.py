@@ -24,6 +24,7 @@ WORD_POOLS = 0x8
 SNAPSHOT_JSON = 0
 SNAPSHOT_PROTO = 1
 SERVE_PROTECT_READS = 1
+METRICS_KERNEL_HISTOGRAMS = 1
 SPAN_LANE = 1
 SPAN_KERNEL = 2
 SPAN_NAME_CAP = 136
@@ -134,6 +135,7 @@ def load(path=None):
         "gs_hub_serve": (i32, [u64, ctypes.c_char_p, ctypes.c_char_p, i32, ctypes.c_char_p, sz]),
         "gs_hub_stop_serving": (i32, [u64]),
         "gs_hub_metrics": (i32, [u64, ctypes.c_void_p, sz, p(sz)]),
+        "gs_hub_set_metrics": (i32, [u64, i32, i32]),
         "gs_hub_recent_spans": (i32, [u64, u64, p(Span), sz, p(sz)]),
         "gs_hub_keep_start_times": (i32, [u64]),
         "gs_hub_set_log_callback": (i32, [u64, LOG_FN, ctypes.c_void_p]),

@@ -72,7 +72,10 @@ class PrometheusTest(unittest.TestCase):
         requests = prometheus_client.Counter("engine_requests", "The engine's own counter.", registry=reg)
         requests.inc(7)
         gpuspans.prometheus.register(hub, reg)
-        got = samples(self.engine(reg)())
+        scrape = self.engine(reg)
+        self.assertNotIn("gpuspans_kernel_duration_seconds", scrape(), "kernel histograms without set_metrics")
+        hub.set_metrics(kernel_histograms=True)
+        got = samples(scrape())
         self.assertEqual(got[("engine_requests_total", ())], 7)
         lane = (("device", "0"), ("lane", "decode"))
         self.assertEqual(got[("gpuspans_lane_duration_seconds_count", lane)], 20)
@@ -87,7 +90,7 @@ class PrometheusTest(unittest.TestCase):
         # Buckets cumulative, the decode lane's median where its work puts it.
         buckets = sorted((float(dict(k[1])["le"]), v) for k, v in got.items()
                          if k[0] == "gpuspans_lane_duration_seconds_bucket" and dict(k[1])["lane"] == "decode")
-        self.assertGreater(len(buckets), 100)
+        self.assertEqual(len(buckets), 26, "25 bounds from 2^-20 s to 16 s, and +Inf")
         self.assertEqual([v for _, v in buckets], sorted(v for _, v in buckets))
         median = next(le for le, v in buckets if v >= 10)
         self.assertTrue(5e-5 <= median <= 5e-5 * 1.5, median)
@@ -95,6 +98,7 @@ class PrometheusTest(unittest.TestCase):
 
     def test_the_same_series_as_the_hubs_own_metrics(self):
         hub = self.hub()
+        hub.set_metrics(kernel_histograms=True, classic_buckets=8)
         reg = prometheus_client.CollectorRegistry()
         gpuspans.prometheus.register(hub, reg)
         ours = samples(prometheus_client.generate_latest(reg).decode())
@@ -105,7 +109,19 @@ class PrometheusTest(unittest.TestCase):
         self.assertEqual({k for k in ours}, {k for k in served})
         self.assertEqual({k: v for k, v in ours.items() if k[0] not in moving},
                          {k: v for k, v in served.items() if k[0] not in moving})
-        self.assertGreater(len(ours), 400)
+        # 2 lanes and a kernel, 193 classic bounds each.
+        self.assertGreater(len(ours), 3 * 196)
+        self.assertIn(("gpuspans_kernel_duration_seconds_count", (("device", "0"), ("kernel", "attention"))), ours)
+
+    def test_set_metrics_refuses_what_it_does_not_know(self):
+        hub = self.hub()
+        for bad in (3, 5):
+            with self.assertRaises(gpuspans.Error) as e:
+                hub.set_metrics(classic_buckets=bad)
+            self.assertIn(f"classic_buckets {bad}", str(e.exception))
+        for bad in (0, 16, -1):
+            with self.assertRaises(ValueError):
+                hub.set_metrics(classic_buckets=bad)
 
     def test_the_default_registry_and_clashes(self):
         hub = self.hub()

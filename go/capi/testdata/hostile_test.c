@@ -121,6 +121,7 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_start_harvester(b, 1000));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_harvester(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_metrics(b, big, sizeof big, &n));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_metrics(b, 0, 0));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_recent_spans(b, 0, NULL, 0, &n));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_keep_start_times(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_log_callback(b, NULL, NULL));
@@ -143,6 +144,8 @@ static void extreme_arguments(void) {
     NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, v));
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_snapshot(hub, v, big, sizeof big, &n));
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve(hub, "127.0.0.1:0", NULL, v, NULL, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_metrics(hub, v, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_metrics(hub, 0, v));
     NOT_INTERNAL(gs_hub_lane_begin_call(hub, v));
     NOT_INTERNAL(gs_hub_lane_end_call(hub, v));
     if (v < 0) EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_drain(hub, v, NULL));

@@ -217,8 +217,10 @@ int main(void) {
     printf("ok: recent spans: 60 read in pages of 16, in order, named\n");
   }
 
-  // The Prometheus families as text: the hub's, without Go's or the process's.
-  {
+  // The Prometheus families as text: the hub's, without Go's or the
+  // process's; kernel histograms and finer classic buckets once asked for.
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) CHECK_OK(gs_hub_set_metrics(hub, GS_HUB_METRICS_KERNEL_HISTOGRAMS, 8));
     size_t need = 0;
     st = gs_hub_metrics(hub, NULL, 0, &need);
     CHECK(st == GS_HUB_ERR_TOO_SMALL && need > 1000, "metrics size: %s, %zu", gs_hub_status_name(st), need);
@@ -228,13 +230,18 @@ int main(void) {
     CHECK(n > 0 && text[n] == 0 && strlen(text) == n, "metrics text of %zu bytes", n);
     CHECK(strstr(text, "\ngpuspans_lane_duration_seconds_count{device=\"0\",lane=\"prefill\"} 20\n") != NULL,
           "no prefill count of 20 in the metrics text");
-    CHECK(strstr(text, "\ngpuspans_kernel_duration_seconds_count{device=\"0\",kernel=\"mlp\"} 10\n") != NULL,
-          "no mlp count of 10 in the metrics text");
+    int kernels = strstr(text, "\ngpuspans_kernel_duration_seconds_count{device=\"0\",kernel=\"mlp\"} 10\n") != NULL;
+    CHECK(kernels == pass, "pass %d: mlp count of 10 in the metrics text: %d", pass, kernels);
+    // 1 us to 16 s, 1 bucket to a doubling by default, 8 once set.
+    int fine = strstr(text, "lane=\"prefill\",le=\"1.0905077326652577\"}") != NULL;
+    CHECK(strstr(text, "lane=\"prefill\",le=\"16\"}") != NULL && fine == pass, "pass %d: classic bounds: 16 s %s, 2^(1/8) s %d", pass,
+          strstr(text, "lane=\"prefill\",le=\"16\"}") ? "there" : "missing", fine);
     CHECK(strstr(text, "go_goroutines") == NULL && strstr(text, "process_") == NULL,
           "the metrics text has Go's or the process's families");
     free(text);
-    printf("ok: metrics text: %zu bytes, lane and kernel histograms\n", n);
+    printf("ok: metrics text: %zu bytes, lane histograms%s\n", n, pass ? ", and kernel histograms and 8 buckets to a doubling once set" : "");
   }
+  CHECK_OK(gs_hub_set_metrics(hub, 0, 0));
 
   // Unarmed steps at Kernel: the kernel calls make no crossing.
   CHECK_OK(gs_hub_set_kernel_span_every(hub, 1000000));

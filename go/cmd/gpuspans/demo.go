@@ -29,7 +29,8 @@ the simulated GPU runs them (the first output line says which).
 While it runs it prints a status line and serves, on --listen:
   /debug/gpuspans                  live page: latency histograms, drops, devices
   /debug/gpuspans/snapshot.json    the same as JSON
-  /metrics                         Prometheus metrics (gpuspans_* and Go runtime)
+  /metrics                         Prometheus metrics (gpuspans_* and Go runtime); lane
+                                   histograms only unless --kernel_histograms
   /control/level                   GET; PUT or POST "off", "step" or "kernel"
   /control/kernel_span_every       GET; PUT or POST an integer N (arm 1 step in N)
   /control/kernel_timing           GET; PUT or POST "events", "auto" or "cupti"
@@ -68,6 +69,9 @@ OTEL_RESOURCE_ATTRIBUTES; the resource also carries host.name, process.pid and
 a service.instance.id. --otlp=off sends nothing whatever they say. Drops are
 counted on /metrics (gpuspans_otlp_*); a collector that is down costs nothing
 else, and one that speaks the other protocol is named in the log with the fix.
+The lane histograms on /metrics then carry exemplars (served as OpenMetrics to
+a Prometheus that asks): the trace id of the latest lane span the collector
+accepted.
 
 Kernel lists are name=duration pairs: --prefill=embed=60us,attn=450us.
 `
@@ -172,6 +176,8 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	token := fs.String("token", "", "bearer token for the control endpoints; visible in ps: prefer --token_file or $GPUSPANS_TOKEN")
 	tokenFile := fs.String("token_file", "", "file holding the bearer token (white space around it ignored)")
 	fs.BoolVar(&cfg.ProtectReads, "protect_reads", false, "require the token on /metrics and the live page too")
+	fs.BoolVar(&cfg.KernelHistograms, "kernel_histograms", cfg.KernelHistograms, "also export a latency histogram per kernel on /metrics: 1 series per kernel with native histograms, 28 classic (see the README's series budget)")
+	fs.IntVar(&cfg.ClassicBuckets, "classic_buckets", cfg.ClassicBuckets, "classic histogram buckets per doubling of duration on /metrics: 1 (25 buckets, 1us..16s; histogram_quantile within a factor of 2), 2, 4 or 8 (193 buckets, within 9%)")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "engine steps per second (0.001..1e6); 0 runs steps back to back")
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "stop after this many steps; 0 runs until Ctrl-C")
 	fs.Var((*durationFlag)(&cfg.Duration), "duration", "stop after this long, with a unit (30s, 5m); 0 runs until Ctrl-C")

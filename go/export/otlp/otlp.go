@@ -261,6 +261,7 @@ type Exporter struct {
 	queue    chan sdktrace.ReadOnlySpan
 	tp       *sdktrace.TracerProvider
 	links    linkRing
+	accepted acceptedLanes
 	asm      assembler // owned by the poller
 	closing  atomic.Bool
 	stopPoll chan struct{}
@@ -329,6 +330,7 @@ func New(ctx context.Context, h *gpuspans.Hub, o Options) (*Exporter, error) {
 		e.key[i] = binary.LittleEndian.Uint64(b[8*i:])
 	}
 	e.links.init(o.LinkSteps, o.MaxLinks, e.every)
+	e.accepted.init(h)
 	e.asm.init(e)
 	e.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(e.res),
@@ -621,6 +623,7 @@ func (e *Exporter) send(batch []sdktrace.ReadOnlySpan) {
 		}
 	} else {
 		e.exported.Add(uint64(len(batch)))
+		e.accepted.add(batch)
 		if e.failing.Swap(false) {
 			e.logf("gpuspans otlp: exports succeed again")
 		}

@@ -1,25 +1,37 @@
 package prom
 
 import (
+	"encoding/hex"
+	"math"
+
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
-// Classic bucket layouts. Each bound is an upper bound of the hub's own
-// buckets (every step-th key of schema 5), so a classic count is an exact
-// sum of the hub's, and Prometheus's histogram_quantile, interpolating
-// linearly within a classic bucket, is off by at most a bucket's width.
-var (
-	// Lanes: 2^(1/8) apart (9% wide) from 2^-17 s (7.6 us) to 2^4 s (16 s):
-	// 169 bounds, histogram_quantile within 10%.
-	laneLayout = newLayout(-17<<gpuspans.Schema, 4<<gpuspans.Schema, 4)
-	// Kernels: 2^(1/2) apart (41% wide) from 2^-20 s (0.95 us) to 2^-3 s
-	// (125 ms): 35 bounds, to keep 65 kernel series sets within the series
-	// budget. The native histogram has the full resolution.
-	kernelLayout = newLayout(-20<<gpuspans.Schema, -3<<gpuspans.Schema, 16)
+// Classic bucket layouts, by buckets per doubling (WithClassicBuckets).
+// Each bound is an upper bound of the hub's own buckets (every step-th key
+// of schema 5) from 2^-20 s (0.95 us) to 2^4 s (16 s), so a classic count
+// is an exact sum of the hub's and Prometheus's histogram_quantile,
+// interpolating linearly within the classic bucket that holds the true
+// quantile, is off by at most that bucket's width: a factor of
+// 2^(1/perDoubling).
+var layouts = func() map[int]*layout {
+	m := make(map[int]*layout)
+	for _, n := range []int{1, 2, 4, 8} {
+		l := newLayout(classicFromKey, classicToKey, 1<<gpuspans.Schema/n)
+		m[n] = &l
+	}
+	return m
+}()
+
+// The classic buckets' range, as keys of schema 5: 2^-20 s to 2^4 s.
+const (
+	classicFromKey = -20 << gpuspans.Schema
+	classicToKey   = 4 << gpuspans.Schema
 )
 
 // layout is a classic bucket layout: upper bounds in seconds, and for each
@@ -135,4 +147,37 @@ func writeNative(hist *dto.Histogram, a *gpuspans.Aggregate) {
 		hist.PositiveSpan[i] = &dto.BucketSpan{Offset: proto.Int32(sp.offset), Length: proto.Uint32(sp.length)}
 	}
 	hist.PositiveDelta = deltas
+}
+
+// attach adds ex to hist (built over l from a): on the classic bucket that
+// holds its duration (le="+Inf", sent explicitly, above the top bound) and,
+// when hist is native, as its native exemplar.
+func (l *layout) attach(hist *dto.Histogram, a *gpuspans.Aggregate, ex *Exemplar) {
+	v := float64(ex.Duration) / 1e9 // as the hub buckets it
+	e := &dto.Exemplar{
+		Label: []*dto.LabelPair{
+			{Name: proto.String("trace_id"), Value: proto.String(hex.EncodeToString(ex.TraceID[:]))},
+			{Name: proto.String("span_id"), Value: proto.String(hex.EncodeToString(ex.SpanID[:]))},
+		},
+		Value: proto.Float64(v),
+	}
+	if !ex.Time.IsZero() {
+		e.Timestamp = timestamppb.New(ex.Time)
+	}
+	j := 0
+	for j < len(l.bounds) && v > l.bounds[j] {
+		j++
+	}
+	if j < len(hist.Bucket) {
+		hist.Bucket[j].Exemplar = e
+	} else {
+		hist.Bucket = append(hist.Bucket, &dto.Bucket{
+			CumulativeCount: proto.Uint64(a.Count),
+			UpperBound:      proto.Float64(math.Inf(1)),
+			Exemplar:        e,
+		})
+	}
+	if hist.Schema != nil {
+		hist.Exemplars = []*dto.Exemplar{e}
+	}
 }

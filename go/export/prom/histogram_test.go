@@ -1,6 +1,7 @@
 package prom
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"sort"
@@ -10,10 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -145,7 +144,7 @@ func TestNativeCollect(t *testing.T) {
 	h := servedHub(t)
 	s := h.Snapshot()
 	for _, classicOnly := range []bool{false, true} {
-		var opts []Option
+		opts := []Option{WithKernelHistograms()}
 		if classicOnly {
 			opts = append(opts, WithoutNativeHistograms())
 		}
@@ -196,8 +195,8 @@ func TestNativeCollect(t *testing.T) {
 				}
 			}
 		}
-		if n != 12 {
-			t.Errorf("%d histogram series, want 12 (2 lanes and 2 kernels on 3 devices)", n)
+		if n != 4 {
+			t.Errorf("%d histogram series, want 4 (2 lanes and 2 kernels on the one device with spans)", n)
 		}
 	}
 }
@@ -210,65 +209,16 @@ func labelsOf(m *dto.Metric) map[string]string {
 	return out
 }
 
-// TestSeriesBudget counts every series the collector exports for the
-// default configuration (2 lanes, 64 registered kernels and "other", one
-// device), from a real Collect, as Prometheus stores them when it keeps
-// both forms: each classic histogram's _bucket series (+Inf included),
-// _sum and _count, one native series per histogram, and every other
-// sample.
-func TestSeriesBudget(t *testing.T) {
-	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Now: clock.Now, Logf: func(string, ...interface{}) {}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.Install(0, stream, sim.New(sim.Options{Now: clock.Now}).Opener()); err != nil {
-		t.Fatal(err)
-	}
-	for k := 0; k < 64; k++ {
-		if err := h.RegisterKernel(uint64(k+1), "kernel_"+strings.Repeat("x", k%3)+string(rune('a'+k%26))+string(rune('a'+k/26))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(h))
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	classic, histograms := 0, 0
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			if h := m.GetHistogram(); mf.GetType() == dto.MetricType_HISTOGRAM {
-				// The exposition's _bucket lines, +Inf included, _sum and _count.
-				classic += len(h.GetBucket()) + 3
-				histograms++
-			} else {
-				classic++
-			}
-		}
-	}
-	bl, bk := len(laneLayout.bounds), len(kernelLayout.bounds)
-	if formula := 2*(bl+3) + 65*(bk+3) + 30; classic != formula || bl != 169 || bk != 35 {
-		t.Errorf("%d classic series, formula (Bl %d, Bk %d) says %d", classic, bl, bk, formula)
-	}
-	total := classic + histograms
-	t.Logf("%d classic series + %d native = %d per device", classic, histograms, total)
-	if histograms != 67 || total >= 3000 {
-		t.Errorf("%d series (%d histograms): over the budget of 3,000", total, histograms)
-	}
-	if n := testutil.CollectAndCount(NewCollector(h)); n != 2+65+27+3 {
-		t.Errorf("%d metrics collected", n)
-	}
-}
-
 // histogramQuantile is PromQL's histogram_quantile over classic buckets:
 // linear interpolation within the bucket holding rank q*count, the first
-// bucket starting at 0.
+// bucket starting at 0, and the top bound for a rank in +Inf.
 func histogramQuantile(q float64, h *dto.Histogram) float64 {
 	rank := q * float64(h.GetSampleCount())
 	prevUB, prevCum := 0.0, 0.0
 	for _, b := range h.GetBucket() {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			break
+		}
 		cum := float64(b.GetCumulativeCount())
 		if cum >= rank {
 			if cum == prevCum {
@@ -281,10 +231,51 @@ func histogramQuantile(q float64, h *dto.Histogram) float64 {
 	return prevUB
 }
 
-// TestClassicLaneQuantiles: histogram_quantile over the classic lane
-// buckets is within 10% of the exact quantiles of lane-like durations.
-func TestClassicLaneQuantiles(t *testing.T) {
+// TestClassicLayouts: every layout runs from 2^-20 s to 2^4 s on hub
+// bucket edges, perDoubling bounds to a doubling.
+func TestClassicLayouts(t *testing.T) {
+	for n, l := range layouts {
+		if len(l.bounds) != 24*n+1 || l.bounds[0] != math.Ldexp(1, -20) || l.bounds[len(l.bounds)-1] != 16 {
+			t.Errorf("%d per doubling: %d bounds, %g .. %g", n, len(l.bounds), l.bounds[0], l.bounds[len(l.bounds)-1])
+		}
+		r := math.Pow(2, 1/float64(n))
+		for j, b := range l.bounds {
+			if b != gpuspans.BucketUpperBound(l.last[j]) {
+				t.Errorf("%d per doubling: bound %g is not a hub bucket edge", n, b)
+			}
+			if j > 0 && math.Abs(b/l.bounds[j-1]/r-1) > 1e-12 {
+				t.Errorf("%d per doubling: %g after %g, want %g apart", n, b, l.bounds[j-1], r)
+			}
+		}
+		if err := CheckClassicBuckets(n); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, n := range []int{0, -1, 3, 16, 32} {
+		if err := CheckClassicBuckets(n); err == nil || !strings.Contains(err.Error(), fmt.Sprint(n)) {
+			t.Errorf("CheckClassicBuckets(%d) = %v, want an error naming it", n, err)
+		}
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "3 classic buckets per doubling") {
+			t.Errorf("NewCollector with 3 per doubling: recovered %v", r)
+		}
+	}()
+	NewCollector(busyHub(t), WithClassicBuckets(3))
+}
+
+// TestClassicQuantileBound: histogram_quantile over each classic layout is
+// within its stated bound (a factor of 2^(1/perDoubling) either way) of
+// the exact quantile, for spread-out durations from 1 us to 10 s and for
+// point masses, a 150 ms and a 5 s span among them: nothing is clipped
+// below 16 s.
+func TestClassicQuantileBound(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
+	type dist struct {
+		name string
+		ns   []float64
+	}
+	var dists []dist
 	for _, c := range []struct {
 		name    string
 		median  time.Duration
@@ -295,8 +286,9 @@ func TestClassicLaneQuantiles(t *testing.T) {
 		{"prefill", time.Millisecond, 0.25, 0.01},
 		{"tight", 40 * time.Microsecond, 0.01, 0},
 		{"wide", 20 * time.Millisecond, 1, 0.05},
+		{"microseconds", 2 * time.Microsecond, 0.3, 0},
+		{"seconds", 3 * time.Second, 0.4, 0},
 	} {
-		var a gpuspans.Aggregate
 		ds := make([]float64, 20000)
 		for i := range ds {
 			d := float64(c.median) * math.Exp(c.sigma*rng.NormFloat64())
@@ -304,20 +296,57 @@ func TestClassicLaneQuantiles(t *testing.T) {
 				d *= 3
 			}
 			ds[i] = math.Round(d)
-			a.Observe(time.Duration(ds[i]))
 		}
-		sort.Float64s(ds)
-		hist := laneLayout.histogram(&a, false)
-		worst := 0.0
-		for _, q := range []float64{0.5, 0.9, 0.99, 0.999} {
-			exact := ds[int(math.Ceil(q*float64(len(ds))))-1] / 1e9
-			got := histogramQuantile(q, hist)
-			e := math.Abs(got-exact) / exact
-			worst = math.Max(worst, e)
-			if e > 0.10 {
-				t.Errorf("%s: histogram_quantile(%v) = %.4g s, exact %.4g s: %.1f%% off", c.name, q, got, exact, 100*e)
+		dists = append(dists, dist{c.name, ds})
+	}
+	for _, d := range []time.Duration{time.Microsecond, 150 * time.Millisecond, 5 * time.Second, 10 * time.Second, 125 * time.Millisecond} {
+		dists = append(dists, dist{"only " + d.String(), []float64{float64(d)}})
+	}
+	for n, l := range layouts {
+		r := math.Pow(2, 1/float64(n))
+		for _, d := range dists {
+			var a gpuspans.Aggregate
+			for _, ns := range d.ns {
+				a.Observe(time.Duration(ns))
 			}
+			sorted := append([]float64(nil), d.ns...)
+			sort.Float64s(sorted)
+			hist := l.histogram(&a, false)
+			worst := 0.0
+			for _, q := range []float64{0.01, 0.5, 0.9, 0.99, 0.999} {
+				exact := sorted[max(int(math.Ceil(q*float64(len(sorted))))-1, 0)] / 1e9
+				got := histogramQuantile(q, hist)
+				worst = math.Max(worst, math.Abs(got-exact)/exact)
+				if got > exact*r*(1+1e-12) || got < exact/r*(1-1e-12) {
+					t.Errorf("%d per doubling, %s: histogram_quantile(%v) = %.4g s, exact %.4g s: beyond a factor %.3f", n, d.name, q, got, exact, r)
+				}
+			}
+			if d.name == "only 150ms" && n == DefaultClassicBuckets {
+				if got := histogramQuantile(0.99, hist); got <= 0.125 {
+					t.Errorf("a 150 ms span reads %g s", got)
+				}
+			}
+			t.Logf("%d per doubling, %s: worst error %.1f%% (bound %.1f%%)", n, d.name, 100*worst, 100*(r-1))
 		}
-		t.Logf("%s: worst classic error %.2f%%", c.name, 100*worst)
+	}
+}
+
+// TestAboveTopBound: a span over 16 s counts in le="+Inf" only, where
+// histogram_quantile reads the top bound, and the native histogram keeps
+// it in the hub's last bucket.
+func TestAboveTopBound(t *testing.T) {
+	var a gpuspans.Aggregate
+	a.Observe(5 * time.Second)
+	a.Observe(20 * time.Second)
+	hist := layouts[DefaultClassicBuckets].histogram(&a, true)
+	b := hist.GetBucket()
+	if top := b[len(b)-1]; top.GetUpperBound() != 16 || top.GetCumulativeCount() != 1 || hist.GetSampleCount() != 2 {
+		t.Errorf("le=%g holds %d of %d", top.GetUpperBound(), top.GetCumulativeCount(), hist.GetSampleCount())
+	}
+	if got := histogramQuantile(0.99, hist); got != 16 {
+		t.Errorf("p99 with a 20 s span reads %g s, want the top bound 16", got)
+	}
+	if got := nativeBuckets(t, hist); got[gpuspans.BucketKey(gpuspans.BucketIndex(20*time.Second))] != 1 {
+		t.Errorf("native buckets %v", got)
 	}
 }

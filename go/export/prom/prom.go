@@ -6,38 +6,73 @@
 // fixed at hub creation, and the hub folds unregistered kernels into
 // "other".
 //
-// Each histogram series (gpuspans_lane_duration_seconds,
-// gpuspans_kernel_duration_seconds) carries two forms of the same counts,
-// both exact copies of the hub's aggregate: a native histogram of schema 5
-// (the hub's own buckets, 2.2% wide, so histogram_quantile is within about
-// 1%), and classic buckets on a subset of the hub's bounds (lanes: 2^(1/8)
-// apart from 7.6 us to 16 s, histogram_quantile within 10%; kernels:
-// 2^(1/2) apart from 0.95 us to 125 ms). Prometheus stores the native form
-// when scraping with native histograms on, the classic one otherwise, and
-// both with scrape_classic_histograms.
+// # Histograms
 //
-// Series per device, with L lanes, K registered kernels (plus "other"),
-// Bl = 169 lane bounds and Bk = 35 kernel bounds (each histogram adds
-// _bucket{le="+Inf"}, _sum and _count) and C = 30 other series (18 hub-wide
-// counters and gauges; per device, the 9 span outcome series, device_up,
-// device_info and event_offset_seconds):
+// gpuspans_lane_duration_seconds (per device and lane) and, with
+// WithKernelHistograms, gpuspans_kernel_duration_seconds (per device and
+// kernel) carry two forms of the same counts, both exact copies of the
+// hub's aggregate. The native histogram of schema 5 has the hub's own
+// buckets, 2.2% wide, so histogram_quantile is within about 2%: it is the
+// recommended form, one series per histogram. The classic buckets are
+// upper bounds of the hub's buckets from 2^-20 s (0.95 us) to 2^4 s (16 s),
+// r apart: r = 2 by default (25 bounds), 2^(1/2), 2^(1/4) or 2^(1/8) with
+// WithClassicBuckets. Their counts are exact, so histogram_quantile lands
+// in the bucket holding the true quantile, and reads at most r times it
+// and at least 1/r times it: within 100% by default, 41%, 19% or 9%.
+// A span over 16 s is counted in le="+Inf" only, where histogram_quantile
+// reads 16 s; _bucket{le="+Inf"} - _bucket{le="16"} counts those spans.
+// Prometheus stores the native form when it scrapes with native histograms
+// on, the classic one otherwise.
 //
-//	series_per_device = L*(Bl+3) + (K+1)*(Bk+3) + C
-//	                  = 2*172 + 65*38 + 30 = 2,844 for 2 lanes and 64 kernels
+// # Series budget
 //
-// plus one native series per histogram (67) where Prometheus keeps both
-// forms: 2,911, under a budget of 3,000. With kernel spans from the tracer,
-// K counts the traced names with a label (Options.KernelLabels). Lanes and kernels with no span yet
-// are exported with zero counts, so series do not appear and vanish.
+// A fleet pays per GPU, with L lanes (2 in the demo), B classic bounds (25
+// by default) and the series below:
+//
+//	native histograms:  L + 6 per device + 7 per hub   = 15 for 2 lanes and one GPU
+//	classic buckets:    L*(B+3) + 6 + 7                = 69
+//
+// The 6 per device are spans_begun_total, spans_landed_total,
+// spans_in_flight, device_up, device_info and event_offset_seconds; the 7
+// per hub level, level_info, kernel_span_every, kernel_timing_info,
+// steps_total, harvests_total and harvest_seconds_total. These exist from
+// the start, at zero if need be: alerts read them (device_up, level), and
+// begun and landed are the denominators of drop ratios and must exist
+// before they count for rate() to see their first increments. Every other
+// series appears only once it has something to say: a lane or kernel
+// histogram at its first span, spans_dropped_total{reason} and
+// spans_errored_total at a device's first such span, and the hub-wide
+// fault counters (bad_end_calls_total, sticky_disables_total, ...) and
+// armed_steps_total at their first count. An alert on one of those must
+// see its appearance as an increase: increase() counts from the first
+// sample, so use `x > 0 unless x offset 10m` beside `increase(x[10m]) > 0`,
+// or compare with `or vector(0)`.
+//
+// WithKernelHistograms adds one histogram per device and kernel with spans
+// (K registered kernels, plus "other"): K+1 native series, or (K+1)*(B+3)
+// classic ones, 1,820 for 64 kernels: an explicit choice, not a default.
+// With kernel spans from the tracer, K counts the traced names with a
+// label (gpuspans.Options.KernelLabels).
+//
+// # Exemplars
+//
+// WithExemplars gives each lane histogram an exemplar: the latest span of
+// that lane exported to a tracing backend (otlp.Exporter implements
+// Exemplars), with its trace_id and span_id, so that a latency spike in
+// Grafana opens a trace of that lane. Exemplars reach Prometheus through
+// the OpenMetrics text format or the protobuf one; serve the registry with
+// promhttp.HandlerOpts.EnableOpenMetrics.
 //
 // To export several hubs into one registry, register each collector through
 // prometheus.WrapRegistererWith with a label that tells them apart.
 package prom
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -50,12 +85,76 @@ type Option func(*config)
 
 type config struct {
 	classicOnly bool
+	kernels     bool
+	perDoubling int
+	exemplars   Exemplars
 }
 
 // WithoutNativeHistograms leaves the native part out of the histograms,
 // for a pipeline that mishandles it; the classic buckets are unchanged.
 func WithoutNativeHistograms() Option {
 	return func(c *config) { c.classicOnly = true }
+}
+
+// WithKernelHistograms adds gpuspans_kernel_duration_seconds, one histogram
+// per device and kernel that has spans: a native series each, or B+3
+// classic ones (see the package documentation for the series budget).
+func WithKernelHistograms() Option {
+	return func(c *config) { c.kernels = true }
+}
+
+// Classic bucket resolutions WithClassicBuckets takes, in buckets per
+// doubling of duration.
+const (
+	DefaultClassicBuckets = 1 // 25 bounds, histogram_quantile within a factor of 2
+	MaxClassicBuckets     = 8 // 193 bounds, within 9%
+)
+
+// WithClassicBuckets sets how many classic buckets split each doubling of
+// duration from 0.95 us to 16 s: 1 (the default), 2, 4 or 8, for
+// histogram_quantile within 100%, 41%, 19% or 9% of the truth, at
+// 24*perDoubling+4 series per histogram. NewCollector panics on another
+// value, as prometheus.NewHistogram does on bad buckets; CheckClassicBuckets
+// checks a value that comes from a user.
+func WithClassicBuckets(perDoubling int) Option {
+	return func(c *config) { c.perDoubling = perDoubling }
+}
+
+// CheckClassicBuckets reports what is wrong with a WithClassicBuckets
+// value, for callers that take it from a user (a flag, the C ABI).
+func CheckClassicBuckets(perDoubling int) error {
+	if _, ok := layouts[perDoubling]; !ok {
+		return fmt.Errorf("prom: %d classic buckets per doubling: want 1, 2, 4 or 8", perDoubling)
+	}
+	return nil
+}
+
+// WithExemplars attaches to each lane histogram the exemplar src gives for
+// its device and lane, if any (otlp.Exporter is one). A nil src is none.
+func WithExemplars(src Exemplars) Option {
+	return func(c *config) { c.exemplars = src }
+}
+
+// Exemplars gives lane histograms their exemplars. Collect calls
+// LaneExemplar for each lane histogram of each scrape, from the scraping
+// goroutine (concurrent scrapes call it concurrently): it must be safe for
+// concurrent use, quick, and must not call the hub.
+type Exemplars interface {
+	// LaneExemplar returns a recent span of lane on device that the
+	// tracing backend has, and false when there is none.
+	LaneExemplar(device int, lane string) (Exemplar, bool)
+}
+
+// Exemplar is one span that a histogram links to: its duration, and where
+// to find it in a tracing backend (W3C trace and span ids, written as
+// trace_id and span_id in lower-case hex).
+type Exemplar struct {
+	Duration time.Duration
+	TraceID  [16]byte
+	SpanID   [8]byte
+	// Time is when the span ended on the host clock; the zero Time leaves
+	// the exemplar's timestamp out (the scrape's time is used).
+	Time time.Time
 }
 
 // Collector is a prometheus.Collector of one hub. Make one with
@@ -68,6 +167,9 @@ func WithoutNativeHistograms() Option {
 type Collector struct {
 	hub         *gpuspans.Hub
 	classicOnly bool
+	kernels     bool
+	layout      *layout
+	exemplars   Exemplars
 
 	laneDuration, kernelDuration *prometheus.Desc
 	begun, landed, dropped       *prometheus.Desc
@@ -88,16 +190,20 @@ type Collector struct {
 	snap gpuspans.Snapshot
 }
 
-// NewCollector returns a collector of h. It panics on a nil hub, as
-// prometheus.MustRegister would on a broken collector: a scrape is the
-// wrong time to find out.
+// NewCollector returns a collector of h. It panics on a nil hub or a bad
+// option, as prometheus.MustRegister would on a broken collector: a scrape
+// is the wrong time to find out.
 func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 	if h == nil {
 		panic("prom: NewCollector(nil)")
 	}
-	var cfg config
+	cfg := config{perDoubling: DefaultClassicBuckets}
 	for _, o := range opts {
 		o(&cfg)
+	}
+	l, ok := layouts[cfg.perDoubling]
+	if !ok {
+		panic(CheckClassicBuckets(cfg.perDoubling))
 	}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("gpuspans_"+name, help, labels, nil)
@@ -105,38 +211,41 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 	c := &Collector{
 		hub:         h,
 		classicOnly: cfg.classicOnly,
+		kernels:     cfg.kernels,
+		layout:      l,
+		exemplars:   cfg.exemplars,
 
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),
 
 		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight.", "device"),
 		landed:   d("spans_landed_total", "Spans harvested with a duration.", "device"),
-		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed; tracer_lost: a kernel the tracer saw but could not deliver).", "device", "reason"),
-		errored:  d("spans_errored_total", "Spans a driver call failed for.", "device"),
+		dropped:  d("spans_dropped_total", "Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed; tracer_lost: a kernel the tracer saw but could not deliver). A reason appears at its first span.", "device", "reason"),
+		errored:  d("spans_errored_total", "Spans a driver call failed for. Appears at the first.", "device"),
 		inFlight: d("spans_in_flight", "Spans holding a slot: open, or ended and awaiting a harvest.", "device"),
 
-		unknownLane:     d("unknown_lane_calls_total", "LaneBegin calls with a lane index outside the hub's lanes (ignored)."),
-		laneOpen:        d("lane_already_open_calls_total", "LaneBegin calls on a lane already open (ignored)."),
-		badEnd:          d("bad_end_calls_total", "KernelEnd calls with a span not open on this hub, or reclaimed as leaked (ignored)."),
-		installFailures: d("install_failures_total", "Event pools that could not be opened."),
-		stickyDisables:  d("sticky_disables_total", "Recorders turned off by a sticky CUDA error."),
-		poolPanics:      d("pool_panics_total", "Recorders turned off because a method of their event pool panicked."),
-		harvestFailures: d("harvest_failures_total", "Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest."),
-		abandoned:       d("pools_abandoned_total", "Retired event pools given up on while still busy (left unclosed) to keep the hub's memory bounded."),
+		unknownLane:     d("unknown_lane_calls_total", "LaneBegin calls with a lane index outside the hub's lanes (ignored). Appears at the first."),
+		laneOpen:        d("lane_already_open_calls_total", "LaneBegin calls on a lane already open (ignored). Appears at the first."),
+		badEnd:          d("bad_end_calls_total", "KernelEnd calls with a span not open on this hub, or reclaimed as leaked (ignored). Appears at the first."),
+		installFailures: d("install_failures_total", "Event pools that could not be opened. Appears at the first."),
+		stickyDisables:  d("sticky_disables_total", "Recorders turned off by a sticky CUDA error. Appears at the first."),
+		poolPanics:      d("pool_panics_total", "Recorders turned off because a method of their event pool panicked. Appears at the first."),
+		harvestFailures: d("harvest_failures_total", "Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest. Appears at the first."),
+		abandoned:       d("pools_abandoned_total", "Retired event pools given up on while still busy (left unclosed) to keep the hub's memory bounded. Appears at the first."),
 
 		level:     d("level", "Telemetry level: 0 off, 1 step, 2 kernel."),
 		levelInfo: d("level_info", "Telemetry level by name; always 1.", "level"),
 		every:     d("kernel_span_every", "Kernel spans are armed on one step in this many."),
 
 		kernelTiming:   d("kernel_timing_info", "Where kernel spans come from: mode as asked (events, auto, cupti) and source now (cupti: every kernel from the tracer; events: event pairs around wrapped launches); always 1.", "mode", "source"),
-		tracerFallback: d("kernel_tracer_fallbacks_total", "Times the kernel tracer (CUPTI) was given up for event pairs: it could not load, was refused, or another profiler held it. The reason is in the log and on the live page."),
+		tracerFallback: d("kernel_tracer_fallbacks_total", "Times the kernel tracer (CUPTI) was given up for event pairs: it could not load, was refused, or another profiler held it. The reason is in the log and on the live page. Appears at the first."),
 
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
-		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans."),
+		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
 		harvests:        d("harvests_total", "Harvests run."),
-		harvestsSkipped: d("harvests_skipped_total", "Harvests skipped because the harvest lock was held."),
+		harvestsSkipped: d("harvests_skipped_total", "Harvests skipped because the harvest lock was held. Appears at the first."),
 		harvestSeconds:  d("harvest_seconds_total", "Host time spent in harvests."),
-		overwritten:     d("recent_spans_overwritten_total", "Spans overwritten in the hub's recent-span ring before any reader read them."),
+		overwritten:     d("recent_spans_overwritten_total", "Spans overwritten in the hub's recent-span ring before any reader read them. Appears at the first."),
 
 		deviceUp:    d("device_up", "1 if the device's installed recorder is recording spans, else 0.", "device"),
 		eventOffset: d("event_offset_seconds", "How much longer an event pair reads than the kernel between them, measured when the pool opened; subtracted from kernel spans unless the hub reports them raw. Absent until measured.", "device"),
@@ -169,15 +278,28 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.hub.SnapshotInto(s)
 
 	for i := range s.Lanes {
-		c.histogram(ch, c.laneDuration, &laneLayout, &s.Lanes[i])
+		if a := &s.Lanes[i]; a.Count > 0 {
+			c.histogram(ch, c.laneDuration, a, c.exemplars)
+		}
 	}
-	for i := range s.Kernels {
-		c.histogram(ch, c.kernelDuration, &kernelLayout, &s.Kernels[i])
+	if c.kernels {
+		for i := range s.Kernels {
+			if a := &s.Kernels[i]; a.Count > 0 {
+				c.histogram(ch, c.kernelDuration, a, nil)
+			}
+		}
 	}
 
 	k := &s.Counters
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	// lazy sends a counter from its first count on (see the package
+	// documentation).
+	lazy := func(d *prometheus.Desc, v uint64, labels ...string) {
+		if v > 0 {
+			counter(d, v, labels...)
+		}
 	}
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
@@ -188,19 +310,19 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.begun, d.Begun, dev)
 		counter(c.landed, d.Landed, dev)
 		for r, n := range d.Dropped {
-			counter(c.dropped, n, dev, gpuspans.DropReason(r).String())
+			lazy(c.dropped, n, dev, gpuspans.DropReason(r).String())
 		}
-		counter(c.errored, d.Errored, dev)
+		lazy(c.errored, d.Errored, dev)
 		gauge(c.inFlight, float64(d.InFlight), dev)
 	}
-	counter(c.unknownLane, k.UnknownLane)
-	counter(c.laneOpen, k.LaneAlreadyOpen)
-	counter(c.badEnd, k.BadEnd)
-	counter(c.installFailures, k.InstallFailures)
-	counter(c.stickyDisables, k.StickyDisables)
-	counter(c.poolPanics, k.PoolPanics)
-	counter(c.harvestFailures, k.HarvestFailures)
-	counter(c.abandoned, k.AbandonedPools)
+	lazy(c.unknownLane, k.UnknownLane)
+	lazy(c.laneOpen, k.LaneAlreadyOpen)
+	lazy(c.badEnd, k.BadEnd)
+	lazy(c.installFailures, k.InstallFailures)
+	lazy(c.stickyDisables, k.StickyDisables)
+	lazy(c.poolPanics, k.PoolPanics)
+	lazy(c.harvestFailures, k.HarvestFailures)
+	lazy(c.abandoned, k.AbandonedPools)
 
 	gauge(c.level, float64(s.Level))
 	gauge(c.levelInfo, 1, s.Level.String())
@@ -210,25 +332,32 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		source = "cupti"
 	}
 	gauge(c.kernelTiming, 1, s.KernelTiming.Mode.String(), source)
-	counter(c.tracerFallback, s.KernelTiming.Fallbacks)
+	lazy(c.tracerFallback, s.KernelTiming.Fallbacks)
 	counter(c.steps, s.Step)
-	counter(c.armedSteps, s.ArmedSteps)
+	lazy(c.armedSteps, s.ArmedSteps)
 	counter(c.harvests, k.Harvests)
-	counter(c.harvestsSkipped, k.HarvestsSkipped)
+	lazy(c.harvestsSkipped, k.HarvestsSkipped)
 	ch <- prometheus.MustNewConstMetric(c.harvestSeconds, prometheus.CounterValue, k.HarvestTime.Seconds())
-	counter(c.overwritten, k.RecentOverwritten)
+	lazy(c.overwritten, k.RecentOverwritten)
 
 	c.devices(ch, s.Devices)
 }
 
-// histogram sends a as a histogram over l, built now: the snapshot is
-// reused by the next Collect while the registry may still be writing.
-func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, l *layout, a *gpuspans.Aggregate) {
-	ch <- &histogram{
+// histogram sends a as a histogram, built now: the snapshot is reused by
+// the next Collect while the registry may still be writing. src, when
+// set, gives its exemplar.
+func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, a *gpuspans.Aggregate, src Exemplars) {
+	h := &histogram{
 		desc:   d,
 		labels: prometheus.MakeLabelPairs(d, []string{strconv.Itoa(a.Device), a.Name}),
-		hist:   l.histogram(a, !c.classicOnly),
+		hist:   c.layout.histogram(a, !c.classicOnly),
 	}
+	if src != nil {
+		if ex, ok := src.LaneExemplar(a.Device, a.Name); ok {
+			c.layout.attach(h.hist, a, &ex)
+		}
+	}
+	ch <- h
 }
 
 // devices sends one up and one info series per device. A device being

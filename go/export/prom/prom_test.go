@@ -116,21 +116,21 @@ func bucketLines(name, labels string, l *layout, spans ...time.Duration) string 
 
 func TestCollect(t *testing.T) {
 	const lane, kernel, us = "gpuspans_lane_duration_seconds", "gpuspans_kernel_duration_seconds", time.Microsecond
-	c := NewCollector(servedHub(t))
-	want := `
+	h := servedHub(t)
+	l := layouts[DefaultClassicBuckets]
+	// Devices 1 and 2 never landed a span: no histograms, and no kernel
+	// histograms at all without WithKernelHistograms.
+	lanes := `
 # HELP gpuspans_lane_duration_seconds GPU time of a serve lane's work in one step.
 # TYPE gpuspans_lane_duration_seconds histogram
-` + bucketLines(lane, `device="0",lane="prefill"`, &laneLayout, 150*us, 48*us) +
-		bucketLines(lane, `device="0",lane="decode"`, &laneLayout, 3*us, 2*us) +
-		// Devices 1 and 2 never landed a span: their series read zero.
-		bucketLines(lane, `device="1",lane="prefill"`, &laneLayout) + bucketLines(lane, `device="1",lane="decode"`, &laneLayout) +
-		bucketLines(lane, `device="2",lane="prefill"`, &laneLayout) + bucketLines(lane, `device="2",lane="decode"`, &laneLayout) + `
+` + bucketLines(lane, `device="0",lane="prefill"`, l, 150*us, 48*us) +
+		bucketLines(lane, `device="0",lane="decode"`, l, 3*us, 2*us)
+	kernels := `
 # HELP gpuspans_kernel_duration_seconds GPU time of one kernel launch, on steps armed for kernel spans.
 # TYPE gpuspans_kernel_duration_seconds histogram
-` + bucketLines(kernel, `device="0",kernel="other"`, &kernelLayout, 8*us) +
-		bucketLines(kernel, `device="0",kernel="attention"`, &kernelLayout, 40*us, 2*us) +
-		bucketLines(kernel, `device="1",kernel="other"`, &kernelLayout) + bucketLines(kernel, `device="1",kernel="attention"`, &kernelLayout) +
-		bucketLines(kernel, `device="2",kernel="other"`, &kernelLayout) + bucketLines(kernel, `device="2",kernel="attention"`, &kernelLayout) + `
+` + bucketLines(kernel, `device="0",kernel="other"`, l, 8*us) +
+		bucketLines(kernel, `device="0",kernel="attention"`, l, 40*us, 2*us)
+	rest := `
 # HELP gpuspans_spans_begun_total Spans that took a ring slot: landed + dropped + errored + in flight.
 # TYPE gpuspans_spans_begun_total counter
 gpuspans_spans_begun_total{device="0"} 7
@@ -141,57 +141,29 @@ gpuspans_spans_begun_total{device="2"} 1
 gpuspans_spans_landed_total{device="0"} 7
 gpuspans_spans_landed_total{device="1"} 0
 gpuspans_spans_landed_total{device="2"} 0
-# HELP gpuspans_spans_dropped_total Spans given up before landing, by reason (capturing: the stream was being captured into a graph; leaked: begun, never ended, reclaimed; tracer_lost: a kernel the tracer saw but could not deliver).
-# TYPE gpuspans_spans_dropped_total counter
-gpuspans_spans_dropped_total{device="0",reason="capturing"} 0
-gpuspans_spans_dropped_total{device="0",reason="leaked"} 0
-gpuspans_spans_dropped_total{device="0",reason="retired"} 0
-gpuspans_spans_dropped_total{device="0",reason="slot_busy"} 0
-gpuspans_spans_dropped_total{device="0",reason="tracer_lost"} 0
-gpuspans_spans_dropped_total{device="1",reason="capturing"} 0
-gpuspans_spans_dropped_total{device="1",reason="leaked"} 0
-gpuspans_spans_dropped_total{device="1",reason="retired"} 0
-gpuspans_spans_dropped_total{device="1",reason="slot_busy"} 0
-gpuspans_spans_dropped_total{device="1",reason="tracer_lost"} 0
-gpuspans_spans_dropped_total{device="2",reason="capturing"} 0
-gpuspans_spans_dropped_total{device="2",reason="leaked"} 0
-gpuspans_spans_dropped_total{device="2",reason="retired"} 0
-gpuspans_spans_dropped_total{device="2",reason="slot_busy"} 0
-gpuspans_spans_dropped_total{device="2",reason="tracer_lost"} 0
-# HELP gpuspans_spans_errored_total Spans a driver call failed for.
+# HELP gpuspans_spans_errored_total Spans a driver call failed for. Appears at the first.
 # TYPE gpuspans_spans_errored_total counter
-gpuspans_spans_errored_total{device="0"} 0
-gpuspans_spans_errored_total{device="1"} 0
 gpuspans_spans_errored_total{device="2"} 1
 # HELP gpuspans_spans_in_flight Spans holding a slot: open, or ended and awaiting a harvest.
 # TYPE gpuspans_spans_in_flight gauge
 gpuspans_spans_in_flight{device="0"} 0
 gpuspans_spans_in_flight{device="1"} 0
 gpuspans_spans_in_flight{device="2"} 0
-# HELP gpuspans_unknown_lane_calls_total LaneBegin calls with a lane index outside the hub's lanes (ignored).
+# HELP gpuspans_unknown_lane_calls_total LaneBegin calls with a lane index outside the hub's lanes (ignored). Appears at the first.
 # TYPE gpuspans_unknown_lane_calls_total counter
 gpuspans_unknown_lane_calls_total 1
-# HELP gpuspans_lane_already_open_calls_total LaneBegin calls on a lane already open (ignored).
+# HELP gpuspans_lane_already_open_calls_total LaneBegin calls on a lane already open (ignored). Appears at the first.
 # TYPE gpuspans_lane_already_open_calls_total counter
 gpuspans_lane_already_open_calls_total 1
-# HELP gpuspans_bad_end_calls_total KernelEnd calls with a span not open on this hub, or reclaimed as leaked (ignored).
+# HELP gpuspans_bad_end_calls_total KernelEnd calls with a span not open on this hub, or reclaimed as leaked (ignored). Appears at the first.
 # TYPE gpuspans_bad_end_calls_total counter
 gpuspans_bad_end_calls_total 1
-# HELP gpuspans_install_failures_total Event pools that could not be opened.
+# HELP gpuspans_install_failures_total Event pools that could not be opened. Appears at the first.
 # TYPE gpuspans_install_failures_total counter
 gpuspans_install_failures_total 1
-# HELP gpuspans_sticky_disables_total Recorders turned off by a sticky CUDA error.
+# HELP gpuspans_sticky_disables_total Recorders turned off by a sticky CUDA error. Appears at the first.
 # TYPE gpuspans_sticky_disables_total counter
 gpuspans_sticky_disables_total 1
-# HELP gpuspans_pool_panics_total Recorders turned off because a method of their event pool panicked.
-# TYPE gpuspans_pool_panics_total counter
-gpuspans_pool_panics_total 0
-# HELP gpuspans_harvest_failures_total Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest.
-# TYPE gpuspans_harvest_failures_total counter
-gpuspans_harvest_failures_total 0
-# HELP gpuspans_pools_abandoned_total Retired event pools given up on while still busy (left unclosed) to keep the hub's memory bounded.
-# TYPE gpuspans_pools_abandoned_total counter
-gpuspans_pools_abandoned_total 0
 # HELP gpuspans_level Telemetry level: 0 off, 1 step, 2 kernel.
 # TYPE gpuspans_level gauge
 gpuspans_level 2
@@ -201,30 +173,21 @@ gpuspans_level_info{level="kernel"} 1
 # HELP gpuspans_kernel_timing_info Where kernel spans come from: mode as asked (events, auto, cupti) and source now (cupti: every kernel from the tracer; events: event pairs around wrapped launches); always 1.
 # TYPE gpuspans_kernel_timing_info gauge
 gpuspans_kernel_timing_info{mode="events",source="events"} 1
-# HELP gpuspans_kernel_tracer_fallbacks_total Times the kernel tracer (CUPTI) was given up for event pairs: it could not load, was refused, or another profiler held it. The reason is in the log and on the live page.
-# TYPE gpuspans_kernel_tracer_fallbacks_total counter
-gpuspans_kernel_tracer_fallbacks_total 0
 # HELP gpuspans_kernel_span_every Kernel spans are armed on one step in this many.
 # TYPE gpuspans_kernel_span_every gauge
 gpuspans_kernel_span_every 2
 # HELP gpuspans_steps_total Engine steps counted (at level step and above).
 # TYPE gpuspans_steps_total counter
 gpuspans_steps_total 2
-# HELP gpuspans_armed_steps_total Steps armed for kernel spans.
+# HELP gpuspans_armed_steps_total Steps armed for kernel spans. Appears at the first.
 # TYPE gpuspans_armed_steps_total counter
 gpuspans_armed_steps_total 1
 # HELP gpuspans_harvests_total Harvests run.
 # TYPE gpuspans_harvests_total counter
 gpuspans_harvests_total 3
-# HELP gpuspans_harvests_skipped_total Harvests skipped because the harvest lock was held.
-# TYPE gpuspans_harvests_skipped_total counter
-gpuspans_harvests_skipped_total 0
 # HELP gpuspans_harvest_seconds_total Host time spent in harvests.
 # TYPE gpuspans_harvest_seconds_total counter
 gpuspans_harvest_seconds_total 0
-# HELP gpuspans_recent_spans_overwritten_total Spans overwritten in the hub's recent-span ring before any reader read them.
-# TYPE gpuspans_recent_spans_overwritten_total counter
-gpuspans_recent_spans_overwritten_total 0
 # HELP gpuspans_device_up 1 if the device's installed recorder is recording spans, else 0.
 # TYPE gpuspans_device_up gauge
 gpuspans_device_up{device="0"} 1
@@ -239,9 +202,19 @@ gpuspans_device_info{device="2",name="",pci_bus_id="",state="dead",uuid=""} 1
 # TYPE gpuspans_event_offset_seconds gauge
 gpuspans_event_offset_seconds{device="0"} 0
 `
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want)); err != nil {
-		t.Error(err)
+	for _, tc := range []struct {
+		name string
+		c    *Collector
+		want string
+	}{
+		{"default", NewCollector(h), lanes + rest},
+		{"kernel histograms", NewCollector(h, WithKernelHistograms()), lanes + kernels + rest},
+	} {
+		if err := testutil.CollectAndCompare(tc.c, strings.NewReader(tc.want)); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
 	}
+	c := NewCollector(h, WithKernelHistograms())
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {
 		t.Fatal(err)
@@ -412,10 +385,10 @@ func TestFailureCounters(t *testing.T) {
 		h.BeginStep()
 	}
 	want := `
-# HELP gpuspans_pool_panics_total Recorders turned off because a method of their event pool panicked.
+# HELP gpuspans_pool_panics_total Recorders turned off because a method of their event pool panicked. Appears at the first.
 # TYPE gpuspans_pool_panics_total counter
 gpuspans_pool_panics_total 1
-# HELP gpuspans_harvest_failures_total Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest.
+# HELP gpuspans_harvest_failures_total Harvest calls that failed as a whole without a sticky error; their spans wait for the next harvest. Appears at the first.
 # TYPE gpuspans_harvest_failures_total counter
 gpuspans_harvest_failures_total 1
 `

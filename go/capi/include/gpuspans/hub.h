@@ -85,6 +85,11 @@ enum {
   GS_HUB_SERVE_PROTECT_READS = 1 /* /metrics and the live page require the token too */
 };
 
+/* Flags of gs_hub_set_metrics. */
+enum {
+  GS_HUB_METRICS_KERNEL_HISTOGRAMS = 1 /* a latency histogram per device and kernel with spans, beside the lanes' */
+};
+
 /* How many hubs a process may hold open at once. */
 #define GS_HUB_MAX_HUBS 64
 
@@ -347,6 +352,19 @@ gs_hub_status gs_hub_stop_serving(gs_hub hub);
  * GS_HUB_ERR_TOO_SMALL with the size needed (NUL included) when cap is too
  * small. Takes the harvest lock briefly; allocates. Thread-safe. */
 gs_hub_status gs_hub_metrics(gs_hub hub, char* buf, size_t cap, size_t* len);
+
+/* gs_hub_set_metrics sets which series hub's Prometheus families hold (the
+ * series budget: README's observability section, go/export/prom). flags
+ * are GS_HUB_METRICS_*; by default only lane histograms, 1 series each
+ * where Prometheus scrapes native histograms and 28 where it stores classic
+ * buckets, and GS_HUB_METRICS_KERNEL_HISTOGRAMS costs as much again per
+ * kernel. classic_buckets is the classic buckets per doubling of duration:
+ * 0 or 1 (the default: 25 from 1 us to 16 s, histogram_quantile within a
+ * factor of 2 of the truth), 2, 4 or 8 (193, within 9%). gs_hub_metrics
+ * follows from its next call, gs_hub_serve from its next start (a server
+ * running keeps what it started with). GS_HUB_ERR_INVALID_ARGUMENT names an
+ * unknown flag or bucket count, and changes nothing. Thread-safe. */
+gs_hub_status gs_hub_set_metrics(gs_hub hub, int32_t flags, int32_t classic_buckets);
 
 /* gs_hub_recent_spans writes to out, oldest first, up to cap of the spans
  * still in the hub's ring of recent spans (gs_hub_options.recent_spans)

@@ -439,6 +439,8 @@ func TestConfigValidate(t *testing.T) {
 		{"OTLP over gRPC", func(c *Config) { c.OTLP = "grpc://collector:4317" }},
 		{"zero OTLP sampling", func(c *Config) { c.OTLPSampleEvery = 0 }},
 		{"no requests", func(c *Config) { c.Requests = 0 }},
+		{"3 classic buckets per doubling", func(c *Config) { c.ClassicBuckets = 3 }},
+		{"no classic buckets", func(c *Config) { c.ClassicBuckets = 0 }},
 	} {
 		cfg := DefaultConfig()
 		c.mod(&cfg)

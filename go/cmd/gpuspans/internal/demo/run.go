@@ -27,6 +27,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/cmd/gpuspans/internal/summary"
 	"github.com/gpuspans/gpuspans/go/export/otlp"
 	"github.com/gpuspans/gpuspans/go/export/outfile"
+	"github.com/gpuspans/gpuspans/go/export/prom"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -54,6 +55,11 @@ type Config struct {
 	Token  string // bearer token of the control endpoints; required off loopback
 	// ProtectReads requires Token on /metrics and the live page as well.
 	ProtectReads bool
+	// KernelHistograms adds a histogram per kernel to /metrics
+	// (prom.WithKernelHistograms); ClassicBuckets is the classic buckets
+	// per doubling of its histograms (prom.WithClassicBuckets).
+	KernelHistograms bool
+	ClassicBuckets   int
 
 	// TracePath is the timeline trace written on exit; "" writes none. A
 	// "*" in its last element makes a new file at start, the "*" replaced
@@ -147,6 +153,7 @@ func DefaultConfig() Config {
 		KernelSpanEvery: gpuspans.DefaultKernelSpanEvery,
 		Slots:           gpuspans.DefaultSlots,
 		Listen:          DefaultListen,
+		ClassicBuckets:  prom.DefaultClassicBuckets,
 		TracePath:       DefaultTracePath,
 		TraceSpans:      DefaultTraceSpans,
 		OTLPSampleEvery: otlp.DefaultSampleEvery,
@@ -187,6 +194,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("otlp_sample_every %d: want 1..%d", c.OTLPSampleEvery, MaxOTLPSampleEvery)
 	case c.Requests < 1 || c.Requests > MaxRequests:
 		return fmt.Errorf("requests %d: want 1..%d", c.Requests, MaxRequests)
+	}
+	if err := prom.CheckClassicBuckets(c.ClassicBuckets); err != nil {
+		return fmt.Errorf("classic_buckets %d: want 1, 2, 4 or 8", c.ClassicBuckets)
 	}
 	if _, _, err := c.otlpOptions(); err != nil {
 		return err // it names the flag's option or the variable, after "otlp:"
@@ -325,6 +335,10 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 	var exp *otlp.Exporter
 	var reqs *requests
 	var extra []prometheus.Collector
+	promOpts := []prom.Option{prom.WithClassicBuckets(cfg.ClassicBuckets)}
+	if cfg.KernelHistograms {
+		promOpts = append(promOpts, prom.WithKernelHistograms())
+	}
 	o, on, err := cfg.otlpOptions()
 	if err != nil {
 		return res, err
@@ -343,6 +357,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		reqs = newRequests(exp, cfg.Requests, cfg.Engine.Seed)
 		eng.onStep = reqs.step
 		extra = append(extra, exp.Collector())
+		promOpts = append(promOpts, prom.WithExemplars(exp)) // lane histograms link to the traces sent
 		res.OTLPTarget = exp.Target()
 		tg := &res.OTLPTarget
 		con.Printf("OTLP: GPU spans of 1 step in %d, and %d simulated requests per step, to %s over %s (endpoint from %s, protocol from %s)",
@@ -351,7 +366,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 
 	var srv *http.Server
 	if ln != nil {
-		srv = newServer(NewHandler(hub, HandlerOptions{Options: gpuspanshttp.Options{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Collectors: extra}, Engine: eng}), con)
+		srv = newServer(NewHandler(hub, HandlerOptions{Options: gpuspanshttp.Options{Backend: gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Collectors: extra, Prom: promOpts}, Engine: eng}), con)
 		go func() { _ = srv.Serve(ln) }() // Serve returns ErrServerClosed at Shutdown
 		res.HTTPAddress = ln.Addr()
 		base := "http://" + displayAddr(ln.Addr())

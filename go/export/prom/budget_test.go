@@ -1,0 +1,197 @@
+package prom
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuspans/gpuspans/go/backend/sim"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// The series budget per GPU of a one-GPU process with 2 lanes (the package
+// documentation's): every gpuspans_ series Prometheus stores, with native
+// histograms on and with classic buckets only. tools/e2e/prometheus.sh
+// checks the same numbers against a real Prometheus's count of the demo.
+const (
+	budgetNative          = 25
+	budgetClassic         = 80
+	budgetKernelsNative   = 100  // with WithKernelHistograms and 64 kernels
+	budgetKernelsClassic  = 2000 // the same, classic
+	eagerPerDevice        = 6
+	eagerPerHub           = 7
+	defaultClassicBounds  = 25
+	registeredKernelCount = 64
+)
+
+// storedSeries counts the series Prometheus stores from one gather: with
+// native histograms on, one per histogram; classic only, each histogram's
+// _bucket series (+Inf included), _sum and _count. Every other sample is
+// one series either way.
+func storedSeries(t *testing.T, c *Collector) (native, classic int, names map[string]int) {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names = make(map[string]int)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			names[mf.GetName()]++
+			native++
+			classic++
+			if h := m.GetHistogram(); mf.GetType() == dto.MetricType_HISTOGRAM {
+				b := len(h.GetBucket())
+				if b > 0 && h.GetBucket()[b-1].GetUpperBound() > 1e300 {
+					b-- // an explicit +Inf bucket (one holding an exemplar)
+				}
+				classic += b + 2 // the bounds' _bucket, +Inf, _sum, _count: one counted already
+			}
+		}
+	}
+	return native, classic, names
+}
+
+// kernelName is the i-th of the 64 registered kernels.
+func kernelName(i int) string { return fmt.Sprintf("kernel_%02d", i) }
+
+// busyHub is one simulated GPU serving steps of 2 lanes, every step armed,
+// each step launching the 64 registered kernels: every series that normal
+// serving makes exists.
+func busyHub(t testing.TB) *gpuspans.Hub {
+	t.Helper()
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Now: clock.Now, Logf: func(string, ...interface{}) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	if err := h.Install(0, stream, gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	for k := 0; k < registeredKernelCount; k++ {
+		if err := h.RegisterKernel(uint64(k+1), kernelName(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for step := 0; step < 3; step++ {
+		h.BeginStep()
+		for lane := 0; lane < 2; lane++ {
+			h.LaneBegin(lane)
+			for k := lane; k < registeredKernelCount; k += 2 {
+				ks := h.KernelBegin(uint64(k+1), stream)
+				gpu.Launch(stream, time.Duration(k+1)*time.Microsecond)
+				h.KernelEnd(ks)
+			}
+			h.LaneEnd(lane)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	h.BeginStep()
+	h.Harvest()
+	return h
+}
+
+// TestSeriesBudget counts the series of a busy one-GPU hub with 2 lanes
+// and 64 registered kernels, by default and with kernel histograms, as
+// Prometheus stores them either way, against the formula of the package
+// documentation and the budget.
+func TestSeriesBudget(t *testing.T) {
+	h := busyHub(t)
+	if n := len(layouts[DefaultClassicBuckets].bounds); n != defaultClassicBounds {
+		t.Fatalf("%d default classic bounds, the budget assumes %d", n, defaultClassicBounds)
+	}
+	const perHist = defaultClassicBounds + 3
+	// Every step was armed: armed_steps_total is there too, beside the
+	// eager series.
+	const others = eagerPerDevice + eagerPerHub + 1
+	for _, tc := range []struct {
+		name                   string
+		opts                   []Option
+		native, classic        int
+		budgetN, budgetClassic int
+	}{
+		{"default", nil, 2 + others, 2*perHist + others, budgetNative, budgetClassic},
+		{"kernel histograms", []Option{WithKernelHistograms()},
+			2 + registeredKernelCount + others, (2+registeredKernelCount)*perHist + others, budgetKernelsNative, budgetKernelsClassic},
+	} {
+		native, classic, names := storedSeries(t, NewCollector(h, tc.opts...))
+		t.Logf("%s: %d series with native histograms, %d classic only", tc.name, native, classic)
+		if native != tc.native || classic != tc.classic {
+			t.Errorf("%s: %d native, %d classic series; the formula says %d and %d (%v)", tc.name, native, classic, tc.native, tc.classic, names)
+		}
+		if native > tc.budgetN || classic > tc.budgetClassic {
+			t.Errorf("%s: %d native, %d classic series: over the budget of %d and %d", tc.name, native, classic, tc.budgetN, tc.budgetClassic)
+		}
+	}
+}
+
+// TestNoZeroSeries: a hub whose device has landed nothing sends only the
+// eager series (package documentation), and no counter at zero but the
+// span counters and activity counters that must exist before they count.
+// Each lazy series appears with its first count.
+func TestNoZeroSeries(t *testing.T) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelStep, KernelSpanEvery: 1, Now: clock.Now, Logf: func(string, ...interface{}) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	if err := h.Install(0, stream, gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	h.Harvest()
+	// The eager series, but event_offset_seconds: the pool opens, and
+	// measures it, at the first step at level kernel.
+	eager := []string{
+		"gpuspans_device_info", "gpuspans_device_up", "gpuspans_harvest_seconds_total",
+		"gpuspans_harvests_total", "gpuspans_kernel_span_every", "gpuspans_kernel_timing_info", "gpuspans_level",
+		"gpuspans_level_info", "gpuspans_spans_begun_total", "gpuspans_spans_in_flight", "gpuspans_spans_landed_total",
+		"gpuspans_steps_total",
+	}
+	got := func(opts ...Option) []string {
+		_, _, names := storedSeries(t, NewCollector(h, opts...))
+		var out []string
+		for n := range names {
+			out = append(out, n)
+		}
+		sort.Strings(out)
+		return out
+	}
+	if g := got(WithKernelHistograms()); strings.Join(g, " ") != strings.Join(eager, " ") || len(eager) != eagerPerDevice+eagerPerHub-1 {
+		t.Errorf("idle hub's series:\n%v\nwant\n%v", g, eager)
+	}
+
+	// Each lazy family appears with its first count.
+	h.SetLevel(gpuspans.LevelKernel)
+	h.BeginStep()
+	h.LaneBegin(0)
+	h.LaneBegin(0) // already open
+	h.LaneBegin(99)
+	gpu.BeginCapture(stream)
+	h.KernelEnd(h.KernelBegin(1, stream)) // refused: capturing
+	gpu.EndCapture(stream)
+	h.KernelEnd(h.KernelBegin(1, stream))
+	gpu.Launch(stream, time.Microsecond)
+	h.LaneEnd(0)
+	clock.Advance(time.Millisecond)
+	h.BeginStep()
+	h.Harvest()
+	g := strings.Join(got(WithKernelHistograms()), " ")
+	for _, want := range []string{"gpuspans_lane_duration_seconds", "gpuspans_kernel_duration_seconds", "gpuspans_spans_dropped_total",
+		"gpuspans_lane_already_open_calls_total", "gpuspans_unknown_lane_calls_total", "gpuspans_armed_steps_total"} {
+		if !strings.Contains(g, want) {
+			t.Errorf("no %s after its first count: %s", want, g)
+		}
+	}
+	if strings.Contains(g, "gpuspans_spans_errored_total") || strings.Contains(g, "gpuspans_pool_panics_total") {
+		t.Errorf("a counter at zero: %s", g)
+	}
+}
