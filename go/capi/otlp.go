@@ -33,11 +33,16 @@ func gs_hub_otlp_start(handle C.gs_hub, opts *C.gs_hub_otlp_options) (st C.gs_hu
 	}
 	defer e.exit()
 	defer recoverTo("gs_hub_otlp_start", e, &st)
-	if opts == nil || opts.endpoint == nil {
-		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: opts or opts->endpoint is NULL")
+	if opts == nil {
+		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: opts is NULL")
 	}
-	var o otlp.Options
-	o.Endpoint = C.GoString(opts.endpoint)
+	var o otlp.Options // NULL strings: the environment's
+	if opts.endpoint != nil {
+		o.Endpoint = C.GoString(opts.endpoint)
+	}
+	if opts.protocol != nil {
+		o.Protocol = C.GoString(opts.protocol)
+	}
 	if opts.service_name != nil {
 		o.ServiceName = C.GoString(opts.service_name)
 	}

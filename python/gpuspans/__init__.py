@@ -695,23 +695,32 @@ class Hub:
 
     def start_otlp(
         self,
-        endpoint: str,
+        endpoint: Optional[str] = None,
         service_name: Optional[str] = None,
         sample_every: int = 16,
         kernel_spans: bool = True,
         poll_every: float = 0.2,
         max_links: int = 64,
+        protocol: Optional[str] = None,
     ) -> None:
-        """Exports landed spans as OpenTelemetry traces over OTLP/HTTP to
-        endpoint ("http://host:4318"; traces go to /v1/traces unless it has
-        a path): one trace per step whose number is a multiple of
-        sample_every, a root span "gpu step" over its lane spans (and kernel
-        spans, unless kernel_spans is False). It reads the hub every
-        poll_every seconds on a thread of the library's and never blocks the
-        engine: drops are counted as gpuspans_otlp_* on /metrics. Stop it
+        """Exports landed spans as OpenTelemetry traces over OTLP to endpoint:
+        "http://host:4318" with protocol "http/protobuf" (the default;
+        traces go to /v1/traces unless it has a path), "http://host:4317"
+        with protocol "grpc", https:// for TLS. One trace per step whose
+        number is a multiple of sample_every, a root span "gpu step" over
+        its lane spans (and kernel spans, unless kernel_spans is False).
+        What is left None comes from the standard variables as the process
+        had them when the library loaded (OTEL_EXPORTER_OTLP_ENDPOINT,
+        _PROTOCOL, _HEADERS, _TIMEOUT, ..., OTEL_SERVICE_NAME,
+        OTEL_RESOURCE_ATTRIBUTES); with no endpoint anywhere it raises
+        gpuspans.Error. It reads the hub every poll_every seconds on a
+        thread of the library's and never blocks the engine: drops are
+        counted as gpuspans_otlp_* on /metrics, and failures logged (a
+        collector of the other protocol by name, with the fix). Stop it
         with stop_otlp(); close() stops it too."""
         o = _lib.OTLPOptions()
-        o.endpoint = _cstr("endpoint", endpoint)
+        o.endpoint = None if endpoint is None else _cstr("endpoint", endpoint)
+        o.protocol = None if protocol is None else _cstr("protocol", protocol)
         o.service_name = None if service_name is None else _cstr("service_name", service_name)
         o.sample_every = _int("sample_every", sample_every, (1, _I32[1]))
         o.no_kernel_spans = int(not kernel_spans)

@@ -78,6 +78,7 @@ class OTLPOptions(ctypes.Structure):
         ("no_kernel_spans", ctypes.c_int32),
         ("poll_every_ms", ctypes.c_int32),
         ("max_links", ctypes.c_int32),
+        ("protocol", ctypes.c_char_p),
     ]
 
 

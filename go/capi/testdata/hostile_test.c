@@ -220,6 +220,18 @@ static void extreme_arguments(void) {
     oo.max_links = INT32_MAX;
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
     oo.max_links = 0;
+    const char* protocols[] = {"udp", "GRPC", "http/json", "", "grpc\x7f"};
+    for (size_t i = 0; i < sizeof protocols / sizeof protocols[0]; i++) {
+      oo.protocol = protocols[i];
+      NOT_INTERNAL(gs_hub_otlp_start(hub, &oo));
+      EXPECT(GS_HUB_OK, gs_hub_otlp_stop(hub, 0));
+    }
+    oo.protocol = "udp";
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+    oo.protocol = "grpc";
+    EXPECT(GS_HUB_OK, gs_hub_otlp_start(hub, &oo));
+    EXPECT(GS_HUB_OK, gs_hub_otlp_stop(hub, 0));
+    oo.protocol = NULL;
     oo.sample_every = 1;
     EXPECT(GS_HUB_OK, gs_hub_otlp_start(hub, &oo));
     EXPECT(GS_HUB_ERR_LIMIT, gs_hub_otlp_start(hub, &oo));

@@ -62,9 +62,11 @@ func diagnoseText(t Target, host string, err error) error {
 		// status line was due.
 		why = grpcWhy(host)
 	case t.Protocol == ProtocolGRPC && (strings.Contains(s, "looked like an HTTP/1.1 header") ||
+		strings.Contains(s, "error reading server preface: http2: frame too large") ||
 		strings.Contains(s, "received unexpected content-type")):
-		// An HTTP/1.1 status line where the HTTP/2 preface was due, or an
-		// HTTP/2 server that is not gRPC.
+		// An HTTP/1.x status line where the HTTP/2 preface was due (read
+		// as a frame header, its length is megabytes), or an HTTP/2
+		// server that is not gRPC.
 		why = fmt.Sprintf("the collector at %s speaks OTLP/HTTP, not gRPC: use protocol %s for this port, or its gRPC port (4317 by default)", host, ProtocolHTTP)
 	case strings.Contains(s, "first record does not look like a TLS handshake") ||
 		strings.Contains(s, "server gave HTTP response to HTTPS client"):

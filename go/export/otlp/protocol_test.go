@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -69,12 +70,35 @@ func TestProtocolMismatch(t *testing.T) {
 	h2c.Start()
 	t.Cleanup(h2c.Close)
 
+	// An HTTP/1.0 server (Python's http.server) answers the HTTP/2
+	// preface with a status line and closes.
+	http10, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { http10.Close() })
+	go func() {
+		for {
+			c, err := http10.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				_, _ = io.ReadFull(c, make([]byte, len("PRI * HTTP/2.0\r\n")))
+				_, _ = c.Write([]byte("HTTP/1.0 505 HTTP Version Not Supported\r\nContent-Length: 0\r\n\r\n"))
+				time.Sleep(100 * time.Millisecond)
+			}()
+		}
+	}()
+
 	hostOf := func(u string) string { return u[strings.Index(u, "//")+2:] }
 	for _, c := range []struct {
 		name, protocol, endpoint, want string
 	}{
 		{"http to grpc", ProtocolHTTP, grpcRcv.url, "protocol mismatch: the collector at " + hostOf(grpcRcv.url) + " speaks gRPC, not OTLP/HTTP: use protocol grpc for this port, or its OTLP/HTTP port (4318 by default)"},
 		{"grpc to http/1", ProtocolGRPC, httpRcv.url, "protocol mismatch: the collector at " + hostOf(httpRcv.url) + " speaks OTLP/HTTP, not gRPC: use protocol http/protobuf for this port, or its gRPC port (4317 by default)"},
+		{"grpc to http/1.0", ProtocolGRPC, "http://" + http10.Addr().String(), "protocol mismatch: the collector at " + http10.Addr().String() + " speaks OTLP/HTTP, not gRPC: use protocol http/protobuf"},
 		{"grpc to h2c", ProtocolGRPC, h2c.URL, "protocol mismatch: the collector at " + hostOf(h2c.URL) + " speaks OTLP/HTTP, not gRPC: use protocol http/protobuf"},
 		{"https to plaintext", ProtocolHTTP, strings.Replace(httpRcv.url, "http:", "https:", 1), "does not speak TLS: use an http:// endpoint"},
 		{"grpc tls to plaintext", ProtocolGRPC, strings.Replace(grpcRcv.url, "http:", "https:", 1), "does not speak TLS: use an http:// endpoint"},
@@ -247,5 +271,27 @@ func TestSpeaksHTTP2(t *testing.T) {
 	e.target.URL, e.host = httpRcv.url+"/v1/traces", host(httpRcv.url)
 	if err := e.diagnose(peek); err != peek {
 		t.Errorf("diagnose at an HTTP/1 server = %v, want it unchanged", err)
+	}
+}
+
+// TestCloseWithNoTime: Close with a context that is done stops either
+// transport and returns nil; the spans it had no time for are counted.
+func TestCloseWithNoTime(t *testing.T) {
+	for _, p := range []string{ProtocolHTTP, ProtocolGRPC} {
+		rcv := newProtocolReceiver(t, p)
+		e, err := New(context.Background(), newHub(t), Options{Protocol: p, Endpoint: rcv.url, LookupEnv: noEnv, PollEvery: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, s := e.TracerProvider().Tracer("t").Start(context.Background(), "x")
+		s.End()
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := e.Close(done); err != nil {
+			t.Errorf("%s: Close with no time: %v", p, err)
+		}
+		if st := e.Stats(); st.Exported+st.Shutdown+st.ExportFailed != 1 {
+			t.Errorf("%s: %+v: the span neither sent nor counted", p, st)
+		}
 	}
 }

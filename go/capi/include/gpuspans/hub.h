@@ -153,15 +153,23 @@ typedef struct gs_hub_span {
   char name[GS_HUB_SPAN_NAME_CAP]; /* lane or kernel name ("other": a kernel never registered), NUL-terminated */
 } gs_hub_span;
 
-/* Options of gs_hub_otlp_start. Zero every field you do not set. */
+/* Options of gs_hub_otlp_start. Zero every field you do not set: the
+ * standard OpenTelemetry variables (OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME,
+ * OTEL_RESOURCE_ATTRIBUTES, as the process had them when the library
+ * loaded) then set what the fields leave unset, as go/export/otlp
+ * documents. */
 typedef struct gs_hub_otlp_options {
-  const char* endpoint;     /* the collector's OTLP/HTTP address, "http://host:4318" (traces to
-                               /v1/traces) or with the path to post to; required */
-  const char* service_name; /* the resource's service.name; NULL or "": "gpuspans" */
+  const char* endpoint;     /* the collector: "http://host:4318" for OTLP/HTTP (traces to /v1/traces,
+                               or to the path given), "http://host:4317" for gRPC, https:// for TLS;
+                               NULL or "": OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, required then */
+  const char* service_name; /* the resource's service.name; NULL or "": OTEL_SERVICE_NAME, else
+                               service.name in OTEL_RESOURCE_ATTRIBUTES, else "gpuspans" */
   int32_t sample_every;     /* export the spans of steps whose number is a multiple of this (0: 16) */
   int32_t no_kernel_spans;  /* nonzero: lane spans only */
   int32_t poll_every_ms;    /* how often the exporter reads the hub's recent spans (0: 200) */
   int32_t max_links;        /* request links per step, at most 1024 (0: 64) */
+  const char* protocol;     /* "grpc" or "http/protobuf"; NULL or "":
+                               OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, else "http/protobuf" */
 } gs_hub_otlp_options;
 
 /* A request a step serves, as gs_hub_link_step takes it: the W3C trace
@@ -410,16 +418,18 @@ gs_hub_status gs_hub_set_log_callback(gs_hub hub, gs_hub_log_fn fn, void* user);
 gs_hub_status gs_hub_log_dropped(gs_hub hub, uint64_t* dropped);
 
 /* gs_hub_otlp_start starts exporting hub's landed spans as OpenTelemetry
- * traces over OTLP/HTTP (go/export/otlp: one trace per sampled step, a
+ * traces over OTLP, gRPC or HTTP (go/export/otlp: one trace per sampled step, a
  * root span "gpu step" with the step's lane spans and kernel spans below
  * it). It reads the ring of recent spans, so it keeps start times placed
  * (unless gs_hub_options.no_start_times: then nothing can be sent). A
  * goroutine reads the hub every poll_every_ms and queues without waiting;
  * another sends in batches. A full queue or a failed request drops spans,
  * counted on /metrics and gs_hub_metrics as gpuspans_otlp_*; failures are
- * logged (gs_hub_set_log_callback). Nothing on the span paths waits for
- * the collector. GS_HUB_ERR_INVALID_ARGUMENT names a bad option (an
- * endpoint that is not http:// or https://); GS_HUB_ERR_LIMIT when one
+ * logged (gs_hub_set_log_callback), a collector that speaks the other
+ * protocol by name with the fix. Nothing on the span paths waits for the
+ * collector. GS_HUB_ERR_INVALID_ARGUMENT names a bad option or variable (an
+ * endpoint that is not http:// or https://, none anywhere, an unknown
+ * protocol, a malformed OTEL_* value); GS_HUB_ERR_LIMIT when one
  * runs already. gs_hub_otlp_stop stops it: it reads what landed since its
  * last read and sends what is queued for up to timeout_ms (what is left is
  * dropped, counted); GS_HUB_OK when none runs. gs_hub_close stops it too,
