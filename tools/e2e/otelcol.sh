@@ -47,8 +47,8 @@ if [[ ! -x "$OTELCOL" ]]; then
   log "building the collector (tools/otelcol) into $OTELCOL: a few minutes cold"
   t0=$SECONDS
   # -mod=readonly: go.sum pins the whole graph; nothing is resolved anew.
-  (cd "$SRC" && timeout 900 go build -mod=readonly -trimpath -o "$OTELCOL.tmp" .) >"$TMP/otelcol-build.log" 2>&1 ||
-    { tail -30 "$TMP/otelcol-build.log" >&2; fail "building the collector failed (or took over 15 minutes)"; }
+  (cd "$SRC" && timeout 1200 go build -mod=readonly -trimpath -o "$OTELCOL.tmp" .) >"$TMP/otelcol-build.log" 2>&1 ||
+    { tail -30 "$TMP/otelcol-build.log" >&2; fail "building the collector failed (or took over 20 minutes)"; }
   mv "$OTELCOL.tmp" "$OTELCOL"
   log "built the collector in $((SECONDS - t0))s"
   # Older builds of other sources: keep the newest three.
