@@ -13,20 +13,21 @@ import (
 )
 
 // The exporter as a source of Prometheus exemplars: it remembers, per
-// device and lane, the last lane span a collector accepted, so that a lane
-// histogram on /metrics links to a trace the tracing backend has.
+// device and lane, the latest lane span a collector accepted, so that a
+// lane histogram on /metrics links to a trace the tracing backend has.
 
 var _ prom.Exemplars = (*Exporter)(nil)
 
-// LaneExemplar returns the latest span of lane on device that the
-// collector accepted (its request succeeded), with its trace and span ids:
+// LaneExemplar returns the latest span (by its end on the host clock) of
+// lane on device that the collector accepted (its request succeeded), with
+// its trace and span ids:
 // give the exporter to prom.WithExemplars so that lane histograms carry
 // them. Safe for concurrent use; allocates nothing.
 func (e *Exporter) LaneExemplar(device int, lane string) (prom.Exemplar, bool) {
 	return e.accepted.get(device, lane)
 }
 
-// laneExemplar is the last accepted span of one lane on one device.
+// laneExemplar is the latest accepted span of one lane on one device.
 type laneExemplar struct {
 	set     bool
 	dur     time.Duration
@@ -35,7 +36,7 @@ type laneExemplar struct {
 	spanID  trace.SpanID
 }
 
-// acceptedLanes holds the last accepted lane span per device and lane: at most
+// acceptedLanes holds the latest accepted lane span per device and lane: at most
 // gpuspans.MaxDevices times the hub's lanes, a device's made at its first.
 type acceptedLanes struct {
 	hub   *gpuspans.Hub
@@ -49,7 +50,8 @@ func (x *acceptedLanes) init(h *gpuspans.Hub) {
 	x.lanes = len(h.Lanes())
 }
 
-// add remembers the lane spans of a batch the collector accepted.
+// add remembers the lane spans of a batch the collector accepted, but for
+// those older than one it has: steps pending at once go out in any order.
 // The sender goroutine calls it; it reads the attributes sendStep wrote.
 func (x *acceptedLanes) add(batch []sdktrace.ReadOnlySpan) {
 	x.mu.Lock()
@@ -77,11 +79,15 @@ func (x *acceptedLanes) add(batch []sdktrace.ReadOnlySpan) {
 		if x.dev[dev] == nil {
 			x.dev[dev] = make([]laneExemplar, x.lanes)
 		}
+		end := s.EndTime().UnixNano()
+		if old := &x.dev[dev][lane]; old.set && old.endNs > end {
+			continue
+		}
 		sc := s.SpanContext()
 		x.dev[dev][lane] = laneExemplar{
 			set:     true,
 			dur:     s.EndTime().Sub(s.StartTime()),
-			endNs:   s.EndTime().UnixNano(),
+			endNs:   end,
 			traceID: sc.TraceID(),
 			spanID:  sc.SpanID(),
 		}

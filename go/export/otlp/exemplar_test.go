@@ -17,9 +17,10 @@ import (
 )
 
 // TestLaneExemplars: the exporter's exemplar of each device and lane is
-// the last lane span the collector got (step 4 of 4, 2 sampled), with its
-// trace and span ids, duration and end; and /metrics, as OpenMetrics, links
-// each lane histogram to it.
+// the latest lane span the collector got (step 4 of 4, 2 sampled, though
+// Close sends the pending steps in any order), with its trace and span ids,
+// duration and end; and /metrics, as OpenMetrics, links each lane
+// histogram to it.
 func TestLaneExemplars(t *testing.T) {
 	rcv := newReceiver(t)
 	h := newHub(t)
