@@ -23,6 +23,12 @@ const (
 	MaxRecentSpans = 1 << 20 // Options.RecentSpans
 	MaxNameLen     = 128     // bytes in a lane or kernel name
 
+	// MaxKernelSpanEvery bounds the arming period, however it is set
+	// (Options, SetKernelSpanEvery, and through them the C ABI, Python and
+	// the control endpoint): a period of a million steps is hours of
+	// serving between armed steps, so anything larger is a typo.
+	MaxKernelSpanEvery = 1_000_000
+
 	// MaxBusyRetired is how many retired pools a hub keeps asking to close
 	// while they answer ErrBusy with none of their spans left (an event
 	// that never completes, or a pool that always says busy). Past it the
@@ -293,8 +299,8 @@ func New(o Options) (*Hub, error) {
 	switch {
 	case every == 0:
 		every = DefaultKernelSpanEvery
-	case every < 0:
-		return nil, fmt.Errorf("gpuspans: Options.KernelSpanEvery is %d, want > 0", every)
+	case every < 0 || every > MaxKernelSpanEvery:
+		return nil, fmt.Errorf("gpuspans: Options.KernelSpanEvery is %d, want 1..%d", every, MaxKernelSpanEvery)
 	}
 	switch {
 	case h.slots == 0:
@@ -446,8 +452,8 @@ func (h *Hub) Level() Level { return Level(atomic.LoadUint32(&h.state) & levelMa
 // SetKernelSpanEvery arms kernel spans on one step in n from the next
 // BeginStep on. n <= 0 is an error.
 func (h *Hub) SetKernelSpanEvery(n int) error {
-	if n <= 0 {
-		return fmt.Errorf("gpuspans: SetKernelSpanEvery(%d): want > 0", n)
+	if n <= 0 || n > MaxKernelSpanEvery {
+		return fmt.Errorf("gpuspans: SetKernelSpanEvery(%d): want 1..%d", n, MaxKernelSpanEvery)
 	}
 	h.every.Store(int64(n))
 	return nil

@@ -33,6 +33,7 @@ func TestNewValidation(t *testing.T) {
 		{"long lane", Options{Lanes: []string{strings.Repeat("x", MaxNameLen+1)}}, "Lanes[0]"},
 		{"too many lanes", Options{Lanes: many}, "Lanes"},
 		{"negative every", Options{KernelSpanEvery: -1}, "KernelSpanEvery"},
+		{"huge every", Options{KernelSpanEvery: MaxKernelSpanEvery + 1}, "KernelSpanEvery"},
 		{"negative slots", Options{Slots: -1}, "Slots"},
 		{"huge slots", Options{Slots: backend.MaxSlots + 1}, "Slots"},
 		{"negative recent", Options{RecentSpans: -5}, "RecentSpans"},
@@ -78,7 +79,7 @@ func TestNewDefaults(t *testing.T) {
 
 func TestKernelSpanEvery(t *testing.T) {
 	h := newHub(t, Options{})
-	for _, n := range []int{0, -3} {
+	for _, n := range []int{0, -3, MaxKernelSpanEvery + 1} {
 		if err := h.SetKernelSpanEvery(n); err == nil || !strings.Contains(err.Error(), fmt.Sprint(n)) {
 			t.Errorf("SetKernelSpanEvery(%d) = %v; want an error naming it", n, err)
 		}

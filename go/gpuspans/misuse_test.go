@@ -45,7 +45,7 @@ func TestMisuseAtTheExtremes(t *testing.T) {
 		t.Errorf("level %v after refused changes", h.Level())
 	}
 
-	for _, n := range []int{0, -1, math.MinInt} {
+	for _, n := range []int{0, -1, math.MinInt, MaxKernelSpanEvery + 1, math.MaxInt} {
 		if err := h.SetKernelSpanEvery(n); err == nil {
 			t.Errorf("SetKernelSpanEvery(%d) succeeded", n)
 		}
@@ -55,7 +55,7 @@ func TestMisuseAtTheExtremes(t *testing.T) {
 	}
 	// The largest period is valid and arms no step for as long as anyone
 	// will run.
-	if err := h.SetKernelSpanEvery(math.MaxInt); err != nil {
+	if err := h.SetKernelSpanEvery(MaxKernelSpanEvery); err != nil {
 		t.Fatal(err)
 	}
 	armed := snap(t, h).ArmedSteps
@@ -63,7 +63,7 @@ func TestMisuseAtTheExtremes(t *testing.T) {
 		h.BeginStep()
 		h.KernelEnd(h.KernelBegin(1, kernelStream))
 	}
-	if s := snap(t, h); s.ArmedSteps != armed || s.Counters.Begun != 0 || s.KernelSpanEvery != math.MaxInt {
+	if s := snap(t, h); s.ArmedSteps != armed || s.Counters.Begun != 0 || s.KernelSpanEvery != MaxKernelSpanEvery {
 		t.Errorf("snapshot %+v", s)
 	}
 }

@@ -4,7 +4,7 @@
 //	GET         /control/level              the level: off, step or kernel
 //	PUT or POST /control/level              set it
 //	GET         /control/kernel_span_every  arm kernel spans on one step in N
-//	PUT or POST /control/kernel_span_every  set N (1..MaxKernelSpanEvery)
+//	PUT or POST /control/kernel_span_every  set N (1..gpuspans.MaxKernelSpanEvery, the hub's bound)
 //	GET         /control/kernel_timing      where kernel spans come from: events, auto or cupti
 //	PUT or POST /control/kernel_timing      set it: "events" releases CUPTI for a profiler,
 //	                                        "auto" takes it again (gpuspans.Hub.SetKernelTiming)
@@ -77,10 +77,6 @@ const (
 
 // DefaultMaxBody is Options.MaxBody's default: a value is a few bytes.
 const DefaultMaxBody = 1 << 10
-
-// MaxKernelSpanEvery bounds kernel_span_every: a period of a million steps
-// is hours of serving between armed steps, so anything larger is a typo.
-const MaxKernelSpanEvery = 1_000_000
 
 // Options configures the endpoints: a plain value, read once by Register.
 type Options struct {
@@ -448,7 +444,7 @@ func ParseKernelTimingRequest(contentType string, body []byte) (gpuspans.KernelT
 
 // ParseKernelSpanEveryRequest reads kernel_span_every from a request body
 // of the given Content-Type, as its endpoint does: a decimal integer in
-// 1..MaxKernelSpanEvery. Errors say what was wrong and what is expected.
+// 1..gpuspans.MaxKernelSpanEvery. Errors say what was wrong and what is expected.
 func ParseKernelSpanEveryRequest(contentType string, body []byte) (int, error) {
 	var v struct {
 		Every *json.Number `json:"kernel_span_every"`
@@ -463,8 +459,8 @@ func ParseKernelSpanEveryRequest(contentType string, body []byte) (int, error) {
 		return 0, err
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
-	if err != nil || n < 1 || n > MaxKernelSpanEvery {
-		return 0, badRequest("bad kernel_span_every %q: want an integer from 1 to %d", truncate(text), MaxKernelSpanEvery)
+	if err != nil || n < 1 || n > gpuspans.MaxKernelSpanEvery {
+		return 0, badRequest("bad kernel_span_every %q: want an integer from 1 to %d", truncate(text), gpuspans.MaxKernelSpanEvery)
 	}
 	return int(n), nil
 }

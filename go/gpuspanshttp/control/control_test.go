@@ -87,7 +87,7 @@ func TestEndpoints(t *testing.T) {
 
 		{name: "get every", method: "GET", path: KernelSpanEveryPath, status: 200, contains: "16\n"},
 		{name: "put every", method: "PUT", path: KernelSpanEveryPath, body: strings.NewReader("4\n"), status: 200, contains: "4\n", every: 4},
-		{name: "every max", method: "PUT", path: KernelSpanEveryPath, body: strings.NewReader("1000000"), status: 200, every: MaxKernelSpanEvery},
+		{name: "every max", method: "PUT", path: KernelSpanEveryPath, body: strings.NewReader("1000000"), status: 200, every: gpuspans.MaxKernelSpanEvery},
 		{name: "every zero", method: "PUT", path: KernelSpanEveryPath, body: strings.NewReader("0"), status: 400, contains: "want an integer from 1 to 1000000"},
 		{name: "every negative", method: "PUT", path: KernelSpanEveryPath, body: strings.NewReader("-3"), status: 400},
 		{name: "every over max", method: "PUT", path: KernelSpanEveryPath, body: strings.NewReader("1000001"), status: 400},

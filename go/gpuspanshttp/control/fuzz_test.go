@@ -47,7 +47,7 @@ func FuzzParseKernelSpanEveryRequest(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if n < 1 || n > MaxKernelSpanEvery {
+		if n < 1 || n > gpuspans.MaxKernelSpanEvery {
 			t.Fatalf("accepted %d from %q", n, body)
 		}
 		if n2, err := ParseKernelSpanEveryRequest("", []byte(strconv.Itoa(n))); err != nil || n2 != n {
@@ -93,7 +93,7 @@ func FuzzEndpoints(f *testing.F) {
 		if l := hub.Level(); l.String() != "off" && l.String() != "step" && l.String() != "kernel" {
 			t.Errorf("level %v", l)
 		}
-		if n := hub.KernelSpanEvery(); n < 1 || n > MaxKernelSpanEvery {
+		if n := hub.KernelSpanEvery(); n < 1 || n > gpuspans.MaxKernelSpanEvery {
 			t.Errorf("kernel_span_every %d", n)
 		}
 	})

@@ -180,8 +180,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("steps %d: want >= 0", c.Steps)
 	case c.Duration < 0:
 		return fmt.Errorf("duration %v: want >= 0", c.Duration)
-	case c.KernelSpanEvery < 1 || c.KernelSpanEvery > control.MaxKernelSpanEvery:
-		return fmt.Errorf("kernel_span_every %d: want 1..%d", c.KernelSpanEvery, control.MaxKernelSpanEvery)
+	case c.KernelSpanEvery < 1 || c.KernelSpanEvery > gpuspans.MaxKernelSpanEvery:
+		return fmt.Errorf("kernel_span_every %d: want 1..%d", c.KernelSpanEvery, gpuspans.MaxKernelSpanEvery)
 	case c.Slots < 1 || c.Slots > backend.MaxSlots:
 		return fmt.Errorf("slots %d: want 1..%d", c.Slots, backend.MaxSlots)
 	case c.TracePath != "" && c.TraceSpans < 1:
