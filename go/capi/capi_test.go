@@ -45,9 +45,10 @@ func library(t *testing.T, mode string) string {
 	name := map[string]string{"c-archive": "libgpuspans.a", "c-shared": "libgpuspans.so", "c-archive-race": "libgpuspans_race.a"}[mode]
 	out := filepath.Join(libDir, name)
 	libOnce[mode].Do(func() {
-		args := []string{"build", "-buildmode=" + mode, "-o", out, "."}
+		// The tests' library: with the test hooks (crossings_testing.go).
+		args := []string{"build", "-tags=gpuspans_testing", "-buildmode=" + mode, "-o", out, "."}
 		if mode == "c-archive-race" {
-			args = []string{"build", "-race", "-buildmode=c-archive", "-o", out, "."}
+			args = []string{"build", "-tags=gpuspans_testing", "-race", "-buildmode=c-archive", "-o", out, "."}
 		}
 		// go test puts the go that runs it first on PATH.
 		cmd := exec.Command("go", args...)
@@ -74,7 +75,7 @@ func compile(t *testing.T, compiler, lib, exe string, srcs ...string) string {
 		t.Skipf("%s not found", compiler)
 	}
 	out := filepath.Join(t.TempDir(), exe)
-	args := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-Iinclude", "-o", out}
+	args := []string{"-O2", "-Wall", "-Wextra", "-Werror", "-DGS_HUB_TESTING", "-Iinclude", "-o", out}
 	args = append(args, srcs...)
 	switch {
 	case strings.HasSuffix(lib, ".so"):

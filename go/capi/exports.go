@@ -830,9 +830,3 @@ func gs_hub_kernel_end_call(handle C.gs_hub, token C.uint64_t) (st C.gs_hub_stat
 	e.h.KernelEnd(sp)
 	return statusOK
 }
-
-//export gs_hub_testing_count_crossings
-func gs_hub_testing_count_crossings(on C.int32_t) { countCrossings.Store(on != 0) }
-
-//export gs_hub_testing_crossings
-func gs_hub_testing_crossings() C.uint64_t { return C.uint64_t(crossings.Load()) }

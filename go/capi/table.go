@@ -94,8 +94,6 @@ var (
 	globalErrMu sync.Mutex
 	globalErr   string // the last failure with no hub to blame
 
-	countCrossings atomic.Bool
-	crossings      atomic.Uint64
 )
 
 // words is the array of state words the callers read (words.c).
@@ -137,13 +135,6 @@ func (e *hub) exit() { e.calls.Add(-1) }
 // maxErrLen bounds a kept message: one that quotes a caller's argument (a
 // huge lane name, say) must not keep memory as large as the argument.
 const maxErrLen = 2048
-
-// cross counts a call from C when a test asked for it.
-func cross() {
-	if countCrossings.Load() {
-		crossings.Add(1)
-	}
-}
 
 // fail records msg as hub e's last error (e nil: the global one) and
 // returns st.
