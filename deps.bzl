@@ -610,6 +610,14 @@ def go_dependencies():
         version = "v1.47.0",
     )
     go_repository(
+        name = "io_opentelemetry_go_otel_exporters_otlp_otlptrace_otlptracegrpc",
+        build_file_proto_mode = "disable_global",
+        importpath = "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc",
+        sum = "h1:UFpxOpYPmMNUtOWhdb+nC1WELIgVf8z9higURrbzYU4=",
+        version = "v1.47.0",
+    )
+
+    go_repository(
         name = "io_opentelemetry_go_otel_exporters_otlp_otlptrace_otlptracehttp",
         build_file_proto_mode = "disable_global",
         importpath = "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
