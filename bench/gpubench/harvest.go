@@ -124,9 +124,9 @@ func harvestHub(r *rig, starts string, level gpuspans.Level) (*gpuspans.Hub, err
 	o := gpuspans.Options{Level: level}
 	switch starts {
 	case "on":
-		o.AlwaysStartTimes = true
+		o.StartTimes = gpuspans.StartTimesAlways
 	case "off":
-		o.NoStartTimes = true
+		o.StartTimes = gpuspans.StartTimesNever
 	}
 	h, err := hubWith(o, 0, r.lane, gpuspans.DefaultSlots)
 	if err != nil {

@@ -128,7 +128,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	quick := fs.Bool("quick", false, "tiny sizes, for tests")
 	budget := fs.Duration("budget", 60*time.Second, "per section: past it a section stops early and marks its result truncated")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the sections run to this file")
-	fs.BoolVar(&noStartTimes, "no-start-times", false, "hubs skip placing spans on the host clock (gpuspans.Options.NoStartTimes)")
+	fs.BoolVar(&noStartTimes, "no-start-times", false, "hubs skip placing spans on the host clock (gpuspans.StartTimesNever)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -180,8 +180,16 @@ func (r *rig) close() {
 // noStartTimes is the -no-start-times flag, for every hub newHub makes.
 var noStartTimes bool
 
+// startTimes is the start-time mode the -no-start-times flag asks for.
+func startTimes() gpuspans.StartTimes {
+	if noStartTimes {
+		return gpuspans.StartTimesNever
+	}
+	return gpuspans.StartTimesAuto
+}
+
 func newHub(device int, lane backend.Stream, slots int, lanes ...string) (*gpuspans.Hub, error) {
-	return hubWith(gpuspans.Options{Lanes: lanes, Level: gpuspans.LevelKernel, NoStartTimes: noStartTimes}, device, lane, slots)
+	return hubWith(gpuspans.Options{Lanes: lanes, Level: gpuspans.LevelKernel, StartTimes: startTimes()}, device, lane, slots)
 }
 
 // hubWith makes a hub with o (lanes "decode" unless given, every step

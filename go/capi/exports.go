@@ -136,7 +136,10 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 		o.KernelSpanEvery = int(opts.kernel_span_every)
 		o.Slots = int(opts.slots)
 		o.RecentSpans = int(opts.recent_spans)
-		o.NoStartTimes = opts.no_start_times != 0
+		if opts.start_times < 0 || opts.start_times > C.GS_HUB_START_TIMES_ALWAYS {
+			return fail(nil, statusInvalidArgument, "gs_hub_create: start_times is %d, want GS_HUB_START_TIMES_AUTO (0), _NEVER (1) or _ALWAYS (2)", int(opts.start_times))
+		}
+		o.StartTimes = gpuspans.StartTimes(opts.start_times)
 		o.RawKernelSpans = opts.raw_kernel_spans != 0
 		quiet = opts.quiet != 0
 	}

@@ -193,8 +193,8 @@ func TestStartTimes(t *testing.T) {
 			{wait: 2 * time.Second, placed: false}, // the reader went away
 			{read: true, keep: true, placed: true},
 		}},
-		{"always", Options{AlwaysStartTimes: true}, []step{{placed: true}, {wait: time.Hour, placed: true}}},
-		{"never", Options{NoStartTimes: true}, []step{{placed: false}, {read: true, placed: false}}},
+		{"always", Options{StartTimes: StartTimesAlways}, []step{{placed: true}, {wait: time.Hour, placed: true}}},
+		{"never", Options{StartTimes: StartTimesNever}, []step{{placed: false}, {read: true, placed: false}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			clock := sim.NewClock(time.Unix(1_700_000_000, 0))
@@ -233,9 +233,13 @@ func TestStartTimes(t *testing.T) {
 			}
 		})
 	}
-	if _, err := New(Options{NoStartTimes: true, AlwaysStartTimes: true}); err == nil ||
-		!strings.Contains(err.Error(), "NoStartTimes") || !strings.Contains(err.Error(), "AlwaysStartTimes") {
-		t.Errorf("both start-time options: %v", err)
+	if _, err := New(Options{StartTimes: StartTimesAlways + 1}); err == nil || !strings.Contains(err.Error(), "Options.StartTimes") {
+		t.Errorf("a junk start-time mode: %v", err)
+	}
+	for s, want := range map[StartTimes]string{StartTimesAuto: "auto", StartTimesNever: "never", StartTimesAlways: "always", 7: "StartTimes(7)"} {
+		if s.String() != want {
+			t.Errorf("%d.String() = %q, want %q", uint8(s), s.String(), want)
+		}
 	}
 }
 

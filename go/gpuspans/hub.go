@@ -86,18 +86,9 @@ type Options struct {
 	Logf func(format string, args ...interface{})
 	// Now is the host clock used to time harvests. Nil means time.Now.
 	Now func() time.Time
-	// NoStartTimes stops placing spans on the host clock for good, and
-	// AlwaysStartTimes places every span. By default (neither) a harvest
-	// places spans only while something reads them: from a RecentSpans or
-	// KeepStartTimes call until StartTimesIdle passes without one. Placing
-	// a span costs one more driver call per span in the harvest (the
-	// elapsed time from the host-clock anchor: about 600 ns on an H200, as
-	// much as the rest of the landing), which a hub that is only scraped
-	// for metrics then never pays. Unplaced spans carry
-	// StartNs 0 (timeline traces leave them out); durations, aggregates
-	// and metrics are the same either way. Setting both is an error.
-	NoStartTimes     bool
-	AlwaysStartTimes bool
+	// StartTimes says when harvests place spans on the host clock
+	// (StartTimesAuto, the zero value: while something reads them).
+	StartTimes StartTimes
 	// RawKernelSpans reports kernel spans as their event pairs read them.
 	// By default a kernel span's duration has its device's event offset
 	// (DeviceStatus.EventOffset) subtracted, clamped at 0; lane spans are
@@ -168,7 +159,7 @@ type Hub struct {
 	slots   int
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
-	starts  startMode
+	starts  StartTimes
 	raw     bool     // Options.RawKernelSpans
 	mirror  *uint32  // Options.StateMirror, or nil
 	tr      *tracing // the kernel tracer's side; never nil
@@ -193,33 +184,57 @@ type Hub struct {
 	recentSeq         uint64 // Seq of the newest span landed
 	recentRead        uint64 // highest Seq RecentSpans has returned
 	recentOverwritten uint64
-	readAt            time.Time // the last RecentSpans or KeepStartTimes call, for startsAuto
+	readAt            time.Time // the last RecentSpans or KeepStartTimes call, for StartTimesAuto
 	want              uint32    // HarvestItem.WantStart for the harvest under way
 	win               winRing   // the recent windows (windows.go)
 }
 
 // StartTimesIdle is how long after the last RecentSpans or KeepStartTimes
-// call a hub with neither Options.NoStartTimes nor Options.AlwaysStartTimes
-// keeps placing spans on the host clock. Readers (span files, traces, OTLP)
+// call a hub at StartTimesAuto keeps placing spans on the host clock. Readers (span files, traces, OTLP)
 // poll every few seconds; a minute covers a slow one.
 const StartTimesIdle = time.Minute
 
-// startMode says when harvests place spans on the host clock.
-type startMode uint8
+// StartTimes says when harvests place spans on the host clock
+// (Span.StartNs). Placing a span costs one more driver call per span in
+// the harvest (the elapsed time from the host-clock anchor: about 600 ns
+// on an H200, as much as the rest of the landing), which a hub that is
+// only scraped for metrics then never pays. Unplaced spans carry StartNs 0
+// (timeline traces and OTLP leave them out); durations, aggregates and
+// metrics are the same either way.
+type StartTimes uint8
 
 const (
-	startsAuto   startMode = iota // while a reader asked within StartTimesIdle
-	startsNever                   // Options.NoStartTimes
-	startsAlways                  // Options.AlwaysStartTimes
+	// StartTimesAuto places spans only while something reads them: from a
+	// RecentSpans or KeepStartTimes call until StartTimesIdle passes
+	// without one.
+	StartTimesAuto StartTimes = iota
+	// StartTimesNever never places a span.
+	StartTimesNever
+	// StartTimesAlways places every span.
+	StartTimesAlways
 )
+
+// String names the mode as the C ABI and Python spell it: "auto",
+// "never" or "always".
+func (s StartTimes) String() string {
+	switch s {
+	case StartTimesAuto:
+		return "auto"
+	case StartTimesNever:
+		return "never"
+	case StartTimesAlways:
+		return "always"
+	}
+	return fmt.Sprintf("StartTimes(%d)", uint8(s))
+}
 
 // wantStarts reports whether a harvest starting at now places spans.
 // Caller holds h.mu.
 func (h *Hub) wantStarts(now time.Time) bool {
 	switch h.starts {
-	case startsNever:
+	case StartTimesNever:
 		return false
-	case startsAlways:
+	case StartTimesAlways:
 		return true
 	}
 	return !h.readAt.IsZero() && now.Sub(h.readAt) < StartTimesIdle
@@ -278,14 +293,10 @@ func New(o Options) (*Hub, error) {
 	}
 	h.raw = o.RawKernelSpans
 	h.mirror = o.StateMirror
-	switch {
-	case o.NoStartTimes && o.AlwaysStartTimes:
-		return nil, errors.New("gpuspans: Options.NoStartTimes and Options.AlwaysStartTimes are both set")
-	case o.NoStartTimes:
-		h.starts = startsNever
-	case o.AlwaysStartTimes:
-		h.starts = startsAlways
+	if o.StartTimes > StartTimesAlways {
+		return nil, fmt.Errorf("gpuspans: Options.StartTimes is %d, want StartTimesAuto, StartTimesNever or StartTimesAlways", o.StartTimes)
 	}
+	h.starts = o.StartTimes
 	for i, name := range h.lanes {
 		if err := checkName(name); err != nil {
 			return nil, fmt.Errorf("gpuspans: Options.Lanes[%d]: %w", i, err)

@@ -34,7 +34,7 @@ func BenchmarkLanding(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		o    Options
-	}{{"starts=off", Options{NoStartTimes: true}}, {"starts=on", Options{AlwaysStartTimes: true}}} {
+	}{{"starts=off", Options{StartTimes: StartTimesNever}}, {"starts=on", Options{StartTimes: StartTimesAlways}}} {
 		b.Run(c.name, func(b *testing.B) {
 			c.o.Level, c.o.KernelSpanEvery = LevelKernel, 1
 			h := newHub(b, c.o)

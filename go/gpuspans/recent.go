@@ -48,7 +48,7 @@ type Span struct {
 // exporter polls with the last Seq it saw; spans overwritten before it asked
 // are counted in Counters.RecentOverwritten. With dst's capacity reused the
 // call allocates nothing. A call also keeps harvests placing spans on the
-// host clock for StartTimesIdle (see Options.NoStartTimes): spans landed
+// host clock for StartTimesIdle (see StartTimes): spans landed
 // before a reader's first call may carry StartNs 0. Takes the harvest lock
 // briefly.
 func (h *Hub) RecentSpans(afterSeq uint64, dst []Span) []Span {
@@ -73,7 +73,7 @@ func (h *Hub) RecentSpans(afterSeq uint64, dst []Span) []Span {
 }
 
 // KeepStartTimes makes harvests place spans on the host clock for the next
-// StartTimesIdle, as a RecentSpans call does (see Options.NoStartTimes). A
+// StartTimesIdle, as a RecentSpans call does (see StartTimes). A
 // reader of start times calls it when it attaches, so that the spans it
 // will read first are placed too. Takes the harvest lock briefly.
 func (h *Hub) KeepStartTimes() {

@@ -76,7 +76,7 @@ func TestBelowKernelNoBackendCalls(t *testing.T) {
 }
 
 func TestLaneSpanOnSim(t *testing.T) {
-	h, gpu, clock, s := simHub(t, Options{AlwaysStartTimes: true})
+	h, gpu, clock, s := simHub(t, Options{StartTimes: StartTimesAlways})
 	start := clock.Now()
 	h.LaneBegin(0)
 	gpu.Launch(s, 3*time.Millisecond)

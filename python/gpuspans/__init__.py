@@ -218,6 +218,9 @@ def _close_handle(lib, handle, pid):
 # Hub.kernel_timing's names, by GS_HUB_KERNEL_TIMING_* value.
 _KERNEL_TIMINGS = ("events", "auto", "cupti")
 
+# The start-time modes, in the order of GS_HUB_START_TIMES_* (their values).
+_START_TIMES = ("auto", "never", "always")
+
 
 def _level(value):
     if isinstance(value, str):
@@ -333,9 +336,9 @@ class Hub:
     lanes: the lane names (default "prefill", "decode"); level: "off",
     "step", "kernel" or a Level; kernel_span_every: arm kernel spans on 1
     step in this many (default 16); slots, recent_spans: ring sizes (0:
-    defaults); no_start_times: never place spans on the host clock (by
-    default they are placed while a reader calls recent_spans or
-    keep_start_times); raw_kernel_spans: as go/gpuspans.Options;
+    defaults); start_times: when spans are placed on the host clock,
+    "auto" (while a reader calls recent_spans or keep_start_times),
+    "never" or "always"; raw_kernel_spans: as go/gpuspans.Options;
     quiet: no log lines at all (else they go to the logging logger
     "gpuspans", gpuspans.logger); kernel_timing: "events", "auto" or
     "cupti" (see Hub.kernel_timing).
@@ -348,13 +351,15 @@ class Hub:
         kernel_span_every: int = 16,
         slots: int = 0,
         recent_spans: int = 0,
-        no_start_times: bool = False,
+        start_times: str = "auto",
         raw_kernel_spans: bool = False,
         quiet: bool = False,
         kernel_timing: str = "events",
     ) -> None:
         self._lib = lib = library()
         self._h = 0
+        if start_times not in _START_TIMES:
+            raise ValueError(f"gpuspans: start_times {start_times!r}: want one of {', '.join(_START_TIMES)}")
         if kernel_timing not in _KERNEL_TIMINGS:
             raise ValueError(f"gpuspans: kernel_timing {kernel_timing!r}: want one of {', '.join(_KERNEL_TIMINGS)}")
         if isinstance(lanes, str):
@@ -370,7 +375,7 @@ class Hub:
         o.kernel_span_every = _int("kernel_span_every", kernel_span_every, _I32)
         o.slots = _int("slots", slots, _I32)
         o.recent_spans = _int("recent_spans", recent_spans, _I32)
-        o.no_start_times = int(bool(no_start_times))
+        o.start_times = _START_TIMES.index(start_times)
         o.raw_kernel_spans = int(bool(raw_kernel_spans))
         o.quiet = int(bool(quiet))
         h = ctypes.c_uint64()
@@ -667,7 +672,7 @@ class Hub:
         tuples: poll with the last seq seen. Spans overwritten before a read
         are counted in the snapshot's recent_spans_overwritten. Each call
         keeps start times placed for a minute (see keep_start_times),
-        unless the hub was made with no_start_times."""
+        unless the hub was made with start_times="never"."""
         after_seq = _int("after_seq", after_seq, _U64)
         limit = _int("limit", limit, (1, 1 << 20))
         kinds = _SPAN_KINDS

@@ -45,7 +45,7 @@ class Options(ctypes.Structure):
         ("kernel_span_every", ctypes.c_int32),
         ("slots", ctypes.c_int32),
         ("recent_spans", ctypes.c_int32),
-        ("no_start_times", ctypes.c_int32),
+        ("start_times", ctypes.c_int32),
         ("raw_kernel_spans", ctypes.c_int32),
         ("quiet", ctypes.c_int32),
     ]

@@ -66,8 +66,18 @@ class RecentSpansTest(unittest.TestCase):
             run(hub, gpu, 2)
             self.assertTrue(all(s.start_ns > 0 for s in hub.recent_spans()))
 
-    def test_no_start_times_means_none(self):
-        with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_span_every=1, no_start_times=True, quiet=True) as hub:
+    def test_always_places_without_a_reader(self):
+        with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_span_every=1, start_times="always", quiet=True) as hub:
+            gpu = hub.install(0, 1, sim=True)
+            run(hub, gpu, 3)
+            spans = hub.recent_spans()
+            self.assertEqual(len(spans), 6)
+            self.assertTrue(all(s.start_ns > 0 for s in spans), spans)
+        with self.assertRaisesRegex(ValueError, "start_times 'sometimes'"):
+            gpuspans.Hub(start_times="sometimes", quiet=True)
+
+    def test_never_means_none(self):
+        with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_span_every=1, start_times="never", quiet=True) as hub:
             gpu = hub.install(0, 1, sim=True)
             hub.keep_start_times()
             hub.recent_spans()

@@ -100,9 +100,15 @@ static void extreme_arguments(void) {
       o.recent_spans = extremes[i];
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
       memset(&o, 0, sizeof o);
-      o.kernel_span_every = extremes[i];
-      if (extremes[i] < 0) EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      o.kernel_span_every = extremes[i]; /* the hub's bound: 1..1,000,000 */
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      memset(&o, 0, sizeof o);
+      o.start_times = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
     }
+    memset(&o, 0, sizeof o);
+    o.start_times = GS_HUB_START_TIMES_ALWAYS + 1;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
   }
 
   // Handles.

@@ -104,7 +104,7 @@ func writeSpanFile(t *testing.T) string {
 	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
 	gpu := sim.New(sim.Options{Now: clock.Now})
 	stream := gpu.NewStream()
-	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, AlwaysStartTimes: true, Now: clock.Now, Logf: t.Logf})
+	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, StartTimes: gpuspans.StartTimesAlways, Now: clock.Now, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}

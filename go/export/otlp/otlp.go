@@ -61,7 +61,7 @@
 // step number and a random per-exporter key, and the other span ids from
 // the span's landing Seq, so a span that lands after its step was sent still
 // joins its trace. Spans the backend could not place on the host clock
-// (StartNs 0, as with gpuspans.Options.NoStartTimes) are not sent: a span at
+// (StartNs 0, as with gpuspans.StartTimesNever) are not sent: a span at
 // the Unix epoch, or at the time the exporter read it, would be a lie on a
 // timeline. They are counted (Stats.Unplaced).
 //

@@ -42,7 +42,7 @@ func serve(t *testing.T) []gpuspans.Span {
 	t.Helper()
 	clock := sim.NewClock(start)
 	h, err := gpuspans.New(gpuspans.Options{
-		Level: gpuspans.LevelKernel, KernelSpanEvery: 2, Now: clock.Now, AlwaysStartTimes: true,
+		Level: gpuspans.LevelKernel, KernelSpanEvery: 2, Now: clock.Now, StartTimes: gpuspans.StartTimesAlways,
 		Logf: func(string, ...interface{}) {},
 	})
 	if err != nil {

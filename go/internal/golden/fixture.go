@@ -38,7 +38,7 @@ func NewFixture(t testing.TB) Fixture {
 	clock := sim.NewClock(Start)
 	h, err := gpuspans.New(gpuspans.Options{
 		Lanes: []string{"prefill", "decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: 2, Slots: 64,
-		Now: clock.Now, AlwaysStartTimes: true, Logf: func(string, ...interface{}) {},
+		Now: clock.Now, StartTimes: gpuspans.StartTimesAlways, Logf: func(string, ...interface{}) {},
 	})
 	if err != nil {
 		t.Fatal(err)

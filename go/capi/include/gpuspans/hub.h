@@ -74,6 +74,15 @@ enum {
   GS_HUB_LEVEL_KERNEL = 2  /* lane spans every step, kernel spans on 1 step in kernel_span_every */
 };
 
+/* When harvests place spans on the host clock (gs_hub_span.start_ns), as
+ * go/gpuspans.StartTimes. Values are part of the ABI. */
+enum {
+  GS_HUB_START_TIMES_AUTO = 0,  /* while a reader of start times is attached (gs_hub_recent_spans,
+                                   gs_hub_keep_start_times) */
+  GS_HUB_START_TIMES_NEVER = 1, /* never: start_ns is always 0, and harvests skip that driver call */
+  GS_HUB_START_TIMES_ALWAYS = 2 /* every span */
+};
+
 /* Formats of gs_hub_snapshot. */
 enum {
   GS_HUB_SNAPSHOT_JSON = 0, /* the live page's JSON (/debug/gpuspans/snapshot.json): UTF-8 text */
@@ -102,9 +111,7 @@ typedef struct gs_hub_options {
   int32_t kernel_span_every; /* arm kernel spans on 1 step in this many (0: 16) */
   int32_t slots;             /* span ring slots per device (0: 4096) */
   int32_t recent_spans;      /* ring of recent spans (0: 8192) */
-  int32_t no_start_times;    /* nonzero: never place spans on the host clock; by default spans are placed
-                                only while a reader of start times is attached (gs_hub_recent_spans,
-                                gs_hub_keep_start_times) */
+  int32_t start_times;       /* GS_HUB_START_TIMES_*: when spans are placed on the host clock */
   int32_t raw_kernel_spans;  /* nonzero: do not subtract the event offset from kernel spans */
   int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr
                                 (gs_hub_set_log_callback sends them elsewhere) */
@@ -383,7 +390,7 @@ gs_hub_status gs_hub_set_metrics(gs_hub hub, int32_t flags, int32_t classic_buck
  * overwritten if they are lost: a cap of recent_spans (0: 8192) misses
  * nothing uncounted. out may be NULL when cap is 0. A call keeps
  * start times placed for a minute (as gs_hub_keep_start_times), unless
- * gs_hub_options.no_start_times is set: then start_ns is always 0. Takes
+ * gs_hub_options.start_times is GS_HUB_START_TIMES_NEVER: then start_ns is always 0. Takes
  * the harvest lock briefly. Thread-safe.
  *
  * gs_hub_keep_start_times makes harvests place spans on the host clock
@@ -421,7 +428,7 @@ gs_hub_status gs_hub_log_dropped(gs_hub hub, uint64_t* dropped);
  * traces over OTLP, gRPC or HTTP (go/export/otlp: one trace per sampled step, a
  * root span "gpu step" with the step's lane spans and kernel spans below
  * it). It reads the ring of recent spans, so it keeps start times placed
- * (unless gs_hub_options.no_start_times: then nothing can be sent). A
+ * (unless gs_hub_options.start_times is GS_HUB_START_TIMES_NEVER: then nothing can be sent). A
  * goroutine reads the hub every poll_every_ms and queues without waiting;
  * another sends in batches. A full queue or a failed request drops spans,
  * counted on /metrics and gs_hub_metrics as gpuspans_otlp_*; failures are
