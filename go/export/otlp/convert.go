@@ -134,16 +134,10 @@ func (a *assembler) sendStep(step uint64, spans []gpuspans.Span) {
 			first = min(first, spans[i].StartNs)
 			last = max(last, spans[i].StartNs+max(spans[i].DurationNs, 0))
 		}
-		e.enqueue(tracetest.SpanStub{
-			Name:                 StepSpanName,
-			SpanContext:          root,
-			SpanKind:             trace.SpanKindInternal,
-			StartTime:            time.Unix(0, first),
-			EndTime:              time.Unix(0, last),
-			Attributes:           []attribute.KeyValue{stepAttr},
-			Resource:             e.res,
-			InstrumentationScope: e.scope,
-		}.Snapshot())
+		e.enqueue(e.finished(gpuSpan{
+			name: StepSpanName, sc: root, start: first, end: last,
+			attrs: []attribute.KeyValue{stepAttr},
+		}))
 	}
 
 	links, excess := e.links.take(step)
@@ -170,34 +164,61 @@ func (a *assembler) sendStep(step uint64, spans []gpuspans.Span) {
 			if s.Graph != 0 {
 				attrs = append(attrs, AttrGraph.Int64(int64(s.Graph)))
 			}
-			stub := tracetest.SpanStub{
-				SpanContext:          sc,
-				Parent:               root,
-				SpanKind:             trace.SpanKindInternal,
-				StartTime:            time.Unix(0, s.StartNs),
-				EndTime:              time.Unix(0, s.StartNs+dur),
-				Resource:             e.res,
-				InstrumentationScope: e.scope,
-			}
+			g := gpuSpan{sc: sc, parent: root, start: s.StartNs, end: s.StartNs + dur}
 			if s.Kind == gpuspans.KindLane {
-				stub.Name = "lane " + s.Name
-				stub.Attributes = append(attrs, AttrLane.String(s.Name))
-				stub.Links = links
-				stub.DroppedLinks = excess
+				g.name = "lane " + s.Name
+				g.attrs = append(attrs, AttrLane.String(s.Name))
+				g.links, g.droppedLinks = links, excess
 				lanes = append(lanes, lane{s.Device, s.StartNs, s.StartNs + dur, sc})
 			} else {
-				stub.Name = "kernel " + s.Name
-				stub.Attributes = append(attrs, AttrKernel.String(s.Name))
+				g.name = "kernel " + s.Name
+				g.attrs = append(attrs, AttrKernel.String(s.Name))
 				for _, l := range lanes {
 					if l.device == s.Device && l.start <= s.StartNs && s.StartNs+dur <= l.end {
-						stub.Parent = l.sc
+						g.parent = l.sc
 						break
 					}
 				}
 			}
-			e.enqueue(stub.Snapshot())
+			e.enqueue(e.finished(g))
 		}
 	}
+}
+
+// gpuSpan is a span that ended on the GPU: times in Unix ns, ids chosen
+// by the exporter.
+type gpuSpan struct {
+	name         string
+	sc, parent   trace.SpanContext
+	start, end   int64
+	attrs        []attribute.KeyValue
+	links        []sdktrace.Link
+	droppedLinks int
+}
+
+// finished returns g as the SDK's exporters take a span.
+//
+// It is the package's one use of tracetest, and on purpose: the OTLP
+// exporters accept only sdktrace.ReadOnlySpan, an interface sealed with an
+// unexported method, so the SDK itself must build the value. A Tracer
+// cannot: these spans ended on the GPU before the exporter saw them, with
+// ids, parents and times of our choosing. tracetest.SpanStub.Snapshot is
+// the SDK's public constructor of such a span (a plain conversion with no
+// test machinery behind it, stable since the SDK's 1.0).
+func (e *Exporter) finished(g gpuSpan) sdktrace.ReadOnlySpan {
+	return tracetest.SpanStub{
+		Name:                 g.name,
+		SpanContext:          g.sc,
+		Parent:               g.parent,
+		SpanKind:             trace.SpanKindInternal,
+		StartTime:            time.Unix(0, g.start),
+		EndTime:              time.Unix(0, g.end),
+		Attributes:           g.attrs,
+		Links:                g.links,
+		DroppedLinks:         g.droppedLinks,
+		Resource:             e.res,
+		InstrumentationScope: e.scope,
+	}.Snapshot()
 }
 
 // device returns the attributes naming device, asking the hub for its
