@@ -17,15 +17,11 @@ import (
 )
 
 // GPU tests: they use the real driver and skip unless GPUSPANS_GPU=1 (set by
-// tools/gpu/run.sh on the GPU machine; Bazel selects them by tag).
+// tools/gpu/run.sh on the GPU machine; Bazel selects them by tag). This file
+// holds the prologue every GPU test of this package starts with.
 
-type gpu struct {
-	kit    *cudatest.Kit
-	pool   *cuda.Pool
-	stream backend.Stream
-}
-
-func openGPU(t *testing.T, slots int) *gpu {
+// gpuOnly skips t unless GPUSPANS_GPU=1, then loads the real driver.
+func gpuOnly(t *testing.T) {
 	t.Helper()
 	if os.Getenv("GPUSPANS_GPU") != "1" {
 		t.Skip("set GPUSPANS_GPU=1 to run GPU tests")
@@ -34,15 +30,50 @@ func openGPU(t *testing.T, slots int) *gpu {
 	if err := cuda.Load(); err != nil {
 		t.Fatal(err)
 	}
-	g := &gpu{}
+}
+
+// openKit opens the test kit on device and n streams of it; at the end of
+// the test the streams are synced and destroyed and the kit closed.
+func openKit(t *testing.T, device, n int) (*cudatest.Kit, []backend.Stream) {
+	t.Helper()
+	kit, err := cudatest.NewKit(device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streams []backend.Stream
+	t.Cleanup(func() {
+		for _, s := range streams {
+			_ = kit.Sync(s)
+		}
+		for _, s := range streams {
+			_ = kit.DestroyStream(s)
+		}
+		_ = kit.Close()
+	})
+	for i := 0; i < n; i++ {
+		s, err := kit.NewStream()
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+	}
+	return kit, streams
+}
+
+// gpu is device 0's kit, one of its streams and a pool of the test's size.
+type gpu struct {
+	kit    *cudatest.Kit
+	pool   *cuda.Pool
+	stream backend.Stream
+}
+
+func openGPU(t *testing.T, slots int) *gpu {
+	t.Helper()
+	gpuOnly(t)
+	kit, streams := openKit(t, 0, 1)
+	g := &gpu{kit: kit, stream: streams[0]}
 	var err error
-	if g.kit, err = cudatest.NewKit(0); err != nil {
-		t.Fatal(err)
-	}
 	if g.pool, err = cuda.Open(0, slots); err != nil {
-		t.Fatal(err)
-	}
-	if g.stream, err = g.kit.NewStream(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -64,8 +95,6 @@ func openGPU(t *testing.T, slots int) *gpu {
 		if err != nil {
 			t.Errorf("Close: %v", err)
 		}
-		_ = g.kit.DestroyStream(g.stream)
-		_ = g.kit.Close()
 	})
 	return g
 }

@@ -3,7 +3,6 @@
 package cuda_test
 
 import (
-	"os"
 	"runtime"
 	"testing"
 	"time"
@@ -27,17 +26,6 @@ const (
 	e2eSpinSlack = 30 * time.Microsecond // launch latency inside a kernel pair
 )
 
-func gpuOnly(t *testing.T) {
-	t.Helper()
-	if os.Getenv("GPUSPANS_GPU") != "1" {
-		t.Skip("set GPUSPANS_GPU=1 to run GPU tests")
-	}
-	cudatest.UseRealDriver()
-	if err := cuda.Load(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // engine is one device's share of the test: a kit, a lane stream and a
 // kernel stream.
 type engine struct {
@@ -47,25 +35,8 @@ type engine struct {
 
 func newEngine(t *testing.T, device int) *engine {
 	t.Helper()
-	e := &engine{}
-	var err error
-	if e.kit, err = cudatest.NewKit(device); err != nil {
-		t.Fatal(err)
-	}
-	if e.lane, err = e.kit.NewStream(); err != nil {
-		t.Fatal(err)
-	}
-	if e.kernel, err = e.kit.NewStream(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = e.kit.Sync(e.lane)
-		_ = e.kit.Sync(e.kernel)
-		_ = e.kit.DestroyStream(e.lane)
-		_ = e.kit.DestroyStream(e.kernel)
-		_ = e.kit.Close()
-	})
-	return e
+	kit, streams := openKit(t, device, 2)
+	return &engine{kit: kit, lane: streams[0], kernel: streams[1]}
 }
 
 func TestGPUHubEndToEnd(t *testing.T) {
