@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -49,16 +50,11 @@ type accuracyResult struct {
 const wideCTAs = 264
 
 func runAccuracy(e *env) (interface{}, string, error) {
-	g, r, release, err := e.openRig(1)
+	g, r, h, release, err := e.openHub(256)
 	if err != nil {
 		return nil, "", err
 	}
 	defer release()
-	h, err := newHub(0, r.lane, 256)
-	if err != nil {
-		return nil, "", err
-	}
-	defer closeHub(h, r)
 	timers := map[int]timer{}
 	for _, ctas := range []int{1, wideCTAs} {
 		t, err := g.NewGridTimer(ctas)
@@ -226,18 +222,54 @@ type safetyResult struct {
 	Truncated bool `json:"truncated,omitempty"`
 }
 
+// safetyRun is what the safety section's phases share: one hub on device
+// 0, its kernel stream k, and the counts of the goroutine that harvests
+// throughout.
+type safetyRun struct {
+	g gpu
+	r *rig
+	h *gpuspans.Hub
+	k backend.Stream
+
+	// The harvester counts its calls, and those made entirely while a
+	// capture was open (inCapture is set around each capture).
+	harvesterCalls, callsInCapture int64
+	inCapture                      int32
+
+	// capture_once_replay's graph, destroyed after its phase.
+	once     cudatest.Graph
+	onceExec cudatest.GraphExec
+}
+
+// safetyCase is one phase of the safety section: step runs each of its
+// steps; judged says whether the phase counts towards the section's ok.
+type safetyCase struct {
+	name, what string
+	steps      int
+	judged     bool
+	step       func(s *safetyRun, p *safetyPhase, step int) error
+}
+
+func safetyCases(e *env) []safetyCase {
+	return []safetyCase{
+		{"capture_per_step", "every step: eager kernel span, then a capture of 8 kernels (KernelBegin tried on each, the " +
+			"capture held open >= 30 us), instantiate, launch; the decode lane span on the lane stream is open across the capture",
+			e.scale(1000, 20), true, (*safetyRun).capturePerStep},
+		{"capture_once_replay", "one capture of 8 kernels before the loop (KernelBegin tried on each); every step: eager kernel span, " +
+			"graph launch, lane span", e.scale(1000, 20), true, (*safetyRun).captureOnceReplay},
+		{"lane_end_inside_capture", "as capture_per_step, but the capturing thread ends the lane span (an event record " +
+			"on the uncaptured lane stream) and launches on the lane stream inside its own GLOBAL capture: informational",
+			e.scale(200, 10), false, (*safetyRun).laneEndInsideCapture},
+	}
+}
+
 func runSafety(e *env) (interface{}, string, error) {
-	g, r, release, err := e.openRig(1)
+	g, r, h, release, err := e.openHub(gpuspans.DefaultSlots, "prefill", "decode")
 	if err != nil {
 		return nil, "", err
 	}
 	defer release()
-	h, err := newHub(0, r.lane, gpuspans.DefaultSlots, "prefill", "decode")
-	if err != nil {
-		return nil, "", err
-	}
-	defer closeHub(h, r)
-	k := r.streams[0]
+	s := &safetyRun{g: g, r: r, h: h, k: r.streams[0]}
 	h.BeginStep() // opens the pool
 	settle(h, r)
 
@@ -249,226 +281,241 @@ func runSafety(e *env) (interface{}, string, error) {
 		Mode:      "CU_STREAM_CAPTURE_MODE_GLOBAL on the kernel stream, from the loop's (locked) thread",
 		Harvester: "a second goroutine calls Hub.Harvest in a tight loop during every phase",
 	}
-	// The harvester counts its calls, and those made entirely while a
-	// capture was open (inCapture is set around each capture).
-	var harvesterCalls, callsInCapture int64
-	var inCapture int32
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			was := atomic.LoadInt32(&inCapture)
-			h.Harvest()
-			atomic.AddInt64(&harvesterCalls, 1)
-			if was == 1 && atomic.LoadInt32(&inCapture) == 1 {
-				atomic.AddInt64(&callsInCapture, 1)
-			}
-		}
-	}()
-	stopHarvester := func() {
-		if stop != nil {
-			close(stop)
-			<-done
-			stop = nil
-		}
-	}
+	stopHarvester := s.harvestThroughout()
 	defer stopHarvester()
-
-	// capture captures capturedKernels empty kernels on k, trying a kernel
-	// span around each, and returns the graph (0 when the capture failed,
-	// counted).
-	const capturedKernels = 8
-	const captureOpen = 30 * time.Microsecond
-	capture := func(p *safetyPhase, inside func()) cudatest.Graph {
-		p.Captures++
-		if err := g.CaptureBegin(k, cudatest.CaptureGlobal); err != nil {
-			p.OtherCaptureErrors++
-			if p.FirstError == "" {
-				p.FirstError = "CaptureBegin: " + err.Error()
-			}
-			return 0
-		}
-		atomic.StoreInt32(&inCapture, 1)
-		defer atomic.StoreInt32(&inCapture, 0)
-		t0 := time.Now()
-		for i := 0; i < capturedKernels; i++ {
-			p.KernelBeginsInCapture++
-			sp := h.KernelBegin(kCaptured, k)
-			if sp != (gpuspans.KernelSpan{}) {
-				p.SpansOpenedInCapture++
-			}
-			if err := g.Empty(k); err != nil {
-				p.LaunchErrorsInCapt++
-			}
-			h.KernelEnd(sp)
-		}
-		if inside != nil {
-			inside()
-		}
-		// Hold the capture open a while, as capturing a model's step
-		// would, so the harvester's calls land inside it.
-		for time.Since(t0) < captureOpen {
-		}
-		graph, err := g.CaptureEnd(k)
-		if err != nil {
-			if cudaCode(err) == 901 {
-				p.Invalidated901++
-			} else {
-				p.OtherCaptureErrors++
-			}
-			if p.FirstError == "" {
-				p.FirstError = "CaptureEnd: " + err.Error()
-			}
-			return 0
-		}
-		p.CapturesOK++
-		return graph
-	}
-	launch := func(p *safetyPhase, graph cudatest.Graph, destroy bool) error {
-		x, err := g.Instantiate(graph)
-		if err != nil {
-			return err
-		}
-		if err := g.Launch(x, k); err != nil {
-			return err
-		}
-		p.GraphLaunches++
-		if destroy { // freed by the driver once the launch completes
-			if err := g.DestroyGraphExec(x); err != nil {
-				return err
-			}
-			return g.DestroyGraph(graph)
-		}
-		return nil
-	}
-	eager := func(p *safetyPhase) error {
-		h.BeginStep()
-		h.LaneBegin(1)
-		if err := g.Empty(r.lane); err != nil {
-			return err
-		}
-		sp := h.KernelBegin(kEmpty, k)
-		if err := g.Empty(k); err != nil {
-			return err
-		}
-		h.KernelEnd(sp)
-		return nil
-	}
-
-	type phaseFn func(p *safetyPhase, step int) error
-	var once cudatest.Graph
-	var onceExec cudatest.GraphExec
-	phases := []struct {
-		name, what string
-		steps      int
-		judged     bool
-		step       phaseFn
-	}{
-		{"capture_per_step", "every step: eager kernel span, then a capture of 8 kernels (KernelBegin tried on each, the " +
-			"capture held open >= 30 us), instantiate, launch; the decode lane span on the lane stream is open across the capture",
-			e.scale(1000, 20), true, func(p *safetyPhase, step int) error {
-				if err := eager(p); err != nil {
-					return err
-				}
-				if graph := capture(p, nil); graph != 0 {
-					if err := launch(p, graph, true); err != nil {
-						return err
-					}
-				}
-				h.LaneEnd(1)
-				return nil
-			}},
-		{"capture_once_replay", "one capture of 8 kernels before the loop (KernelBegin tried on each); every step: eager kernel span, " +
-			"graph launch, lane span", e.scale(1000, 20), true, func(p *safetyPhase, step int) error {
-			if step == 0 {
-				graph := capture(p, nil)
-				if graph == 0 {
-					return fmt.Errorf("the one capture failed: %s", p.FirstError)
-				}
-				x, err := g.Instantiate(graph)
-				if err != nil {
-					return err
-				}
-				once, onceExec = graph, x
-			}
-			if err := eager(p); err != nil {
-				return err
-			}
-			if err := g.Launch(onceExec, k); err != nil {
-				return err
-			}
-			p.GraphLaunches++
-			h.LaneEnd(1)
-			return nil
-		}},
-		{"lane_end_inside_capture", "as capture_per_step, but the capturing thread ends the lane span (an event record " +
-			"on the uncaptured lane stream) and launches on the lane stream inside its own GLOBAL capture: informational",
-			e.scale(200, 10), false, func(p *safetyPhase, step int) error {
-				if err := eager(p); err != nil {
-					return err
-				}
-				graph := capture(p, func() {
-					h.LaneEnd(1)
-					if err := g.Empty(r.lane); err != nil {
-						p.LaunchErrorsInCapt++
-					}
-				})
-				if graph != 0 {
-					return launch(p, graph, true)
-				}
-				return nil
-			}},
-	}
 	res.OK = true
-	for _, ph := range phases {
+	for _, c := range safetyCases(e) {
 		if e.late() {
 			res.Truncated = true
 			res.OK = false
 			break
 		}
-		p := safetyPhase{Name: ph.name, What: ph.what, Steps: ph.steps}
-		before := settle(h, r)
-		calls0, inCapt0 := atomic.LoadInt64(&harvesterCalls), atomic.LoadInt64(&callsInCapture)
-		for i := 0; i < ph.steps; i++ {
-			if err := ph.step(&p, i); err != nil {
-				res.Phases = append(res.Phases, p)
-				return res, "", fmt.Errorf("%s step %d: %w", ph.name, i, err)
-			}
+		p, err := s.phase(c)
+		res.Phases = append(res.Phases, p)
+		if err != nil {
+			return res, "", err
 		}
-		after := settle(h, r)
-		p.HarvesterCalls = atomic.LoadInt64(&harvesterCalls) - calls0
-		p.HarvesterInCapt = atomic.LoadInt64(&callsInCapture) - inCapt0
-		if onceExec != 0 {
-			_ = g.DestroyGraphExec(onceExec)
-			_ = g.DestroyGraph(once)
-			once, onceExec = 0, 0
-		}
-		c0, c1 := before.Counters, after.Counters
-		p.DroppedCapturing = c1.Dropped[gpuspans.DropCapturing] - c0.Dropped[gpuspans.DropCapturing]
-		p.DroppedSlotBusy = c1.Dropped[gpuspans.DropSlotBusy] - c0.Dropped[gpuspans.DropSlotBusy]
-		p.Errored = c1.Errored - c0.Errored
-		p.InFlightAtEnd = c1.InFlight
-		p.Harvests = c1.Harvests - c0.Harvests
-		p.HarvestsSkipped = c1.HarvestsSkipped - c0.HarvestsSkipped
-		p.EagerSpansLanded = aggCount(after.Kernels, "empty") - aggCount(before.Kernels, "empty")
-		p.LaneSpansLanded = aggCount(after.Lanes, "decode") - aggCount(before.Lanes, "decode")
-		p.OK = p.Invalidated901 == 0 && p.OtherCaptureErrors == 0 && p.SpansOpenedInCapture == 0 &&
-			p.DroppedCapturing == uint64(p.KernelBeginsInCapture) && p.Errored == 0 &&
-			p.EagerSpansLanded == uint64(p.Steps) && p.LaneSpansLanded == uint64(p.Steps)
-		if ph.judged {
+		if c.judged {
 			res.OK = res.OK && p.OK
 		}
-		res.Phases = append(res.Phases, p)
 	}
 	stopHarvester()
-	res.HarvesterCalls = atomic.LoadInt64(&harvesterCalls)
+	res.HarvesterCalls = atomic.LoadInt64(&s.harvesterCalls)
 	return res, "", nil
+}
+
+// harvestThroughout starts the second goroutine, which calls Hub.Harvest
+// in a tight loop until stop, which may be called more than once.
+func (s *safetyRun) harvestThroughout() (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			was := atomic.LoadInt32(&s.inCapture)
+			s.h.Harvest()
+			atomic.AddInt64(&s.harvesterCalls, 1)
+			if was == 1 && atomic.LoadInt32(&s.inCapture) == 1 {
+				atomic.AddInt64(&s.callsInCapture, 1)
+			}
+		}
+	}()
+	return func() {
+		if quit != nil {
+			close(quit)
+			<-done
+			quit = nil
+		}
+	}
+}
+
+// phase runs c's steps, then sums up what the hub and the harvester
+// counted meanwhile.
+func (s *safetyRun) phase(c safetyCase) (safetyPhase, error) {
+	p := safetyPhase{Name: c.name, What: c.what, Steps: c.steps}
+	before := settle(s.h, s.r)
+	calls0, inCapt0 := atomic.LoadInt64(&s.harvesterCalls), atomic.LoadInt64(&s.callsInCapture)
+	for i := 0; i < c.steps; i++ {
+		if err := c.step(s, &p, i); err != nil {
+			return p, fmt.Errorf("%s step %d: %w", c.name, i, err)
+		}
+	}
+	after := settle(s.h, s.r)
+	p.HarvesterCalls = atomic.LoadInt64(&s.harvesterCalls) - calls0
+	p.HarvesterInCapt = atomic.LoadInt64(&s.callsInCapture) - inCapt0
+	if s.onceExec != 0 {
+		_ = s.g.DestroyGraphExec(s.onceExec)
+		_ = s.g.DestroyGraph(s.once)
+		s.once, s.onceExec = 0, 0
+	}
+	c0, c1 := before.Counters, after.Counters
+	p.DroppedCapturing = c1.Dropped[gpuspans.DropCapturing] - c0.Dropped[gpuspans.DropCapturing]
+	p.DroppedSlotBusy = c1.Dropped[gpuspans.DropSlotBusy] - c0.Dropped[gpuspans.DropSlotBusy]
+	p.Errored = c1.Errored - c0.Errored
+	p.InFlightAtEnd = c1.InFlight
+	p.Harvests = c1.Harvests - c0.Harvests
+	p.HarvestsSkipped = c1.HarvestsSkipped - c0.HarvestsSkipped
+	p.EagerSpansLanded = aggCount(after.Kernels, "empty") - aggCount(before.Kernels, "empty")
+	p.LaneSpansLanded = aggCount(after.Lanes, "decode") - aggCount(before.Lanes, "decode")
+	p.OK = p.Invalidated901 == 0 && p.OtherCaptureErrors == 0 && p.SpansOpenedInCapture == 0 &&
+		p.DroppedCapturing == uint64(p.KernelBeginsInCapture) && p.Errored == 0 &&
+		p.EagerSpansLanded == uint64(p.Steps) && p.LaneSpansLanded == uint64(p.Steps)
+	return p, nil
+}
+
+// capturePerStep: an eager step, then a capture launched and destroyed,
+// with the lane span open across it.
+func (s *safetyRun) capturePerStep(p *safetyPhase, step int) error {
+	if err := s.eager(p); err != nil {
+		return err
+	}
+	if graph := s.capture(p, nil); graph != 0 {
+		if err := s.launch(p, graph, true); err != nil {
+			return err
+		}
+	}
+	s.h.LaneEnd(1)
+	return nil
+}
+
+// captureOnceReplay: one capture at the first step; every step an eager
+// step and a replay of that graph.
+func (s *safetyRun) captureOnceReplay(p *safetyPhase, step int) error {
+	if step == 0 {
+		graph := s.capture(p, nil)
+		if graph == 0 {
+			return fmt.Errorf("the one capture failed: %s", p.FirstError)
+		}
+		x, err := s.g.Instantiate(graph)
+		if err != nil {
+			return err
+		}
+		s.once, s.onceExec = graph, x
+	}
+	if err := s.eager(p); err != nil {
+		return err
+	}
+	if err := s.g.Launch(s.onceExec, s.k); err != nil {
+		return err
+	}
+	p.GraphLaunches++
+	s.h.LaneEnd(1)
+	return nil
+}
+
+// laneEndInsideCapture: as capturePerStep, but the lane span ends, and the
+// lane stream gets a launch, inside the capture.
+func (s *safetyRun) laneEndInsideCapture(p *safetyPhase, step int) error {
+	if err := s.eager(p); err != nil {
+		return err
+	}
+	graph := s.capture(p, func() {
+		s.h.LaneEnd(1)
+		if err := s.g.Empty(s.r.lane); err != nil {
+			p.LaunchErrorsInCapt++
+		}
+	})
+	if graph != 0 {
+		return s.launch(p, graph, true)
+	}
+	return nil
+}
+
+const (
+	capturedKernels = 8                     // per capture
+	captureOpen     = 30 * time.Microsecond // the least a capture stays open
+)
+
+// capture captures capturedKernels empty kernels on k, trying a kernel
+// span around each, then runs inside, and returns the graph (0 when the
+// capture failed, counted).
+func (s *safetyRun) capture(p *safetyPhase, inside func()) cudatest.Graph {
+	g, h, k := s.g, s.h, s.k
+	p.Captures++
+	if err := g.CaptureBegin(k, cudatest.CaptureGlobal); err != nil {
+		p.OtherCaptureErrors++
+		if p.FirstError == "" {
+			p.FirstError = "CaptureBegin: " + err.Error()
+		}
+		return 0
+	}
+	atomic.StoreInt32(&s.inCapture, 1)
+	defer atomic.StoreInt32(&s.inCapture, 0)
+	t0 := time.Now()
+	for i := 0; i < capturedKernels; i++ {
+		p.KernelBeginsInCapture++
+		sp := h.KernelBegin(kCaptured, k)
+		if sp != (gpuspans.KernelSpan{}) {
+			p.SpansOpenedInCapture++
+		}
+		if err := g.Empty(k); err != nil {
+			p.LaunchErrorsInCapt++
+		}
+		h.KernelEnd(sp)
+	}
+	if inside != nil {
+		inside()
+	}
+	// Hold the capture open a while, as capturing a model's step
+	// would, so the harvester's calls land inside it.
+	for time.Since(t0) < captureOpen {
+	}
+	graph, err := g.CaptureEnd(k)
+	if err != nil {
+		if cudaCode(err) == 901 {
+			p.Invalidated901++
+		} else {
+			p.OtherCaptureErrors++
+		}
+		if p.FirstError == "" {
+			p.FirstError = "CaptureEnd: " + err.Error()
+		}
+		return 0
+	}
+	p.CapturesOK++
+	return graph
+}
+
+// launch instantiates graph and launches it on k; with destroy, both are
+// freed (by the driver once the launch completes).
+func (s *safetyRun) launch(p *safetyPhase, graph cudatest.Graph, destroy bool) error {
+	x, err := s.g.Instantiate(graph)
+	if err != nil {
+		return err
+	}
+	if err := s.g.Launch(x, s.k); err != nil {
+		return err
+	}
+	p.GraphLaunches++
+	if destroy {
+		if err := s.g.DestroyGraphExec(x); err != nil {
+			return err
+		}
+		return s.g.DestroyGraph(graph)
+	}
+	return nil
+}
+
+// eager begins a step and the decode lane span (left open), launches on
+// the lane stream, and puts a kernel span around an empty kernel on k.
+func (s *safetyRun) eager(p *safetyPhase) error {
+	h := s.h
+	h.BeginStep()
+	h.LaneBegin(1)
+	if err := s.g.Empty(s.r.lane); err != nil {
+		return err
+	}
+	sp := h.KernelBegin(kEmpty, s.k)
+	if err := s.g.Empty(s.k); err != nil {
+		return err
+	}
+	h.KernelEnd(sp)
+	return nil
 }
 
 // aggCount sums the counts of the aggregates called name, over devices.

@@ -98,7 +98,7 @@ func runHarvest(e *env) (interface{}, string, error) {
 			res.Truncated = true
 			return res, "", nil
 		}
-		row, err := measureBeginStep(e, g, r, bg)
+		row, err := measureBeginStep(e, r, bg)
 		if err != nil {
 			return res, "", fmt.Errorf("begin step, background %v: %w", bg, err)
 		}
@@ -109,7 +109,7 @@ func runHarvest(e *env) (interface{}, string, error) {
 		return res, "", nil
 	}
 	res.FreeRunSteps, res.FreeRunKernels = e.scale(3000, 50), 16
-	rows, err := measureFreeRun(e, g, r, res.FreeRunSteps, res.FreeRunKernels)
+	rows, err := measureFreeRun(e, r, res.FreeRunSteps, res.FreeRunKernels)
 	res.FreeRun = rows
 	if err != nil {
 		return res, "", fmt.Errorf("free run: %w", err)
@@ -279,7 +279,7 @@ func startHarvester(h *gpuspans.Hub) (stop func()) {
 	return func() { cancel(); wg.Wait() }
 }
 
-func measureBeginStep(e *env, g gpu, r *rig, background bool) (beginStepRow, error) {
+func measureBeginStep(e *env, r *rig, background bool) (beginStepRow, error) {
 	const spans = 512
 	row := beginStepRow{Harvester: "inline", Steps: e.scale(400, 6), Spans: spans}
 	h, err := harvestHub(r, "", gpuspans.LevelKernel)
@@ -298,11 +298,7 @@ func measureBeginStep(e *env, g gpu, r *rig, background bool) (beginStepRow, err
 		h.BeginStep()
 		took = append(took, ns(time.Since(t0)))
 		h.LaneBegin(0)
-		for j := 0; j < spans; j++ {
-			sp := h.KernelBegin(kEmpty, k)
-			r.fail("launch", g.Empty(k))
-			h.KernelEnd(sp)
-		}
+		r.kernelSpans(h, k, spans)
 		h.LaneEnd(0)
 	}
 	stop()
@@ -336,7 +332,7 @@ type freeVariant struct {
 
 // run times n steps of the loop, with kernels kernel spans each, and
 // returns host ns per step.
-func (v *freeVariant) run(g gpu, r *rig, n, kernels int) float64 {
+func (v *freeVariant) run(r *rig, n, kernels int) float64 {
 	if v.bg {
 		defer startHarvester(v.h)()
 	}
@@ -344,19 +340,10 @@ func (v *freeVariant) run(g gpu, r *rig, n, kernels int) float64 {
 	t0 := time.Now()
 	for i := 0; i < n; i++ {
 		if h == nil {
-			for j := 0; j < kernels; j++ {
-				r.fail("launch", g.Empty(k))
-			}
+			r.launches(k, kernels)
 			continue
 		}
-		h.BeginStep()
-		h.LaneBegin(0)
-		for j := 0; j < kernels; j++ {
-			sp := h.KernelBegin(kEmpty, k)
-			r.fail("launch", g.Empty(k))
-			h.KernelEnd(sp)
-		}
-		h.LaneEnd(0)
+		r.servedStep(h, k, kernels)
 	}
 	return ns(time.Since(t0)) / float64(n)
 }
@@ -384,7 +371,7 @@ func (v *freeVariant) row(none float64) freeRunRow {
 	return row
 }
 
-func measureFreeRun(e *env, g gpu, r *rig, steps, kernels int) ([]freeRunRow, error) {
+func measureFreeRun(e *env, r *rig, steps, kernels int) ([]freeRunRow, error) {
 	variants := []*freeVariant{{name: "none"}, {name: "off", level: gpuspans.LevelOff},
 		{name: "kernel", level: gpuspans.LevelKernel}, {name: "kernel_background", level: gpuspans.LevelKernel, bg: true}}
 	for _, v := range variants[1:] {
@@ -396,7 +383,7 @@ func measureFreeRun(e *env, g gpu, r *rig, steps, kernels int) ([]freeRunRow, er
 		v.h = h
 	}
 	for _, v := range variants { // warm up
-		v.run(g, r, steps/10+1, kernels)
+		v.run(r, steps/10+1, kernels)
 		_ = r.syncAll()
 		if v.h != nil {
 			v.c0 = settle(v.h, r).Counters
@@ -404,7 +391,7 @@ func measureFreeRun(e *env, g gpu, r *rig, steps, kernels int) ([]freeRunRow, er
 	}
 	for rep := 0; rep < e.scale(5, 2) && (rep == 0 || !e.late()); rep++ {
 		for _, v := range variants { // interleaved, as the machine's noise drifts
-			v.reps = append(v.reps, v.run(g, r, steps, kernels))
+			v.reps = append(v.reps, v.run(r, steps, kernels))
 			v.steps += steps
 			if v.h != nil {
 				v.inFlight = max(v.inFlight, v.h.Snapshot().Counters.InFlight)

@@ -51,6 +51,21 @@ func (e *env) openRig(goroutines int) (g gpu, r *rig, release func(), err error)
 	return g, r, func() { r.close(); g.Close() }, nil
 }
 
+// openHub is openRig with one launching goroutine and a hub from newHub on
+// its lane stream; release lands the hub's spans, then closes the rig and
+// the device.
+func (e *env) openHub(slots int, lanes ...string) (g gpu, r *rig, h *gpuspans.Hub, release func(), err error) {
+	g, r, closeRig, err := e.openRig(1)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if h, err = newHub(0, r.lane, slots, lanes...); err != nil {
+		closeRig()
+		return nil, nil, nil, nil, err
+	}
+	return g, r, h, func() { closeHub(h, r); closeRig() }, nil
+}
+
 func newRig(g gpu, goroutines int) (*rig, error) {
 	r := &rig{g: g, bodyTime: make([]time.Duration, goroutines)}
 	var err error
@@ -127,6 +142,32 @@ func (r *rig) syncAll() error {
 		}
 	}
 	return nil
+}
+
+// launches launches n empty kernels on k: a step's work with no
+// telemetry call.
+func (r *rig) launches(k backend.Stream, n int) {
+	for i := 0; i < n; i++ {
+		r.fail("launch", r.g.Empty(k))
+	}
+}
+
+// kernelSpans launches n empty kernels on k, each inside a kernel span.
+func (r *rig) kernelSpans(h *gpuspans.Hub, k backend.Stream, n int) {
+	for i := 0; i < n; i++ {
+		sp := h.KernelBegin(kEmpty, k)
+		r.fail("launch", r.g.Empty(k))
+		h.KernelEnd(sp)
+	}
+}
+
+// servedStep is one step of the serving loop: BeginStep, then lane 0's
+// span around n kernel spans on k.
+func (r *rig) servedStep(h *gpuspans.Hub, k backend.Stream, n int) {
+	h.BeginStep()
+	h.LaneBegin(0)
+	r.kernelSpans(h, k, n)
+	h.LaneEnd(0)
 }
 
 // stepTime is what timeSteps measured, per step.
@@ -348,90 +389,41 @@ func runOverhead(e *env) (interface{}, string, error) {
 	return res, "", nil
 }
 
+// overheadRun is one row of the overhead section on a rig of goroutines:
+// a hub and a bare pool on device 0, and the step of each variant, timed
+// alike.
+type overheadRun struct {
+	g     gpu
+	r     *rig
+	h     *gpuspans.Hub
+	pool  *cuda.Pool
+	items []backend.HarvestItem
+	n     int // kernel spans per step
+	per   int // of those, per goroutine
+
+	// The goroutines' bodies, bound once: a method value made in a timed
+	// step would cost an allocation there.
+	noneBody, poolBody, hubBody func(w int)
+
+	poolDone, poolNotDone uint64        // pool variant: items harvested done, and not
+	beginSum, beginMax    time.Duration // hub variant: BeginStep
+}
+
+// overheadCase is one variant of the overhead section: what its step does.
+type overheadCase struct {
+	name string
+	step func()
+	reps []stepTime
+}
+
 func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, error) {
 	row := overheadRow{KernelSpansPerStep: n, LaneSpansPerStep: 1, Goroutines: goroutines, Steps: steps, Repeats: repeats}
-	r, err := newRig(g, goroutines)
+	o, err := newOverheadRun(g, n, goroutines)
 	if err != nil {
 		return row, err
 	}
-	defer r.close()
-	per := n / goroutines
-	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
-	if err != nil {
-		return row, err
-	}
-	defer closeHub(h, r)
-	pool, err := cuda.Open(0, n+1)
-	if err != nil {
-		return row, err
-	}
-	defer func() {
-		_ = r.syncAll()
-		_ = pool.Close()
-	}()
-	items := make([]backend.HarvestItem, n+1)
-	for i := range items {
-		items[i].Slot = uint32(i)
-	}
-
-	// The goroutines' bodies are made once: a closure made in a timed
-	// step would cost an allocation there.
-	noneBody := func(w int) {
-		s := r.streams[w]
-		for i := 0; i < per; i++ {
-			r.fail("launch", g.Empty(s))
-		}
-	}
-	poolBody := func(w int) {
-		s := r.streams[w]
-		for i := 0; i < per; i++ {
-			slot := w*per + i
-			r.fail("pool record", pool.RecordBegin(slot, s))
-			r.fail("launch", g.Empty(s))
-			r.fail("pool record", pool.RecordEnd(slot, s))
-		}
-	}
-	hubBody := func(w int) {
-		s := r.streams[w]
-		for i := 0; i < per; i++ {
-			sp := h.KernelBegin(kEmpty, s)
-			r.fail("launch", g.Empty(s))
-			h.KernelEnd(sp)
-		}
-	}
-	none := func() {
-		r.body = noneBody
-		r.fanOut()
-	}
-	var poolDone, poolNotDone uint64
-	poolStep := func() {
-		r.fail("pool harvest", pool.Harvest(items))
-		for i := range items {
-			if items[i].State == backend.Done {
-				poolDone++
-			} else {
-				poolNotDone++
-			}
-		}
-		r.fail("pool record", pool.RecordBegin(n, r.lane))
-		r.body = poolBody
-		r.fanOut()
-		r.fail("pool record", pool.RecordEnd(n, r.lane))
-	}
-	var beginSum, beginMax time.Duration
-	hubStep := func() {
-		t0 := time.Now()
-		h.BeginStep()
-		d := time.Since(t0)
-		beginSum += d
-		if d > beginMax {
-			beginMax = d
-		}
-		h.LaneBegin(0)
-		r.body = hubBody
-		r.fanOut()
-		h.LaneEnd(0)
-	}
+	defer o.close()
+	cases := []*overheadCase{{name: "none", step: o.noneStep}, {name: "pool", step: o.poolStep}, {name: "hub", step: o.hubStep}}
 
 	// Warm up every path (the hub's pool opens at its first step), then
 	// time the variants interleaved.
@@ -439,30 +431,126 @@ func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, erro
 	if warm < 3 {
 		warm = 3
 	}
-	for _, f := range []func(){none, poolStep, hubStep} {
-		if _, err := r.timeSteps(warm, f); err != nil {
+	for _, c := range cases {
+		if _, err := o.r.timeSteps(warm, c.step); err != nil {
 			return row, err
 		}
 	}
-	h.Harvest()
-	before := h.Snapshot().Counters
-	poolDone, poolNotDone, beginSum, beginMax = 0, 0, 0, 0
-	var noneReps, poolReps, hubReps []stepTime
+	o.h.Harvest()
+	before := o.h.Snapshot().Counters
+	o.poolDone, o.poolNotDone, o.beginSum, o.beginMax = 0, 0, 0, 0
 	for rep := 0; rep < repeats; rep++ {
-		for _, v := range []struct {
-			f    func()
-			reps *[]stepTime
-		}{{none, &noneReps}, {poolStep, &poolReps}, {hubStep, &hubReps}} {
-			t, err := r.timeSteps(steps, v.f)
+		for _, c := range cases {
+			t, err := o.r.timeSteps(steps, c.step)
 			if err != nil {
 				return row, err
 			}
-			*v.reps = append(*v.reps, t)
+			c.reps = append(c.reps, t)
 		}
 	}
-	h.Harvest() // the last step's spans
-	after := h.Snapshot().Counters
-	row.None, row.Pool, row.Hub = newVariant(noneReps), newVariant(poolReps), newVariant(hubReps)
+	o.h.Harvest() // the last step's spans
+	after := o.h.Snapshot().Counters
+	row.None, row.Pool, row.Hub = newVariant(cases[0].reps), newVariant(cases[1].reps), newVariant(cases[2].reps)
+	o.sum(&row, before, after)
+	return row, nil
+}
+
+// newOverheadRun opens the rig, the hub and a pool of n+1 slots on g.
+func newOverheadRun(g gpu, n, goroutines int) (*overheadRun, error) {
+	r, err := newRig(g, goroutines)
+	if err != nil {
+		return nil, err
+	}
+	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
+	if err != nil {
+		r.close()
+		return nil, err
+	}
+	pool, err := cuda.Open(0, n+1)
+	if err != nil {
+		closeHub(h, r)
+		r.close()
+		return nil, err
+	}
+	o := &overheadRun{g: g, r: r, h: h, pool: pool, items: make([]backend.HarvestItem, n+1), n: n, per: n / goroutines}
+	for i := range o.items {
+		o.items[i].Slot = uint32(i)
+	}
+	o.noneBody, o.poolBody, o.hubBody = o.launches, o.poolRecords, o.hubSpans
+	return o, nil
+}
+
+// close closes the pool, lands the hub's spans and closes the rig.
+func (o *overheadRun) close() {
+	_ = o.r.syncAll()
+	_ = o.pool.Close()
+	closeHub(o.h, o.r)
+	o.r.close()
+}
+
+// launches is goroutine w's share of a step without telemetry.
+func (o *overheadRun) launches(w int) { o.r.launches(o.r.streams[w], o.per) }
+
+// poolRecords is goroutine w's share with cuda.Pool records around each
+// launch, on slots of its own.
+func (o *overheadRun) poolRecords(w int) {
+	s := o.r.streams[w]
+	for i := 0; i < o.per; i++ {
+		slot := w*o.per + i
+		o.r.fail("pool record", o.pool.RecordBegin(slot, s))
+		o.r.fail("launch", o.g.Empty(s))
+		o.r.fail("pool record", o.pool.RecordEnd(slot, s))
+	}
+}
+
+// hubSpans is goroutine w's share with a kernel span around each launch.
+func (o *overheadRun) hubSpans(w int) { o.r.kernelSpans(o.h, o.r.streams[w], o.per) }
+
+// noneStep: launches only, no telemetry call.
+func (o *overheadRun) noneStep() {
+	o.r.body = o.noneBody
+	o.r.fanOut()
+}
+
+// poolStep: cuda.Pool directly, one Harvest of every slot, a record pair
+// on the lane stream around the goroutines' records.
+func (o *overheadRun) poolStep() {
+	r, pool := o.r, o.pool
+	r.fail("pool harvest", pool.Harvest(o.items))
+	for i := range o.items {
+		if o.items[i].State == backend.Done {
+			o.poolDone++
+		} else {
+			o.poolNotDone++
+		}
+	}
+	r.fail("pool record", pool.RecordBegin(o.n, r.lane))
+	r.body = o.poolBody
+	r.fanOut()
+	r.fail("pool record", pool.RecordEnd(o.n, r.lane))
+}
+
+// hubStep: BeginStep (timed on its own), the lane span around the
+// goroutines' kernel spans.
+func (o *overheadRun) hubStep() {
+	h := o.h
+	t0 := time.Now()
+	h.BeginStep()
+	d := time.Since(t0)
+	o.beginSum += d
+	if d > o.beginMax {
+		o.beginMax = d
+	}
+	h.LaneBegin(0)
+	o.r.body = o.hubBody
+	o.r.fanOut()
+	h.LaneEnd(0)
+}
+
+// sum fills in row's figures from its variants and the hub's counters
+// over the timed runs.
+func (o *overheadRun) sum(row *overheadRow, before, after gpuspans.Counters) {
+	n, steps, repeats := o.n, row.Steps, row.Repeats
 	spans := float64(n + 1)
 	row.LaunchNsPerKernel = row.None.CPUNsMin / float64(n)
 	row.HubNsPerSpan = (row.Hub.CPUNsMin - row.None.CPUNsMin) / spans
@@ -470,8 +558,8 @@ func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, erro
 	row.PoolNsPerSpan = (row.Pool.CPUNsMin - row.None.CPUNsMin) / spans
 	row.HubWallNsPerSpan = (row.Hub.StepNsMin - row.None.StepNsMin) / spans
 	hubSteps := float64(steps * repeats)
-	row.BeginStepNsMean = ns(beginSum) / hubSteps
-	row.BeginStepNsMax = ns(beginMax)
+	row.BeginStepNsMean = ns(o.beginSum) / hubSteps
+	row.BeginStepNsMax = ns(o.beginMax)
 	harvests := float64(after.Harvests - before.Harvests)
 	row.HarvestNsStep = div(ns(after.HarvestTime-before.HarvestTime), harvests)
 	row.Begun = after.Begun - before.Begun
@@ -480,8 +568,7 @@ func overheadConfig(g gpu, n, goroutines, steps, repeats int) (overheadRow, erro
 	row.DroppedSlotBusy = after.Dropped[gpuspans.DropSlotBusy] - before.Dropped[gpuspans.DropSlotBusy]
 	row.DroppedCaptur = after.Dropped[gpuspans.DropCapturing] - before.Dropped[gpuspans.DropCapturing]
 	row.Errored = after.Errored - before.Errored
-	row.PoolDone, row.PoolNotDone = poolDone, poolNotDone
-	return row, nil
+	row.PoolDone, row.PoolNotDone = o.poolDone, o.poolNotDone
 }
 
 // --- disabled ---------------------------------------------------------------
@@ -504,7 +591,7 @@ type disabledResult struct {
 }
 
 func runDisabled(e *env) (interface{}, string, error) {
-	g, r, release, err := e.openRig(1)
+	_, r, release, err := e.openRig(1)
 	if err != nil {
 		return nil, "", err
 	}
@@ -519,21 +606,8 @@ func runDisabled(e *env) (interface{}, string, error) {
 	const kernels = 8
 	steps, repeats := e.scale(2000, 20), e.scale(5, 3)
 	k := r.streams[0]
-	none := func() {
-		for i := 0; i < kernels; i++ {
-			r.fail("launch", g.Empty(k))
-		}
-	}
-	served := func() {
-		h.BeginStep()
-		h.LaneBegin(0)
-		for i := 0; i < kernels; i++ {
-			sp := h.KernelBegin(kEmpty, k)
-			r.fail("launch", g.Empty(k))
-			h.KernelEnd(sp)
-		}
-		h.LaneEnd(0)
-	}
+	none := func() { r.launches(k, kernels) }
+	served := func() { r.servedStep(h, k, kernels) }
 	res := &disabledResult{
 		Loop:  "per step: BeginStep, LaneBegin, 8 x (KernelBegin, empty kernel, KernelEnd), LaneEnd; stream synced after each step, untimed",
 		Steps: steps, Repeats: repeats, KernelsStep: kernels, Variants: map[string]variant{},
@@ -759,16 +833,11 @@ type harvestWaitResult struct {
 }
 
 func runHarvestWait(e *env) (interface{}, string, error) {
-	g, r, release, err := e.openRig(1)
+	g, r, h, release, err := e.openHub(gpuspans.DefaultSlots)
 	if err != nil {
 		return nil, "", err
 	}
 	defer release()
-	h, err := newHub(0, r.lane, gpuspans.DefaultSlots)
-	if err != nil {
-		return nil, "", err
-	}
-	defer closeHub(h, r)
 	k := r.streams[0]
 	h.BeginStep() // opens the pool
 	settle(h, r)

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -64,6 +65,33 @@ func cpuNow() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// tracerRun is what the tracer section's cases share: the rig's kernel
+// stream, and two hubs at Kernel on device 0, one timing kernels with
+// event pairs and one with CUPTI.
+type tracerRun struct {
+	e              *env
+	g              gpu
+	r              *rig
+	k              backend.Stream
+	steps          int // per repeat
+	kernels        int // per step
+	events, traced *gpuspans.Hub
+}
+
+// tracerCase is one part of the tracer section; it fills in its part of
+// the result.
+type tracerCase struct {
+	name string
+	run  func(t *tracerRun, res *tracerResult) error
+}
+
+var tracerCases = []tracerCase{
+	{"armed", (*tracerRun).armed},
+	{"unarmed", (*tracerRun).unarmed},
+	{"accuracy", (*tracerRun).accuracy},
+	{"after_close", (*tracerRun).afterClose},
+}
+
 func runTracer(e *env) (interface{}, string, error) {
 	if err := e.setup(); err != nil {
 		return nil, "", err
@@ -77,98 +105,109 @@ func runTracer(e *env) (interface{}, string, error) {
 	}
 	defer release()
 	res := &tracerResult{Kernels: 64, UnarmedStepNs: map[string]float64{}, LaunchNs: map[string]float64{}}
-	steps := e.scale(200, 5)
-	k := r.streams[0]
-	launches := func(n int) float64 { // ns per launch, synced after
-		t0 := time.Now()
-		for i := 0; i < n; i++ {
-			r.fail("launch", g.Empty(k))
-		}
-		d := ns(time.Since(t0)) / float64(n)
-		_ = r.syncAll()
-		return d
-	}
-	launchReps := func() float64 {
-		var xs []float64
-		for i := 0; i < e.scale(9, 2); i++ {
-			xs = append(xs, launches(e.scale(4096, 16)))
-		}
-		return median(xs)
-	}
-	launches(256) // warm
-	res.LaunchNs["before_cupti"] = launchReps()
+	t := &tracerRun{e: e, g: g, r: r, k: r.streams[0], steps: e.scale(200, 5), kernels: res.Kernels}
+	t.launches(256) // warm
+	res.LaunchNs["before_cupti"] = t.launchReps()
 
-	events, err := hubWith(gpuspans.Options{Level: gpuspans.LevelKernel}, 0, r.lane, 4096)
-	if err != nil {
+	if t.events, err = hubWith(gpuspans.Options{Level: gpuspans.LevelKernel}, 0, r.lane, 4096); err != nil {
 		return nil, "", err
 	}
-	defer closeHub(events, r)
-	traced, err := hubWith(gpuspans.Options{Level: gpuspans.LevelKernel,
-		KernelTiming: gpuspans.KernelTimingCUPTI, KernelTracer: cuda.TracerOpener("")}, 0, r.lane, 4096)
-	if err != nil {
+	defer closeHub(t.events, r)
+	if t.traced, err = hubWith(gpuspans.Options{Level: gpuspans.LevelKernel,
+		KernelTiming: gpuspans.KernelTimingCUPTI, KernelTracer: cuda.TracerOpener("")}, 0, r.lane, 4096); err != nil {
 		return nil, "", err
 	}
-	defer closeHub(traced, r)
-	traced.BeginStep() // opens the pool and the tracer
-	if kt := traced.Snapshot().KernelTiming; !kt.Tracing {
+	defer closeHub(t.traced, r)
+	t.traced.BeginStep() // opens the pool and the tracer
+	if kt := t.traced.Snapshot().KernelTiming; !kt.Tracing {
 		res.Error = fmt.Sprint(kt.Err)
 		return res, "", nil
 	}
 	res.Tracing = true
-
-	// step runs one engine step of kernels launches on h (nil: none).
-	step := func(h *gpuspans.Hub) {
-		if h != nil {
-			h.BeginStep()
-			h.LaneBegin(0)
-		}
-		for j := 0; j < res.Kernels; j++ {
-			var sp gpuspans.KernelSpan
-			if h != nil {
-				sp = h.KernelBegin(kEmpty, k)
-			}
-			r.fail("launch", g.Empty(k))
-			if h != nil {
-				h.KernelEnd(sp)
-			}
-		}
-		if h != nil {
-			h.LaneEnd(0)
+	for _, c := range tracerCases {
+		if err := c.run(t, res); err != nil {
+			return res, "", err
 		}
 	}
+	return res, "", r.firstErr()
+}
+
+// launches times n launches alone, in ns per launch, synced after.
+func (t *tracerRun) launches(n int) float64 {
+	t0 := time.Now()
+	t.r.launches(t.k, n)
+	d := ns(time.Since(t0)) / float64(n)
+	_ = t.r.syncAll()
+	return d
+}
+
+// launchReps is the median of repeated launches.
+func (t *tracerRun) launchReps() float64 {
+	var xs []float64
+	for i := 0; i < t.e.scale(9, 2); i++ {
+		xs = append(xs, t.launches(t.e.scale(4096, 16)))
+	}
+	return median(xs)
+}
+
+// step runs one engine step of t.kernels launches on h (nil: none).
+func (t *tracerRun) step(h *gpuspans.Hub) {
+	if h != nil {
+		h.BeginStep()
+		h.LaneBegin(0)
+	}
+	for j := 0; j < t.kernels; j++ {
+		var sp gpuspans.KernelSpan
+		if h != nil {
+			sp = h.KernelBegin(kEmpty, t.k)
+		}
+		t.r.fail("launch", t.g.Empty(t.k))
+		if h != nil {
+			h.KernelEnd(sp)
+		}
+	}
+	if h != nil {
+		h.LaneEnd(0)
+	}
+}
+
+// disarm turns collection off while another variant runs: a step that is
+// not armed. (Leaving Kernel would close the tracer and detach CUPTI.)
+func disarm(h *gpuspans.Hub) {
+	_ = h.SetKernelSpanEvery(1 << 30)
+	h.BeginStep()
+}
+
+// armed times every step armed: launches alone, event pairs and CUPTI,
+// interleaved; then launches alone once collection was on and off.
+func (t *tracerRun) armed(res *tracerResult) error {
 	type armedVariant struct {
 		name      string
 		h         *gpuspans.Hub
 		wall, cpu []float64
 	}
-	variants := []*armedVariant{{name: "none"}, {name: "events", h: events}, {name: "cupti", h: traced}}
-	// Collection off while another variant runs: a step that is not armed.
-	// (Leaving Kernel would close the tracer and detach CUPTI.)
-	disarm := func(h *gpuspans.Hub) {
-		_ = h.SetKernelSpanEvery(1 << 30)
-		h.BeginStep()
-	}
+	variants := []*armedVariant{{name: "none"}, {name: "events", h: t.events}, {name: "cupti", h: t.traced}}
 	for _, v := range variants {
 		if v.h != nil {
 			disarm(v.h)
 		}
 	}
-	for rep := 0; rep < e.scale(7, 2) && (rep == 0 || !e.late()); rep++ {
+	for rep := 0; rep < t.e.scale(7, 2) && (rep == 0 || !t.e.late()); rep++ {
 		for _, v := range variants {
 			if v.h != nil {
 				_ = v.h.SetKernelSpanEvery(1)
 			}
 			c0, t0 := cpuNow(), time.Now()
-			for i := 0; i < steps; i++ {
-				step(v.h)
+			for i := 0; i < t.steps; i++ {
+				t.step(v.h)
 			}
 			wall, cpu := ns(time.Since(t0)), ns(cpuNow()-c0)
 			if v.h != nil {
 				disarm(v.h)
 			}
-			n := float64(steps * res.Kernels)
+			n := float64(t.steps * t.kernels)
 			v.wall, v.cpu = append(v.wall, wall/n), append(v.cpu, cpu/n)
-			_ = r.syncAll()
+			_ = t.r.syncAll()
 			time.Sleep(3 * cuda.TracerFlushPeriodMs * time.Millisecond) // records land in the next rep's harvests
 		}
 	}
@@ -186,16 +225,21 @@ func runTracer(e *env) (interface{}, string, error) {
 	}
 	res.RatioWall = div(res.Armed[2].AddedNs, res.Armed[1].AddedNs)
 	res.RatioCPU = div(res.Armed[2].AddedCPU, res.Armed[1].AddedCPU)
-	res.LaunchNs["after_cupti_on_off"] = launchReps()
+	res.LaunchNs["after_cupti_on_off"] = t.launchReps()
+	return nil
+}
 
-	// Unarmed steps: every 16, timed one by one. Off closes the tracer
-	// (CUPTI stays attached); Kernel reopens it at its first step.
+// unarmed times steps one by one with 1 in 16 armed, keeping the unarmed
+// ones: launches alone, level Off, level Kernel. Off closes the tracer
+// (CUPTI stays attached); Kernel reopens it at its first step. It leaves
+// the traced hub at Off.
+func (t *tracerRun) unarmed(res *tracerResult) error {
 	unarmed := map[string][]float64{}
-	for rep := 0; rep < e.scale(5, 1); rep++ {
+	for rep := 0; rep < t.e.scale(5, 1); rep++ {
 		for _, name := range []string{"none", "off", "kernel_unarmed"} {
 			var h *gpuspans.Hub
 			if name != "none" {
-				h = traced
+				h = t.traced
 				lvl := gpuspans.LevelOff
 				if name == "kernel_unarmed" {
 					lvl = gpuspans.LevelKernel
@@ -203,37 +247,49 @@ func runTracer(e *env) (interface{}, string, error) {
 				_ = h.SetLevel(lvl)
 				_ = h.SetKernelSpanEvery(16)
 			}
-			for i := 0; i < steps; i++ {
+			for i := 0; i < t.steps; i++ {
 				t0 := time.Now()
-				step(h)
+				t.step(h)
 				d := ns(time.Since(t0))
 				if h == nil || h.Level() != gpuspans.LevelKernel || h.Step()%16 != 0 {
 					unarmed[name] = append(unarmed[name], d)
 				}
 			}
-			_ = r.syncAll()
+			_ = t.r.syncAll()
 		}
 	}
-	_ = traced.SetLevel(gpuspans.LevelOff)
+	_ = t.traced.SetLevel(gpuspans.LevelOff)
 	for name, xs := range unarmed {
 		res.UnarmedStepNs[name] = median(xs)
 	}
+	return nil
+}
 
-	if !e.fake { // the fake GPU's kernels make no records
-		if res.Accuracy, err = tracerAccuracy(e, g, r, traced); err != nil {
-			return res, "", err
-		}
+// accuracy is tracerAccuracy, on a GPU: the fake GPU's kernels make no
+// records.
+func (t *tracerRun) accuracy(res *tracerResult) error {
+	if t.e.fake {
+		return nil
 	}
+	var err error
+	res.Accuracy, err = tracerAccuracy(t.e, t.g, t.r, t.traced)
+	return err
+}
+
+// afterClose times launches alone once the tracer closed, by the kernel
+// timing and by the level; CUPTI stays attached both times.
+func (t *tracerRun) afterClose(res *tracerResult) error {
+	traced := t.traced
 	_ = traced.SetKernelTiming(gpuspans.KernelTimingEvents) // closes the tracer: CUPTI stays attached
-	res.LaunchNs["after_close"] = launchReps()
+	res.LaunchNs["after_close"] = t.launchReps()
 	_ = traced.SetKernelTiming(gpuspans.KernelTimingCUPTI)
 	_ = traced.SetLevel(gpuspans.LevelKernel)
 	_ = traced.SetKernelSpanEvery(1)
 	traced.BeginStep() // reopens, collection on
-	r.fail("launch", g.Empty(k))
+	t.r.fail("launch", t.g.Empty(t.k))
 	_ = traced.SetLevel(gpuspans.LevelOff) // closes the tracer; CUPTI stays attached
-	res.LaunchNs["after_level_off"] = launchReps()
-	return res, "", r.firstErr()
+	res.LaunchNs["after_level_off"] = t.launchReps()
+	return nil
 }
 
 // tracerAccuracy compares CUPTI's duration with the kernel's own
