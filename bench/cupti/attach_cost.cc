@@ -8,40 +8,15 @@
 //     -L/usr/local/cuda/lib64 -lcuda -lcupti -o /tmp/attach_cost && /tmp/attach_cost
 // Prints one line per phase: median ns per launch over 9 rounds of 4,096
 // empty launches, each round synced, and the rounds' spread.
-#include <cuda.h>
-#include <cupti.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include <algorithm>
 #include <chrono>
 #include <vector>
 
-#define CK(x)                                                  \
-  do {                                                         \
-    CUresult r_ = (x);                                         \
-    if (r_ != CUDA_SUCCESS) {                                  \
-      fprintf(stderr, "%s failed: %d\n", #x, r_);              \
-      exit(1);                                                 \
-    }                                                          \
-  } while (0)
-#define CP(x)                                                  \
-  do {                                                         \
-    CUptiResult r_ = (x);                                      \
-    if (r_ != CUPTI_SUCCESS) {                                 \
-      fprintf(stderr, "%s failed: %d\n", #x, r_);              \
-      exit(1);                                                 \
-    }                                                          \
-  } while (0)
+#include "probe.h"
 
 static const char kPtx[] = ".version 7.0\n.target sm_70\n.address_size 64\n.visible .entry e()\n{\nret;\n}\n";
 static size_t g_records = 0;
 
-static void Requested(uint8_t** b, size_t* size, size_t* max) {
-  *size = 1 << 20;
-  *b = static_cast<uint8_t*>(aligned_alloc(8, *size));
-  *max = 0;
-}
 static void Completed(CUcontext, uint32_t, uint8_t* b, size_t, size_t valid) {
   CUpti_Activity* r = nullptr;
   while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) g_records++;
@@ -49,18 +24,9 @@ static void Completed(CUcontext, uint32_t, uint8_t* b, size_t, size_t valid) {
 }
 
 int main() {
-  CK(cuInit(0));
-  CUdevice dev;
-  CK(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
-  CUstream s;
-  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  CUmodule m;
-  CK(cuModuleLoadData(&m, kPtx));
-  CUfunction f;
-  CK(cuModuleGetFunction(&f, m, "e"));
+  const Probe p = OpenProbe(kPtx, "e");
+  CUstream s = p.stream;
+  CUfunction f = p.fn;
   auto phase = [&](const char* name) {
     std::vector<double> xs;
     for (int round = 0; round < 9; round++) {

@@ -4,25 +4,12 @@
 // after a detach? A probe for the GPU machine (issue 21), built there:
 //   g++ -O2 -std=c++17 -I/usr/local/cuda/include bench/cupti/graph_toggle.cc \
 //     -L/usr/local/cuda/targets/x86_64-linux/lib -lcuda -lcupti -o /tmp/gt && /tmp/gt
-#include <cuda.h>
-#include <cupti.h>
-#include <stdio.h>
-#include <stdlib.h>
-
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
 
-#define CK(x)                                                                  \
-  do {                                                                         \
-    CUresult r_ = (x);                                                         \
-    if (r_ != CUDA_SUCCESS) { fprintf(stderr, "%s: %d\n", #x, r_); exit(1); }  \
-  } while (0)
-#define CP(x)                                                                  \
-  do {                                                                         \
-    CUptiResult r_ = (x);                                                      \
-    if (r_ != CUPTI_SUCCESS) { fprintf(stderr, "%s: %d\n", #x, r_); exit(1); } \
-  } while (0)
+#include "probe.h"
 
 static const char kPtx[] = R"(
 .version 7.0
@@ -48,11 +35,6 @@ struct Rec {
   uint32_t graph;
 };
 static std::vector<Rec> g_recs;
-static void Requested(uint8_t** b, size_t* size, size_t* max) {
-  *size = 1 << 20;
-  *b = static_cast<uint8_t*>(aligned_alloc(8, *size));
-  *max = 0;
-}
 static void Completed(CUcontext, uint32_t, uint8_t* b, size_t, size_t valid) {
   CUpti_Activity* r = nullptr;
   while (cuptiActivityGetNextRecord(b, valid, &r) == CUPTI_SUCCESS) {
@@ -64,18 +46,9 @@ static void Completed(CUcontext, uint32_t, uint8_t* b, size_t, size_t valid) {
 }
 
 int main() {
-  CK(cuInit(0));
-  CUdevice dev;
-  CK(cuDeviceGet(&dev, 0));
-  CUcontext ctx;
-  CK(cuDevicePrimaryCtxRetain(&ctx, dev));
-  CK(cuCtxSetCurrent(ctx));
-  CUstream s;
-  CK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-  CUmodule m;
-  CK(cuModuleLoadData(&m, kPtx));
-  CUfunction f;
-  CK(cuModuleGetFunction(&f, m, "spin"));
+  const Probe p = OpenProbe(kPtx, "spin");
+  CUstream s = p.stream;
+  CUfunction f = p.fn;
   auto spin = [&](uint64_t ns) {
     void* args[] = {&ns};
     CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, nullptr));
