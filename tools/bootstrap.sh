@@ -145,6 +145,9 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/b
   # command restore the executable bits the module cache strips.
   GOROOT_SDK="$(cd "$CACHE" && GOTOOLCHAIN="go$GO_SDK_VERSION" go env GOROOT)"
   [[ -x "$GOROOT_SDK/bin/go" ]] || die "cannot fetch the Go $GO_SDK_VERSION SDK ($GOROOT_SDK/bin/go is not executable)"
+  # The go command runs the extracted toolchain; its zip (70 MB) is kept
+  # only to extract it again, so it goes.
+  rm -f "$(go env GOMODCACHE)/cache/download/golang.org/toolchain/@v/v0.0.1-go$GO_SDK_VERSION".*.zip
   rm -rf "$GO_SDK_DIR"
   mkdir -p "$GO_SDK_DIR"
   for entry in "$GOROOT_SDK"/*; do ln -s "$entry" "$GO_SDK_DIR/$(basename "$entry")"; done
@@ -186,9 +189,13 @@ EOF
 
   # Tools, from source through the module proxy, exactly as tools/deps pins
   # them (read-only: a missing go.sum line is an error, not a fresh lookup).
+  # Built once, so their compiled packages (80 MB) go in a build cache of
+  # their own that goes with them.
   mkdir -p "$BIN_DIR"
-  GOTOOLCHAIN="go$GO_SDK_VERSION" GOFLAGS=-mod=readonly GOBIN="$BIN_DIR" \
+  tools_cache="$(mktemp -d)"
+  GOTOOLCHAIN="go$GO_SDK_VERSION" GOFLAGS=-mod=readonly GOBIN="$BIN_DIR" GOCACHE="$tools_cache" \
     quiet "cannot build the tools pinned in tools/deps/go.mod" bash -c 'cd "$1" && go install tool' _ "$ROOT/tools/deps"
+  rm -rf "$tools_cache"
   sdk_ok || die "the Go SDK in $GO_SDK_DIR is not go$GO_SDK_VERSION"
 
   echo "$STAMP_VERSION" >"$STAMP"
@@ -294,6 +301,10 @@ write_rc() {
       # (go env GOMODCACHE), which the run command's go build fills too,
       # rather than downloading them again into one of its own (400 MB).
       echo "$cmd --repo_env=GO_REPOSITORY_USE_HOST_CACHE=1"
+      # gazelle's repository tools (gazelle, fetch_repo) are built once per
+      # output base, in a build cache of their own that tools/test.sh
+      # empties afterwards (190 MB), not in the go command's.
+      echo "$cmd --repo_env=GOCACHE=$CACHE/repository-go-build"
     done
     # Coverage needs tools Debian does not package, and rules_go v0.34 cannot
     # instrument Go 1.20+ tests: every test under `bazel coverage` runs the

@@ -48,4 +48,9 @@ if [[ ! -d bazel-out/ ]]; then
 fi
 # Progress every 20 s at most, and a report on long-running actions every
 # 30 s, rather than Bazel's default on a pipe (every 60 s and more).
-exec bazel test --show_progress_rate_limit=20 --progress_report_interval=30 "$@"
+rc=0
+bazel test --show_progress_rate_limit=20 --progress_report_interval=30 "$@" || rc=$?
+# The build cache gazelle's repository tools were built with
+# (tools/bootstrap.sh): they are built, so it is only disk.
+rm -rf "${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}/repository-go-build"
+exit "$rc"
