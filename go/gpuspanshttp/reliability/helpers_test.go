@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp"
 )
@@ -29,6 +31,27 @@ func serve(t testing.TB, h *gpuspans.Hub) *httptest.Server {
 	})) // 127.0.0.1:0
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// servedHub is the hub the load and soak tests drive: o at level Kernel
+// with every step armed, kernels 0..7 registered by name, installed on
+// gpu's lane stream.
+func servedHub(t testing.TB, o gpuspans.Options, gpu *sim.GPU, lane backend.Stream) *gpuspans.Hub {
+	t.Helper()
+	o.Level, o.KernelSpanEvery = gpuspans.LevelKernel, 1
+	h, err := gpuspans.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := uint64(0); k < 8; k++ {
+		if err := h.RegisterKernel(k, fmt.Sprintf("kernel%d", k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.Install(0, lane, gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // get fetches url and returns its body, failing on anything but 200.

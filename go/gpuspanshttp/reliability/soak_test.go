@@ -51,18 +51,7 @@ func TestSoak(t *testing.T) {
 	gpu := sim.New(sim.Options{Now: clock.Now})
 	lane, kern := gpu.NewStream(), gpu.NewStream()
 	var log gpuspanstest.Log
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Slots: ring, Logf: log.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k := uint64(0); k < 8; k++ {
-		if err := h.RegisterKernel(k, fmt.Sprintf("kernel%d", k)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := h.Install(0, lane, gpu.Opener()); err != nil {
-		t.Fatal(err)
-	}
+	h := servedHub(t, gpuspans.Options{Slots: ring, Logf: log.Logf}, gpu, lane)
 	srv := serve(t, h)
 	client := &http.Client{Timeout: 10 * time.Second}
 	done := make(chan struct{})
