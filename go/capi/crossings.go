@@ -1,4 +1,4 @@
-//go:build !gpuspans_testing
+//go:build cgo && !gpuspans_testing
 
 package main
 
