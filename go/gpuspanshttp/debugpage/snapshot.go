@@ -34,14 +34,7 @@ type snapshotJSON struct {
 }
 
 type countersJSON struct {
-	Begun                  uint64 `json:"begun"`
-	Landed                 uint64 `json:"landed"`
-	DroppedSlotBusy        uint64 `json:"dropped_slot_busy"`
-	DroppedCapturing       uint64 `json:"dropped_capturing"`
-	DroppedRetired         uint64 `json:"dropped_retired"`
-	DroppedLeaked          uint64 `json:"dropped_leaked"`
-	DroppedTracerLost      uint64 `json:"dropped_tracer_lost"`
-	Errored                uint64 `json:"errored"`
+	outcomesJSON                  // begun .. errored, first, as the schema orders them
 	InFlight               uint64 `json:"in_flight"`
 	LaneAlreadyOpenCalls   uint64 `json:"lane_already_open_calls"`
 	UnknownLaneCalls       uint64 `json:"unknown_lane_calls"`
@@ -97,11 +90,8 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 		Step:            s.Step,
 		ArmedSteps:      s.ArmedSteps,
 		Counters: countersJSON{
-			Begun: c.Begun, Landed: c.Landed,
-			DroppedSlotBusy: c.Dropped[gpuspans.DropSlotBusy], DroppedCapturing: c.Dropped[gpuspans.DropCapturing],
-			DroppedRetired: c.Dropped[gpuspans.DropRetired], DroppedLeaked: c.Dropped[gpuspans.DropLeaked],
-			DroppedTracerLost: c.Dropped[gpuspans.DropTracerLost],
-			Errored:           c.Errored, InFlight: c.InFlight,
+			outcomesJSON:         outcomes(c.Begun, c.Landed, c.Errored, &c.Dropped),
+			InFlight:             c.InFlight,
 			LaneAlreadyOpenCalls: c.LaneAlreadyOpen, UnknownLaneCalls: c.UnknownLane, BadEndCalls: c.BadEnd,
 			InstallFailures: c.InstallFailures, StickyDisables: c.StickyDisables,
 			PoolPanics: c.PoolPanics, HarvestFailures: c.HarvestFailures, PoolsAbandoned: c.AbandonedPools,
@@ -169,19 +159,19 @@ func aggregates(aggs []gpuspans.Aggregate) []aggregateJSON {
 // times, the span outcomes counted in it, and per lane and kernel with
 // spans landed in it their count and quantiles.
 type windowJSON struct {
-	StartUnixNs int64              `json:"start_unix_ns"` // 0 before the hub's first harvest
-	EndUnixNs   int64              `json:"end_unix_ns"`   // for the open window, when it was read
-	Open        bool               `json:"open"`
-	Schema      int                `json:"schema"` // the quantiles' resolution: 5 is the aggregates' own (1.1%)
-	Lost        uint64             `json:"lost"`   // spans landed with no room in the window
-	Counters    windowCountersJSON `json:"counters"`
-	Lanes       []windowAggJSON    `json:"lanes"`
-	Kernels     []windowAggJSON    `json:"kernels"`
+	StartUnixNs int64           `json:"start_unix_ns"` // 0 before the hub's first harvest
+	EndUnixNs   int64           `json:"end_unix_ns"`   // for the open window, when it was read
+	Open        bool            `json:"open"`
+	Schema      int             `json:"schema"` // the quantiles' resolution: 5 is the aggregates' own (1.1%)
+	Lost        uint64          `json:"lost"`   // spans landed with no room in the window
+	Counters    outcomesJSON    `json:"counters"`
+	Lanes       []windowAggJSON `json:"lanes"`
+	Kernels     []windowAggJSON `json:"kernels"`
 }
 
-// windowCountersJSON are the span outcomes of a window, named as in
-// countersJSON.
-type windowCountersJSON struct {
+// outcomesJSON are span outcomes: the hub's counters begin with them, and
+// they are all a window counts.
+type outcomesJSON struct {
 	Begun             uint64 `json:"begun"`
 	Landed            uint64 `json:"landed"`
 	DroppedSlotBusy   uint64 `json:"dropped_slot_busy"`
@@ -190,6 +180,15 @@ type windowCountersJSON struct {
 	DroppedLeaked     uint64 `json:"dropped_leaked"`
 	DroppedTracerLost uint64 `json:"dropped_tracer_lost"`
 	Errored           uint64 `json:"errored"`
+}
+
+func outcomes(begun, landed, errored uint64, dropped *[gpuspans.NumDropReasons]uint64) outcomesJSON {
+	return outcomesJSON{
+		Begun: begun, Landed: landed, Errored: errored,
+		DroppedSlotBusy: dropped[gpuspans.DropSlotBusy], DroppedCapturing: dropped[gpuspans.DropCapturing],
+		DroppedRetired: dropped[gpuspans.DropRetired], DroppedLeaked: dropped[gpuspans.DropLeaked],
+		DroppedTracerLost: dropped[gpuspans.DropTracerLost],
+	}
 }
 
 type windowAggJSON struct {
@@ -222,11 +221,8 @@ func windowsJSON(ws []gpuspans.Window) []windowJSON {
 		w := &ws[i]
 		out = append(out, windowJSON{
 			StartUnixNs: unixNs(w.Start), EndUnixNs: unixNs(w.End), Open: w.Open, Schema: w.Schema, Lost: w.Lost,
-			Counters: windowCountersJSON{Begun: w.Begun, Landed: w.Landed, Errored: w.Errored,
-				DroppedSlotBusy: w.Dropped[gpuspans.DropSlotBusy], DroppedCapturing: w.Dropped[gpuspans.DropCapturing],
-				DroppedRetired: w.Dropped[gpuspans.DropRetired], DroppedLeaked: w.Dropped[gpuspans.DropLeaked],
-				DroppedTracerLost: w.Dropped[gpuspans.DropTracerLost]},
-			Lanes: aggs(w.Lanes), Kernels: aggs(w.Kernels),
+			Counters: outcomes(w.Begun, w.Landed, w.Errored, &w.Dropped),
+			Lanes:    aggs(w.Lanes), Kernels: aggs(w.Kernels),
 		})
 	}
 	return out
