@@ -18,11 +18,9 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// TestRunWithOTLP: the demo, pointed at a collector, delivers GPU spans
-// linked to its request spans.
-func TestRunWithOTLP(t *testing.T) {
-	var mu sync.Mutex
-	var spans []*tracepb.Span
+// otlpSink is an OTLP/HTTP collector on a loopback port that passes each
+// span it receives to got, holding mu; it is closed when t ends.
+func otlpSink(t *testing.T, mu *sync.Mutex, got func(*tracepb.Span)) *httptest.Server {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, err := io.ReadAll(r.Body)
 		var m coltracepb.ExportTraceServiceRequest
@@ -34,14 +32,25 @@ func TestRunWithOTLP(t *testing.T) {
 			return
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		for _, rs := range m.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
-				spans = append(spans, ss.Spans...)
+				for _, s := range ss.Spans {
+					got(s)
+				}
 			}
 		}
-		mu.Unlock()
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestRunWithOTLP: the demo, pointed at a collector, delivers GPU spans
+// linked to its request spans.
+func TestRunWithOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var spans []*tracepb.Span
+	srv := otlpSink(t, &mu, func(s *tracepb.Span) { spans = append(spans, s) })
 
 	cfg := fastConfig(t)
 	cfg.Steps = 200
@@ -96,29 +105,11 @@ func TestRunWithOTLP(t *testing.T) {
 func TestExemplarsWithOTLP(t *testing.T) {
 	var mu sync.Mutex
 	got := make(map[string]string) // "trace/span" of lane spans -> lane
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(r.Body)
-		var m coltracepb.ExportTraceServiceRequest
-		if err == nil {
-			err = proto.Unmarshal(data, &m)
+	srv := otlpSink(t, &mu, func(s *tracepb.Span) {
+		if lane, ok := strings.CutPrefix(s.Name, "lane "); ok {
+			got[hex.EncodeToString(s.TraceId)+"/"+hex.EncodeToString(s.SpanId)] = lane
 		}
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, rs := range m.ResourceSpans {
-			for _, ss := range rs.ScopeSpans {
-				for _, s := range ss.Spans {
-					if lane, ok := strings.CutPrefix(s.Name, "lane "); ok {
-						got[hex.EncodeToString(s.TraceId)+"/"+hex.EncodeToString(s.SpanId)] = lane
-					}
-				}
-			}
-		}
-	}))
-	defer srv.Close()
+	})
 
 	cfg := fastConfig(t)
 	cfg.Rate = 1000
