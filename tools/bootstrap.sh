@@ -9,8 +9,8 @@
 # online one. Idempotent: a warm run only checks and rewrites .bazelrc.user.
 #
 # Needs a host Go >= 1.21 on PATH, only to fetch (GOTOOLCHAIN): the Go SDK
-# and every tool are pinned here or in tools/deps/go.mod and go.sum, and the
-# tools are built with that SDK. As root it installs the Debian packages it
+# and the rule sets are pinned here (buildifier, which only contributors and
+# CI need, in tools/deps/go.mod: tools/buildifier.sh builds it on first use). As root it installs the Debian packages it
 # needs; otherwise it names the missing ones and stops.
 #
 # --go: only what the run command's plain `go build` needs (g++ and a host
@@ -41,8 +41,7 @@ RULES_GO_PATCH="$ROOT/third_party/rules_go/rules_go-$RULES_GO_VERSION.patch"
 GAZELLE_PATCH="$ROOT/third_party/gazelle/gazelle-$GAZELLE_VERSION.patch"
 # Anything that changes what is built into the cache changes the stamp.
 STAMP_VERSION="rules_go=$RULES_GO_VERSION gazelle=$GAZELLE_VERSION go=$GO_SDK_VERSION \
-patch=$(cat "$RULES_GO_PATCH" "$GAZELLE_PATCH" | sha256sum | cut -c1-16) \
-tools=$(cat "$ROOT/tools/deps/go.mod" "$ROOT/tools/deps/go.sum" | sha256sum | cut -c1-16) v5"
+patch=$(cat "$RULES_GO_PATCH" "$GAZELLE_PATCH" | sha256sum | cut -c1-16) v6"
 CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
 log() { echo "bootstrap: $*" >&2; }
 die() { echo "bootstrap: error: $*" >&2; exit 1; }
@@ -111,13 +110,12 @@ GO_SDK_DIR="$CACHE/go_sdk-$GO_SDK_VERSION"
 PB_DIR="$CACHE/com_google_protobuf"
 RULES_CC_DIR="$CACHE/rules_cc"
 COV_DIR="$CACHE/remote_coverage_tools"
-BIN_DIR="$CACHE/bin"
 
 # The SDK directory links into a GOROOT that is not ours (the host's, when it
 # is the same version): repopulate if that GOROOT changed under us.
 sdk_ok() { [[ "$("$GO_SDK_DIR/bin/go" env GOVERSION 2>/dev/null)" == "go$GO_SDK_VERSION" ]]; }
-if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" || ! -x "$BIN_DIR/buildifier" ]] || ! sdk_ok; then
-  log "first run: fetching rules_go, gazelle, the Go $GO_SDK_VERSION SDK and buildifier into $CACHE and building buildifier (about 1 minute)"
+if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" ]] || ! sdk_ok; then
+  log "first run: fetching rules_go, gazelle and the Go $GO_SDK_VERSION SDK into $CACHE (about 10 s)"
   rm -f "$STAMP"
 
   # rules_go: a writable copy of the module, with our patch applied
@@ -187,15 +185,6 @@ sh_binary(name = "coverage_report_generator", srcs = ["unavailable.sh"])
 sh_binary(name = "lcov_merger", srcs = ["unavailable.sh"])
 EOF
 
-  # Tools, from source through the module proxy, exactly as tools/deps pins
-  # them (read-only: a missing go.sum line is an error, not a fresh lookup).
-  # Built once, so their compiled packages (80 MB) go in a build cache of
-  # their own that goes with them.
-  mkdir -p "$BIN_DIR"
-  tools_cache="$(mktemp -d)"
-  GOTOOLCHAIN="go$GO_SDK_VERSION" GOFLAGS=-mod=readonly GOBIN="$BIN_DIR" GOCACHE="$tools_cache" \
-    quiet "cannot build the tools pinned in tools/deps/go.mod" bash -c 'cd "$1" && go install tool' _ "$ROOT/tools/deps"
-  rm -rf "$tools_cache"
   sdk_ok || die "the Go SDK in $GO_SDK_DIR is not go$GO_SDK_VERSION"
 
   echo "$STAMP_VERSION" >"$STAMP"

@@ -8,7 +8,6 @@
 # itself. Needs tools/bootstrap.sh to have run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
 cd "$ROOT"
 fail() { echo "checks: FAIL: $*" >&2; exit 1; }
 step() { echo "== $*"; }
@@ -28,8 +27,8 @@ if ! cmp -s deps.bzl "$tmp/deps.bzl" || ! cmp -s WORKSPACE "$tmp/WORKSPACE"; the
 fi
 
 step "buildifier: formatting (all Starlark) and lint (MODULE.bazel)"
-"$CACHE/bin/buildifier" -mode=check -r . || fail "buildifier would reformat the files above: run '$CACHE/bin/buildifier -r .'"
-"$CACHE/bin/buildifier" -mode=check -lint=warn MODULE.bazel || fail "MODULE.bazel has lint warnings"
+tools/buildifier.sh -mode=check -r . || fail "buildifier would reformat the files above: run 'tools/buildifier.sh -r .'"
+tools/buildifier.sh -mode=check -lint=warn MODULE.bazel || fail "MODULE.bazel has lint warnings"
 
 step "protobuf: committed Go code current"
 tools/genproto.sh --check
