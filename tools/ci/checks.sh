@@ -97,6 +97,16 @@ step "CGO_ENABLED=0: the API compiles without cgo"
 CGO_ENABLED=0 go build ./...
 CGO_ENABLED=0 go vet ./...
 
+step "the shared library for Python engines builds under Bazel (//go/capi:libgpuspans, not in //...)"
+bazel build //go/capi:libgpuspans //go/capi:capi
+out() { bazel cquery --output=starlark --starlark:expr='target.files.to_list()[0].path' "$1" 2>/dev/null; }
+so="$(out //go/capi:libgpuspans)"
+# It exports what the archive the C tests link exports, and no test hook.
+exports() { nm "$@" --defined-only | awk '$2 == "T" && $3 ~ /^gs_hub_/ {print $3}' | sort -u; }
+diff <(exports "$(out //go/capi:capi)") <(exports -D "$so") || fail "$so and the C archive export different functions (above)"
+[[ "$(exports -D "$so" | wc -l)" -gt 30 ]] || fail "$so exports too few gs_hub_ functions: $(exports -D "$so" | wc -l)"
+! exports -D "$so" | grep -q gs_hub_testing_ || fail "$so exports test hooks"
+
 step "examples/: a consumer workspace builds gpuspans as an external repository"
 (cd examples && bazel build //...)
 
