@@ -57,12 +57,16 @@ def gpuspans_rules_dependencies():
     )
 
     # gazelle v0.27.0 is the last release that works with rules_go v0.34.0;
-    # our patch teaches it the unix build constraint
-    # (third_party/gazelle/README.md).
+    # our patch teaches it the unix build constraint, and patch_cmds (the
+    # same command as tools/bootstrap.sh's) write its known-imports tables
+    # as struct literals (third_party/gazelle/README.md).
     maybe(
         http_archive,
         name = "bazel_gazelle",
         patch_args = ["-p1"],
+        patch_cmds = [
+            r"""sed -i -E 's/label\.New\(("[^"]*"), ("[^"]*"), ("[^"]*")\)/label.Label{Repo: \1, Pkg: \2, Name: \3}/g' language/proto/known_*imports.go""",
+        ],
         patches = [Label("//third_party/gazelle:gazelle-v0.27.0.patch")],
         sha256 = "efbbba6ac1a4fd342d5122cbdfdb82aeb2cf2862e35022c752eaddffada7c3f3",
         urls = [

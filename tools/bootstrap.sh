@@ -41,7 +41,7 @@ RULES_GO_PATCH="$ROOT/third_party/rules_go/rules_go-$RULES_GO_VERSION.patch"
 GAZELLE_PATCH="$ROOT/third_party/gazelle/gazelle-$GAZELLE_VERSION.patch"
 # Anything that changes what is built into the cache changes the stamp.
 STAMP_VERSION="rules_go=$RULES_GO_VERSION gazelle=$GAZELLE_VERSION go=$GO_SDK_VERSION \
-patch=$(cat "$RULES_GO_PATCH" "$GAZELLE_PATCH" | sha256sum | cut -c1-16) v6"
+patch=$(cat "$RULES_GO_PATCH" "$GAZELLE_PATCH" | sha256sum | cut -c1-16) v7"
 CACHE="${GPUSPANS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuspans}"
 log() { echo "bootstrap: $*" >&2; }
 die() { echo "bootstrap: error: $*" >&2; exit 1; }
@@ -138,6 +138,8 @@ if [[ ! -f "$STAMP" || "$(cat "$STAMP")" != "$STAMP_VERSION" ]] || ! sdk_ok; the
   sed -i -e '/^load(":gazelle_binary_test.bzl"/d' -e '/^gazelle_binary_test_suite()/d' \
     "$GAZELLE_DIR/internal/BUILD.bazel"
   patch -s -p1 -d "$GAZELLE_DIR" <"$GAZELLE_PATCH" || die "cannot apply $GAZELLE_PATCH"
+  # repositories.bzl's patch_cmds, the same command (third_party/gazelle/README.md).
+  (cd "$GAZELLE_DIR" && sed -i -E 's/label\.New\(("[^"]*"), ("[^"]*"), ("[^"]*")\)/label.Label{Repo: \1, Pkg: \2, Name: \3}/g' language/proto/known_*imports.go)
 
   # Go SDK: the golang.org/toolchain module; running it once makes the go
   # command restore the executable bits the module cache strips.
