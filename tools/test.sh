@@ -20,9 +20,9 @@ passed to bazel test; targets among them replace //..., e.g.
   tools/test.sh //go/gpuspans:gpuspans_test --test_output=all
 
 The first run sets the machine up (Debian packages, rules_go, the Go SDK;
-tools/bootstrap.sh) and builds everything: about 8.5 minutes on 2 cores and
-1.1 GB in Bazel's output base (README.md, "Two commands", has the measured
-figures). Later runs take seconds, or about a minute when Bazel's server has
+tools/bootstrap.sh) and builds everything: about 8 minutes on 2 cores and
+0.93 GB in Bazel's output base (README.md, "Two commands", has the measured
+figures). Later runs take seconds, or about half a minute when Bazel's server has
 to start again.
 EOF
     exit 0
@@ -38,12 +38,12 @@ for a in "$@"; do [[ "$a" == -* ]] || targets=1; done
 # is the link Bazel makes to its outputs on its first build here.
 if [[ ! -d bazel-out/ ]]; then
   say "first build: Bazel fetches the Go modules into its repositories, builds the Go standard library"
-  say "twice (for Go tests and binaries, and -shared for the C archive and the shared library), ~640"
-  say "actions in all, then runs the tests: about 8.5 minutes on 2 cores, 1.1 GB of disk (README.md,"
-  say "\"Two commands\"). Later runs take seconds."
+  say "twice (for Go tests and binaries, and -shared for the C archive), ~760 actions in all, then runs"
+  say "the tests: about 8 minutes on 2 cores, 0.93 GB of disk (README.md, \"Two commands\"). Later runs"
+  say "take seconds."
   say "step 1/2: fetching and analysing (1 to 2 minutes; Bazel repeats 'Analyzing: N targets' meanwhile)"
   bazel build --nobuild --show_progress_rate_limit=20 //...
-  say "step 2/2: building and testing (about 7 minutes); Bazel's lines read [done / total actions];"
+  say "step 2/2: building and testing (about 6.5 minutes); Bazel's lines read [done / total actions];"
   say "GoStdlib is a standard library (2 to 3 minutes), GoCompilePkg a Go package, CppCompile a C++ file"
 fi
 # Progress every 20 s at most, and a report on long-running actions every
