@@ -10,8 +10,9 @@
 #
 # Needs a host Go >= 1.21 on PATH, only to fetch (GOTOOLCHAIN): the Go SDK
 # and the rule sets are pinned here (buildifier, which only contributors and
-# CI need, in tools/deps/go.mod: tools/buildifier.sh builds it on first use). As root it installs the Debian packages it
-# needs; otherwise it names the missing ones and stops.
+# CI need, in tools/deps/go.mod; tools/buildifier.sh builds it on first use).
+# As root it installs the Debian packages it needs; otherwise it names the
+# missing ones and stops.
 #
 # --go: only what the run command's plain `go build` needs (g++ and a host
 # Go that can fetch the pinned SDK); prints that SDK's GOTOOLCHAIN name.

@@ -23,9 +23,11 @@ if [[ ! -x "$bin" || "$(cat "$bin.stamp" 2>/dev/null)" != "$stamp" ]]; then
   echo "buildifier.sh: building buildifier (tools/deps/go.mod) into $CACHE/bin (about 30 s)" >&2
   mkdir -p "$CACHE/bin"
   gocache="$(mktemp -d)"
-  trap 'rm -rf "$gocache"' EXIT
-  if ! out="$(cd "$ROOT/tools/deps" && GOTOOLCHAIN="$toolchain" GOFLAGS=-mod=readonly \
-    GOBIN="$CACHE/bin" GOCACHE="$gocache" go install tool 2>&1)"; then
+  rc=0
+  out="$(cd "$ROOT/tools/deps" && GOTOOLCHAIN="$toolchain" GOFLAGS=-mod=readonly \
+    GOBIN="$CACHE/bin" GOCACHE="$gocache" go install tool 2>&1)" || rc=$?
+  rm -rf "$gocache" # 80 MB of compiled packages that nothing reads again
+  if ((rc != 0)); then
     printf '%s\n' "$out" >&2
     echo "buildifier.sh: error: cannot build the buildifier pinned in tools/deps/go.mod" >&2
     exit 1
