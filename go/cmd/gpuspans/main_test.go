@@ -98,6 +98,19 @@ func TestTraceOfJSONSaysSo(t *testing.T) {
 	}
 }
 
+// TestTraceSummaryOfNoSpanFile: a file of which no record reads gets the
+// error alone, not a table of nothing before it.
+func TestTraceSummaryOfNoSpanFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(f, []byte("garbage\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := runCmd("trace", "summary", f)
+	if code != 1 || out != "" || !strings.Contains(errOut, "no record could be read: is it a span file?") {
+		t.Errorf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
 // writeSpanFile writes the spans of a short simulated run.
 func writeSpanFile(t *testing.T) string {
 	t.Helper()

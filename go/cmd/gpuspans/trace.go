@@ -121,6 +121,11 @@ func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
 
 func traceSummary(in io.Reader, name string, stdout, stderr io.Writer) int {
 	rows, st, err := summary.ReadSpanFile(in)
+	if err != nil && st.Spans == 0 && st.Snapshots == 0 && st.Unknown == 0 {
+		// Nothing read: a table of nothing would only bury the error.
+		fmt.Fprintf(stderr, "gpuspans trace summary: %s: %v (no record could be read: is it a span file?)\n", name, err)
+		return 1
+	}
 	if st.FromSnapshot {
 		fmt.Fprintf(stdout, "%s: no spans; the table is the file's last snapshot (of %d)\n", name, st.Snapshots)
 	} else {
