@@ -209,6 +209,7 @@ const char* gs_status_name(int32_t st) {
     case GS_ERR_POOL_DEAD: return "GS_ERR_POOL_DEAD";
     case GS_ERR_BUSY: return "GS_ERR_BUSY";
     case GS_ERR_NO_MEMORY: return "GS_ERR_NO_MEMORY";
+    case GS_ERR_WRONG_THREAD: return "GS_ERR_WRONG_THREAD";
   }
   return "GS_STATUS_UNKNOWN";
 }

@@ -99,18 +99,6 @@ void SetLoaderForTesting(const Loader* loader);
 // SetCaptureModeExchangeForTesting turns the capture-mode exchange off or on.
 void SetCaptureModeExchangeForTesting(bool enabled);
 
-// How the tracer reaches a CUPTI library: dlopen/dlsym along the search
-// order of gs_tracer_open for the real one, the fake's own table in tests.
-struct CuptiLoader {
-  void* (*open)(const char* path);  // library handle or null; path null: search
-  void* (*symbol)(void* handle, const char* name);
-  const char* (*last_error)();  // why open failed
-};
-
-// SetCuptiLoaderForTesting makes later gs_tracer_open calls use loader (null:
-// the real libcupti). Same rules as SetLoaderForTesting.
-void SetCuptiLoaderForTesting(const CuptiLoader* loader);
-
 // Makes a context current for a scope unless it already is. A thread with no
 // current context adopts it for good (cuCtxSetCurrent), as the CUDA runtime
 // does with the primary context on a thread's first call: Go runs cgo calls

@@ -2,6 +2,8 @@
 // delivering synthesised kernel records through the tracer's own buffer
 // callbacks. gpuspans/tracer_testing.h has the hooks.
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <deque>
 #include <mutex>
@@ -9,6 +11,7 @@
 #include <vector>
 
 #include "cupti_subset.h"
+#include "cupti_loader.h"
 #include "driver.h"
 #include "gpuspans/tracer_testing.h"
 
@@ -38,12 +41,27 @@ struct FakeCupti {
   CUpti_CallbackFunc subscriber = nullptr;  // the one subscriber, if any
   bool domain_on = false;
   int64_t finalizes = 0;
+  // The rules of kernel windows (gpuspans/tracer.h), as the fake can see
+  // them: CUPTI attached from RegisterCallbacks to Finalize; a graph
+  // replayed while attached with collection off breaks the next finalize.
+  bool attached = false;
+  bool replayed_off = false;
+  int64_t bad_finalizes = 0;
+  int64_t expect_tid = 0;  // 0: any thread
+  int64_t stray_calls = 0;  // CUPTI calls of ours from another thread than expect_tid
 };
 
 FakeCupti& F() {
   static FakeCupti* f = new FakeCupti;
   return *f;
 }
+
+// Stray counts a CUPTI call made off the expected thread. Caller holds f.mu.
+void Stray(FakeCupti& f) {
+  if (f.expect_tid != 0 && f.expect_tid != static_cast<int64_t>(syscall(SYS_gettid))) f.stray_calls++;
+}
+
+int64_t Deliver(int32_t per_buffer);
 
 CUcontext ContextOf(uint32_t device) { return reinterpret_cast<CUcontext>(static_cast<uintptr_t>(device) + 1); }
 
@@ -57,6 +75,7 @@ CUptiResult GetResultString(CUptiResult, const char** s) {
 }
 CUptiResult GetTimestamp(uint64_t* ts) {
   std::lock_guard<std::mutex> l(F().mu);
+  Stray(F());
   *ts = static_cast<uint64_t>(HostNowNs() - F().clock_offset);
   return CUPTI_SUCCESS;
 }
@@ -64,6 +83,7 @@ CUptiResult Enable(CUpti_ActivityKind kind) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
   if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return 1;
+  Stray(f);
   f.enables++;
   if (f.enable_result != CUPTI_SUCCESS) return f.enable_result;
   f.enabled = true;
@@ -72,17 +92,29 @@ CUptiResult Enable(CUpti_ActivityKind kind) {
 CUptiResult Disable(CUpti_ActivityKind) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
+  Stray(f);
   f.disables++;
   f.enabled = false;
   return CUPTI_SUCCESS;
 }
 CUptiResult RegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done) {
   std::lock_guard<std::mutex> l(F().mu);
+  Stray(F());
   F().req = req;
   F().done = done;
+  F().attached = true;
   return CUPTI_SUCCESS;
 }
-CUptiResult FlushAll(uint32_t) { return CUPTI_SUCCESS; }  // the test delivers
+// A forced flush delivers what is queued, as CUPTI's returns every buffer;
+// the periodic one leaves delivery to the test.
+CUptiResult FlushAll(uint32_t flags) {
+  {
+    std::lock_guard<std::mutex> l(F().mu);
+    Stray(F());
+  }
+  if (flags & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) Deliver(1000);
+  return CUPTI_SUCCESS;
+}
 CUptiResult GetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** rec) {
   uint8_t* next = *rec ? reinterpret_cast<uint8_t*>(*rec) + kStride : buffer;
   if (next + kStride > buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
@@ -107,6 +139,7 @@ int g_fake_cupti_subscriber;
 CUptiResult Subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc cb, void*) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
+  Stray(f);
   if (f.other || f.subscriber) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   f.subscriber = cb;
   *sub = reinterpret_cast<CUpti_SubscriberHandle>(&g_fake_cupti_subscriber);
@@ -126,13 +159,59 @@ CUptiResult EnableDomain(uint32_t enable, CUpti_SubscriberHandle, int) {
 CUptiResult Finalize() {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
+  Stray(f);
   f.finalizes++;
+  if (f.replayed_off) f.bad_finalizes++;
+  f.replayed_off = false;
+  f.attached = false;
+  f.other = false;  // a finalize clears every subscriber, another client's too
   f.enabled = false;
   f.subscriber = nullptr;
   f.domain_on = false;
   f.req = nullptr;
   f.done = nullptr;
   return CUPTI_SUCCESS;
+}
+
+int64_t Deliver(int32_t per_buffer) {
+  FakeCupti& f = F();
+  std::vector<CUpti_KernelRecordPrefix> recs;
+  CUpti_BuffersCallbackRequestFunc req;
+  CUpti_BuffersCallbackCompleteFunc done;
+  uint32_t drop_device;
+  {
+    std::lock_guard<std::mutex> l(f.mu);
+    recs.swap(f.queued);
+    req = f.req;
+    done = f.done;
+    drop_device = f.drop_device;
+  }
+  if (!req || !done) return 0;
+  if (per_buffer < 1) per_buffer = 1;
+  int64_t written = 0;
+  size_t i = 0;
+  do {
+    uint8_t* buf = nullptr;
+    size_t size = 0, max_records = 0;
+    req(&buf, &size, &max_records);
+    size_t n = recs.size() - i;
+    if (n > static_cast<size_t>(per_buffer)) n = per_buffer;
+    if (!buf) {
+      // No buffer: CUPTI drops these records and says so at the next completion.
+      std::lock_guard<std::mutex> l(f.mu);
+      f.drop_device = recs.empty() ? drop_device : recs[i].deviceId;
+      f.drop += n;
+      i += n;
+      continue;
+    }
+    if (n > size / kStride) n = size / kStride;
+    memset(buf, 0, n * kStride);
+    for (size_t k = 0; k < n; k++) memcpy(buf + k * kStride, &recs[i + k], sizeof(recs[i + k]));
+    i += n;
+    written += n;
+    done(ContextOf(drop_device), 0, buf, size, n * kStride);
+  } while (i < recs.size());
+  return written;
 }
 
 int g_fake_cupti_library;
@@ -187,8 +266,13 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.subscriber = nullptr;
     f.domain_on = false;
     f.finalizes = 0;
+    f.attached = f.replayed_off = false;
+    f.bad_finalizes = 0;
+    f.expect_tid = 0;
+    f.stray_calls = 0;
   }
   gs::SetCuptiLoaderForTesting(&gs::kFakeCuptiLoader);
+  gs::ResetTracerForTesting();
 }
 
 extern "C" void gs_testing_use_real_cupti(void) { gs::SetCuptiLoaderForTesting(nullptr); }
@@ -225,46 +309,7 @@ extern "C" void gs_testing_cupti_drop(uint32_t device, uint64_t n) {
   F().drop += n;
 }
 
-extern "C" int64_t gs_testing_cupti_deliver(int32_t per_buffer) {
-  FakeCupti& f = F();
-  std::vector<CUpti_KernelRecordPrefix> recs;
-  CUpti_BuffersCallbackRequestFunc req;
-  CUpti_BuffersCallbackCompleteFunc done;
-  uint32_t drop_device;
-  {
-    std::lock_guard<std::mutex> l(f.mu);
-    recs.swap(f.queued);
-    req = f.req;
-    done = f.done;
-    drop_device = f.drop_device;
-  }
-  if (!req || !done) return 0;
-  if (per_buffer < 1) per_buffer = 1;
-  int64_t written = 0;
-  size_t i = 0;
-  do {
-    uint8_t* buf = nullptr;
-    size_t size = 0, max_records = 0;
-    req(&buf, &size, &max_records);
-    size_t n = recs.size() - i;
-    if (n > static_cast<size_t>(per_buffer)) n = per_buffer;
-    if (!buf) {
-      // No buffer: CUPTI drops these records and says so at the next completion.
-      std::lock_guard<std::mutex> l(f.mu);
-      f.drop_device = recs.empty() ? drop_device : recs[i].deviceId;
-      f.drop += n;
-      i += n;
-      continue;
-    }
-    if (n > size / gs::kStride) n = size / gs::kStride;
-    memset(buf, 0, n * gs::kStride);
-    for (size_t k = 0; k < n; k++) memcpy(buf + k * gs::kStride, &recs[i + k], sizeof(recs[i + k]));
-    i += n;
-    written += n;
-    done(gs::ContextOf(drop_device), 0, buf, size, n * gs::kStride);
-  } while (i < recs.size());
-  return written;
-}
+extern "C" int64_t gs_testing_cupti_deliver(int32_t per_buffer) { return gs::Deliver(per_buffer); }
 
 extern "C" void gs_testing_cupti_clock_offset(int64_t ns) {
   std::lock_guard<std::mutex> l(F().mu);
@@ -282,20 +327,38 @@ extern "C" void gs_testing_cupti_calls(int64_t* enables, int64_t* disables) {
   if (disables) *disables = F().disables;
 }
 
-extern "C" int32_t gs_testing_cupti_api_exit(void) {
-  FakeCupti& f = F();
-  CUpti_CallbackFunc cb;
-  {
-    std::lock_guard<std::mutex> l(f.mu);
-    if (!f.subscriber || !f.domain_on) return 0;
-    cb = f.subscriber;
-  }
-  CUpti_CallbackDataPrefix data{CUPTI_API_EXIT};
-  cb(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, 0, &data);
-  return 1;
-}
-
 extern "C" int64_t gs_testing_cupti_finalizes(void) {
   std::lock_guard<std::mutex> l(F().mu);
   return F().finalizes;
 }
+
+extern "C" int32_t gs_testing_cupti_graph_launch(void) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  if (f.bad_finalizes > 0) return 719;  // CUDA_ERROR_LAUNCH_FAILED, as seen on the H200
+  if (f.attached && !f.enabled) f.replayed_off = true;
+  return 0;
+}
+
+extern "C" int64_t gs_testing_cupti_bad_finalizes(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().bad_finalizes;
+}
+
+extern "C" int32_t gs_testing_cupti_attached(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().attached ? 1 : 0;
+}
+
+extern "C" void gs_testing_cupti_expect_thread(int64_t tid) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().expect_tid = tid;
+  F().stray_calls = 0;
+}
+
+extern "C" int64_t gs_testing_cupti_stray_calls(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().stray_calls;
+}
+
+extern "C" int64_t gs_testing_thread_id(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }

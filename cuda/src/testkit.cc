@@ -61,6 +61,20 @@ $L_done:
 {
     ret;
 }
+
+// gs_count(counter): one thread adds 1 to the u64 at counter, so a test can
+// tell that every kernel it launched ran.
+.visible .entry gs_count(
+    .param .u64 gs_count_ptr
+)
+{
+    .reg .b64 %rd<4>;
+
+    ld.param.u64 %rd1, [gs_count_ptr];
+    cvta.to.global.u64 %rd2, %rd1;
+    atom.global.add.u64 %rd3, [%rd2], 1;
+    ret;
+}
 )";
 
 #define GS_KIT_SYMBOLS(X)                                      \
@@ -110,6 +124,7 @@ struct gs_kit {
   CUfunction spin = nullptr;
   CUfunction spin_grid = nullptr;
   CUfunction empty = nullptr;
+  CUfunction count = nullptr;
 };
 
 namespace gs {
@@ -174,6 +189,10 @@ gs_status gs_kit_create(int32_t device, gs_kit** out, gs_error* err) {
     op = "cuModuleGetFunction(gs_empty)";
     r = kit->k.cuModuleGetFunction(&kit->empty, kit->module, "gs_empty");
   }
+  if (r == CUDA_SUCCESS) {
+    op = "cuModuleGetFunction(gs_count)";
+    r = kit->k.cuModuleGetFunction(&kit->count, kit->module, "gs_count");
+  }
   if (r != CUDA_SUCCESS) {
     if (kit->module) kit->k.cuModuleUnload(kit->module);
     d->cuDevicePrimaryCtxRelease(kit->dev);
@@ -233,6 +252,15 @@ gs_status gs_kit_empty(gs_kit* kit, uint64_t stream, gs_error* err) {
   return gs::Call(kit, err, "cuLaunchKernel(gs_empty)", [&] {
     return kit->k.cuLaunchKernel(kit->empty, 1, 1, 1, 1, 1, 1, 0, gs::Handle<CUstream_st>(stream),
                                  nullptr, nullptr);
+  });
+}
+
+gs_status gs_kit_count(gs_kit* kit, uint64_t stream, uint64_t counter, gs_error* err) {
+  if (counter == 0) return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_kit_count: counter is 0");
+  return gs::Call(kit, err, "cuLaunchKernel(gs_count)", [&] {
+    void* params[] = {&counter};
+    return kit->k.cuLaunchKernel(kit->count, 1, 1, 1, 1, 1, 1, 0, gs::Handle<CUstream_st>(stream), params,
+                                 nullptr);
   });
 }
 

@@ -1,12 +1,15 @@
 // The kernel tracer: CUPTI's activity records of every kernel, parsed into a
-// bounded ring on CUPTI's and our flush thread, read in batches by the
-// control plane. gpuspans/tracer.h has the contract.
+// bounded ring on CUPTI's thread (and, attached, our flush thread), read in
+// batches by the control plane. gpuspans/tracer.h has the contract.
 #include "gpuspans/tracer.h"
 
-#include <cxxabi.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -18,8 +21,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cupti_loader.h"
 #include "cupti_subset.h"
 #include "driver.h"
+#include "kernel_name.h"
 
 namespace gs {
 namespace {
@@ -38,7 +43,6 @@ namespace {
   X(cuptiGetDeviceId)        \
   X(cuptiSubscribe)          \
   X(cuptiUnsubscribe)        \
-  X(cuptiEnableDomain)       \
   X(cuptiFinalize)
 
 struct Cupti {
@@ -83,17 +87,28 @@ constexpr size_t kBufferSize = 512 << 10;  // ~2,500 kernel records
 constexpr size_t kMaxBuffers = 16;         // 8 MiB at most in CUPTI's hands
 constexpr size_t kRingCap = 1 << 16;       // records awaiting gs_tracer_read
 constexpr uint32_t kMaxNames = 4096;
-constexpr size_t kMaxNameBytes = 127;
+
+struct Name {
+  std::string label, full;
+};
 
 // The tracer. One per process, never destroyed: CUPTI may call the buffer
 // callbacks at any time after they are registered, also after a close.
 struct Tracer {
-  std::mutex mu;  // open, close, enable
+  std::mutex mu;  // open, close, enable, and the fields up to the flusher's
   bool open = false;
+  bool window = false;  // this open is a kernel window
+  pid_t owner = 0;      // window: the thread that opened it
+  int64_t window_offset = 0;
+  // Sticky: CUPTI stays attached to this process for good, so no window may
+  // open (its finalize could break a CUDA graph replayed meanwhile with
+  // collection off): an attached open happened, or a window could not
+  // detach. attach_why says which.
+  bool no_windows = false;
+  std::string no_windows_why;
   Cupti api{};
-  void* lib = nullptr;
 
-  std::thread flusher;
+  std::thread flusher;  // attached opens only
   std::mutex flush_mu;
   std::condition_variable flush_cv;
   bool stop = false;
@@ -109,15 +124,13 @@ struct Tracer {
 
   std::mutex name_mu;
   std::unordered_map<const char*, uint32_t> by_ptr;
-  std::unordered_map<std::string, uint32_t> by_name;
-  std::vector<std::string> names;  // id-1
+  std::unordered_map<std::string, uint32_t> by_label;
+  std::vector<Name> names;  // id-1
 
   std::atomic<uint64_t> records{0}, cupti_dropped{0}, ring_dropped{0}, names_overflow{0};
   std::atomic<uint64_t> buffers{0}, buffers_refused{0}, flushes{0};
   std::atomic<uint32_t> enabled{0};
-  std::atomic<bool> detach{false};  // finalize at the next driver API exit
-  CUpti_SubscriberHandle detach_sub = nullptr;  // mu; valid while detach
-  std::atomic<uint64_t> detaches{0};
+  std::atomic<uint64_t> windows{0}, detaches{0};  // for the process, never reset
   std::atomic<uint64_t> dropped_by_device[GS_TRACER_MAX_DEVICES]{};
 };
 
@@ -126,67 +139,28 @@ Tracer& T() {
   return *t;
 }
 
-// ShortName turns a demangled kernel name into a label: no return type, no
-// parameter list, at most kMaxNameBytes bytes ("..." marks a cut).
-std::string ShortName(const std::string& full) {
-  std::string s = full;
-  // Parameters: the last top-level "(...)", and any qualifier after it.
-  size_t end = s.size();
-  while (end > 0 && s[end - 1] != ')') end--;
-  if (end > 0) {
-    int depth = 0;
-    for (size_t i = end; i-- > 0;) {
-      if (s[i] == ')') depth++;
-      if (s[i] == '(' && --depth == 0) {
-        if (i > 0) s.resize(i);
-        break;
-      }
-    }
-  }
-  // Return type: whatever precedes the last space outside template brackets.
-  int angle = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < s.size(); i++) {
-    if (s[i] == '<') angle++;
-    if (s[i] == '>' && angle > 0) angle--;
-    if (s[i] == ' ' && angle == 0) start = i + 1;
-  }
-  s = s.substr(start);
-  for (char& c : s) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  }
-  if (s.empty()) s = "?";
-  if (s.size() > kMaxNameBytes) {
-    size_t cut = kMaxNameBytes - 3;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) cut--;  // UTF-8 boundary
-    s.resize(cut);
-    s += "...";
-  }
-  return s;
-}
+pid_t ThisThread() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
-std::string Readable(const char* mangled) {
-  if (!mangled || !*mangled) return "?";
-  int status = 0;
-  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string out = (status == 0 && d) ? ShortName(d) : ShortName(mangled);
-  free(d);
-  return out;
+// ThreadAlive: whether thread tid of this process still runs. A window
+// whose opener has exited has no launching thread left to race its close.
+bool ThreadAlive(pid_t tid) {
+  return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
 }
 
 uint32_t Intern(Tracer& t, const char* name) {
   std::lock_guard<std::mutex> l(t.name_mu);
   auto p = t.by_ptr.find(name);
   if (p != t.by_ptr.end()) return p->second;
-  std::string s = Readable(name);
+  std::string full = FullKernelName(name);
+  std::string label = KernelLabel(full);
   uint32_t id = 0;
-  auto n = t.by_name.find(s);
-  if (n != t.by_name.end()) {
+  auto n = t.by_label.find(label);
+  if (n != t.by_label.end()) {
     id = n->second;
   } else if (t.names.size() < kMaxNames) {
-    t.names.push_back(s);
+    t.names.push_back(Name{label, std::move(full)});
     id = static_cast<uint32_t>(t.names.size());
-    t.by_name.emplace(std::move(s), id);
+    t.by_label.emplace(std::move(label), id);
   } else {
     return 0;  // not remembered by pointer either: the table stays bounded
   }
@@ -226,6 +200,7 @@ void BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   }
   if (!b) {
     // CUPTI drops what it cannot place and reports the count at completion.
+    // Only versions where a refused buffer is safe get here (KnownLayout).
     t.buffers_refused++;
     *buffer = nullptr;
     *size = 0;
@@ -276,20 +251,6 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
   }
 }
 
-// DetachAtApiExit is the driver API callback of a close that detaches:
-// CUPTI documents cuptiFinalize as safe at a driver call's exit, where no
-// launch is half-instrumented. Finalizing removes CUPTI's hooks, and with
-// them the cost every launch pays once collection has been on (about 1 us on
-// an H200, measured by bench/cupti/attach_cost.cc), and the subscriber.
-void DetachAtApiExit(void*, int domain, uint32_t, const void* data) {
-  Tracer& t = T();
-  const auto* cb = static_cast<const CUpti_CallbackDataPrefix*>(data);
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API || !cb || cb->callbackSite != CUPTI_API_EXIT) return;
-  bool want = true;
-  if (!t.detach.compare_exchange_strong(want, false)) return;
-  if (t.api.cuptiFinalize && t.api.cuptiFinalize() == CUPTI_SUCCESS) t.detaches++;
-}
-
 gs_status CuptiError(const Cupti& api, gs_error* err, gs_status st, CUptiResult r, const char* op) {
   const char* s = nullptr;
   if (api.cuptiGetResultString && api.cuptiGetResultString(r, &s) != CUPTI_SUCCESS) s = nullptr;
@@ -297,10 +258,100 @@ gs_status CuptiError(const Cupti& api, gs_error* err, gs_status st, CUptiResult 
 }
 
 // KnownLayout reports whether version's kernel records start with
-// CUpti_KernelRecordPrefix: CUDA 12.x (API versions 19-28) and 13.x
-// (130000-139999, the new numbering).
+// CUpti_KernelRecordPrefix and a refused activity buffer is safe: CUDA 12.9
+// and later 12.x (API versions 27-28; kineto notes that refusing a buffer
+// can crash CUPTI before 27) and 13.x (130000-139999, the new numbering).
 bool KnownLayout(uint32_t version) {
-  return (version >= 19 && version <= 28) || (version >= 130000 && version <= 139999);
+  return (version >= 27 && version <= 28) || (version >= 130000 && version <= 139999);
+}
+
+// Load resolves CUPTI into *api and checks that it can be used now: a known
+// version, and no other subscriber (torch.profiler, Nsight) whose
+// callbacks we would take. Caller holds t.mu.
+gs_status Load(const char* path, bool take_over, Cupti* api, gs_error* err) {
+  const CuptiLoader* loader = g_loader.load();
+  void* lib = loader->open(path && *path ? path : nullptr);
+  if (!lib) {
+    return SetError(err, GS_ERR_NO_DRIVER, 0, "loading CUPTI%s%s: %s", path && *path ? " from " : "",
+                    path && *path ? path : "", loader->last_error());
+  }
+  *api = Cupti{};
+#define GS_CUPTI_RESOLVE(name)                                                              \
+  api->name = reinterpret_cast<PFN_##name>(loader->symbol(lib, #name));                     \
+  if (!api->name) {                                                                         \
+    return SetError(err, GS_ERR_NO_DRIVER, 0, "loading CUPTI: symbol %s is missing", #name); \
+  }
+  GS_CUPTI_REQUIRED(GS_CUPTI_RESOLVE)
+#undef GS_CUPTI_RESOLVE
+#define GS_CUPTI_OPTIONAL_RESOLVE(name) api->name = reinterpret_cast<PFN_##name>(loader->symbol(lib, #name));
+  GS_CUPTI_OPTIONAL(GS_CUPTI_OPTIONAL_RESOLVE)
+#undef GS_CUPTI_OPTIONAL_RESOLVE
+  uint32_t version = 0;
+  CUptiResult r = api->cuptiGetVersion(&version);
+  if (r != CUPTI_SUCCESS) return CuptiError(*api, err, GS_ERR_DRIVER, r, "cuptiGetVersion");
+  if (!KnownLayout(version)) {
+    return SetError(err, GS_ERR_INVALID_ARGUMENT, 0,
+                    "CUPTI API version %u is not one this build can use (known: 27-28, CUDA 12.9 and "
+                    "later 12.x; 130000-139999, CUDA 13)",
+                    version);
+  }
+  // The probe holds the subscription for no longer than the check.
+  if (!take_over && api->cuptiSubscribe && api->cuptiUnsubscribe) {
+    CUpti_SubscriberHandle sub = nullptr;
+    CUptiResult sr = api->cuptiSubscribe(&sub, [](void*, int, uint32_t, const void*) {}, nullptr);
+    if (sr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+      return SetError(err, GS_ERR_BUSY, 0, "CUPTI is in use by another client in this process (a profiler)");
+    }
+    if (sr == CUPTI_SUCCESS) api->cuptiUnsubscribe(sub);
+  }
+  return GS_OK;
+}
+
+// Start readies the ring and the counters of a new open. Caller holds t.mu.
+gs_status Start(Tracer& t, gs_error* err) {
+  if (!t.ring) {
+    t.ring = new (std::nothrow) gs_kernel_record[kRingCap];
+    if (!t.ring) return SetError(err, GS_ERR_NO_MEMORY, 0, "gs_tracer_open: no memory for the record ring");
+  }
+  // Counters are per open (gpuspans/tracer.h): a hub that opens the tracer
+  // again must not count an earlier open's drops as its own.
+  for (auto* c : {&t.records, &t.cupti_dropped, &t.ring_dropped, &t.names_overflow, &t.buffers,
+                  &t.buffers_refused, &t.flushes}) {
+    c->store(0);
+  }
+  for (auto& c : t.dropped_by_device) c.store(0);
+  return GS_OK;
+}
+
+// Register hands CUPTI our buffer callbacks: CUPTI's initialisation, some
+// milliseconds. Caller holds t.mu.
+gs_status Register(Tracer& t, const Cupti& api, gs_error* err) {
+  t.api = api;  // the callbacks read it; nothing is registered yet, or they are ours from an earlier open
+  CUptiResult r = api.cuptiActivityRegisterCallbacks(&BufferRequested, &BufferCompleted);
+  if (r != CUPTI_SUCCESS) return CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityRegisterCallbacks");
+  return GS_OK;
+}
+
+// Forget forgets buffers CUPTI still holds (none after a forced flush,
+// unless another client took the callbacks), so later opens stay bounded.
+void Forget(Tracer& t) {
+  std::lock_guard<std::mutex> bl(t.buf_mu);
+  t.outstanding = 0;
+}
+
+int64_t SampleOffset(const Cupti& api) {
+  int64_t best = INT64_MAX, offset = 0;
+  for (int i = 0; i < 5; i++) {
+    uint64_t c = 0;
+    int64_t h1 = HostNowNs();
+    if (api.cuptiGetTimestamp(&c) != CUPTI_SUCCESS) return 0;
+    int64_t h2 = HostNowNs();
+    if (h2 - h1 < best) {
+      best = h2 - h1;
+      offset = h1 + (h2 - h1) / 2 - static_cast<int64_t>(c);
+    }
+  }
+  return offset;
 }
 
 void FlushLoop(Tracer* t) {
@@ -317,10 +368,51 @@ void FlushLoop(Tracer* t) {
   }
 }
 
+// NoWindows makes CUPTI's attachment permanent for the process. Caller
+// holds t.mu.
+void NoWindows(Tracer& t, const char* why) {
+  if (t.no_windows) return;
+  t.no_windows = true;
+  t.no_windows_why = why;
+}
+
+// CloseWindow ends a window on the calling thread: collection off, every
+// record delivered, CUPTI detached. Nothing in between launches: the caller
+// is the only launching thread, and it is here. Caller holds t.mu.
+gs_status CloseWindow(Tracer& t, gs_error* err) {
+  gs_status st = GS_OK;
+  CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  t.enabled = 0;
+  t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  t.window_offset = SampleOffset(t.api);
+  Forget(t);
+  r = t.api.cuptiFinalize();
+  if (r == CUPTI_SUCCESS) {
+    t.detaches++;
+  } else {
+    NoWindows(t, "a kernel window's cuptiFinalize failed, so CUPTI stays attached");
+    if (st == GS_OK) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiFinalize");
+  }
+  t.open = false;
+  t.window = false;
+  return st;
+}
+
 }  // namespace
 
 void SetCuptiLoaderForTesting(const CuptiLoader* loader) {
   g_loader.store(loader ? loader : &kRealCuptiLoader);
+}
+
+void ResetTracerForTesting() {
+  Tracer& t = T();
+  std::lock_guard<std::mutex> l(t.mu);
+  t.no_windows = false;
+  t.no_windows_why.clear();
+  t.window_offset = 0;
+  t.windows = 0;
+  t.detaches = 0;
 }
 
 }  // namespace gs
@@ -336,62 +428,16 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
   if (t.open) return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_open: the tracer is open already in this process");
-  // A detach still pending holds our subscriber: withdraw it, as the new
-  // open keeps CUPTI attached anyway (and the probe below needs none).
-  if (t.detach.exchange(false) && t.api.cuptiUnsubscribe) t.api.cuptiUnsubscribe(t.detach_sub);
-  if (!t.ring) {
-    t.ring = new (std::nothrow) gs_kernel_record[gs::kRingCap];
-    if (!t.ring) return gs::SetError(err, GS_ERR_NO_MEMORY, 0, "gs_tracer_open: no memory for the record ring");
-  }
-  const gs::CuptiLoader* loader = gs::g_loader.load();
-  void* lib = loader->open(path && *path ? path : nullptr);
-  if (!lib) {
-    return gs::SetError(err, GS_ERR_NO_DRIVER, 0, "loading CUPTI%s%s: %s", path && *path ? " from " : "",
-                        path && *path ? path : "", loader->last_error());
-  }
-  gs::Cupti api{};
-#define GS_CUPTI_RESOLVE(name)                                                                  \
-  api.name = reinterpret_cast<PFN_##name>(loader->symbol(lib, #name));                         \
-  if (!api.name) {                                                                              \
-    return gs::SetError(err, GS_ERR_NO_DRIVER, 0, "loading CUPTI: symbol %s is missing", #name); \
-  }
-  GS_CUPTI_REQUIRED(GS_CUPTI_RESOLVE)
-#undef GS_CUPTI_RESOLVE
-#define GS_CUPTI_OPTIONAL_RESOLVE(name) api.name = reinterpret_cast<PFN_##name>(loader->symbol(lib, #name));
-  GS_CUPTI_OPTIONAL(GS_CUPTI_OPTIONAL_RESOLVE)
-#undef GS_CUPTI_OPTIONAL_RESOLVE
-  uint32_t version = 0;
-  CUptiResult r = api.cuptiGetVersion(&version);
-  if (r != CUPTI_SUCCESS) return gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiGetVersion");
-  if (!gs::KnownLayout(version)) {
-    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0,
-                        "CUPTI API version %u has a kernel record layout this build does not know "
-                        "(known: 19-28, CUDA 12; 130000-139999, CUDA 13)",
-                        version);
-  }
-  // Another subscriber (torch.profiler, Nsight) owns CUPTI's callbacks and
-  // would lose them, or we ours, if both ran: step aside. The probe holds
-  // the subscription for no longer than the check.
-  if (api.cuptiSubscribe && api.cuptiUnsubscribe) {
-    CUpti_SubscriberHandle sub = nullptr;
-    CUptiResult sr = api.cuptiSubscribe(&sub, [](void*, int, uint32_t, const void*) {}, nullptr);
-    if (sr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-      return gs::SetError(err, GS_ERR_BUSY, 0, "CUPTI is in use by another client in this process (a profiler)");
-    }
-    if (sr == CUPTI_SUCCESS) api.cuptiUnsubscribe(sub);
-  }
-  t.api = api;  // the callbacks read it; nothing is registered yet, or they are ours from an earlier open
-  r = api.cuptiActivityRegisterCallbacks(&gs::BufferRequested, &gs::BufferCompleted);
-  if (r != CUPTI_SUCCESS) return gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityRegisterCallbacks");
-  t.lib = lib;
+  gs::Cupti api;
+  gs_status st = gs::Load(path, false, &api, err);
+  if (st == GS_OK) st = gs::Start(t, err);
+  if (st == GS_OK) st = gs::Register(t, api, err);
+  if (st != GS_OK) return st;
+  // From here CUPTI stays attached to the process, and graphs replay while
+  // collection is off: a later cuptiFinalize could break them.
+  gs::NoWindows(t, "the tracer was opened attached (gs_tracer_open) in this process, so CUPTI stays attached");
   t.period_ms = flush_period_ms;
-  // Counters are per open (gpuspans/tracer.h): a hub that opens the tracer
-  // again must not count an earlier open's drops as its own.
-  for (auto* c : {&t.records, &t.cupti_dropped, &t.ring_dropped, &t.names_overflow, &t.buffers,
-                  &t.buffers_refused, &t.flushes}) {
-    c->store(0);
-  }
-  for (auto& c : t.dropped_by_device) c.store(0);
+  t.window_offset = 0;
   {
     std::lock_guard<std::mutex> fl(t.flush_mu);
     t.stop = false;
@@ -405,11 +451,60 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   return GS_OK;
 }
 
+extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_error* err) {
+  Tracer& t = T();
+  std::lock_guard<std::mutex> l(t.mu);
+  if (t.open) {
+    return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_window_open: the tracer is open already in this process");
+  }
+  if (t.no_windows) {
+    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0,
+                        "gs_tracer_window_open: %s: a detach could break a CUDA graph, so kernel windows stay "
+                        "off in this process",
+                        t.no_windows_why.c_str());
+  }
+  if (flags & ~static_cast<uint32_t>(GS_TRACER_TAKE_OVER)) {
+    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_window_open: unknown flags %#x", flags);
+  }
+  gs::Cupti api;
+  gs_status st = gs::Load(path, (flags & GS_TRACER_TAKE_OVER) != 0, &api, err);
+  if (st != GS_OK) return st;
+  if (!api.cuptiFinalize) {
+    return gs::SetError(err, GS_ERR_NO_DRIVER, 0, "loading CUPTI: symbol cuptiFinalize is missing (kernel windows detach with it)");
+  }
+  if ((st = gs::Start(t, err)) == GS_OK && (st = gs::Register(t, api, err)) == GS_OK) {
+    CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) st = gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  }
+  if (st != GS_OK) {
+    // CUPTI may be initialised by now, with collection never on: a finalize
+    // is safe, and gives the process back as it was.
+    if (api.cuptiFinalize() == CUPTI_SUCCESS) {
+      t.detaches++;
+    } else {
+      gs::NoWindows(t, "a kernel window's cuptiFinalize failed, so CUPTI stays attached");
+    }
+    return st;
+  }
+  t.enabled = 1;
+  t.window_offset = gs::SampleOffset(api);
+  t.owner = gs::ThisThread();
+  t.window = true;
+  t.open = true;
+  t.windows++;
+  return GS_OK;
+}
+
 extern "C" gs_status gs_tracer_enable(int32_t on, gs_error* err) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
   if (!t.open) return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_enable: the tracer is not open");
   if ((t.enabled.load() != 0) == (on != 0)) return GS_OK;
+  if (t.window) {
+    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0,
+                        "gs_tracer_enable: a kernel window collects until gs_tracer_close (a graph replayed "
+                        "with collection off would break at the detach)");
+  }
   CUptiResult r = on ? t.api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
                      : t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) {
@@ -419,13 +514,13 @@ extern "C" gs_status gs_tracer_enable(int32_t on, gs_error* err) {
   }
   t.enabled = on ? 1 : 0;
   if (!on) {
-    // Deliver the window's records now, before its graphs replay again: a
-    // kernel replayed from a CUDA graph whose record is still pending when
-    // the graph replays with collection off gets a stale start time (on an
-    // H200, CUDA 13: 380 of 400 records read the time since the previous
-    // replay; none once flushed here, bench/cupti/graph_toggle.cc). Records
-    // of work still running stay pending, so the engine's per-step sync,
-    // before the next step, is what makes them right.
+    // Deliver the armed steps' records now, before their graphs replay
+    // again: a kernel replayed from a CUDA graph whose record is still
+    // pending when the graph replays with collection off gets a stale start
+    // time (on an H200, CUDA 13: 380 of 400 records read the time since the
+    // previous replay; none once flushed here, bench/cupti/graph_toggle.cc).
+    // Records of work still running stay pending, so the engine's per-step
+    // sync, before the next step, is what makes them right.
     t.api.cuptiActivityFlushAll(0);
   }
   return GS_OK;
@@ -442,19 +537,25 @@ extern "C" size_t gs_tracer_read(gs_kernel_record* out, size_t cap) {
   return n;
 }
 
-extern "C" size_t gs_tracer_name(uint32_t id, char* buf, size_t cap) {
+namespace {
+size_t CopyName(uint32_t id, bool full, char* buf, size_t cap) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.name_mu);
-  if (cap > 0) buf[0] = 0;
+  if (buf && cap > 0) buf[0] = 0;
   if (id == 0 || id > t.names.size()) return 0;
-  const std::string& s = t.names[id - 1];
-  if (cap > 0) {
+  const std::string& s = full ? t.names[id - 1].full : t.names[id - 1].label;
+  if (buf && cap > 0) {
     size_t n = s.size() < cap - 1 ? s.size() : cap - 1;
     memcpy(buf, s.data(), n);
     buf[n] = 0;
   }
   return s.size();
 }
+}  // namespace
+
+extern "C" size_t gs_tracer_name(uint32_t id, char* buf, size_t cap) { return CopyName(id, false, buf, cap); }
+
+extern "C" size_t gs_tracer_full_name(uint32_t id, char* buf, size_t cap) { return CopyName(id, true, buf, cap); }
 
 extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
   if (!out) return;
@@ -468,6 +569,7 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
   out->buffers_refused = t.buffers_refused;
   out->flushes = t.flushes;
   out->detaches = t.detaches;
+  out->windows = t.windows;
   out->enabled = t.enabled;
   {
     std::lock_guard<std::mutex> l(t.name_mu);
@@ -479,25 +581,26 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
 extern "C" int64_t gs_tracer_clock_offset_ns(void) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
+  // A window's offset was sampled on its own thread: no CUPTI call here.
+  if (t.window || (!t.open && t.window_offset != 0)) return t.window_offset;
   if (!t.open) return 0;
-  int64_t best = INT64_MAX, offset = 0;
-  for (int i = 0; i < 5; i++) {
-    uint64_t c = 0;
-    int64_t h1 = gs::HostNowNs();
-    if (t.api.cuptiGetTimestamp(&c) != CUPTI_SUCCESS) return 0;
-    int64_t h2 = gs::HostNowNs();
-    if (h2 - h1 < best) {
-      best = h2 - h1;
-      offset = h1 + (h2 - h1) / 2 - static_cast<int64_t>(c);
-    }
-  }
-  return offset;
+  return gs::SampleOffset(t.api);
 }
 
 extern "C" gs_status gs_tracer_close(gs_error* err) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
   if (!t.open) return GS_OK;
+  if (t.window) {
+    pid_t me = gs::ThisThread();
+    if (me != t.owner && gs::ThreadAlive(t.owner)) {
+      return gs::SetError(err, GS_ERR_WRONG_THREAD, 0,
+                          "gs_tracer_close: the kernel window was opened on thread %d and this is thread %d: "
+                          "CUPTI detaches only on the launching thread",
+                          static_cast<int>(t.owner), static_cast<int>(me));
+    }
+    return gs::CloseWindow(t, err);
+  }
   gs_status st = GS_OK;
   if (t.enabled) {
     CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
@@ -511,34 +614,23 @@ extern "C" gs_status gs_tracer_close(gs_error* err) {
   t.flush_cv.notify_all();
   if (t.flusher.joinable()) t.flusher.join();
   t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  {
-    // Buffers CUPTI still holds (none, after the forced flush, unless another
-    // client took the callbacks) are forgotten, so later opens stay bounded.
-    std::lock_guard<std::mutex> bl(t.buf_mu);
-    t.outstanding = 0;
-  }
+  gs::Forget(t);
   t.open = false;
   return st;
 }
 
-extern "C" gs_status gs_tracer_detach(gs_error* err) {
+extern "C" gs_status gs_tracer_abandon(gs_error* err) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
-  if (t.open) return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_detach: the tracer is open; close it first");
-  if (!t.lib || t.detach) return GS_OK;  // never loaded, or a detach is pending already
-  if (t.api.cuptiSubscribe && t.api.cuptiEnableDomain && t.api.cuptiFinalize) {
-    // Our own subscriber, so that finalizing happens at a driver call's exit
-    // on whichever thread calls the driver next. None when another client
-    // subscribed meanwhile: CUPTI is theirs then, attached anyway.
-    CUpti_SubscriberHandle sub = nullptr;
-    if (t.api.cuptiSubscribe(&sub, &gs::DetachAtApiExit, nullptr) == CUPTI_SUCCESS) {
-      t.detach_sub = sub;
-      t.detach = true;
-      if (t.api.cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API) != CUPTI_SUCCESS &&
-          t.detach.exchange(false) && t.api.cuptiUnsubscribe) {
-        t.api.cuptiUnsubscribe(sub);
-      }
-    }
-  }
-  return GS_OK;
+  if (!t.open || !t.window) return GS_OK;
+  gs::NoWindows(t, "a kernel window was abandoned (its thread never stepped again), so CUPTI stays attached");
+  gs_status st = GS_OK;
+  CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (r != CUPTI_SUCCESS) st = gs::CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  t.enabled = 0;
+  t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  gs::Forget(t);
+  t.open = false;
+  t.window = false;
+  return st;
 }

@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "check.h"
@@ -101,6 +104,12 @@ void Refusals() {
   gs_testing_cupti_version(99);
   CHECK_EQ(gs_tracer_open(nullptr, 100, &err), GS_ERR_INVALID_ARGUMENT);
   CHECK(strstr(err.message, "version 99") != nullptr);
+  // CUDA 12 before 12.9 (API version 27): a refused buffer can crash it.
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_version(26);
+  CHECK_EQ(gs_tracer_open(nullptr, 100, &err), GS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "version 26") != nullptr);
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_INVALID_ARGUMENT);
   gs_testing_use_fake_cupti();
   gs_testing_cupti_fail_open(1);
   CHECK_EQ(gs_tracer_open(nullptr, 100, &err), GS_ERR_NO_DRIVER);
@@ -134,12 +143,162 @@ void NamesAreShortAndBounded() {
   gs_kernel_record r[3];
   CHECK_EQ(gs_tracer_read(r, 3), 3);
   CHECK_EQ(Name(r[0].name).size(), 127);
-  CHECK(Name(r[0].name).compare(124, 3, "...") == 0);
+  CHECK(Name(r[0].name).compare(115, 4, "...#") == 0);
   CHECK(Name(r[1].name) == "f<int (*)(int)>");
   CHECK(Name(r[2].name) == "with?control");
   char tiny[4];
   CHECK_EQ(gs_tracer_name(r[1].name, tiny, sizeof tiny), 15);  // the length, buf cut and terminated
   CHECK(strcmp(tiny, "f<i") == 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+}
+
+// CUDA 12.9's CUPTI (API version 27) is the first admitted, 28 the last
+// of CUDA 12 (Refusals has 26): records flow on both, windows included.
+void Cuda12From129IsAdmitted() {
+  for (uint32_t v : {27u, 28u}) {
+    gs_testing_use_fake_cupti();
+    gs_testing_cupti_version(v);
+    Open();
+    CHECK_EQ(gs_tracer_enable(1, nullptr), GS_OK);
+    CHECK_EQ(gs_testing_cupti_kernel(0, 1, 1, 2, "k", 0), 1);
+    CHECK_EQ(gs_testing_cupti_deliver(10), 1);
+    gs_kernel_record r[2];
+    CHECK_EQ(gs_tracer_read(r, 2), 1);
+    CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+    gs_testing_use_fake_cupti();
+    gs_testing_cupti_version(v);
+    CHECK_EQ(gs_tracer_window_open(nullptr, 0, nullptr), GS_OK);
+    CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  }
+}
+
+void WindowOpen() {
+  gs_error err;
+  gs_status st = gs_tracer_window_open(nullptr, 0, &err);
+  if (st != GS_OK) fprintf(stderr, "gs_tracer_window_open: %s\n", err.message);
+  CHECK_EQ(st, GS_OK);
+}
+
+// A window collects from its open to its close, delivers at the close, and
+// leaves CUPTI detached; every CUPTI call of ours is on the window's thread.
+void WindowCollectsAndDetaches() {
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_expect_thread(gs_testing_thread_id());
+  CHECK_EQ(gs_testing_cupti_attached(), 0);
+  WindowOpen();
+  CHECK_EQ(gs_testing_cupti_attached(), 1);
+  CHECK_EQ(gs_testing_cupti_enabled(), 1);
+  CHECK_EQ(gs_testing_cupti_graph_launch(), 0);
+  CHECK_EQ(gs_testing_cupti_kernel(0, 1, 10, 20, "_Z6decodePfi", 4), 1);
+  CHECK_EQ(gs_testing_cupti_kernel(0, 1, 30, 40, "plain", 0), 1);
+  gs_error err;
+  CHECK_EQ(gs_tracer_enable(0, &err), GS_ERR_INVALID_ARGUMENT);  // a window collects until its close
+  CHECK(strstr(err.message, "until gs_tracer_close") != nullptr);
+  CHECK_EQ(gs_tracer_enable(1, nullptr), GS_OK);
+  int64_t off = gs_tracer_clock_offset_ns();
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_attached(), 0);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+  gs_kernel_record r[4];
+  CHECK_EQ(gs_tracer_read(r, 4), 2);  // the close's forced flush delivered them
+  CHECK_EQ(r[0].graph, 4);
+  CHECK(gs_tracer_clock_offset_ns() != 0 || off == 0);
+  gs_tracer_stats s;
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.windows, 1);
+  // Again: CUPTI attaches anew.
+  WindowOpen();
+  CHECK_EQ(gs_testing_cupti_attached(), 1);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 2);
+  CHECK_EQ(gs_testing_cupti_stray_calls(), 0);
+  // The fake itself sees a rule broken: a replay while attached with
+  // collection off, then a finalize.
+  CHECK_EQ(gs_tracer_open(nullptr, 1000, nullptr), GS_OK);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_attached(), 1);
+}
+
+// A close from another thread is refused while the opener lives; once it
+// has exited, any thread may close.
+void WindowClosesOnlyOnItsThread() {
+  gs_testing_use_fake_cupti();
+  int64_t opener = 0;
+  std::thread([&] {
+    opener = gs_testing_thread_id();
+    WindowOpen();
+  }).join();
+  CHECK(opener != gs_testing_thread_id());
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);  // the opener has exited
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+
+  gs_testing_use_fake_cupti();
+  std::mutex mu;
+  std::condition_variable cv;
+  int phase = 0;
+  std::thread owner([&] {
+    WindowOpen();
+    std::unique_lock<std::mutex> l(mu);
+    phase = 1;
+    cv.notify_all();
+    cv.wait(l, [&] { return phase == 2; });
+    CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  });
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return phase == 1; });
+    gs_error err;
+    CHECK_EQ(gs_tracer_close(&err), GS_ERR_WRONG_THREAD);
+    CHECK(strstr(err.message, "launching thread") != nullptr);
+    CHECK_EQ(gs_testing_cupti_attached(), 1);
+    CHECK_EQ(gs_testing_cupti_enabled(), 1);
+    phase = 2;
+    cv.notify_all();
+  }
+  owner.join();
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+}
+
+// Once CUPTI stays attached for good (an attached open, or an abandoned
+// window), no window opens: its finalize could break a graph.
+void NoWindowAfterAttached() {
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  CHECK_EQ(gs_tracer_abandon(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_enabled(), 0);
+  CHECK_EQ(gs_testing_cupti_attached(), 1);
+  CHECK_EQ(gs_testing_cupti_graph_launch(), 0);
+  gs_error err;
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "abandoned") != nullptr);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 0);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+}
+
+// A window that cannot start leaves CUPTI as it found it.
+void WindowRefusalsDetach() {
+  gs_error err;
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_fail_enable(27);
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_DRIVER);
+  CHECK_EQ(gs_testing_cupti_attached(), 0);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_other_subscriber(1);
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_BUSY);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 0);
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0x2, &err), GS_ERR_INVALID_ARGUMENT);
+  // Taken over: the other client is done (torch.profiler's lingering
+  // subscriber); the detach clears it.
+  CHECK_EQ(gs_tracer_window_open(nullptr, GS_TRACER_TAKE_OVER, &err), GS_OK);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_BUSY);
+  CHECK_EQ(gs_tracer_open(nullptr, 100, &err), GS_ERR_BUSY);
   CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
 }
 
@@ -156,6 +315,11 @@ int main() {
       {"CuptiDropsCountByDevice", CuptiDropsCountByDevice},
       {"Refusals", Refusals},
       {"NamesAreShortAndBounded", NamesAreShortAndBounded},
+      {"Cuda12From129IsAdmitted", Cuda12From129IsAdmitted},
+      {"WindowCollectsAndDetaches", WindowCollectsAndDetaches},
+      {"WindowClosesOnlyOnItsThread", WindowClosesOnlyOnItsThread},
+      {"WindowRefusalsDetach", WindowRefusalsDetach},
+      {"NoWindowAfterAttached", NoWindowAfterAttached},
   };
   int passed = 0, failed = 0;
   for (auto& t : tests) {

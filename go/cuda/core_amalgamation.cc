@@ -11,12 +11,13 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 71a5d9d023a25623ad35644690d962e5d3754ec4ed053a5b6ccb1151f67c6040
+// sees only this file, rebuilds when they change: 3f7d1910e85aaca8cdbc71683ac856ffc59a3753267f0cf3cfee1f46edd832c8
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
 #include "../../cuda/src/anchor.cc"
 #include "../../cuda/src/calibration.cc"
 #include "../../cuda/src/harvest.cc"
+#include "../../cuda/src/kernel_name.cc"
 #include "../../cuda/src/tracer.cc"
 #endif

@@ -38,7 +38,8 @@ typedef enum gs_status {
   GS_ERR_CAPTURING = 6,        /* the stream is being captured; nothing recorded */
   GS_ERR_POOL_DEAD = 7,        /* a sticky error was seen; the pool no longer calls the driver */
   GS_ERR_BUSY = 8,             /* an event may still be in flight; destroy refused */
-  GS_ERR_NO_MEMORY = 9         /* host allocation failed */
+  GS_ERR_NO_MEMORY = 9,        /* host allocation failed */
+  GS_ERR_WRONG_THREAD = 10     /* a kernel window may only close on the thread that opened it */
 } gs_status;
 
 /* A status with its detail, for the calls that are not on a hot path. */

@@ -65,6 +65,11 @@ gs_status gs_kit_spin_grid(gs_kit* kit, uint64_t stream, uint64_t ns, uint32_t c
 /* gs_kit_empty launches the empty kernel (one thread). */
 gs_status gs_kit_empty(gs_kit* kit, uint64_t stream, gs_error* err);
 
+/* gs_kit_count launches a kernel (one thread) that adds 1 to the uint64 at
+ * device address counter (gs_kit_alloc'd): a test's proof that every kernel
+ * it launched ran. */
+gs_status gs_kit_count(gs_kit* kit, uint64_t stream, uint64_t counter, gs_error* err);
+
 /* gs_kit_alloc allocates bytes of zeroed device memory (owned by the caller:
  * gs_kit_free it). gs_kit_read copies device memory to host memory, waiting
  * for it (call gs_kit_sync on the writing stream first). */

@@ -8,11 +8,27 @@
  * tracer is one per process: these functions take no handle. gs_status and
  * gs_error are gpuspans.h's.
  *
- * Threads: CUPTI delivers filled buffers on its own worker thread, and the
- * tracer runs one more thread that asks CUPTI for completed buffers every
- * flush period. Both only parse records into a bounded ring that
- * gs_tracer_read empties. Nothing here synchronises the GPU, and only
- * gs_tracer_close waits (for those threads and a final forced flush).
+ * Two ways to open it:
+ * - A kernel window (gs_tracer_window_open .. gs_tracer_close): CUPTI is
+ *   attached and collecting from the open to the close, and detached
+ *   (cuptiFinalize) by the close, so launches outside windows cost what
+ *   they cost before CUPTI. Rules, measured on an H200 (docs/design.md,
+ *   kernel windows): open and close on the thread that launches, between
+ *   its launches, while no other thread launches; collection stays on
+ *   from open to close. The tracer enforces what it can see: a close from
+ *   another thread is refused while the opener lives, collection cannot be
+ *   turned off inside a window, and no CUPTI call of ours runs on another
+ *   thread while a window is open.
+ * - Attached (gs_tracer_open .. gs_tracer_close): collection switched by
+ *   gs_tracer_enable from any thread; CUPTI stays attached to the process
+ *   for good (every launch pays about 1 us, a graph launch about 0.3-0.6 us
+ *   per node), and no window opens in the process after it.
+ *
+ * Threads: CUPTI delivers filled buffers on its own worker thread; an
+ * attached tracer runs one more thread that asks CUPTI for completed
+ * buffers every flush period. Both only parse records into a bounded ring
+ * that gs_tracer_read empties. Nothing here synchronises the GPU, and only
+ * the closes wait (for the flush thread and a final forced flush).
  */
 #ifndef GPUSPANS_TRACER_H_
 #define GPUSPANS_TRACER_H_
@@ -44,8 +60,8 @@ typedef struct gs_kernel_record {
  * higher ordinal is counted and dropped). */
 #define GS_TRACER_MAX_DEVICES 64
 
-/* Counters since the tracer last opened; each only grows until the next
- * gs_tracer_open. */
+/* Counters since the tracer last opened (but detaches and windows); each
+ * only grows until the next open. */
 typedef struct gs_tracer_stats {
   uint64_t records;         /* kernel records put into the ring */
   uint64_t cupti_dropped;   /* records CUPTI reported lost (no buffer in time) */
@@ -54,7 +70,8 @@ typedef struct gs_tracer_stats {
   uint64_t buffers;         /* buffers CUPTI completed */
   uint64_t buffers_refused; /* buffer requests refused: every buffer in use */
   uint64_t flushes;         /* flushes the flush thread made */
-  uint64_t detaches;        /* times CUPTI was detached (cuptiFinalize) after a close */
+  uint64_t detaches;        /* times CUPTI was detached (cuptiFinalize), in the process's life */
+  uint64_t windows;         /* kernel windows opened, in the process's life */
   uint32_t names;           /* distinct names interned */
   uint32_t enabled;         /* collection is on now */
   /* Records lost (CUPTI's and the ring's) by device. */
@@ -71,17 +88,45 @@ typedef struct gs_tracer_stats {
  * reason:
  * - GS_ERR_NO_DRIVER: no library could be loaded (dlerror's text), or one
  *   lacks a symbol;
- * - GS_ERR_INVALID_ARGUMENT: a CUPTI whose version (cuptiGetVersion) has a
- *   kernel record layout this build does not know (12.x and 13.x are known),
- *   or flush_period_ms outside 1..60000;
+ * - GS_ERR_INVALID_ARGUMENT: a CUPTI whose version (cuptiGetVersion) this
+ *   build cannot use (known: 12.9 and later 12.x, 13.x; before 12.9 a
+ *   refused activity buffer can crash CUPTI), or flush_period_ms outside
+ *   1..60000;
  * - GS_ERR_BUSY: another CUPTI client holds the process (a subscriber, such
  *   as a running torch.profiler or Nsight), or the tracer is open already;
  * - GS_ERR_DRIVER: a CUPTI call failed (its result string in the message).
- * Registering CUPTI's buffer callbacks costs some milliseconds once.
- * Thread-safe. Not capture-safe: it may initialise CUPTI. */
+ * Registering CUPTI's buffer callbacks costs some milliseconds. CUPTI stays
+ * attached to the process from here on, also after gs_tracer_close, and
+ * gs_tracer_window_open refuses from then on. Thread-safe. Not
+ * capture-safe: it may initialise CUPTI. */
 gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, gs_error* err);
 
-/* gs_tracer_enable turns collection on (on != 0) or off. Kernels launched
+/* gs_tracer_window_open attaches CUPTI and turns collection on, on the
+ * calling thread, which becomes the window's: call it on the launching
+ * thread between its launches (a step boundary), while no other thread
+ * launches. The library is found as gs_tracer_open finds it, with the same
+ * refusals, and also:
+ * - GS_ERR_INVALID_ARGUMENT: CUPTI was opened attached in this process, or
+ *   a window could not detach: CUPTI stays attached, and a detach could
+ *   break a CUDA graph replayed meanwhile with collection off;
+ * - GS_ERR_NO_DRIVER: the library lacks cuptiFinalize.
+ * flags: GS_TRACER_TAKE_OVER opens the window even though another client
+ * has a CUPTI subscriber registered (GS_ERR_BUSY otherwise), for a caller
+ * who knows that client is done: torch.profiler keeps its subscriber after
+ * it stops, and the window's detach clears it. On any refusal CUPTI is
+ * left as it was found. Costs CUPTI's
+ * initialisation: 7-12 ms on an H200 in a torch process, more the more
+ * modules the process has loaded. The clock offset is sampled here and at
+ * the close, so no CUPTI call of ours runs elsewhere while it is open.
+ * Thread-safe. Not capture-safe. */
+gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_error* err);
+
+/* gs_tracer_window_open's flags. */
+#define GS_TRACER_TAKE_OVER 0x1u
+
+/* gs_tracer_enable turns an attached tracer's collection on (on != 0) or
+ * off; inside a window it accepts only on (GS_ERR_INVALID_ARGUMENT for off:
+ * a window collects until its close). Kernels launched
  * while it is on are recorded when they run, even if it is off by then.
  * Turning it off also asks CUPTI for every completed record (a flush, on
  * the calling thread): records of kernels replayed from CUDA graphs are
@@ -97,40 +142,43 @@ gs_status gs_tracer_enable(int32_t on, gs_error* err);
  * not open. Thread-safe; capture-safe. */
 size_t gs_tracer_read(gs_kernel_record* out, size_t cap);
 
-/* gs_tracer_name writes the readable name of id (demangled, without return
- * type and parameters, at most 127 bytes, cut names end in "...") into buf,
- * always NUL-terminated when cap > 0, and returns its length; 0 for an
+/* gs_tracer_name writes the label of id (the demangled name without return
+ * type and parameters, at most 127 bytes; a cut label ends in "...#" and 8
+ * hex digits of a hash of the full name, so cut names stay distinct) into
+ * buf, always NUL-terminated when cap > 0, and returns its length; 0 for an
  * unknown id. Names stay valid until the process exits. Thread-safe. */
 size_t gs_tracer_name(uint32_t id, char* buf, size_t cap);
+
+/* gs_tracer_full_name is gs_tracer_name for the whole demangled name (at
+ * most 4095 bytes), the first seen of those that share id's label. */
+size_t gs_tracer_full_name(uint32_t id, char* buf, size_t cap);
 
 /* gs_tracer_stats fills *out; zeros when the tracer never opened.
  * Thread-safe. */
 void gs_tracer_get_stats(gs_tracer_stats* out);
 
 /* gs_tracer_clock_offset_ns is Unix time (CLOCK_REALTIME, ns) minus CUPTI's
- * timestamp, sampled now (the best of a few reads). 0 when not open.
+ * timestamp: attached, sampled now (the best of a few reads); for a window,
+ * open or closed last, as sampled at its open or close. 0 when neither.
  * Thread-safe. */
 int64_t gs_tracer_clock_offset_ns(void);
 
-/* gs_tracer_close turns collection off, stops the flush thread, forces a
- * last flush (records then still in the ring stay readable until the next
- * open), and gives CUPTI back: another client (a profiler) may take it, and
- * gs_tracer_open may open it again (some milliseconds). CUPTI stays
- * attached to the process (see gs_tracer_detach). NULL err is fine.
- * Thread-safe; waits for the flush thread (at most one flush). */
+/* gs_tracer_close ends what the open began. Attached: collection off, the
+ * flush thread stopped, a last forced flush, CUPTI given back to other
+ * clients (a profiler may subscribe) but still attached. A window: on its
+ * own thread (GS_ERR_WRONG_THREAD, and nothing done, on another while that
+ * one lives), collection off, a forced flush, and cuptiFinalize, all
+ * without a launch between them: 3-4 ms on an H200. Records still in the
+ * ring stay readable until the next open. GS_OK when not open. NULL err is
+ * fine. Thread-safe; not capture-safe. */
 gs_status gs_tracer_close(gs_error* err);
 
-/* gs_tracer_detach detaches CUPTI from the process (cuptiFinalize) at the
- * exit of the next driver API call any thread makes, as CUPTI requires:
- * once collection has been on, every launch costs about 1 us more until
- * then, even with collection off (bench/cupti/attach_cost.cc). That call
- * pays the detach (about 1-3 ms), once. Until then a subscriber of ours is
- * registered, so another client cannot subscribe: do not detach to make
- * room for a profiler (close is enough). Nothing happens when another
- * client subscribed meanwhile, or when the tracer never loaded CUPTI;
- * gs_tracer_open withdraws a pending detach. GS_ERR_BUSY while the tracer
- * is open. Thread-safe. */
-gs_status gs_tracer_detach(gs_error* err);
+/* gs_tracer_abandon ends a window that its thread will not close (it stops
+ * stepping while alive): collection off and a forced flush from the calling
+ * thread, but no detach, since the window's thread may be launching. CUPTI
+ * stays attached for the rest of the process, and windows stay off. GS_OK
+ * when no window is open. Thread-safe. */
+gs_status gs_tracer_abandon(gs_error* err);
 
 #ifdef __cplusplus
 }

@@ -4,7 +4,7 @@
  * the real one uses. For tests only: //cuda:core_testing
  * (src/fake_cupti.cc), which production code never links. The rules of
  * gpuspans_testing.h apply: call these from one thread, not concurrently
- * with gs_tracer_open or gs_tracer_close.
+ * with gs_tracer_open, gs_tracer_window_open or gs_tracer_close.
  */
 #ifndef GPUSPANS_TRACER_TESTING_H_
 #define GPUSPANS_TRACER_TESTING_H_
@@ -66,13 +66,32 @@ int32_t gs_testing_cupti_enabled(void);
  * were called since gs_testing_use_fake_cupti. */
 void gs_testing_cupti_calls(int64_t* enables, int64_t* disables);
 
-/* gs_testing_cupti_api_exit plays the exit of a driver API call: a
- * subscriber with the driver domain on gets its callback (on this thread).
- * Returns 1 when one was called. */
-int32_t gs_testing_cupti_api_exit(void);
-
 /* gs_testing_cupti_finalizes reports how often cuptiFinalize was called. */
 int64_t gs_testing_cupti_finalizes(void);
+
+/* gs_testing_cupti_graph_launch plays a CUDA graph replay: one made while
+ * CUPTI is attached with collection off breaks the next cuptiFinalize, as on
+ * the H200 (gs_testing_cupti_bad_finalizes counts them), and every replay
+ * after such a finalize returns 719 (CUDA_ERROR_LAUNCH_FAILED); 0 otherwise. */
+int32_t gs_testing_cupti_graph_launch(void);
+
+/* gs_testing_cupti_bad_finalizes counts finalizes that followed a replay
+ * made while attached with collection off. */
+int64_t gs_testing_cupti_bad_finalizes(void);
+
+/* gs_testing_cupti_attached reports whether CUPTI is attached (callbacks
+ * registered and not finalized since). */
+int32_t gs_testing_cupti_attached(void);
+
+/* gs_testing_cupti_expect_thread makes the fake count every CUPTI call the
+ * tracer makes from a thread other than tid (gs_testing_thread_id's; 0: any
+ * thread), from now on; gs_testing_cupti_stray_calls returns the count.
+ * Calls CUPTI's delivery makes (the buffer callbacks) are not counted. */
+void gs_testing_cupti_expect_thread(int64_t tid);
+int64_t gs_testing_cupti_stray_calls(void);
+
+/* gs_testing_thread_id is the calling thread's kernel id (gettid). */
+int64_t gs_testing_thread_id(void);
 
 #ifdef __cplusplus
 }

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 6d4402dad39b882e769b10d85356f2d2fb863397583ff503cf2c1a03ffeca389
+// sees only this file, rebuilds when they change: 692e6f40ec966906d3f7d2d226c2bae9692e24f777e823dc012c258c7e4599ad
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
