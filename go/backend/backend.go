@@ -133,6 +133,9 @@ var (
 	// ErrTracerBusy: another client (a profiler, or another hub) holds the
 	// process's kernel tracer.
 	ErrTracerBusy = errors.New("gpuspans: kernel tracer (CUPTI) in use by another client")
+	// ErrWrongThread: a kernel window's Close from a thread other than the
+	// one that opened it, while that one lives; nothing was done.
+	ErrWrongThread = errors.New("gpuspans: a kernel window closes only on the thread that opened it")
 )
 
 // DriverError is a failed driver call.
@@ -184,17 +187,43 @@ type TracerStats struct {
 	DroppedByDevice [MaxTracerDevices]uint64
 }
 
+// TracerMode is how an open KernelTracer holds the process's CUPTI.
+type TracerMode uint8
+
+const (
+	// TracerWindow: a kernel window. Collection is on from the open to
+	// Close, which detaches CUPTI (cuptiFinalize), so that launches outside
+	// windows cost what they did before CUPTI. Open and Close on the thread
+	// that launches, at a step boundary, while no other thread launches:
+	// the rules measured on an H200 (docs/design.md, kernel windows). Close
+	// from another thread returns ErrWrongThread while the opener lives;
+	// Enable(false) is refused.
+	TracerWindow TracerMode = iota
+	// TracerAttached: collection switched by Enable from any thread, and
+	// CUPTI attached to the process for good from the open on, so that no
+	// window can open after it (its detach could break a CUDA graph).
+	TracerAttached
+	// TracerWindowTakeOver is TracerWindow where another client's CUPTI
+	// subscriber is registered but known to be done (torch.profiler keeps
+	// its subscriber after it stops): the window opens anyway, and its
+	// detach clears that subscriber.
+	TracerWindowTakeOver
+)
+
 // KernelTracer reports every kernel the process runs while collection is
 // on, graph replays included, with the GPU's own times and no call per
 // kernel (CUPTI's activity records: package cuda). Collection is process
 // wide, so a process has one open tracer at a time.
 //
-// Concurrency: Enable, Read, Name, ClockOffset and Stats may be called from
-// any goroutine; none waits for the GPU. Close is called once, last.
+// Concurrency: Read, Name, ClockOffset and Stats may be called from any
+// goroutine at any time, also after Close (records left by the close stay
+// readable), and make no CUPTI call while a window is open. Enable, Close
+// and Abandon follow the rules of the tracer's mode. None waits for the GPU.
 type KernelTracer interface {
-	// Enable turns collection on or off. Kernels launched while it is on
-	// are reported once they have run, even if it is off by then. About
-	// 1-2 us: the control plane calls it only when arming changes.
+	// Enable turns an attached tracer's collection on or off. Kernels
+	// launched while it is on are reported once they have run, even if it
+	// is off by then. About 1-2 us: the control plane calls it only when
+	// arming changes. A window refuses off.
 	Enable(on bool) error
 	// Read moves the records collected so far into dst and returns how
 	// many, without blocking.
@@ -202,16 +231,22 @@ type KernelTracer interface {
 	// Name returns the readable name of a record's Name id ("" for 0 or an
 	// unknown id). Names are short (at most 127 bytes) and printable.
 	Name(id uint32) string
-	// ClockOffset is Unix time in ns minus the tracer's clock, now.
+	// ClockOffset is Unix time in ns minus the tracer's clock.
 	ClockOffset() int64
 	// Stats returns the tracer's counters.
 	Stats() TracerStats
-	// Close turns collection off, delivers what is left for a last Read,
-	// and releases the tracer so that another client (a profiler) may take
-	// the process's CUPTI.
+	// Close ends the open: collection off, what is left delivered for
+	// Read, CUPTI given back (a window also detaches it). A window's Close
+	// on the wrong thread returns an error wrapping ErrWrongThread and
+	// does nothing.
 	Close() error
+	// Abandon ends a window whose thread will not close it: collection off
+	// and records delivered, without a detach (CUPTI stays attached for the
+	// rest of the process, and no window opens again). Attached: Close.
+	Abandon() error
 }
 
-// TracerOpener opens a KernelTracer; the control plane calls it at the first
-// step at level Kernel, so nothing loads before then.
-type TracerOpener func() (KernelTracer, error)
+// TracerOpener opens a KernelTracer in mode; the control plane calls it on
+// the stepping thread, inside BeginStep, so nothing loads before the first
+// step at level Kernel.
+type TracerOpener func(mode TracerMode) (KernelTracer, error)

@@ -75,11 +75,11 @@ const TracerFlushPeriodMs = 100
 var errNoCgoTracer = fmt.Errorf("gpuspans/cuda: built without cgo: %w", backend.ErrNoTracer)
 
 // OpenTracer fails: this build has no cgo.
-func OpenTracer(path string) (*Tracer, error) { return nil, errNoCgoTracer }
+func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) { return nil, errNoCgoTracer }
 
 // TracerOpener returns an opener that fails: this build has no cgo.
 func TracerOpener(path string) backend.TracerOpener {
-	return func() (backend.KernelTracer, error) { return nil, errNoCgoTracer }
+	return func(backend.TracerMode) (backend.KernelTracer, error) { return nil, errNoCgoTracer }
 }
 
 // Enable fails: this build has no cgo.
@@ -100,5 +100,8 @@ func (t *Tracer) Stats() backend.TracerStats { return backend.TracerStats{} }
 // Close does nothing: this build has no cgo.
 func (t *Tracer) Close() error { return nil }
 
-// Detach does nothing: this build has no cgo.
-func (t *Tracer) Detach() error { return nil }
+// Abandon does nothing: this build has no cgo.
+func (t *Tracer) Abandon() error { return nil }
+
+// FullName knows no name: this build has no cgo.
+func (t *Tracer) FullName(uint32) string { return "" }

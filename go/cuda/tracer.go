@@ -11,6 +11,7 @@ import "C"
 
 import (
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"unsafe"
 
@@ -32,38 +33,54 @@ var (
 )
 
 // Tracer is the process's CUPTI kernel tracer, a backend.KernelTracer. Its
-// methods may be called from any goroutine; Close once, last.
+// methods follow backend.KernelTracer's rules; Close once, last.
 type Tracer struct {
+	mode   backend.TracerMode
 	closed atomic.Bool
 }
 
 var _ backend.KernelTracer = (*Tracer)(nil)
 
-// OpenTracer loads CUPTI and opens the process's kernel tracer, collection
-// off. path, when not empty, is the only library tried; otherwise a CUPTI
-// already loaded in the process (torch's), $GPUSPANS_CUPTI, then the usual
-// names and CUDA toolkit folders (cuda/include/gpuspans/tracer.h). Errors
-// wrap backend.ErrNoTracer (no usable CUPTI: missing, lacking a symbol, or
-// an unknown record layout) or backend.ErrTracerBusy (a profiler holds
-// CUPTI, or the tracer is open already), and name the reason.
-func OpenTracer(path string) (*Tracer, error) {
+// OpenTracer loads CUPTI and opens the process's kernel tracer in mode: a
+// window (collection on; call it on the launching thread at a step
+// boundary) or attached (collection off until Enable). path, when not
+// empty, is the only library tried; otherwise a CUPTI already loaded in
+// the process (torch's), $GPUSPANS_CUPTI, then the usual names and CUDA
+// toolkit folders (cuda/include/gpuspans/tracer.h). Errors wrap
+// backend.ErrNoTracer (no usable CUPTI: missing, lacking a symbol, a
+// version this build cannot use, or CUPTI attached for good, which keeps
+// windows off) or backend.ErrTracerBusy (a profiler holds CUPTI, or the
+// tracer is open already), and name the reason.
+func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
 	var e C.gs_error
-	if C.gs_tracer_open(cpath, C.uint32_t(TracerFlushPeriodMs), &e) != C.GS_OK {
+	var st C.gs_status
+	switch mode {
+	case backend.TracerWindow:
+		st = C.gs_tracer_window_open(cpath, 0, &e)
+	case backend.TracerWindowTakeOver:
+		st = C.gs_tracer_window_open(cpath, C.GS_TRACER_TAKE_OVER, &e)
+	case backend.TracerAttached:
+		st = C.gs_tracer_open(cpath, C.uint32_t(TracerFlushPeriodMs), &e)
+	default:
+		return nil, fmt.Errorf("cuda: OpenTracer: unknown tracer mode %d: %w", mode, backend.ErrNoTracer)
+	}
+	if st != C.GS_OK {
 		return nil, tracerError("OpenTracer", &e)
 	}
-	return &Tracer{}, nil
+	return &Tracer{mode: mode}, nil
 }
 
-// TracerFlushPeriodMs is how often the tracer asks CUPTI for its completed
-// buffers: kernel spans land at most about this much after they ran.
+// TracerFlushPeriodMs is how often an attached tracer asks CUPTI for its
+// completed buffers: kernel spans land at most about this much after they
+// ran. A window's records are delivered at its close.
 const TracerFlushPeriodMs = 100
 
-// TracerOpener returns a backend.TracerOpener that calls OpenTracer(path).
+// TracerOpener returns a backend.TracerOpener that calls OpenTracer(path, mode).
 func TracerOpener(path string) backend.TracerOpener {
-	return func() (backend.KernelTracer, error) {
-		t, err := OpenTracer(path)
+	return func(mode backend.TracerMode) (backend.KernelTracer, error) {
+		t, err := OpenTracer(path, mode)
 		if err != nil {
 			return nil, err
 		}
@@ -78,6 +95,8 @@ func tracerError(op string, e *C.gs_error) error {
 		kind = backend.ErrNoTracer
 	case C.GS_ERR_BUSY:
 		kind = backend.ErrTracerBusy
+	case C.GS_ERR_WRONG_THREAD:
+		kind = backend.ErrWrongThread
 	}
 	return &backend.DriverError{Op: op, Msg: C.GoString(&e.message[0]), Kind: kind}
 }
@@ -108,11 +127,22 @@ func (t *Tracer) Read(dst []backend.KernelRecord) int {
 	return int(C.gs_tracer_read((*C.gs_kernel_record)(unsafe.Pointer(&dst[0])), C.size_t(len(dst))))
 }
 
-// Name returns the readable name of id.
+// Name returns the label of id: the demangled name without return type and
+// parameters, cut names made distinct (gs_tracer_name).
 func (t *Tracer) Name(id uint32) string {
 	var buf [128]C.char
 	n := C.gs_tracer_name(C.uint32_t(id), &buf[0], C.size_t(len(buf)))
 	if n == 0 {
+		return ""
+	}
+	return C.GoString(&buf[0])
+}
+
+// FullName returns the whole demangled name behind id's label (at most
+// 4,095 bytes; "" for an unknown id).
+func (t *Tracer) FullName(id uint32) string {
+	buf := make([]C.char, 4096)
+	if C.gs_tracer_full_name(C.uint32_t(id), &buf[0], C.size_t(len(buf))) == 0 {
 		return ""
 	}
 	return C.GoString(&buf[0])
@@ -137,31 +167,39 @@ func (t *Tracer) Stats() backend.TracerStats {
 	return out
 }
 
-// Close turns collection off, flushes, and gives CUPTI back (a profiler
-// may take it); CUPTI stays attached until Detach. Later calls do nothing.
+// Close ends the open (gs_tracer_close): a window detaches CUPTI, on its
+// own thread only (an error wrapping backend.ErrWrongThread elsewhere, and
+// the tracer stays open); attached, CUPTI is given back but stays
+// attached. Later calls do nothing.
 func (t *Tracer) Close() error {
-	if t.closed.Swap(true) {
+	if t.closed.Load() {
 		return nil
 	}
 	var e C.gs_error
 	if C.gs_tracer_close(&e) != C.GS_OK {
-		return tracerError("CloseTracer", &e)
+		err := tracerError("CloseTracer", &e)
+		if errors.Is(err, backend.ErrWrongThread) {
+			return err
+		}
+		t.closed.Store(true)
+		return err
 	}
+	t.closed.Store(true)
 	return nil
 }
 
-// Detach detaches CUPTI from the process after Close, at the exit of the
-// next driver call any thread makes (gs_tracer_detach), so that launches
-// cost what they did before CUPTI. Until then no other client can
-// subscribe to CUPTI: Close alone makes room for a profiler. Not for
-// processes that replay CUDA graphs: a cuptiFinalize made outside such a
-// callback broke an instrumented graph's next replay on an H200
-// (CUDA_ERROR_LAUNCH_FAILED, bench/cupti/graph_toggle.cc); gpuspans'
-// hub never calls it.
-func (t *Tracer) Detach() error {
+// Abandon ends a window without detaching (gs_tracer_abandon); attached,
+// it is Close.
+func (t *Tracer) Abandon() error {
+	if t.mode == backend.TracerAttached {
+		return t.Close()
+	}
+	if t.closed.Swap(true) {
+		return nil
+	}
 	var e C.gs_error
-	if C.gs_tracer_detach(&e) != C.GS_OK {
-		return tracerError("DetachTracer", &e)
+	if C.gs_tracer_abandon(&e) != C.GS_OK {
+		return tracerError("AbandonTracer", &e)
 	}
 	return nil
 }

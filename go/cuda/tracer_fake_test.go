@@ -3,8 +3,12 @@
 package cuda_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,9 +30,14 @@ import (
 const fakeClockOffset = int64(1_700_000_000_000_000_000)
 
 // tracedHub returns a hub at Kernel arming one step in every, with kernel
-// timing mode, device 0 installed on a no-op pool, and the fake CUPTI.
+// timing mode (windows of one step, a day apart: tests ask for them with
+// RequestKernelWindow), device 0 installed on a no-op pool, and the fake
+// CUPTI. The test's goroutine is locked to its thread, the stepping
+// thread, as a Go engine's must be.
 func tracedHub(t *testing.T, mode gpuspans.KernelTiming, every, labels int) (*gpuspans.Hub, *cudatest.FakeCUPTI, *gpuspanstest.Log) {
 	t.Helper()
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
 	f := cudatest.UseFakeCUPTI()
 	f.SetClockOffset(fakeClockOffset)
 	t.Cleanup(cudatest.UseRealCUPTI)
@@ -36,7 +45,7 @@ func tracedHub(t *testing.T, mode gpuspans.KernelTiming, every, labels int) (*gp
 	h, err := gpuspans.New(gpuspans.Options{
 		Level: gpuspans.LevelKernel, KernelSpanEvery: every, Logf: log.Logf,
 		KernelTiming: mode, KernelTracer: cuda.TracerOpener(""), KernelLabels: labels,
-		Lanes: []string{"decode"},
+		Lanes: []string{"decode"}, KernelWindowEvery: 24 * time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +53,11 @@ func tracedHub(t *testing.T, mode gpuspans.KernelTiming, every, labels int) (*gp
 	if err := h.Install(0, fakeLane, fake.NopOpener); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.SetKernelTiming(gpuspans.KernelTimingEvents) })
+	t.Cleanup(func() {
+		if err := h.CloseKernelTracer(); err != nil {
+			t.Error(err)
+		}
+	})
 	return h, f, log
 }
 
@@ -62,66 +75,81 @@ func kernelAgg(t *testing.T, s *gpuspans.Snapshot, name string) gpuspans.Aggrega
 	return gpuspans.Aggregate{}
 }
 
-func TestTracerLandsEveryKernelOfArmedStepsOnly(t *testing.T) {
-	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 4, 0)
+// A window of KernelWindowSteps steps lands every kernel of its steps,
+// graph replays included, each in the step it ran in; outside windows CUPTI
+// is detached and records nothing.
+func TestWindowsLandEveryKernelOfTheirSteps(t *testing.T) {
+	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	if err := h.SetKernelWindows(24*time.Hour, 2); err != nil {
+		t.Fatal(err)
+	}
 	const steps = 16
 	recorded := 0
 	for i := 1; i <= steps; i++ {
+		if i == 9 {
+			if err := h.RequestKernelWindow(); err != nil {
+				t.Fatal(err)
+			}
+		}
 		h.BeginStep()
+		inWindow := i <= 2 || i == 9 || i == 10
+		if f.Attached() != inWindow {
+			t.Fatalf("step %d: CUPTI attached %v", i, f.Attached())
+		}
 		h.LaneBegin(0)
 		// An engine's hand-wrapped launch: no event pair while tracing, or
 		// the kernel would count twice.
 		if sp := h.KernelBegin(0x1, fakeKernel); sp != (gpuspans.KernelSpan{}) {
-			t.Fatalf("step %d: KernelBegin opened an event pair while the tracer runs", i)
+			t.Fatalf("step %d: KernelBegin opened an event pair while the tracer is the source", i)
 		}
-		// Started on the GPU after this step's BeginStep, before the next.
+		if code := f.GraphLaunch(); code != 0 {
+			t.Fatalf("step %d: graph replay failed with %d", i, code)
+		}
 		start := fakeNow()
 		for k, name := range []string{"_Z6decodePfi", "triton_poi_fused_add_0"} {
 			if f.Kernel(0, 7, start+int64(k), start+int64(k)+int64(k+1)*3000, name, 5) {
 				recorded++
 			}
 		}
-		// A kernel on a device nothing installed: not the hub's.
-		f.Kernel(3, 1, start, start+500, "_Z5otherv", 0)
+		f.Kernel(3, 1, start, start+500, "_Z5otherv", 0) // a device nothing installed
 		h.LaneEnd(0)
 		for fakeNow() < start+10_000 { // the step lasts until its kernels have run
 		}
 	}
-	if want := 2 * steps / 4; recorded != want {
-		t.Fatalf("collection on for %d kernels, want %d (armed steps only)", recorded, want)
+	if recorded != 2*4 {
+		t.Fatalf("collection on for %d kernels, want 8 (the windows' 4 steps)", recorded)
 	}
-	// The last armed step is still on: its window closes at the next BeginStep.
-	if on, off := f.Calls(); on != steps/4 || off != steps/4-1 {
-		t.Errorf("collection switched on %d and off %d times, want %d and %d (once per armed window)", on, off, steps/4, steps/4-1)
-	}
-	f.Deliver(3) // several buffers
 	h.Harvest()
 	s := gpuspanstest.Snapshot(t, h)
 	gpuspanstest.CheckAccounting(t, &s)
-	if !s.KernelTiming.Tracing || s.KernelTiming.Err != nil {
-		t.Fatalf("KernelTiming = %+v, want tracing", s.KernelTiming)
+	kt := s.KernelTiming
+	if !kt.Tracing || kt.Err != nil || kt.Windows.Opened != 2 || kt.Windows.Kernels != 8 || kt.Windows.Last.Kernels != 4 || kt.Windows.Last.FirstStep != 9 {
+		t.Fatalf("KernelTiming = %+v, want tracing, 2 windows of 4 kernels", kt)
+	}
+	if f.Finalizes() != 2 || f.BadFinalizes() != 0 {
+		t.Errorf("%d finalizes (%d after a replay with collection off), want 2 and 0", f.Finalizes(), f.BadFinalizes())
 	}
 	dec := kernelAgg(t, &s, "decode")
 	tri := kernelAgg(t, &s, "triton_poi_fused_add_0")
-	if dec.Count != steps/4 || tri.Count != steps/4 {
-		t.Errorf("decode %d, triton %d spans, want %d each", dec.Count, tri.Count, steps/4)
+	if dec.Count != 4 || tri.Count != 4 {
+		t.Errorf("decode %d, triton %d spans, want 4 each", dec.Count, tri.Count)
 	}
 	if dec.Max != 3*time.Microsecond || tri.Max != 6*time.Microsecond {
 		t.Errorf("durations: decode max %v, triton max %v; want 3us and 6us, the GPU's own", dec.Max, tri.Max)
 	}
-	spans := h.RecentSpans(0, nil)
 	var kernels []gpuspans.Span
-	for _, sp := range spans {
+	for _, sp := range h.RecentSpans(0, nil) {
 		if sp.Kind == gpuspans.KindKernel {
 			kernels = append(kernels, sp)
 		}
 	}
-	if len(kernels) != 2*steps/4 {
-		t.Fatalf("%d kernel spans in the recent ring, want %d", len(kernels), 2*steps/4)
+	wantSteps := []uint64{1, 1, 2, 2, 9, 9, 10, 10}
+	if len(kernels) != len(wantSteps) {
+		t.Fatalf("%d kernel spans in the recent ring, want %d", len(kernels), len(wantSteps))
 	}
 	for i, sp := range kernels {
-		if want := uint64(4 * (i/2 + 1)); sp.Step != want {
-			t.Errorf("span %d (%s) in step %d, want %d: the armed step it ran in", i, sp.Name, sp.Step, want)
+		if sp.Step != wantSteps[i] {
+			t.Errorf("span %d (%s) in step %d, want %d: the step it ran in", i, sp.Name, sp.Step, wantSteps[i])
 		}
 		if sp.Graph != 5 || sp.Stream != 7 || sp.Device != 0 {
 			t.Errorf("span %d: graph %d stream %d device %d, want 5, 7, 0", i, sp.Graph, sp.Stream, sp.Device)
@@ -130,8 +158,153 @@ func TestTracerLandsEveryKernelOfArmedStepsOnly(t *testing.T) {
 			t.Errorf("span %d starts %v ago: the tracer's clock was not mapped to Unix time", i, d)
 		}
 	}
-	if n := log.Count("kernel tracer"); n != 0 {
+	if n := log.Count("kernel"); n != 0 {
 		t.Errorf("logged %d tracer lines, want none: %q", n, log.Lines())
+	}
+}
+
+// The rules of kernel windows, held against the fake CUPTI while other
+// goroutines do everything they may: a background harvester, readers,
+// level and timing changes, requests. Every CUPTI call stays on the
+// stepping thread, no finalize follows a replay made with collection off,
+// and every kernel recorded lands once.
+func TestWindowRulesUnderConcurrentUse(t *testing.T) {
+	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	f.ExpectThread(cudatest.ThreadID())
+	if err := h.SetKernelWindows(time.Millisecond, 3); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		_ = h.RunHarvester(ctx, 100*time.Microsecond)
+	}()
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			s := h.Snapshot()
+			_ = s.KernelTiming.Windows
+			_ = h.RequestKernelWindow()
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; ctx.Err() == nil; i++ {
+			switch i % 5 {
+			case 0:
+				_ = h.SetLevel(gpuspans.LevelStep)
+			case 1:
+				_ = h.SetLevel(gpuspans.LevelKernel)
+			case 2:
+				_ = h.SetKernelTiming(gpuspans.KernelTimingEvents)
+			case 3:
+				_ = h.SetKernelTiming(gpuspans.KernelTimingAuto)
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
+	}()
+	recorded := 0
+	for i := 0; i < 3000; i++ {
+		h.BeginStep()
+		if code := f.GraphLaunch(); code != 0 {
+			t.Fatalf("step %d: graph replay failed with %d: a detach broke it", i, code)
+		}
+		now := fakeNow()
+		if f.Kernel(0, 1, now+10, now+500, "k", 3) {
+			recorded++
+		}
+		for fakeNow() < now+30_000 { // 30 us steps: 90 ms, windows every 1 ms
+		}
+	}
+	cancel()
+	wg.Wait()
+	_ = h.SetLevel(gpuspans.LevelKernel)
+	_ = h.SetKernelTiming(gpuspans.KernelTimingEvents)
+	h.BeginStep() // closes any window, here
+	for i := 0; i < 3; i++ {
+		h.Harvest()
+	}
+	if n := f.StrayCalls(); n != 0 {
+		t.Errorf("%d CUPTI calls off the stepping thread", n)
+	}
+	if n := f.BadFinalizes(); n != 0 {
+		t.Errorf("%d finalizes after a replay with collection off", n)
+	}
+	if f.Attached() {
+		t.Error("CUPTI still attached at events")
+	}
+	s := gpuspanstest.Snapshot(t, h)
+	gpuspanstest.CheckAccounting(t, &s)
+	kt := s.KernelTiming
+	if kt.Windows.Opened < 10 || kt.Windows.Abandoned != 0 {
+		t.Errorf("%d windows opened, %d abandoned: want at least 10 opened, none abandoned", kt.Windows.Opened, kt.Windows.Abandoned)
+	}
+	landed := kernelAgg(t, &s, "k").Count
+	lost := s.Counters.Dropped[gpuspans.DropTracerLost]
+	if int(landed+lost) != recorded || lost != 0 {
+		t.Errorf("recorded %d kernels, landed %d, lost %d: want every one landed once", recorded, landed, lost)
+	}
+	if kt.Windows.Kernels != landed {
+		t.Errorf("windows counted %d kernels, %d landed", kt.Windows.Kernels, landed)
+	}
+}
+
+// A window closes only on its own thread: BeginStep on another keeps it
+// collecting (the C tracer refuses), the next on the window's thread
+// closes it; a hub closed from another thread while the stepping thread
+// lives abandons the window, leaving CUPTI attached and windows off.
+func TestWindowClosesOnItsThread(t *testing.T) {
+	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	h.BeginStep() // the window opens here
+	onOther := func(fn func()) {
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread() // a thread of its own, never the test's
+			defer close(done)
+			fn()
+		}()
+		<-done
+	}
+	onOther(h.BeginStep)
+	if !f.Attached() || !f.Enabled() {
+		t.Fatal("a BeginStep on another thread closed the window")
+	}
+	h.BeginStep()
+	if f.Attached() || f.Finalizes() != 1 {
+		t.Fatalf("the window's own thread did not close it: attached %v, %d finalizes", f.Attached(), f.Finalizes())
+	}
+	if err := h.RequestKernelWindow(); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	var closeErr error
+	onOther(func() { closeErr = h.CloseKernelTracer() })
+	if closeErr != nil {
+		t.Fatal(closeErr)
+	}
+	if !f.Attached() || f.Enabled() || f.Finalizes() != 1 {
+		t.Errorf("closed from another thread: attached %v, enabled %v, %d finalizes; want attached, off, no finalize", f.Attached(), f.Enabled(), f.Finalizes())
+	}
+	s := gpuspanstest.Snapshot(t, h)
+	if s.KernelTiming.Windows.Abandoned != 1 || log.Count("another thread") != 1 {
+		t.Errorf("abandon not counted or logged: %+v, %q", s.KernelTiming.Windows, log.Lines())
+	}
+	if err := h.SetKernelTiming(gpuspans.KernelTimingAuto); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.RequestKernelWindow(); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	s = gpuspanstest.Snapshot(t, h)
+	if s.KernelTiming.Tracing || !strings.Contains(fmt.Sprint(s.KernelTiming.Err), "abandoned") {
+		t.Errorf("a window after an abandoned one: %+v", s.KernelTiming)
+	}
+	if f.BadFinalizes() != 0 {
+		t.Error("a finalize after a replay with collection off")
 	}
 }
 
@@ -144,7 +317,7 @@ func TestTracerFallsBackToEventPairs(t *testing.T) {
 	}{
 		{"missing", func(f *cudatest.FakeCUPTI) { f.FailOpen(true) }, backend.ErrNoTracer, "load refused"},
 		{"unknown version", func(f *cudatest.FakeCUPTI) { f.SetVersion(140000) }, backend.ErrNoTracer, "version 140000"},
-		{"profiler present", func(f *cudatest.FakeCUPTI) { f.OtherSubscriber(true) }, backend.ErrTracerBusy, "another client"},
+		{"CUDA 12.8", func(f *cudatest.FakeCUPTI) { f.SetVersion(26) }, backend.ErrNoTracer, "version 26"},
 		{"enable refused", func(f *cudatest.FakeCUPTI) { f.FailEnable(27) }, nil, "cuptiActivityEnable"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,7 +326,7 @@ func TestTracerFallsBackToEventPairs(t *testing.T) {
 			for i := 0; i < 5; i++ {
 				h.BeginStep()
 				sp := h.KernelBegin(0x1, fakeKernel)
-				if i >= 2 && sp == (gpuspans.KernelSpan{}) {
+				if sp == (gpuspans.KernelSpan{}) {
 					t.Fatalf("step %d: no event-pair span after the fallback", i)
 				}
 				h.KernelEnd(sp)
@@ -171,10 +344,65 @@ func TestTracerFallsBackToEventPairs(t *testing.T) {
 			if n := log.Count("requested (cupti) but unavailable"); n != 1 {
 				t.Errorf("logged the fallback %d times, want once: %q", n, log.Lines())
 			}
-			if a := kernelAgg(t, &s, gpuspans.OtherKernel); a.Count < 3 {
-				t.Errorf("%d event-pair kernel spans landed after the fallback, want >= 3", a.Count)
+			if a := kernelAgg(t, &s, gpuspans.OtherKernel); a.Count != 5 {
+				t.Errorf("%d event-pair kernel spans landed after the fallback, want 5", a.Count)
+			}
+			if f.Attached() {
+				t.Error("a refused window left CUPTI attached")
 			}
 		})
+	}
+}
+
+// A profiler holding CUPTI: windows are skipped and kernel spans come from
+// event pairs, logged once. Its subscriber lingers after it stops (as
+// torch.profiler's does): SetKernelTiming(auto) says it is done, and the
+// next window takes CUPTI over and clears it with its detach.
+func TestWindowStepsAsideForAProfiler(t *testing.T) {
+	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	f.OtherSubscriber(true)
+	for i := 0; i < 3; i++ {
+		_ = h.RequestKernelWindow()
+		h.BeginStep()
+		sp := h.KernelBegin(0x1, fakeKernel)
+		if sp == (gpuspans.KernelSpan{}) {
+			t.Fatalf("step %d: no event pair while a profiler holds CUPTI", i)
+		}
+		h.KernelEnd(sp)
+	}
+	s := gpuspanstest.Snapshot(t, h)
+	if kw := s.KernelTiming.Windows; kw.Skipped != 3 || kw.Opened != 0 || !errors.Is(s.KernelTiming.Err, backend.ErrTracerBusy) {
+		t.Fatalf("with a profiler: %+v", s.KernelTiming)
+	}
+	if n := log.Count("kernel window skipped"); n != 1 {
+		t.Errorf("logged %d skips: %q", n, log.Lines())
+	}
+	if err := h.SetKernelTiming(gpuspans.KernelTimingAuto); err != nil { // the profiler is done
+		t.Fatal(err)
+	}
+	if err := h.RequestKernelWindow(); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	if !f.Attached() || !f.Enabled() {
+		t.Fatal("no window after SetKernelTiming(auto) with the profiler's subscriber left")
+	}
+	h.BeginStep()
+	if f.Attached() {
+		t.Fatal("the window did not detach")
+	}
+	// The detach cleared the lingering subscriber: the next window needs no
+	// take-over.
+	if err := h.RequestKernelWindow(); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep()
+	if !f.Attached() {
+		t.Error("no window after the take-over's detach")
+	}
+	h.BeginStep()
+	if s := gpuspanstest.Snapshot(t, h); s.KernelTiming.Windows.Opened != 2 || s.KernelTiming.Windows.Skipped != 3 {
+		t.Errorf("windows %d opened, %d skipped; want 2 and 3", s.KernelTiming.Windows.Opened, s.KernelTiming.Windows.Skipped)
 	}
 }
 
@@ -185,7 +413,7 @@ func TestTracerDropsAreCounted(t *testing.T) {
 		f.Kernel(0, 1, fakeNow(), fakeNow()+100, "k", 0)
 	}
 	f.Drop(0, 5)
-	f.Deliver(4)
+	h.BeginStep() // the close delivers
 	h.Harvest()
 	s := gpuspanstest.Snapshot(t, h)
 	gpuspanstest.CheckAccounting(t, &s)
@@ -197,16 +425,16 @@ func TestTracerDropsAreCounted(t *testing.T) {
 	}
 }
 
-// A graph kernel whose record starts before the window it ran in carries a
-// stale start (CUPTI's, when the host runs ahead): lost, not landed wrong.
+// A graph kernel whose record starts before the step it ran in carries a
+// stale start: lost, not landed wrong.
 func TestTracerStaleStartIsLostNotLanded(t *testing.T) {
 	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
 	before := fakeNow()
 	h.BeginStep() // the window opens in between
 	now := fakeNow()
-	f.Kernel(0, 1, before-5_000_000, now+1000, "stale", 9) // "started" 5 ms before its window
+	f.Kernel(0, 1, before-5_000_000, now+1000, "stale", 9) // "started" 5 ms before its step
 	f.Kernel(0, 1, now+10, now+1000, "fresh", 9)
-	f.Deliver(10)
+	h.BeginStep()
 	h.Harvest()
 	s := gpuspanstest.Snapshot(t, h)
 	gpuspanstest.CheckAccounting(t, &s)
@@ -236,7 +464,7 @@ func TestTracerLabelsHeaviestFirst(t *testing.T) {
 	}{{"light", 100}, {"heavy", 9000}, {"middle", 5000}, {"registered", 10}} {
 		f.Kernel(0, 1, now, now+k.ns, k.name, 0)
 	}
-	f.Deliver(100)
+	h.BeginStep()
 	h.Harvest()
 	s := gpuspanstest.Snapshot(t, h)
 	for name, want := range map[string]uint64{"heavy": 1, "middle": 1, "registered": 1, gpuspans.OtherKernel: 1} {
@@ -254,35 +482,33 @@ func TestTracerLabelsHeaviestFirst(t *testing.T) {
 	}
 }
 
+// Events and a level below Kernel detach CUPTI at the next step, so that a
+// profiler can take it and launches cost what they did before; auto takes
+// it back at the next window.
 func TestTracerReleasedAndRetaken(t *testing.T) {
 	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
 	h.BeginStep()
 	f.Kernel(0, 1, fakeNow(), fakeNow()+100, "before", 0)
-	f.Deliver(10)
-	// A profiler is about to start: let go of CUPTI. The records so far land.
 	if err := h.SetKernelTiming(gpuspans.KernelTimingEvents); err != nil {
 		t.Fatal(err)
 	}
-	if f.Enabled() {
-		t.Fatal("collection still on after SetKernelTiming(events)")
+	h.BeginStep()
+	if f.Attached() {
+		t.Fatal("CUPTI still attached after SetKernelTiming(events) and a step")
 	}
+	h.Harvest()
 	s := gpuspanstest.Snapshot(t, h)
 	if a := kernelAgg(t, &s, "before"); a.Count != 1 {
 		t.Errorf("the record collected before the release did not land: %d", a.Count)
 	}
-	// Released for a profiler: no subscriber of ours stands in its way.
-	if f.APIExit() {
-		t.Error("releasing CUPTI left a subscriber of ours: a profiler could not subscribe")
-	}
 	// Released for real: another client can open CUPTI now.
-	other, err := cuda.OpenTracer("")
+	other, err := cuda.OpenTracer("", backend.TracerWindow)
 	if err != nil {
 		t.Fatalf("CUPTI not released: %v", err)
 	}
 	if err := other.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h.BeginStep()
 	if sp := h.KernelBegin(0x1, fakeKernel); sp == (gpuspans.KernelSpan{}) {
 		t.Error("no event-pair span at KernelTimingEvents")
 	} else {
@@ -291,95 +517,56 @@ func TestTracerReleasedAndRetaken(t *testing.T) {
 	if err := h.SetKernelTiming(gpuspans.KernelTimingAuto); err != nil {
 		t.Fatal(err)
 	}
-	h.BeginStep()
-	if !f.Enabled() {
-		t.Error("collection not back on at the armed step after SetKernelTiming(auto)")
+	if err := h.RequestKernelWindow(); err != nil {
+		t.Fatal(err)
 	}
-	if s := gpuspanstest.Snapshot(t, h); !s.KernelTiming.Tracing {
-		t.Errorf("KernelTiming = %+v after retaking", s.KernelTiming)
+	h.BeginStep()
+	if !f.Attached() || !f.Enabled() {
+		t.Error("no window after SetKernelTiming(auto)")
+	}
+	if err := h.SetLevel(gpuspans.LevelOff); err != nil {
+		t.Fatal(err)
+	}
+	h.BeginStep() // at Off: still the step that detaches
+	if f.Attached() {
+		t.Error("CUPTI still attached after the level went Off and a step")
+	}
+	if f.BadFinalizes() != 0 {
+		t.Error("a finalize after a replay with collection off")
 	}
 }
 
-func TestTracerOffBelowKernel(t *testing.T) {
-	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
-	h.BeginStep()
-	if !f.Enabled() {
-		t.Fatal("collection off on an armed step")
+// Attached, as before windows: collection follows the arming and CUPTI is
+// never detached; no window opens in the process afterwards.
+func TestTracerAttachedStaysAttached(t *testing.T) {
+	h, f, _ := tracedHub(t, gpuspans.KernelTimingAttached, 2, 0)
+	for i := 1; i <= 6; i++ {
+		h.BeginStep()
+		if f.Enabled() != (i%2 == 0) {
+			t.Fatalf("step %d: collection on %v", i, f.Enabled())
+		}
+		f.GraphLaunch()
 	}
-	if err := h.SetLevel(gpuspans.LevelStep); err != nil {
-		t.Fatal(err)
-	}
-	if f.Enabled() {
-		t.Fatal("collection still on after the level left Kernel")
-	}
-	h.BeginStep()
-	if f.Kernel(0, 1, fakeNow(), fakeNow()+1, "k", 0) {
-		t.Error("a kernel at level Step was recorded")
-	}
-	// Closed, not detached: detaching can break an instrumented graph.
-	if f.APIExit() || f.Finalizes() != 0 {
-		t.Errorf("CUPTI detached below Kernel: %d finalizes", f.Finalizes())
-	}
-	if err := h.SetLevel(gpuspans.LevelKernel); err != nil {
+	if err := h.SetKernelTiming(gpuspans.KernelTimingAuto); err != nil {
 		t.Fatal(err)
 	}
 	h.BeginStep()
-	if !f.Enabled() {
-		t.Error("collection not back on at the first armed step at Kernel")
+	if !f.Attached() || f.Finalizes() != 0 || f.BadFinalizes() != 0 {
+		t.Errorf("attached %v, %d finalizes: an attached tracer must never detach", f.Attached(), f.Finalizes())
 	}
-	if s := gpuspanstest.Snapshot(t, h); !s.KernelTiming.Tracing || s.KernelTiming.Fallbacks != 0 {
-		t.Errorf("KernelTiming = %+v after returning to Kernel", s.KernelTiming)
-	}
-}
-
-// A detach still pending when the tracer reopens is withdrawn: the open
-// keeps CUPTI, and its subscriber would block other clients for good.
-func TestTracerReopenWithdrawsPendingDetach(t *testing.T) {
-	f := cudatest.UseFakeCUPTI()
-	t.Cleanup(cudatest.UseRealCUPTI)
-	tr, err := cuda.OpenTracer("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if f.APIExit() {
-		t.Fatal("Close alone subscribed: a profiler could not take CUPTI")
-	}
-	if err := tr.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	tr, err = cuda.OpenTracer("")
-	if err != nil {
-		t.Fatalf("reopen with a detach pending: %v", err)
-	}
-	if f.APIExit() || f.Finalizes() != 0 {
-		t.Error("a withdrawn detach still finalized CUPTI")
-	}
-	if err := tr.Detach(); err == nil {
-		t.Error("Detach of an open tracer succeeded")
-	}
-	if err := tr.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := tr.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	if !f.APIExit() || f.Finalizes() != 1 {
-		t.Errorf("%d finalizes after the last close and a driver call, want 1", f.Finalizes())
+	s := gpuspanstest.Snapshot(t, h)
+	if s.KernelTiming.Tracing || !strings.Contains(fmt.Sprint(s.KernelTiming.Err), "attached") {
+		t.Errorf("a window after attached: %+v", s.KernelTiming)
 	}
 }
 
 func TestTracerReadsNames(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	f := cudatest.UseFakeCUPTI()
 	t.Cleanup(cudatest.UseRealCUPTI)
-	tr, err := cuda.OpenTracer("")
+	tr, err := cuda.OpenTracer("", backend.TracerWindow)
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	if err := tr.Enable(true); err != nil {
 		t.Fatal(err)
 	}
 	long := "_Z" + "3" + "abc" // a short one, then a name far over the limit
@@ -392,7 +579,9 @@ func TestTracerReadsNames(t *testing.T) {
 	} {
 		f.Kernel(0, 1, 0, 1, name, 0)
 	}
-	f.Deliver(100)
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
 	recs := make([]backend.KernelRecord, 10)
 	n := tr.Read(recs)
 	if n != 5 {
@@ -402,13 +591,19 @@ func TestTracerReadsNames(t *testing.T) {
 		"at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >",
 		"triton_poi_fused_add_0",
 		"abc",
-		strings.Repeat("x", 124) + "...",
+		strings.Repeat("x", 115) + "...#",
 		"?",
 	}
 	for i := 0; i < n; i++ {
-		if got := tr.Name(recs[i].Name); got != want[i] {
+		if got := tr.Name(recs[i].Name); !strings.HasPrefix(got, want[i]) || (i != 3 && got != want[i]) {
 			t.Errorf("name %d = %q, want %q", i, got, want[i])
 		}
+	}
+	if got := tr.FullName(recs[0].Name); !strings.HasPrefix(got, "void at::native::vectorized_elementwise_kernel<4") {
+		t.Errorf("full name %q", got)
+	}
+	if got := tr.FullName(recs[3].Name); got != strings.Repeat("x", 300) {
+		t.Errorf("full name of the cut one: %q", got)
 	}
 	if got := tr.Name(9999); got != "" {
 		t.Errorf("unknown id named %q", got)

@@ -14,10 +14,12 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
 
-// Kernel spans from the real CUPTI: every kernel of armed steps, CUDA graph
-// replays included, and none of the others; captures unbroken; durations
-// against the kernel's own %globaltimer. GPU only: skipped unless
-// GPUSPANS_GPU=1.
+// Kernel spans from the real CUPTI, attached (KernelTimingAttached): every
+// kernel of armed steps, CUDA graph replays included, and none of the
+// others; captures unbroken; durations against the kernel's own
+// %globaltimer. GPU only: skipped unless GPUSPANS_GPU=1. They run after
+// the window tests (kernelwindows_gpu_test.go): once attached, CUPTI stays
+// attached for the rest of the process, and windows stay off.
 
 const graphKernels = 100
 
@@ -28,7 +30,7 @@ func tracedGPUHub(t *testing.T, e *engine, every int) (*gpuspans.Hub, *gpuspanst
 	log := new(gpuspanstest.Log)
 	h, err := gpuspans.New(gpuspans.Options{
 		Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, KernelSpanEvery: every, Logf: log.Logf,
-		KernelTiming: gpuspans.KernelTimingCUPTI, KernelTracer: cuda.TracerOpener(""),
+		KernelTiming: gpuspans.KernelTimingAttached, KernelTracer: cuda.TracerOpener(""),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +38,7 @@ func tracedGPUHub(t *testing.T, e *engine, every int) (*gpuspans.Hub, *gpuspanst
 	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = h.SetKernelTiming(gpuspans.KernelTimingEvents) })
+	t.Cleanup(func() { _ = h.CloseKernelTracer() })
 	return h, log
 }
 

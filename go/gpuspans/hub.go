@@ -96,12 +96,21 @@ type Options struct {
 	RawKernelSpans bool
 	// KernelTiming chooses the source of kernel spans: event pairs around
 	// the launches the engine brackets (the zero value), or the kernel
-	// tracer, which sees every kernel (KernelTimingAuto, KernelTimingCUPTI;
-	// docs/design.md, kernel spans, compares them). KernelTracer opens the
-	// tracer (cuda.TracerOpener) at the first step at level Kernel; it is
-	// required for those two.
+	// tracer, which sees every kernel (KernelTimingAuto, KernelTimingCUPTI
+	// in kernel windows, KernelTimingAttached; docs/design.md, kernel
+	// spans, compares them). KernelTracer opens the tracer
+	// (cuda.TracerOpener) on the stepping thread, inside BeginStep at level
+	// Kernel; it is required for all but events.
 	KernelTiming KernelTiming
 	KernelTracer backend.TracerOpener
+	// KernelWindowEvery is the period of kernel windows (0:
+	// DefaultKernelWindowEvery, else MinKernelWindowEvery up to
+	// MaxKernelWindowEvery): the first opens at the first step at Kernel,
+	// then one at the first step a period after the last one opened.
+	// KernelWindowSteps is how many consecutive steps a window collects (0:
+	// DefaultKernelWindowSteps, at most MaxKernelWindowSteps).
+	KernelWindowEvery time.Duration
+	KernelWindowSteps int
 	// KernelLabels bounds the traced kernel names that get a label of their
 	// own (0: DefaultKernelLabels): names registered with RegisterKernel
 	// keep theirs; new names take the labels left, heaviest GPU time first
@@ -131,7 +140,7 @@ type Hub struct {
 	// state and pools are plain words used only through sync/atomic
 	// functions: the typed atomics' method calls cost just enough to stop
 	// the entry points' disabled checks from inlining.
-	state uint32 // level | armedBit
+	state uint32 // level | armedBit | tracerBit
 	pools int32  // opened pools not yet closed: harvests have work even below Kernel
 	set   atomic.Pointer[recorderSet]
 	_     [cacheLine]byte
@@ -160,9 +169,9 @@ type Hub struct {
 	logf    func(format string, args ...interface{})
 	now     func() time.Time
 	starts  StartTimes
-	raw     bool     // Options.RawKernelSpans
-	mirror  *uint32  // Options.StateMirror, or nil
-	tr      *tracing // the kernel tracer's side; never nil
+	raw     bool           // Options.RawKernelSpans
+	mirror  *uint32        // Options.StateMirror, or nil
+	kw      *kernelWindows // the kernel tracer's life; never nil
 	// leakSteps is LeakSteps; tests shorten it.
 	leakSteps uint64
 
@@ -187,6 +196,7 @@ type Hub struct {
 	readAt            time.Time // the last RecentSpans or KeepStartTimes call, for StartTimesAuto
 	want              uint32    // HarvestItem.WantStart for the harvest under way
 	win               winRing   // the recent windows (windows.go)
+	tl                tracerLanding
 }
 
 // StartTimesIdle is how long after the last RecentSpans or KeepStartTimes
@@ -329,17 +339,25 @@ func New(o Options) (*Hub, error) {
 	if !o.Level.valid() {
 		return nil, fmt.Errorf("gpuspans: Options.Level is %v", o.Level)
 	}
-	tr, err := newTracing(o)
-	if err != nil {
-		return nil, err
-	}
-	h.tr = tr
 	if h.logf == nil {
 		h.logf = log.Printf
 	}
 	if h.now == nil {
 		h.now = time.Now
 	}
+	switch labels := o.KernelLabels; {
+	case labels == 0:
+		h.tl.labels = DefaultKernelLabels
+	case labels < 0 || labels > MaxKernels:
+		return nil, fmt.Errorf("gpuspans: Options.KernelLabels is %d, want 1..%d", labels, MaxKernels)
+	default:
+		h.tl.labels = labels
+	}
+	kw, err := newKernelWindows(o, func(f string, a ...interface{}) { h.logf(f, a...) }, func() time.Time { return h.now() })
+	if err != nil {
+		return nil, err
+	}
+	h.kw = kw
 	h.recentCap = recent
 	h.win = newWinRing()
 	h.every.Store(int64(every))
@@ -357,6 +375,10 @@ const (
 	// every level, and lane spans may be open (LaneEnd has work) even below
 	// LevelKernel.
 	MirrorPools uint32 = 0x8
+	// MirrorTracer is set while the kernel tracer is open (a kernel
+	// window, or attached): BeginStep then has work at every level, since
+	// only it may close the tracer.
+	MirrorTracer uint32 = tracerBit
 )
 
 // syncMirror copies the state into Options.StateMirror. Every writer of the
@@ -433,25 +455,22 @@ func SetDefault(h *Hub) {
 
 // SetLevel sets the level. A level other than Off, Step or Kernel is an
 // error naming it, and changes nothing. Lowering below Kernel disarms kernel
-// spans in the same atomic update, and closes the kernel tracer if one is
-// open (its last records land first; it reopens at the next step at
-// Kernel): that takes the harvest lock and a few milliseconds. Raising to Kernel arms nothing until
-// the next BeginStep. Spans already open stay valid and may still be ended.
+// spans in the same atomic update; the next BeginStep closes the kernel
+// tracer if one is open, on its own thread. Raising to Kernel arms nothing
+// until the next BeginStep. Spans already open stay valid and may still be
+// ended.
 func (h *Hub) SetLevel(l Level) error {
 	if !l.valid() {
 		return fmt.Errorf("gpuspans: SetLevel: invalid level %v", l)
 	}
 	for {
 		old := atomic.LoadUint32(&h.state)
-		next := uint32(l)
+		next := uint32(l) | old&tracerBit
 		if l == LevelKernel {
 			next |= old & armedBit
 		}
 		if atomic.CompareAndSwapUint32(&h.state, old, next) {
 			h.syncMirror()
-			if l != LevelKernel {
-				h.suspendTracer()
-			}
 			return nil
 		}
 	}
@@ -644,6 +663,11 @@ func (h *Hub) beginStep() {
 	h.leakClock.Add(1)
 	s := atomic.LoadUint32(&h.state)
 	bg := h.background.Load()
+	if Level(s&levelMask) != LevelKernel && s&tracerBit != 0 && h.mu.TryLock() {
+		h.kw.step(false, 0, 0, true) // the level left Kernel: close the tracer, here
+		h.mu.Unlock()
+		h.syncTracerBit()
+	}
 	if Level(s&levelMask) == LevelOff {
 		if !bg {
 			h.Harvest()
@@ -657,25 +681,39 @@ func (h *Hub) beginStep() {
 		}
 		return
 	}
-	h.arm(step)
+	// The harvest lock first: pools installed since open here, before the
+	// tracer may open (their calibration kernels are not the engine's), and
+	// no harvest runs while the tracer attaches or detaches.
+	locked := h.mu.TryLock()
+	if locked {
+		// Deferred, so that a panic in the caller's Logf or Now cannot
+		// leave the lock held (pool methods cannot panic through: see
+		// recoverPool).
+		defer h.mu.Unlock()
+		h.openPending()
+	}
+	h.arm(step, locked)
 	if bg {
 		return
 	}
-	if !h.mu.TryLock() {
+	if !locked {
 		h.harvestsSkipped.Add(1)
 		return
 	}
-	// Deferred, so that a panic in the caller's Logf or Now cannot leave
-	// the lock held (pool methods cannot panic through: see recoverPool).
-	defer h.mu.Unlock()
-	h.openPending()
 	h.harvestLocked()
 }
 
 // arm sets the armed bit for an armed step and clears it otherwise, unless
 // the level left Kernel meanwhile (then SetLevel has cleared it already).
-func (h *Hub) arm(step uint64) {
-	armed := step%uint64(h.every.Load()) == 0
+// The kernel tracer decides while it is the source of kernel spans (a
+// window's steps are armed), KernelSpanEvery otherwise.
+func (h *Hub) arm(step uint64, locked bool) {
+	every := h.every.Load()
+	armed, decided := h.kw.step(true, step, every, locked)
+	if !decided {
+		armed = step%uint64(every) == 0
+	}
+	h.syncTracerBit()
 	for {
 		old := atomic.LoadUint32(&h.state)
 		if Level(old&levelMask) != LevelKernel {
@@ -696,10 +734,25 @@ func (h *Hub) arm(step uint64) {
 	if armed {
 		h.armedSteps.Add(1)
 	}
-	// Collection follows the arming: switched only when that changes, and
-	// each armed step opens a window of its own (apply).
-	if tr := h.tr; armed && tr.active.Load() || tr.on.Load() {
-		tr.apply(h)
+}
+
+// syncTracerBit makes the state word's tracerBit say whether the kernel
+// tracer is open.
+func (h *Hub) syncTracerBit() {
+	want := h.kw.openNow.Load()
+	for {
+		old := atomic.LoadUint32(&h.state)
+		next := old &^ tracerBit
+		if want {
+			next |= tracerBit
+		}
+		if next == old {
+			return
+		}
+		if atomic.CompareAndSwapUint32(&h.state, old, next) {
+			h.syncMirror()
+			return
+		}
 	}
 }
 
@@ -780,7 +833,6 @@ func (h *Hub) openPending() {
 		atomic.AddInt32(&h.pools, 1)
 		h.syncMirror()
 	}
-	h.openTracer()
 }
 
 // harvestLocked harvests every recorder and closes the idle retired ones.

@@ -24,9 +24,13 @@ const (
 // above them, so that one atomic load tells a span path whether to go on and
 // one compare-and-swap changes both (lowering the level disarms in the same
 // update, so no kernel span can begin below Kernel).
+// tracerBit, above the open-pool bit of the mirror (MirrorPools), is set
+// while the kernel tracer is open, so that BeginStep, which alone may close
+// it, has work at any level.
 const (
 	levelMask uint32 = 0x3
 	armedBit  uint32 = 0x4
+	tracerBit uint32 = 0x10
 )
 
 // String names the level as ParseLevel accepts it ("off", "step", "kernel").

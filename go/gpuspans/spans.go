@@ -151,7 +151,7 @@ func (d DeviceSpans) kernelBegin(kernel uint64, stream backend.Stream) KernelSpa
 func (r *recorder) kernelBegin(kernel uint64, stream backend.Stream) KernelSpan {
 	// With the tracer on, every kernel is seen already: a pair would
 	// double-count this one.
-	if r.status.Load() != recOpen || r.hub.tr.active.Load() {
+	if r.status.Load() != recOpen || r.hub.kw.active.Load() {
 		return KernelSpan{}
 	}
 	pos, ok := r.begin(KindKernel, kernel, stream)

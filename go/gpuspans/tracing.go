@@ -3,10 +3,9 @@ package gpuspans
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
@@ -21,15 +20,26 @@ const (
 	// brackets with KernelBegin and KernelEnd, on armed steps.
 	KernelTimingEvents KernelTiming = iota
 	// KernelTimingAuto: every kernel the process runs on an installed
-	// device during armed steps, graph replays included, from the kernel
-	// tracer (Options.KernelTracer, CUPTI); while the tracer cannot be
-	// used, event pairs as with KernelTimingEvents, the reason logged once
-	// and kept in Snapshot.KernelTiming.
+	// device during kernel windows (KernelWindowSteps steps every
+	// KernelWindowEvery), graph replays included, from the kernel tracer
+	// (Options.KernelTracer, CUPTI), which is attached only while a window
+	// collects. While the tracer cannot be used, event pairs as with
+	// KernelTimingEvents, the reason logged once and kept in
+	// Snapshot.KernelTiming. Windows need one stepping thread that is also
+	// the launching thread (docs/design.md, kernel windows).
 	KernelTimingAuto
 	// KernelTimingCUPTI is KernelTimingAuto for a caller that counts on
 	// the tracer: the same fallback, logged as a failure to honour the
 	// choice.
 	KernelTimingCUPTI
+	// KernelTimingAttached: every kernel of the steps KernelSpanEvery
+	// arms, from a tracer that stays attached, for engines that launch
+	// from more than one thread. It costs every launch of the process
+	// while attached, armed or not (on an H200 about 1 us an eager launch,
+	// 0.3-0.6 us per node of a replayed graph), and CUPTI stays attached
+	// for the rest of the process, also after switching back: no window
+	// opens after it.
+	KernelTimingAttached
 )
 
 // String names the choice as the command and the HTTP surface spell it.
@@ -41,25 +51,27 @@ func (k KernelTiming) String() string {
 		return "auto"
 	case KernelTimingCUPTI:
 		return "cupti"
+	case KernelTimingAttached:
+		return "attached"
 	}
 	return fmt.Sprintf("KernelTiming(%d)", uint8(k))
 }
 
-// ParseKernelTiming reads "events", "auto" or "cupti", in any case, with
-// surrounding white space ignored.
+// ParseKernelTiming reads "events", "auto", "cupti" or "attached", in any
+// case, with surrounding white space ignored.
 func ParseKernelTiming(s string) (KernelTiming, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
-	for k := KernelTimingEvents; k <= KernelTimingCUPTI; k++ {
+	for k := KernelTimingEvents; k <= KernelTimingAttached; k++ {
 		if t == k.String() {
 			return k, nil
 		}
 	}
-	return 0, fmt.Errorf("gpuspans: kernel timing %q: want events, auto or cupti", s)
+	return 0, fmt.Errorf("gpuspans: kernel timing %q: want events, auto, cupti or attached", s)
 }
 
 // MarshalText implements encoding.TextMarshaler (flags, JSON).
 func (k KernelTiming) MarshalText() ([]byte, error) {
-	if k > KernelTimingCUPTI {
+	if k > KernelTimingAttached {
 		return nil, fmt.Errorf("gpuspans: invalid kernel timing %d", uint8(k))
 	}
 	return []byte(k.String()), nil
@@ -88,127 +100,88 @@ type KernelTimingStatus struct {
 	// while the tracer has not been tried yet (below level Kernel).
 	Err       error
 	Fallbacks uint64 // times the tracer was given up for event pairs
-	Records   uint64 // kernel records the tracer collected (since it last opened)
+	Records   uint64 // kernel records the hub read from the tracer
 	Labels    int    // traced kernel names with a label of their own
+	// ReadsCut counts harvests that stopped reading the tracer at their
+	// bound (maxTracerReads batches) with records left for the next.
+	ReadsCut uint64
+	Windows  KernelWindowStats
 }
 
-// windowRing is how many armed windows the hub remembers to attribute traced
-// kernels to steps. Records reach the hub up to a flush period (100 ms)
-// after their window, and longer when collection stays on across a run of
-// armed steps: 4,096 windows cover that at any step rate an engine reaches.
-// 64 KiB, made when a tracer first opens.
-const windowRing = 4096
-
-// window is one armed step's collection window, opened at its BeginStep.
-type window struct {
-	step    uint64
-	startNs int64 // Unix ns, by Options.Now (the tracer's ClockOffset maps onto the same clock)
-}
-
-// tracerState is the tracer's lifecycle, under the harvest lock.
-type tracerState uint8
-
-const (
-	tracerPending tracerState = iota // opens at the next step at Kernel
-	tracerOpen
-	tracerOff // events: the tracer failed, was refused, or the mode is events
-)
-
-// tracing is the hub's side of the kernel tracer. Fixed at New: open,
-// labels. The span paths read active and on; mu serialises collection
-// switches and the windows; the rest is the harvest lock's.
-type tracing struct {
-	open   backend.TracerOpener
-	labels int
-
-	active atomic.Bool // the tracer is open and in use: KernelBegin opens no event pair
-	on     atomic.Bool // collection is on (applied under mu)
-	failed atomic.Pointer[errBox]
-
-	mu      sync.Mutex
-	t       backend.KernelTracer // the open tracer, or nil
-	windows []window             // ring of windowRing, made at the first open
-	wn      uint64               // windows opened
-
-	mode        KernelTiming
-	state       tracerState
-	err         error
-	fallbacks   uint64
-	buf         []backend.KernelRecord
-	nameIdx     []int32 // tracer name id -> kernel aggregate index + 1; 0: not yet seen
-	labelled    int
-	dropped     [backend.MaxTracerDevices]uint64 // the tracer's drops already counted
-	offset      int64                            // Unix ns minus the tracer's clock
-	offsetAt    time.Time
-	win         []window // the harvest's copy of the newest windows, oldest first
-	copied      uint64   // windows opened that win has
-	pendingName []pendingName
-}
-
-type pendingName struct {
-	id   uint32
-	name string
-	ns   int64
-}
-
-// tracerBatch is how many records a harvest reads per call into the core.
-const tracerBatch = 4096
-
-func newTracing(o Options) (*tracing, error) {
-	if o.KernelTiming > KernelTimingCUPTI {
-		return nil, fmt.Errorf("gpuspans: Options.KernelTiming is %v", o.KernelTiming)
-	}
-	labels := o.KernelLabels
-	switch {
-	case labels == 0:
-		labels = DefaultKernelLabels
-	case labels < 0 || labels > MaxKernels:
-		return nil, fmt.Errorf("gpuspans: Options.KernelLabels is %d, want 1..%d", labels, MaxKernels)
-	}
-	if o.KernelTiming != KernelTimingEvents && o.KernelTracer == nil {
-		return nil, fmt.Errorf("gpuspans: Options.KernelTiming is %v but Options.KernelTracer is nil", o.KernelTiming)
-	}
-	tr := &tracing{open: o.KernelTracer, labels: labels, mode: o.KernelTiming, state: tracerOff}
-	if o.KernelTiming != KernelTimingEvents {
-		tr.state = tracerPending
-	}
-	return tr, nil
-}
-
-// SetKernelTiming switches the source of kernel spans from the next step
-// on. Events closes the tracer, so that a profiler (torch.profiler, Nsight)
-// may take the process's CUPTI; its records so far land first. Auto or
-// CUPTI (re)opens it at the next step at level Kernel, and needs
-// Options.KernelTracer. Takes the harvest lock; closing the tracer waits
-// for its last flush (about a millisecond).
+// SetKernelTiming switches the source of kernel spans. The next BeginStep
+// makes the switch on its own thread: events (or a level below Kernel)
+// closes the tracer there, detaching CUPTI, so that a profiler
+// (torch.profiler, Nsight) may take it; auto or cupti open windows from
+// then on, and say that a profiler is done: the next window opens even
+// though its CUPTI subscriber is still registered (torch.profiler keeps
+// one after it stops, and windows skip while one is), and its detach
+// clears it; attached attaches for good. Needs Options.KernelTracer for
+// all but events. Any goroutine; no CUPTI call.
 func (h *Hub) SetKernelTiming(k KernelTiming) error {
-	tr := h.tr
-	if k > KernelTimingCUPTI {
+	if k > KernelTimingAttached {
 		return fmt.Errorf("gpuspans: SetKernelTiming: invalid kernel timing %v", k)
 	}
-	if k != KernelTimingEvents && tr.open == nil {
+	if k != KernelTimingEvents && h.kw.opener == nil {
 		return fmt.Errorf("gpuspans: SetKernelTiming(%v): the hub has no Options.KernelTracer", k)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	tr.mode = k
-	if k == KernelTimingEvents {
-		h.closeTracer(nil)
-		tr.err = nil
-		return nil
-	}
-	if tr.state == tracerOff {
-		tr.state = tracerPending
-		tr.err = nil
-	}
+	h.kw.setMode(k)
 	return nil
 }
 
 // KernelTiming returns the source of kernel spans as last asked.
-func (h *Hub) KernelTiming() KernelTiming {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.tr.mode
+func (h *Hub) KernelTiming() KernelTiming { return h.kw.timing() }
+
+// SetKernelWindows sets the period of kernel windows and the steps each
+// collects (0: the defaults), from the next window on; errors name what is
+// out of bounds and change nothing. Any goroutine.
+func (h *Hub) SetKernelWindows(every time.Duration, steps int) error {
+	every, steps, err := windowSettings(every, steps, "SetKernelWindows: every", "SetKernelWindows: steps")
+	if err != nil {
+		return err
+	}
+	h.kw.every.Store(int64(every))
+	h.kw.nsteps.Store(int64(steps))
+	return nil
+}
+
+// RequestKernelWindow asks for a kernel window at the next BeginStep at
+// level Kernel, whatever the period, for an engineer who wants the kernels
+// of this moment; a window open then answers it. An error says why none
+// can open: kernel timing is not auto or cupti, or the tracer fell back
+// for good. Any goroutine; no CUPTI call.
+func (h *Hub) RequestKernelWindow() error {
+	switch m := h.kw.timing(); {
+	case h.kw.opener == nil:
+		return errors.New("gpuspans: RequestKernelWindow: the hub has no Options.KernelTracer")
+	case m != KernelTimingAuto && m != KernelTimingCUPTI:
+		return fmt.Errorf("gpuspans: RequestKernelWindow: kernel timing is %v; windows need auto or cupti", m)
+	}
+	h.kw.mu.Lock()
+	err := h.kw.err
+	h.kw.mu.Unlock()
+	if err != nil && !errors.Is(err, backend.ErrTracerBusy) {
+		return fmt.Errorf("gpuspans: RequestKernelWindow: the kernel tracer fell back to event pairs: %w", err)
+	}
+	if !h.kw.openNow.Load() { // else the window open now answers it
+		h.kw.requested.Store(true)
+	}
+	return nil
+}
+
+// CloseKernelTracer closes the kernel tracer now, on the calling thread,
+// for a hub shutting down: call it on the stepping thread after its last
+// step, where a window detaches CUPTI. From another thread, while the
+// stepping thread lives, an open window is abandoned instead: collection
+// off, CUPTI attached for the rest of the process (a detach there could
+// race that thread's launches). Kernel timing is events afterwards. Waits
+// up to a second for a BeginStep in progress.
+func (h *Hub) CloseKernelTracer() error {
+	if h.kw.opener == nil {
+		return nil
+	}
+	err := h.kw.release(time.Second, &h.mu)
+	h.syncTracerBit()
+	return err
 }
 
 // KernelTimingStatus is Snapshot.KernelTiming without the rest of a
@@ -219,239 +192,189 @@ func (h *Hub) KernelTimingStatus() KernelTimingStatus {
 	return h.kernelTimingStatus()
 }
 
-// suspendTracer closes the tracer when the level leaves Kernel (its flush
-// thread stops, CUPTI is free for other clients), and has it (re)tried at
-// the next step at Kernel. CUPTI stays attached to the process: detaching
-// (cuptiFinalize) broke a CUDA graph's next replay on an H200
-// (bench/cupti/graph_toggle.cc), which a serving engine must never risk.
-func (h *Hub) suspendTracer() {
-	tr := h.tr
-	if tr.open == nil {
-		return // no tracer ever: SetLevel stays lock-free
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if tr.mode == KernelTimingEvents || atomic.LoadUint32(&h.state)&levelMask == uint32(LevelKernel) {
-		return // events, or raised again meanwhile
-	}
-	h.closeTracer(nil)
-	tr.state = tracerPending
+// kernelTimingStatus fills the snapshot's view. Caller holds h.mu.
+func (h *Hub) kernelTimingStatus() KernelTimingStatus {
+	var s KernelTimingStatus
+	h.kw.mu.Lock()
+	h.kw.statusLocked(&s)
+	h.kw.mu.Unlock()
+	s.Labels = h.tl.labelled
+	s.Records = h.tl.records
+	s.ReadsCut = h.tl.readsCut
+	return s
 }
 
-// openTracer opens the tracer if it is pending. Caller holds h.mu.
-func (h *Hub) openTracer() {
-	tr := h.tr
-	if tr.state != tracerPending {
-		return
-	}
-	t, err := callTracerOpener(tr.open)
-	if err != nil {
-		h.tracerOff(err)
-		return
-	}
-	tr.mu.Lock()
-	tr.t = t
-	if tr.windows == nil {
-		tr.windows = make([]window, windowRing)
-	}
-	tr.mu.Unlock()
-	tr.state = tracerOpen
-	tr.err = nil
-	tr.offset, tr.offsetAt = tracerCall(t.ClockOffset), h.now()
-	// Drops already counted by the tracer are not this hub's.
-	tr.dropped = [backend.MaxTracerDevices]uint64{}
-	if st, err := tracerStats(t); err == nil {
-		tr.dropped = st.DroppedByDevice
-	}
-	tr.active.Store(true)
-	// Arm at once if this step is armed, rather than one period later.
-	tr.apply(h)
+// tracerLanding is the harvest's side of the kernel tracer: reading its
+// records and landing them on their steps. Guarded by the harvest lock.
+type tracerLanding struct {
+	labels      int // Options.KernelLabels
+	buf         []backend.KernelRecord
+	nameIdx     []int32 // tracer name id -> kernel aggregate index + 1; 0: not yet seen
+	labelled    int
+	opens       uint64                           // kernelWindows.opens seen
+	broken      uint64                           // the open whose tracer failed a call: not read again
+	dropped     [backend.MaxTracerDevices]uint64 // the tracer's drops already counted
+	offset      int64                            // Unix ns minus the tracer's clock
+	offsetAt    time.Time
+	win         []tracedStep // the harvest's copy of the newest armed steps, oldest first
+	copied      uint64       // armed steps recorded that win has
+	reported    uint64       // Seq of the newest window whose kernels were counted
+	winKernels  [recentWindows]struct{ seq, n uint64 }
+	readsCut    uint64
+	records     uint64
+	pendingName []pendingName
 }
 
-// tracerOff gives the tracer up for event pairs, closing it if it is open,
-// and says why once. Caller holds h.mu.
-func (h *Hub) tracerOff(err error) {
-	tr := h.tr
-	h.closeTracer(err)
-	tr.state = tracerOff
-	tr.err = err
-	tr.fallbacks++
-	how := "unavailable"
-	if tr.mode == KernelTimingCUPTI {
-		how = "requested (cupti) but unavailable"
-	}
-	h.logf("gpuspans: kernel spans from event pairs: the kernel tracer is %s: %v", how, err)
+type pendingName struct {
+	id   uint32
+	name string
+	ns   int64
 }
 
-// closeTracer turns collection off, lands what the tracer still has and
-// closes it; no-op without one. Caller holds h.mu.
-func (h *Hub) closeTracer(why error) {
-	tr := h.tr
-	tr.active.Store(false)
-	tr.apply(h)
-	tr.mu.Lock()
-	t := tr.t
-	tr.t = nil
-	tr.mu.Unlock()
-	if t == nil {
-		if tr.state == tracerOpen || tr.state == tracerPending {
-			tr.state = tracerOff
-		}
-		return
-	}
-	err := callTracer(t.Close)
-	h.readTracer(t)
-	tr.failed.Store(nil) // what failed while closing is moot: the tracer is gone
-	tr.state = tracerOff
-	if err != nil && why == nil {
-		h.logf("gpuspans: closing the kernel tracer: %v", err)
-	}
-}
+// tracerBatch is how many records a harvest reads per call into the core,
+// and maxTracerReads how many calls one harvest makes at most (the core's
+// ring holds 16 batches): a tracer that never runs dry cannot hold the
+// harvest lock for good.
+const (
+	tracerBatch    = 4096
+	maxTracerReads = 16
+)
 
-// apply makes collection match the state word: on while this step is armed
-// and the tracer active; on an armed step it also opens the step's window,
-// by which landings tell the step of a kernel. BeginStep calls it on armed
-// steps and when collection is on, so a run of armed steps costs one switch
-// on and one off (1-2 us each with CUPTI). A failed switch on turns the
-// tracer off for the next harvest to log.
-func (tr *tracing) apply(h *Hub) {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	want := atomic.LoadUint32(&h.state)&armedBit != 0 && tr.active.Load() && tr.t != nil
-	if want && tr.on.Load() {
-		tr.openWindow(h)
-		return
-	}
-	if want == tr.on.Load() {
-		return
-	}
-	if tr.t == nil {
-		tr.on.Store(false)
-		return
-	}
-	if err := callTracerEnable(tr.t, want); err != nil && want {
-		tr.active.Store(false)
-		tr.failed.CompareAndSwap(nil, &errBox{err})
-		return
-	}
-	tr.on.Store(want)
-	if want {
-		tr.openWindow(h)
-	}
-}
-
-// openWindow records the window of the step now beginning, once. Caller
-// holds tr.mu.
-func (tr *tracing) openWindow(h *Hub) {
-	step := h.step.Load()
-	if tr.wn > 0 && tr.windows[(tr.wn-1)%windowRing].step == step {
-		return
-	}
-	tr.windows[tr.wn%windowRing] = window{step: step, startNs: h.now().UnixNano()}
-	tr.wn++
-}
-
-// harvestTracer lands the tracer's records and counts its drops. Caller
-// holds h.mu.
+// harvestTracer lands the tracer's records, counts its drops and finishes
+// the windows whose records have all landed. A tracer call that fails or
+// panics makes the next BeginStep give the tracer up. Caller holds h.mu.
 func (h *Hub) harvestTracer() {
-	tr := h.tr
-	if e := tr.failed.Swap(nil); e != nil {
-		h.tracerOff(e.err)
+	w, l := h.kw, &h.tl
+	w.mu.Lock()
+	t, opens, base, closed := w.pub, w.opens, w.dropBase, w.closedSeq
+	// Only the steps recorded since the last harvest are copied; win keeps
+	// the newest tracedSteps.
+	from := max(l.copied, w.sn-min(w.sn, tracedSteps))
+	for i := from; i < w.sn; i++ {
+		l.win = append(l.win, w.steps[i%tracedSteps])
+	}
+	l.copied = w.sn
+	w.mu.Unlock()
+	if t == nil || opens == l.broken {
 		return
 	}
-	if tr.t == nil {
-		return
+	if len(l.win) > 2*tracedSteps {
+		l.win = l.win[:copy(l.win, l.win[len(l.win)-tracedSteps:])]
 	}
-	h.readTracer(tr.t)
-}
-
-// readTracer lands every record t has and counts its new drops. Caller
-// holds h.mu.
-func (h *Hub) readTracer(t backend.KernelTracer) {
-	tr := h.tr
-	if tr.buf == nil {
-		tr.buf = make([]backend.KernelRecord, tracerBatch)
+	if opens != l.opens {
+		l.opens, l.dropped, l.offsetAt = opens, base, time.Time{}
 	}
-	if now := h.now(); now.Sub(tr.offsetAt) > time.Second {
-		tr.offset, tr.offsetAt = tracerCall(t.ClockOffset), now
+	if l.buf == nil {
+		l.buf = make([]backend.KernelRecord, tracerBatch)
 	}
-	// Only the windows opened since the last harvest are copied under the
-	// lock apply takes on armed steps; win keeps the newest windowRing.
-	tr.mu.Lock()
-	from := max(tr.copied, tr.wn-min(tr.wn, windowRing))
-	for i := from; i < tr.wn; i++ {
-		tr.win = append(tr.win, tr.windows[i%windowRing])
+	if now := h.now(); l.offsetAt.IsZero() || now.Sub(l.offsetAt) > time.Second {
+		l.offset, l.offsetAt = tracerCall(t.ClockOffset), now
 	}
-	tr.copied = tr.wn
-	tr.mu.Unlock()
-	if len(tr.win) > 2*windowRing {
-		tr.win = tr.win[:copy(tr.win, tr.win[len(tr.win)-windowRing:])]
-	}
-	for {
-		n, err := tracerRead(t, tr.buf)
+	drained := false
+	for i := 0; i < maxTracerReads; i++ {
+		n, err := tracerRead(t, l.buf)
 		if err != nil {
-			tr.failed.CompareAndSwap(nil, &errBox{err})
+			h.tracerFailed(opens, err)
 			return
 		}
-		h.landTraced(t, tr.buf[:n])
-		if n < len(tr.buf) {
+		h.landTraced(t, l.buf[:n])
+		l.records += uint64(n)
+		if n < len(l.buf) {
+			drained = true
 			break
 		}
 	}
+	if !drained {
+		l.readsCut++
+	}
 	st, err := tracerStats(t)
 	if err != nil {
+		h.tracerFailed(opens, err)
 		return
 	}
 	for dev := range st.DroppedByDevice {
-		d := st.DroppedByDevice[dev] - tr.dropped[dev]
-		if d == 0 {
+		d := st.DroppedByDevice[dev] - l.dropped[dev]
+		if d == 0 || st.DroppedByDevice[dev] < l.dropped[dev] {
 			continue
 		}
-		tr.dropped[dev] = st.DroppedByDevice[dev]
+		l.dropped[dev] = st.DroppedByDevice[dev]
 		if dev < MaxDevices && h.devs[dev] != nil {
 			h.devc[dev].dropped[DropTracerLost].Add(d)
 			h.devc[dev].begunFinished += d
 		}
 	}
+	if drained && closed > l.reported {
+		h.finishWindows(closed)
+	}
+}
+
+// tracerFailed stops reading the tracer of open and has the next BeginStep
+// give it up. Caller holds h.mu.
+func (h *Hub) tracerFailed(open uint64, err error) {
+	h.tl.broken = open
+	h.kw.failed.CompareAndSwap(nil, &errBox{err})
+}
+
+// finishWindows counts the kernels of the windows closed up to closed,
+// whose records have all landed by now. Caller holds h.mu.
+func (h *Hub) finishWindows(closed uint64) {
+	w, l := h.kw, &h.tl
+	from := max(l.reported+1, closed-min(closed, recentWindows-1))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for seq := from; seq <= closed; seq++ {
+		rec := w.recent[seq%recentWindows]
+		if rec.Seq != seq {
+			continue
+		}
+		if k := &l.winKernels[seq%recentWindows]; k.seq == seq {
+			rec.Kernels = k.n
+		}
+		w.stats.Kernels += rec.Kernels
+		w.stats.KernelsPerWindow[min(bits.Len64(max(rec.Kernels, 1)-1), KernelsPerWindowBuckets-1)]++
+		w.stats.Last = rec
+	}
+	l.reported = closed
 }
 
 // landTraced lands a batch of records of installed devices. A kernel's
-// step is the latest armed window opened before it ended on the GPU: it was
-// launched in that window, since collection is off between windows, and the
-// engine's per-step sync keeps it from running past the next one.
+// step is the latest armed step begun before it ended on the GPU: it was
+// launched in that step, since collection is off (or CUPTI detached)
+// between armed steps, and the engine's per-step sync keeps it from running
+// past the next one. Caller holds h.mu.
 func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
-	tr := h.tr
+	l := &h.tl
 	// Labels: names seen first in this batch compete for the labels left,
 	// heaviest GPU time first.
-	tr.pendingName = tr.pendingName[:0]
+	l.pendingName = l.pendingName[:0]
 	for i := range recs {
 		id := recs[i].Name
-		if id == 0 || int(id) >= 1<<16 || tr.windowOf(&recs[i]) == nil {
+		if id == 0 || int(id) >= 1<<16 || l.stepOf(&recs[i]) == nil {
 			continue
 		}
-		if int(id) >= len(tr.nameIdx) {
-			tr.nameIdx = append(tr.nameIdx, make([]int32, int(id)+1-len(tr.nameIdx))...)
+		if int(id) >= len(l.nameIdx) {
+			l.nameIdx = append(l.nameIdx, make([]int32, int(id)+1-len(l.nameIdx))...)
 		}
-		if tr.nameIdx[id] != 0 {
+		if l.nameIdx[id] != 0 {
 			continue
 		}
 		k := -1
-		for j := range tr.pendingName {
-			if tr.pendingName[j].id == id {
+		for j := range l.pendingName {
+			if l.pendingName[j].id == id {
 				k = j
 				break
 			}
 		}
 		if k < 0 {
-			tr.pendingName = append(tr.pendingName, pendingName{id: id, name: tracerName(t, id)})
-			k = len(tr.pendingName) - 1
+			l.pendingName = append(l.pendingName, pendingName{id: id, name: tracerName(t, id)})
+			k = len(l.pendingName) - 1
 		}
-		tr.pendingName[k].ns += max(recs[i].EndNs-recs[i].StartNs, 0)
+		l.pendingName[k].ns += max(recs[i].EndNs-recs[i].StartNs, 0)
 	}
-	if len(tr.pendingName) > 0 {
-		sort.Slice(tr.pendingName, func(a, b int) bool { return tr.pendingName[a].ns > tr.pendingName[b].ns })
-		for _, p := range tr.pendingName {
-			tr.nameIdx[p.id] = int32(h.tracedLabel(p.name)) + 1
+	if len(l.pendingName) > 0 {
+		sort.Slice(l.pendingName, func(a, b int) bool { return l.pendingName[a].ns > l.pendingName[b].ns })
+		for _, p := range l.pendingName {
+			l.nameIdx[p.id] = int32(h.tracedLabel(p.name)) + 1
 		}
 	}
 	for i := range recs {
@@ -461,38 +384,44 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 			continue
 		}
 		idx := 0
-		if id := r.Name; id != 0 && int(id) < len(tr.nameIdx) {
-			idx = int(tr.nameIdx[id]) - 1
+		if id := r.Name; id != 0 && int(id) < len(l.nameIdx) {
+			idx = int(l.nameIdx[id]) - 1
 		}
 		h.devc[dev].begunFinished++
-		win := tr.windowOf(r)
-		if win == nil {
+		st := l.stepOf(r)
+		if st == nil {
 			h.devc[dev].dropped[DropTracerLost].Add(1)
 			continue
 		}
-		h.landSpan(dev, &h.devs[dev].kernels[idx], seriesKey(dev, true, idx), KindKernel, backend.Stream(r.Stream), win.step, r.StartNs+tr.offset, max(r.EndNs-r.StartNs, 0), r.Graph)
+		if st.win != 0 {
+			k := &l.winKernels[st.win%recentWindows]
+			if k.seq != st.win {
+				k.seq, k.n = st.win, 0
+			}
+			k.n++
+		}
+		h.landSpan(dev, &h.devs[dev].kernels[idx], seriesKey(dev, true, idx), KindKernel, backend.Stream(r.Stream), st.step, r.StartNs+l.offset, max(r.EndNs-r.StartNs, 0), r.Graph)
 	}
 }
 
-// windowOf returns the armed window r ran in, or nil when its times cannot
-// be right: a start before that window is stale (CUPTI gives a kernel
-// replayed from a graph the start of an earlier replay when the host runs
-// more than a step ahead of the GPU; see gs_tracer_enable), and such a
-// record is counted as lost rather than landed wrong. Caller holds h.mu.
-func (tr *tracing) windowOf(r *backend.KernelRecord) *window {
-	start, end := r.StartNs+tr.offset, r.EndNs+tr.offset
-	// The latest window opened before the kernel ended; windows are in
-	// opening order, so in start order.
-	i := sort.Search(len(tr.win), func(i int) bool { return tr.win[i].startNs > end }) - 1
-	if i < 0 || start < tr.win[i].startNs-staleSlack {
+// stepOf returns the armed step r ran in, or nil when its times cannot be
+// right: a start before that step is stale (CUPTI gives a kernel replayed
+// from a graph the start of an earlier replay when the host runs more than
+// a step ahead of the GPU; see gs_tracer_enable), and such a record is
+// counted as lost rather than landed wrong.
+func (l *tracerLanding) stepOf(r *backend.KernelRecord) *tracedStep {
+	start, end := r.StartNs+l.offset, r.EndNs+l.offset
+	// The latest step begun before the kernel ended; steps are in order.
+	i := sort.Search(len(l.win), func(i int) bool { return l.win[i].startNs > end }) - 1
+	if i < 0 || start < l.win[i].startNs-staleSlack {
 		return nil
 	}
-	return &tr.win[i]
+	return &l.win[i]
 }
 
-// staleSlack is how far before its window a traced kernel may seem to
-// start (the tracer's clock mapped to Unix time is good to about a
-// microsecond) before its start time counts as stale.
+// staleSlack is how far before its step a traced kernel may seem to start
+// (the tracer's clock mapped to Unix time is good to about a microsecond)
+// before its start time counts as stale.
 const staleSlack = 50 * int64(time.Microsecond)
 
 // tracedLabel returns the kernel aggregate index a traced kernel name lands
@@ -507,28 +436,15 @@ func (h *Hub) tracedLabel(name string) int {
 			return i
 		}
 	}
-	if h.tr.labelled >= h.tr.labels {
+	if h.tl.labelled >= h.tl.labels {
 		return 0
 	}
 	idx, err := h.addKernelName(name)
 	if err != nil {
 		return 0
 	}
-	h.tr.labelled++
+	h.tl.labelled++
 	return idx
-}
-
-// kernelTimingStatus fills the snapshot's view. Caller holds h.mu.
-func (h *Hub) kernelTimingStatus() KernelTimingStatus {
-	tr := h.tr
-	s := KernelTimingStatus{Mode: tr.mode, Tracing: tr.state == tracerOpen && tr.active.Load(), Err: tr.err,
-		Fallbacks: tr.fallbacks, Labels: tr.labelled}
-	if tr.t != nil {
-		if st, err := tracerStats(tr.t); err == nil {
-			s.Records = st.Records
-		}
-	}
-	return s
 }
 
 // The tracer calls, each under recover: the tracer may be the caller's
@@ -543,9 +459,9 @@ func recoverTracer(op string, err *error) {
 	}
 }
 
-func callTracerOpener(open backend.TracerOpener) (t backend.KernelTracer, err error) {
+func callTracerOpener(open backend.TracerOpener, mode backend.TracerMode) (t backend.KernelTracer, err error) {
 	defer recoverTracer("opener", &err)
-	t, err = open()
+	t, err = open(mode)
 	if err == nil && t == nil {
 		err = errors.New("the tracer opener returned no tracer and no error")
 	}
@@ -557,9 +473,14 @@ func callTracerEnable(t backend.KernelTracer, on bool) (err error) {
 	return t.Enable(on)
 }
 
-func callTracer(f func() error) (err error) {
+func callTracerClose(t backend.KernelTracer) (err error) {
 	defer recoverTracer("Close", &err)
-	return f()
+	return t.Close()
+}
+
+func callTracerAbandon(t backend.KernelTracer) (err error) {
+	defer recoverTracer("Abandon", &err)
+	return t.Abandon()
 }
 
 func tracerRead(t backend.KernelTracer, buf []backend.KernelRecord) (n int, err error) {

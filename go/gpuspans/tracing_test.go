@@ -11,18 +11,20 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
 
-// Each armed step is a window of its own, also in a run of armed steps
-// where collection stays on: every traced kernel carries the step it ran in,
-// also when the records arrive hundreds of armed steps late.
+// Every traced kernel carries the step it ran in, in a window of many
+// steps and attached, also when the records arrive hundreds of steps late.
 func TestTracedKernelsCarryTheirStep(t *testing.T) {
-	for _, c := range []struct{ every, steps int }{{1, 9}, {3, 9}, {1, 300}} {
+	for _, c := range []struct {
+		every, steps int
+		mode         gpuspans.KernelTiming
+	}{{1, 9, gpuspans.KernelTimingAttached}, {3, 9, gpuspans.KernelTimingAttached}, {1, 300, gpuspans.KernelTimingAttached}, {1, 300, gpuspans.KernelTimingAuto}} {
 		every := c.every
 		now := time.Unix(1_700_000_000, 0)
 		tracer := new(fake.Tracer)
 		h, err := gpuspans.New(gpuspans.Options{
 			Level: gpuspans.LevelKernel, KernelSpanEvery: every, Logf: t.Logf,
 			Now:          func() time.Time { return now },
-			KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: tracer.Opener(),
+			KernelTiming: c.mode, KernelTracer: tracer.Opener(), KernelWindowSteps: gpuspans.MaxKernelWindowSteps,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -63,10 +65,10 @@ func TestTracedKernelsCarryTheirStep(t *testing.T) {
 // on.
 func TestTracerFailuresFallBack(t *testing.T) {
 	for name, open := range map[string]backend.TracerOpener{
-		"error":  func() (backend.KernelTracer, error) { return nil, errors.New("no CUPTI here") },
-		"panic":  func() (backend.KernelTracer, error) { panic("tracer opener bug") },
-		"nil":    func() (backend.KernelTracer, error) { return nil, nil },
-		"broken": func() (backend.KernelTracer, error) { return panicky{}, nil },
+		"error":  func(backend.TracerMode) (backend.KernelTracer, error) { return nil, errors.New("no CUPTI here") },
+		"panic":  func(backend.TracerMode) (backend.KernelTracer, error) { panic("tracer opener bug") },
+		"nil":    func(backend.TracerMode) (backend.KernelTracer, error) { return nil, nil },
+		"broken": func(backend.TracerMode) (backend.KernelTracer, error) { return panicky{}, nil },
 	} {
 		log := new(gpuspanstest.Log)
 		h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: log.Logf,
@@ -103,6 +105,7 @@ func (panicky) Name(uint32) string              { panic("Name") }
 func (panicky) ClockOffset() int64              { panic("ClockOffset") }
 func (panicky) Stats() backend.TracerStats      { panic("Stats") }
 func (panicky) Close() error                    { panic("Close") }
+func (panicky) Abandon() error                  { panic("Abandon") }
 
 func TestKernelTimingOptions(t *testing.T) {
 	if _, err := gpuspans.New(gpuspans.Options{KernelTiming: gpuspans.KernelTimingAuto}); err == nil {

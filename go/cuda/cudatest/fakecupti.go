@@ -77,11 +77,6 @@ func (*FakeCUPTI) Calls() (enables, disables int64) {
 	return int64(e), int64(d)
 }
 
-// APIExit plays the exit of a driver API call on this goroutine's thread:
-// a subscriber gets its callback, as CUPTI's would. It reports whether one
-// was called.
-func (*FakeCUPTI) APIExit() bool { return C.gs_testing_cupti_api_exit() != 0 }
-
 // Finalizes reports how often CUPTI was detached (cuptiFinalize).
 func (*FakeCUPTI) Finalizes() int64 { return int64(C.gs_testing_cupti_finalizes()) }
 
@@ -91,3 +86,27 @@ func cbool(b bool) C.int32_t {
 	}
 	return 0
 }
+
+// GraphLaunch plays a CUDA graph replay on this thread: one made while CUPTI
+// is attached with collection off breaks the next finalize, as on the H200
+// (BadFinalizes counts them); replays after such a finalize fail with 719.
+func (*FakeCUPTI) GraphLaunch() int { return int(C.gs_testing_cupti_graph_launch()) }
+
+// BadFinalizes counts finalizes that followed a replay made while attached
+// with collection off.
+func (*FakeCUPTI) BadFinalizes() int64 { return int64(C.gs_testing_cupti_bad_finalizes()) }
+
+// Attached reports whether CUPTI is attached now.
+func (*FakeCUPTI) Attached() bool { return C.gs_testing_cupti_attached() != 0 }
+
+// ExpectThread makes the fake count the tracer's CUPTI calls from any other
+// thread than tid (ThreadID's; 0: any) from now on; StrayCalls returns the
+// count.
+func (*FakeCUPTI) ExpectThread(tid int64) { C.gs_testing_cupti_expect_thread(C.int64_t(tid)) }
+
+// StrayCalls counts the tracer's CUPTI calls off the expected thread.
+func (*FakeCUPTI) StrayCalls() int64 { return int64(C.gs_testing_cupti_stray_calls()) }
+
+// ThreadID is the calling thread's kernel id: lock the goroutine to its
+// thread (runtime.LockOSThread) for it to mean anything.
+func ThreadID() int64 { return int64(C.gs_testing_thread_id()) }

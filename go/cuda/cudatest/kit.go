@@ -109,6 +109,41 @@ func (k *Kit) Empty(s backend.Stream) error {
 	return kitCall("Kit.Empty", func(e *C.gs_error) C.gs_status { return C.gs_kit_empty(k.k, C.uint64_t(s), e) })
 }
 
+// Counter is a uint64 in device memory that Kit.Count kernels add 1 to.
+type Counter struct {
+	k    *Kit
+	dptr C.uint64_t
+}
+
+// NewCounter allocates a zeroed counter; free it with Counter.Free.
+func (k *Kit) NewCounter() (*Counter, error) {
+	var dptr C.uint64_t
+	err := kitCall("Kit.NewCounter", func(e *C.gs_error) C.gs_status { return C.gs_kit_alloc(k.k, 8, &dptr, e) })
+	if err != nil {
+		return nil, err
+	}
+	return &Counter{k: k, dptr: dptr}, nil
+}
+
+// Count launches a kernel on s that adds 1 to c.
+func (k *Kit) Count(s backend.Stream, c *Counter) error {
+	return kitCall("Kit.Count", func(e *C.gs_error) C.gs_status { return C.gs_kit_count(k.k, C.uint64_t(s), c.dptr, e) })
+}
+
+// Read returns the count; sync the counting streams first.
+func (c *Counter) Read() (uint64, error) {
+	var v C.uint64_t
+	err := kitCall("Counter.Read", func(e *C.gs_error) C.gs_status {
+		return C.gs_kit_read(c.k.k, c.dptr, unsafe.Pointer(&v), 8, e)
+	})
+	return uint64(v), err
+}
+
+// Free releases the counter.
+func (c *Counter) Free() error {
+	return kitCall("Counter.Free", func(e *C.gs_error) C.gs_status { return C.gs_kit_free(c.k.k, c.dptr, e) })
+}
+
 // Sync waits until s has finished its work. Tests only: gpuspans itself
 // never waits for the GPU.
 func (k *Kit) Sync(s backend.Stream) error {

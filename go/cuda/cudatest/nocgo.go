@@ -181,8 +181,38 @@ func (*FakeCUPTI) Enabled() bool { return false }
 // Calls are zero: this build has no cgo.
 func (*FakeCUPTI) Calls() (int64, int64) { return 0, 0 }
 
-// APIExit does nothing: this build has no cgo.
-func (*FakeCUPTI) APIExit() bool { return false }
-
 // Finalizes is 0: this build has no cgo.
 func (*FakeCUPTI) Finalizes() int64 { return 0 }
+
+// GraphLaunch does nothing: this build has no cgo.
+func (*FakeCUPTI) GraphLaunch() int { return 0 }
+
+// BadFinalizes is 0: this build has no cgo.
+func (*FakeCUPTI) BadFinalizes() int64 { return 0 }
+
+// Attached is false: this build has no cgo.
+func (*FakeCUPTI) Attached() bool { return false }
+
+// ExpectThread does nothing: this build has no cgo.
+func (*FakeCUPTI) ExpectThread(int64) {}
+
+// StrayCalls is 0: this build has no cgo.
+func (*FakeCUPTI) StrayCalls() int64 { return 0 }
+
+// ThreadID is 0: this build has no cgo.
+func ThreadID() int64 { return 0 }
+
+// Counter is the kit counter's stand-in in a build without cgo.
+type Counter struct{}
+
+// NewCounter fails: this build has no cgo.
+func (k *Kit) NewCounter() (*Counter, error) { return nil, errNoCgo }
+
+// Count fails: this build has no cgo.
+func (k *Kit) Count(backend.Stream, *Counter) error { return errNoCgo }
+
+// Read fails: this build has no cgo.
+func (c *Counter) Read() (uint64, error) { return 0, errNoCgo }
+
+// Free does nothing: this build has no cgo.
+func (c *Counter) Free() error { return nil }

@@ -1,0 +1,491 @@
+package gpuspans
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/backend"
+)
+
+// Kernel windows: CUPTI attached only while it collects (docs/design.md,
+// kernel windows). Attached, every launch of the process pays for CUPTI,
+// collection on or off (an H200 graph replay about 0.3-0.6 us per node), so
+// the tracer is opened for a window of KernelWindowSteps steps every
+// KernelWindowEvery and closed, detaching CUPTI, after them. The rules that
+// keep a CUDA graph alive through a detach, measured on the H200, are kept
+// here and nowhere else:
+//
+//  1. Every open, close, enable and disable happens in BeginStep, on the
+//     stepping thread, at a step boundary. Everything else (SetKernelTiming,
+//     SetLevel, RequestKernelWindow, a failing harvest) asks, and the next
+//     BeginStep acts. The harvest only reads records, which makes no CUPTI
+//     call (backend.KernelTracer).
+//  2. A window closes only on the thread that opened it: the tracer refuses
+//     otherwise (backend.ErrWrongThread), and after maxCloseRefusals
+//     refusals in a row the window is abandoned: collection off, CUPTI
+//     attached for the rest of the process, windows off.
+//  3. Collection stays on from a window's open to its close: the window
+//     never toggles it.
+
+// Defaults and bounds of the window settings (Options.KernelWindowEvery,
+// Options.KernelWindowSteps, SetKernelWindows).
+const (
+	// DefaultKernelWindowEvery: a window costs the stepping thread about
+	// 11-15 ms on an H200 in a torch process (CUPTI's initialisation and
+	// detach) plus its steps collected, 0.1-0.2% of serving time at one
+	// window in 10 s.
+	DefaultKernelWindowEvery = 10 * time.Second
+	MinKernelWindowEvery     = time.Millisecond
+	MaxKernelWindowEvery     = 24 * time.Hour
+	DefaultKernelWindowSteps = 1
+	MaxKernelWindowSteps     = 1024
+)
+
+// maxCloseRefusals is how many BeginSteps in a row may find the window's
+// thread gone elsewhere before the window is abandoned.
+const maxCloseRefusals = 64
+
+// KernelWindow is one kernel window, as Snapshot reports the last one.
+type KernelWindow struct {
+	Seq       uint64        // 1 for the hub's first window
+	FirstStep uint64        // the step it opened at
+	Steps     uint64        // steps it collected
+	Kernels   uint64        // kernel records landed from it
+	OpenTime  time.Duration // on the stepping thread: CUPTI's attach
+	CloseTime time.Duration // on the stepping thread: the flush and detach
+	Opened    time.Time     // by Options.Now
+}
+
+// KernelWindowStats describe a hub's kernel windows.
+type KernelWindowStats struct {
+	Every time.Duration // the period of windows
+	Steps int           // steps a window collects
+	Open  bool          // a window is open now
+	// Opened counts windows opened; Skipped windows due but not opened
+	// because another CUPTI client held it (a profiler: kernel spans came
+	// from event pairs meanwhile); Abandoned windows left attached because
+	// their thread never stepped again.
+	Opened, Skipped, Abandoned uint64
+	// OpenTime and CloseTime are histograms of what opening and closing a
+	// window cost the stepping thread (Name "open", "close").
+	OpenTime, CloseTime Aggregate
+	// Kernels counts kernel records landed from windows; KernelsPerWindow
+	// is a histogram of them per finished window: bucket i counts windows
+	// of at most 2^i kernels (the last, any more).
+	Kernels          uint64
+	KernelsPerWindow [KernelsPerWindowBuckets]uint64
+	// Last is the newest window whose records have all landed.
+	Last KernelWindow
+}
+
+// KernelsPerWindowBuckets is the length of KernelWindowStats.KernelsPerWindow:
+// up to 2^16 kernels, then the rest.
+const KernelsPerWindowBuckets = 18
+
+// tracedStep is one armed step's collection window, opened at its BeginStep:
+// a traced kernel belongs to the latest one opened before it ended.
+type tracedStep struct {
+	step    uint64
+	startNs int64  // Unix ns, by Options.Now (the tracer's ClockOffset maps onto the same clock)
+	win     uint64 // the kernel window's Seq; 0 for an attached tracer's
+}
+
+// tracedSteps is how many armed steps the hub remembers to attribute
+// traced kernels to steps. Records reach the hub up to a flush period (100
+// ms) after their step, and, in a window of many steps, at its close:
+// 4,096 steps cover that at any step rate an engine reaches. 96 KiB, made
+// when a tracer first opens.
+const tracedSteps = 4096
+
+// recentWindows is how many windows are kept for their kernel counts
+// until their records have landed.
+const recentWindows = 16
+
+// kernelWindows owns the kernel tracer's life: the windows (or the attached
+// tracer), the requests for them, what was measured of them, and the armed
+// steps their records land in. Fields under "stepping" belong to the one
+// BeginStep running (busy); mu guards what others read.
+type kernelWindows struct {
+	opener backend.TracerOpener
+	logf   func(format string, args ...interface{})
+	now    func() time.Time
+
+	mode   atomic.Uint32 // KernelTiming, as last asked
+	every  atomic.Int64  // window period, ns
+	nsteps atomic.Int64  // steps per window
+	// active: the tracer is the source of kernel spans now, so KernelBegin
+	// opens no event pair. Read on span paths.
+	active    atomic.Bool
+	requested atomic.Bool            // RequestKernelWindow: open one at the next step
+	takeOver  atomic.Bool            // SetKernelTiming(auto or cupti): another CUPTI subscriber is done
+	failed    atomic.Pointer[errBox] // a harvest-side failure: give the tracer up at the next step
+
+	openNow atomic.Bool // t != nil: BeginStep has work at any level (tracerBit)
+	// stepping: the BeginStep running holds busy.
+	busy      atomic.Bool
+	t         backend.KernelTracer // open now, or nil
+	tmode     backend.TracerMode
+	on        bool      // attached: collection on
+	inWin     uint64    // steps the open window collected
+	lastOpen  time.Time // when the newest window opened (or was due and skipped)
+	refusals  int       // closes refused in a row
+	offFor    int32     // mode+1 that the fallback (off) applies to; 0: none
+	cur       KernelWindow
+	busyShown bool // the busy fallback has been logged since it last worked
+
+	mu        sync.Mutex
+	pub       backend.KernelTracer // what harvests read: the open tracer, else the last one
+	opens     uint64               // opens so far: a harvest takes new drop baselines when it changes
+	dropBase  [backend.MaxTracerDevices]uint64
+	steps     []tracedStep // ring of tracedSteps, made at the first open
+	sn        uint64       // armed steps recorded
+	closedSeq uint64       // Seq of the newest window closed
+	recent    [recentWindows]KernelWindow
+	stats     KernelWindowStats
+	err       error // why kernel spans are not from the tracer (status)
+	fallbacks uint64
+}
+
+func newKernelWindows(o Options, logf func(string, ...interface{}), now func() time.Time) (*kernelWindows, error) {
+	if o.KernelTiming > KernelTimingAttached {
+		return nil, fmt.Errorf("gpuspans: Options.KernelTiming is %v", o.KernelTiming)
+	}
+	if o.KernelTiming != KernelTimingEvents && o.KernelTracer == nil {
+		return nil, fmt.Errorf("gpuspans: Options.KernelTiming is %v but Options.KernelTracer is nil", o.KernelTiming)
+	}
+	every, steps, err := windowSettings(o.KernelWindowEvery, o.KernelWindowSteps, "Options.KernelWindowEvery", "Options.KernelWindowSteps")
+	if err != nil {
+		return nil, err
+	}
+	w := &kernelWindows{opener: o.KernelTracer, logf: logf, now: now}
+	w.mode.Store(uint32(o.KernelTiming))
+	w.every.Store(int64(every))
+	w.nsteps.Store(int64(steps))
+	w.stats.OpenTime.Name, w.stats.CloseTime.Name = "open", "close"
+	return w, nil
+}
+
+// windowSettings applies the defaults and bounds of the window settings;
+// errors name the setting as the caller spells it.
+func windowSettings(every time.Duration, steps int, everyName, stepsName string) (time.Duration, int, error) {
+	switch {
+	case every == 0:
+		every = DefaultKernelWindowEvery
+	case every < MinKernelWindowEvery || every > MaxKernelWindowEvery:
+		return 0, 0, fmt.Errorf("gpuspans: %s is %v, want %v..%v (0: %v)", everyName, every, MinKernelWindowEvery, MaxKernelWindowEvery, DefaultKernelWindowEvery)
+	}
+	switch {
+	case steps == 0:
+		steps = DefaultKernelWindowSteps
+	case steps < 0 || steps > MaxKernelWindowSteps:
+		return 0, 0, fmt.Errorf("gpuspans: %s is %d, want 1..%d (0: %d)", stepsName, steps, MaxKernelWindowSteps, DefaultKernelWindowSteps)
+	}
+	return every, steps, nil
+}
+
+func (w *kernelWindows) timing() KernelTiming { return KernelTiming(w.mode.Load()) }
+
+// setTracer records the tracer open now (nil: none). Stepping thread.
+func (w *kernelWindows) setTracer(t backend.KernelTracer) {
+	w.t = t
+	w.openNow.Store(t != nil)
+}
+
+// step is BeginStep's part: it opens, closes or switches the tracer as the
+// settings and requests say, and reports whether this step is armed by the
+// tracer (decided) or left to KernelSpanEvery (!decided). kernel: the level
+// is Kernel. step: this step's number. locked: the caller holds the
+// harvest lock, so that no harvest of ours (a pool opening launches
+// calibration kernels) runs on another thread while CUPTI attaches or
+// detaches; without it an open or close waits for a later step (a window
+// then collects one step more). A BeginStep that races another leaves the
+// tracer alone.
+func (w *kernelWindows) step(kernel bool, step uint64, spanEvery int64, locked bool) (armed, decided bool) {
+	if w.opener == nil || !w.busy.CompareAndSwap(false, true) {
+		return false, false
+	}
+	defer w.busy.Store(false)
+	mode := w.timing()
+	if locked {
+		if e := w.failed.Swap(nil); e != nil {
+			w.closeNow(true)
+			w.fallBack(mode, e.err)
+		}
+	}
+	release := !kernel || mode == KernelTimingEvents
+	if w.t != nil {
+		if w.tmode == backend.TracerWindow {
+			done := release || mode == KernelTimingAttached || w.inWin >= uint64(w.nsteps.Load())
+			if !done || !locked || !w.closeWindow() {
+				w.collect(step) // not done, not now, or refused: the window goes on, collecting
+				return kernel, true
+			}
+			if release {
+				// Below Kernel nothing is armed anyway; events hands
+				// kernel spans back to event pairs.
+				w.active.Store(mode != KernelTimingEvents && w.active.Load())
+				return false, false
+			}
+			return false, w.active.Load()
+		}
+		if !release && mode == KernelTimingAttached {
+			return w.armAttached(step, spanEvery), true
+		}
+		if !locked {
+			return false, true
+		}
+		w.closeNow(false)
+	}
+	if release || w.offFor == int32(mode)+1 {
+		return false, false
+	}
+	if !locked {
+		return false, w.active.Load()
+	}
+	w.offFor = 0
+	if mode == KernelTimingAttached {
+		if !w.openTracer(mode, backend.TracerAttached, step) {
+			return false, false
+		}
+		return w.armAttached(step, spanEvery), true
+	}
+	now := w.now()
+	due := w.requested.Load() || w.lastOpen.IsZero() || now.Sub(w.lastOpen) >= time.Duration(w.every.Load())
+	if !due {
+		return false, w.active.Load()
+	}
+	w.requested.Store(false)
+	w.lastOpen = now
+	if !w.openTracer(mode, backend.TracerWindow, step) {
+		return false, false
+	}
+	w.collect(step)
+	return true, true
+}
+
+// openTracer opens the tracer in tmode for mode and publishes it; a refusal
+// falls back to event pairs, for good but for a busy CUPTI, which windows
+// try again a period later. Stepping thread.
+func (w *kernelWindows) openTracer(mode KernelTiming, tmode backend.TracerMode, step uint64) bool {
+	open := tmode
+	if tmode == backend.TracerWindow && w.takeOver.Swap(false) {
+		open = backend.TracerWindowTakeOver
+	}
+	start := time.Now()
+	t, err := callTracerOpener(w.opener, open)
+	cost := time.Since(start)
+	if err != nil {
+		w.active.Store(false)
+		if tmode == backend.TracerWindow && errors.Is(err, backend.ErrTracerBusy) {
+			w.mu.Lock()
+			w.stats.Skipped++
+			w.err = err
+			w.mu.Unlock()
+			if !w.busyShown {
+				w.busyShown = true
+				w.logf("gpuspans: kernel window skipped, kernel spans from event pairs until a later one opens: %v "+
+					"(torch.profiler keeps its subscriber after it stops: set kernel timing to auto again once it is done)", err)
+			}
+			return false
+		}
+		w.fallBack(mode, err)
+		return false
+	}
+	w.busyShown = false
+	w.setTracer(t)
+	w.tmode, w.on, w.inWin, w.refusals = tmode, false, 0, 0
+	var base [backend.MaxTracerDevices]uint64
+	if st, err := tracerStats(t); err == nil {
+		base = st.DroppedByDevice // drops already counted by the tracer are not this hub's
+	}
+	w.mu.Lock()
+	w.pub = t
+	w.opens++
+	w.dropBase = base
+	w.err = nil
+	if w.steps == nil {
+		w.steps = make([]tracedStep, tracedSteps)
+	}
+	if tmode == backend.TracerWindow {
+		w.stats.Opened++
+		w.stats.Open = true
+		w.stats.OpenTime.observe(int64(cost))
+		w.cur = KernelWindow{Seq: w.stats.Opened, FirstStep: step, OpenTime: cost, Opened: w.now()}
+	}
+	w.mu.Unlock()
+	w.active.Store(true)
+	return true
+}
+
+// collect makes this step one of the open window's, which also answers a
+// request for a window. Stepping thread.
+func (w *kernelWindows) collect(step uint64) {
+	w.requested.Store(false)
+	w.inWin++
+	w.record(step, w.cur.Seq)
+}
+
+// record remembers an armed step, by which landings tell a traced kernel's
+// step. Stepping thread.
+func (w *kernelWindows) record(step, win uint64) {
+	w.mu.Lock()
+	if w.sn == 0 || w.steps[(w.sn-1)%tracedSteps].step != step {
+		w.steps[w.sn%tracedSteps] = tracedStep{step: step, startNs: w.now().UnixNano(), win: win}
+		w.sn++
+	}
+	w.mu.Unlock()
+}
+
+// armAttached arms one step in KernelSpanEvery, as event pairs would be,
+// with collection following the arming. A failed switch on gives the
+// tracer up. Stepping thread.
+func (w *kernelWindows) armAttached(step uint64, spanEvery int64) bool {
+	armed := step%uint64(spanEvery) == 0
+	if armed != w.on {
+		if err := callTracerEnable(w.t, armed); err != nil && armed {
+			w.closeNow(true)
+			w.fallBack(KernelTimingAttached, err)
+			return false
+		}
+		w.on = armed
+	}
+	if armed {
+		w.record(step, 0)
+	}
+	return armed
+}
+
+// closeWindow ends the open window on this thread; false when the tracer
+// refused (another thread: it stays open), until maxCloseRefusals in a
+// row abandon it. Stepping thread.
+func (w *kernelWindows) closeWindow() bool {
+	start := time.Now()
+	err := callTracerClose(w.t)
+	cost := time.Since(start)
+	if errors.Is(err, backend.ErrWrongThread) {
+		w.refusals++
+		if w.refusals < maxCloseRefusals {
+			return false
+		}
+		w.abandon(fmt.Errorf("%d steps in a row began on another thread than the window's (%v): kernel windows need one stepping thread (in Go, runtime.LockOSThread on the stepping goroutine)", w.refusals, err))
+		return true
+	}
+	w.finishWindow(cost)
+	if err != nil {
+		w.fallBack(w.timing(), err)
+	}
+	return true
+}
+
+// finishWindow publishes the close of the open window. Stepping thread.
+func (w *kernelWindows) finishWindow(cost time.Duration) {
+	w.setTracer(nil)
+	w.cur.Steps = w.inWin
+	w.cur.CloseTime = cost
+	w.mu.Lock()
+	w.stats.Open = false
+	w.stats.CloseTime.observe(int64(cost))
+	w.recent[w.cur.Seq%recentWindows] = w.cur
+	w.closedSeq = w.cur.Seq
+	w.mu.Unlock()
+}
+
+// abandon leaves the open window attached (its thread will not close it)
+// and turns windows off. Stepping thread, or CloseKernelTracer.
+func (w *kernelWindows) abandon(why error) {
+	_ = callTracerAbandon(w.t)
+	w.finishWindow(0)
+	w.mu.Lock()
+	w.stats.Abandoned++
+	w.mu.Unlock()
+	w.fallBack(w.timing(), why)
+}
+
+// closeNow closes whatever tracer is open, now, on this thread: a window
+// that refuses is abandoned. broken: the tracer failed, and its close
+// errors are moot. Stepping thread, or CloseKernelTracer.
+func (w *kernelWindows) closeNow(broken bool) {
+	if w.t == nil {
+		return
+	}
+	w.active.Store(false)
+	if w.tmode == backend.TracerWindow {
+		start := time.Now()
+		err := callTracerClose(w.t)
+		if errors.Is(err, backend.ErrWrongThread) {
+			w.abandon(fmt.Errorf("closed from another thread than the window's: %w", err))
+			return
+		}
+		w.finishWindow(time.Since(start))
+		if err != nil && !broken {
+			w.logf("gpuspans: closing the kernel window: %v", err)
+		}
+		return
+	}
+	err := callTracerClose(w.t)
+	w.setTracer(nil)
+	if err != nil && !broken {
+		w.logf("gpuspans: closing the kernel tracer: %v", err)
+	}
+}
+
+// fallBack gives the tracer up for event pairs until the mode is set
+// again, and says why once. Stepping thread.
+func (w *kernelWindows) fallBack(mode KernelTiming, err error) {
+	w.active.Store(false)
+	w.offFor = int32(mode) + 1
+	w.mu.Lock()
+	w.err = err
+	w.fallbacks++
+	w.mu.Unlock()
+	how := "unavailable"
+	if mode == KernelTimingCUPTI {
+		how = "requested (cupti) but unavailable"
+	}
+	w.logf("gpuspans: kernel spans from event pairs: the kernel tracer is %s: %v", how, err)
+}
+
+// setMode asks for a mode from the next step on; auto or cupti also says
+// that another CUPTI client whose subscriber made windows skip is done.
+// Any goroutine.
+func (w *kernelWindows) setMode(k KernelTiming) {
+	w.takeOver.Store(k == KernelTimingAuto || k == KernelTimingCUPTI)
+	if w.mode.Swap(uint32(k)) != uint32(k) {
+		w.mu.Lock()
+		w.err = nil
+		w.mu.Unlock()
+	}
+}
+
+// release closes the tracer from the calling thread, for a hub closing
+// down: it waits up to wait for a BeginStep in progress. A window opened
+// on another thread that still lives is abandoned.
+func (w *kernelWindows) release(wait time.Duration, lock sync.Locker) error {
+	deadline := time.Now().Add(wait)
+	for !w.busy.CompareAndSwap(false, true) {
+		if time.Now().After(deadline) {
+			return errors.New("gpuspans: a BeginStep kept the kernel tracer busy")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	defer w.busy.Store(false)
+	lock.Lock()
+	defer lock.Unlock()
+	w.mode.Store(uint32(KernelTimingEvents))
+	w.closeNow(false)
+	return nil
+}
+
+// status fills a snapshot's view. Caller holds w.mu.
+func (w *kernelWindows) statusLocked(s *KernelTimingStatus) {
+	s.Mode = w.timing()
+	s.Tracing = w.active.Load()
+	s.Err = w.err
+	s.Fallbacks = w.fallbacks
+	s.Windows = w.stats
+	s.Windows.Every = time.Duration(w.every.Load())
+	s.Windows.Steps = int(w.nsteps.Load())
+}
