@@ -211,6 +211,10 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 	}
 	e.stopServing()
 	e.stopHarvester()
+	// On the stepping thread (the usual close) a window detaches here; on
+	// another, it is abandoned, attached, rather than detached under that
+	// thread's launches.
+	_ = e.h.CloseKernelTracer()
 	_ = e.h.SetLevel(gpuspans.LevelOff)
 	for d := 0; d < gpuspans.MaxDevices; d++ {
 		e.h.Uninstall(d)
@@ -419,11 +423,41 @@ func gs_hub_set_kernel_timing(handle C.gs_hub, timing C.int32_t) (st C.gs_hub_st
 	}
 	defer e.exit()
 	defer recoverTo("gs_hub_set_kernel_timing", e, &st)
-	if timing < 0 || timing > C.GS_HUB_KERNEL_TIMING_CUPTI {
-		return fail(e, statusInvalidArgument, "gs_hub_set_kernel_timing: timing %d, want GS_HUB_KERNEL_TIMING_EVENTS (0), _AUTO (1) or _CUPTI (2)", int(timing))
+	if timing < 0 || timing > C.GS_HUB_KERNEL_TIMING_ATTACHED {
+		return fail(e, statusInvalidArgument, "gs_hub_set_kernel_timing: timing %d, want GS_HUB_KERNEL_TIMING_EVENTS (0), _AUTO (1), _CUPTI (2) or _ATTACHED (3)", int(timing))
 	}
 	if err := e.h.SetKernelTiming(gpuspans.KernelTiming(timing)); err != nil {
 		return fail(e, statusInvalidArgument, "gs_hub_set_kernel_timing: %v", err)
+	}
+	return statusOK
+}
+
+//export gs_hub_set_kernel_windows
+func gs_hub_set_kernel_windows(handle C.gs_hub, everyNs C.int64_t, steps C.int32_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_set_kernel_windows", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_set_kernel_windows", e, &st)
+	if err := e.h.SetKernelWindows(time.Duration(everyNs), int(steps)); err != nil {
+		return fail(e, statusInvalidArgument, "gs_hub_set_kernel_windows: %v", err)
+	}
+	return statusOK
+}
+
+//export gs_hub_request_kernel_window
+func gs_hub_request_kernel_window(handle C.gs_hub) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_request_kernel_window", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_request_kernel_window", e, &st)
+	if err := e.h.RequestKernelWindow(); err != nil {
+		return fail(e, statusInvalidArgument, "gs_hub_request_kernel_window: %v", err)
 	}
 	return statusOK
 }

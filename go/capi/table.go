@@ -49,6 +49,7 @@ const (
 var _ = [1]struct{}{}[C.GS_HUB_WORD_LEVEL^gpuspans.MirrorLevel]
 var _ = [1]struct{}{}[C.GS_HUB_WORD_ARMED^gpuspans.MirrorArmed]
 var _ = [1]struct{}{}[C.GS_HUB_WORD_POOLS^gpuspans.MirrorPools]
+var _ = [1]struct{}{}[C.GS_HUB_WORD_TRACER^gpuspans.MirrorTracer]
 
 // hub is one open hub and what the C side attached to it.
 type hub struct {

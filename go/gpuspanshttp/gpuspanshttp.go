@@ -14,7 +14,8 @@
 //	GET         /debug/gpuspans/snapshot.json     the same snapshot as JSON
 //	GET, PUT    /control/level                    off, step or kernel (package control)
 //	GET, PUT    /control/kernel_span_every        arm kernel spans on one step in N
-//	GET, PUT    /control/kernel_timing            events, auto or cupti
+//	GET, PUT    /control/kernel_timing            events, auto, cupti or attached
+//	GET, PUT    /control/kernel_window            "open": a kernel window at the next step
 //	GET         /                                 redirects to /debug/gpuspans
 //
 // plus Options.Extra. POST is accepted wherever PUT is, under the rules

@@ -5,13 +5,19 @@ The decoder of torch_decode.py (random weights, KV cache) decodes through
 one CUDA graph, captured once for the batch shape and replayed every step;
 a new batch's prefill runs eagerly every --prefill-every steps. Nobody wraps
 a kernel by hand: with kernel_timing "auto" gpuspans takes every kernel of
-armed steps (1 in --kernel-span-every) from CUPTI, graph replays included.
-It reports, as markdown:
+kernel windows (one step every 10 s by default; "auto@S" opens one every S
+seconds) from CUPTI, graph replays included, with CUPTI detached between
+windows; "attached" keeps CUPTI attached and collects 1 step in
+--kernel-span-every. It reports, as markdown:
 
-- tokens/s with no telemetry, at Off, and at Kernel with kernel_timing
-  "events" and "auto" (median of interleaved rounds, with each round);
-- with "auto": the kernels that landed per armed step, against the kernels
-  CUPTI saw (all of them, named), and the names.
+- tokens/s with no telemetry, at Off, and at Kernel with each kernel_timing
+  (median of interleaved rounds, with each round), the first --warmup steps
+  of each run left out (the pool's opening, and auto's first window);
+- the steps inside and outside windows, and what a window costs the
+  stepping thread (open, close) from the hub's own histograms;
+- per window: the kernels that landed against the kernels of the graph and
+  the prefill, and their names;
+- torch.profiler and windows in both orders in one process.
 
 Run on a GPU machine with the library built here:
 
@@ -30,7 +36,9 @@ import gpuspans
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_decode import TorchModel  # noqa: E402  (the same decoder)
 
-VARIANTS = ("none", "off", "kernel/events", "kernel/auto")
+# "kernel/attached" leaves CUPTI attached for the rest of the process, and
+# windows off: give it a process of its own (--variants none,off,kernel/attached).
+VARIANTS = ("none", "off", "kernel/events", "kernel/auto", "kernel/auto@1", "kernel/auto@0.25")
 
 
 class GraphDecoder:
@@ -91,8 +99,9 @@ def run(args, torch, dec, variant):
     hub = None
     if variant != "none":
         level, _, timing = variant.partition("/")
+        timing, _, every = timing.partition("@")
         hub = gpuspans.Hub(lanes=["prefill", "decode"], level=level, kernel_span_every=args.kernel_span_every,
-                           kernel_timing=timing or "events", quiet=True)
+                           kernel_timing=timing or "events", kernel_window_every=float(every or 0), quiet=True)
         hub.install(torch.cuda.current_device(), torch.cuda.current_stream())
     prefill, decode = (hub.lane("prefill"), hub.lane("decode")) if hub else (None, None)
     try:
@@ -101,6 +110,8 @@ def run(args, torch, dec, variant):
         torch.cuda.synchronize()
         t0 = time.perf_counter()
         for i in range(args.steps):
+            if i == args.warmup:
+                tokens, t0 = 0, time.perf_counter()
             ts = time.perf_counter()
             armed = False
             if hub:
@@ -120,13 +131,15 @@ def run(args, torch, dec, variant):
             if args.sync:
                 dec.tok.cpu()  # the sampled tokens, as an engine reads them every step
             tokens += dec.m.batch
-            times["armed" if armed else "unarmed"].append((time.perf_counter() - ts) * 1e6)
+            if i >= args.warmup:
+                times["armed" if armed else "unarmed"].append((time.perf_counter() - ts) * 1e6)
         torch.cuda.synchronize()
         rate = tokens / (time.perf_counter() - t0)
         snap = None
         if hub:
             tracing = hub.tracing_kernels
-            hub.level = "step"  # collection off; the tracer lands its last records and detaches
+            hub.level = "step"
+            hub.step()  # closes a window still open, here: on the launching thread
             hub.drain(2.0)
             snap = hub.snapshot()
             snap["tracing"] = tracing
@@ -197,31 +210,35 @@ def coexistence(torch, dec):
         return sum(1 for e in prof.events() if e.device_type.name == "CUDA")
 
     out = []
-    with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_span_every=1, kernel_timing="auto", quiet=True) as hub:
-        hub.install(torch.cuda.current_device(), torch.cuda.current_stream())
-        for _ in range(3):
+
+    def windows(hub, n):
+        before = hub.snapshot()["kernel_timing"]["windows"]
+        for _ in range(n):
+            hub.request_kernel_window()
             hub.step()
             dec.decode()
-        torch.cuda.synchronize()
-        out.append(f"- tracing before the profiler: {hub.tracing_kernels}")
-        hub.kernel_timing = "events"  # release CUPTI for the profiler
-        out.append(f"- torch.profiler after `hub.kernel_timing = \"events\"`: {profiled()} CUDA events")
-        hub.kernel_timing = "auto"  # take it back
-        for _ in range(3):
-            hub.step()
-            dec.decode()
-        torch.cuda.synchronize()
-        out.append(f"- tracing after `hub.kernel_timing = \"auto\"` again: {hub.tracing_kernels}")
-        out.append(f"- torch.profiler while the tracer holds CUPTI: {profiled()} CUDA events")
-        for _ in range(3):
-            hub.step()
-            dec.decode()
-        torch.cuda.synchronize()
-        hub.level = "step"
+            dec.tok.cpu()
+            hub.step()  # closes the window
         hub.drain(2.0)
-        s = hub.snapshot()
-        out.append(f"- after it: tracing {s['kernel_timing']['tracing']}, fallbacks {s['kernel_timing']['fallbacks']}, "
-                   f"kernel spans {sum(a['count'] for a in s['kernels'])}, records {s['kernel_timing']['records']}")
+        after = hub.snapshot()["kernel_timing"]["windows"]
+        return after["opened"] - before["opened"], after["kernels"] - before["kernels"], after["skipped"] - before["skipped"]
+
+    out.append(f"- torch.profiler before any window: {profiled()} CUDA events")
+    with gpuspans.Hub(lanes=["decode"], level="kernel", kernel_timing="auto", quiet=True) as hub:
+        hub.install(torch.cuda.current_device(), torch.cuda.current_stream())
+
+        def line(what):
+            opened, kernels, skipped = windows(hub, 5)
+            out.append(f"- {what}: 5 windows asked, {opened} opened, {skipped} skipped, {kernels} kernels landed")
+
+        line("a hub made with kernel_timing=\"auto\" after it")
+        for r in range(2):
+            out.append(f"- torch.profiler: {profiled()} CUDA events")
+            line("windows after it, kernel timing untouched")
+            hub.kernel_timing = "auto"  # the profiler is done: take CUPTI back
+            line("after `hub.kernel_timing = \"auto\"`")
+        s = hub.snapshot()["kernel_timing"]
+        out.append(f"- at the end: tracing {s['tracing']}, fallbacks {s['fallbacks']}, reason {s.get('reason', '') or '-'}")
     return out
 
 
@@ -236,7 +253,15 @@ def main(argv=None):
     ap.add_argument("--layers", type=int, default=8)
     ap.add_argument("--d-model", type=int, default=1024)
     ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--warmup", type=int, default=64, help="steps of each run left out of its rate and step times")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated variants to run")
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.warmup < 0 or args.warmup >= args.steps:
+        ap.error("--warmup must be 0..steps-1")
+    variants = tuple(v for v in args.variants.split(",") if v)
+    bad = [v for v in variants if v.split("@")[0] not in ("none", "off", "kernel/events", "kernel/auto", "kernel/cupti", "kernel/attached")]
+    if bad or "none" not in variants or "off" not in variants:
+        ap.error(f"--variants: {bad or 'none and off are needed'}")
     for name in ("rounds", "steps", "prefill_every", "kernel_span_every", "layers", "d_model", "batch"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
@@ -249,11 +274,11 @@ def main(argv=None):
     dec.start_batch()
     dec.capture()
 
-    rates = {v: [] for v in VARIANTS}
-    steps = {v: {"armed": [], "unarmed": []} for v in VARIANTS}
+    rates = {v: [] for v in variants}
+    steps = {v: {"armed": [], "unarmed": []} for v in variants}
     snaps = {}
     for r in range(args.rounds + 1):  # round 0 warms up
-        for v in VARIANTS:
+        for v in variants:
             rate, times, snap = run(args, torch, dec, v)
             if r > 0:
                 rates[v].append(rate)
@@ -266,26 +291,39 @@ def main(argv=None):
     w = sys.stdout.write
     w(f"# CUDA-graph decode with gpuspans\n\n{torch.cuda.get_device_name(0)}, torch {torch.__version__}; "
       f"{model.describe()}; {args.steps} steps per run, {args.rounds} rounds, "
-      f"kernel_span_every={args.kernel_span_every}, prefill every {args.prefill_every} steps\n\n")
+      f"kernel_span_every={args.kernel_span_every}, prefill every {args.prefill_every} steps, "
+      f"first {args.warmup} steps of each run left out\n\n")
     w(f"command: `{' '.join([os.path.basename(sys.executable)] + sys.argv)}`\n\n")
     w("| variant | tokens/s (median) | vs none | vs off | rounds (tokens/s) | spread (max/min - 1) |\n")
     w("| --- | ---: | ---: | ---: | --- | ---: |\n")
-    for v in VARIANTS:
+    for v in variants:
         xs = rates[v]
         w(f"| {v} | {med[v]:,.0f} | {med[v] / med['none'] - 1:+.2%} | {med[v] / med['off'] - 1:+.2%} | "
           f"{', '.join(f'{x:,.0f}' for x in xs)} | {max(xs) / min(xs) - 1:.1%} |\n")
-    w("\nTarget: kernel/auto within 2% of off (median of interleaved rounds).\n\n")
+    w("\nArmed steps are a window's steps with auto, 1 in kernel_span_every otherwise.\n\n")
     w("Host time per step, us (each step reads its tokens back: the GPU's step time plus the host's overhead):\n\n")
     w("| variant | unarmed steps p50 | armed steps p50 | armed steps p90 |\n| --- | ---: | ---: | ---: |\n")
 
     def q(xs, f):
         return f"{sorted(xs)[int(f * (len(xs) - 1))]:.1f}" if xs else "-"
 
-    for v in VARIANTS:
+    for v in variants:
         w(f"| {v} | {q(steps[v]['unarmed'], 0.5)} | {q(steps[v]['armed'], 0.5)} | {q(steps[v]['armed'], 0.9)} |\n")
     w("\n")
 
-    for v in ("kernel/events", "kernel/auto"):
+    w("Kernel windows (the last run of each variant; costs on the stepping thread, ms, from the hub's histograms):\n\n")
+    w("| variant | windows | skipped | kernels landed | per window | open p50 / p99 / max | close p50 / p99 / max |\n")
+    w("| --- | ---: | ---: | ---: | ---: | --- | --- |\n")
+    for v in variants:
+        kw = snaps.get(v, {}).get("kernel_timing", {}).get("windows")
+        if not kw or not kw["opened"]:
+            continue
+        o, c = kw["open_ns"], kw["close_ns"]
+        w(f"| {v} | {kw['opened']} | {kw['skipped']} | {kw['kernels']} | {kw['last']['kernels']} (last) | "
+          f"{o[0] / 1e6:.2f} / {o[1] / 1e6:.2f} / {o[2] / 1e6:.2f} | {c[0] / 1e6:.2f} / {c[1] / 1e6:.2f} / {c[2] / 1e6:.2f} |\n")
+    w("\n")
+
+    for v in [v for v in ("kernel/events", "kernel/auto", "kernel/attached") if v in snaps]:
         s = snaps[v]
         kernels = [a for a in s["kernels"] if a["count"]]
         total = sum(a["count"] for a in kernels)
@@ -302,6 +340,8 @@ def main(argv=None):
                   f"{a.get('p99_ns', 0) / 1e3:.1f} | {a['max_ns'] / 1e3:.1f} |\n")
             w("\n")
     w("## Host time per call\n\n" + "\n".join(call_costs(args, torch, dec)) + "\n\n")
+    if "kernel/attached" in variants:
+        return  # windows are off in this process
     try:
         lines = coexistence(torch, dec)
     except Exception as e:  # report it; the tables above stand

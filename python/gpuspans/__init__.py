@@ -216,7 +216,7 @@ def _close_handle(lib, handle, pid):
 
 
 # Hub.kernel_timing's names, by GS_HUB_KERNEL_TIMING_* value.
-_KERNEL_TIMINGS = ("events", "auto", "cupti")
+_KERNEL_TIMINGS = ("events", "auto", "cupti", "attached")
 
 # The start-time modes, in the order of GS_HUB_START_TIMES_* (their values).
 _START_TIMES = ("auto", "never", "always")
@@ -340,8 +340,13 @@ class Hub:
     "auto" (while a reader calls recent_spans or keep_start_times),
     "never" or "always"; raw_kernel_spans: as go/gpuspans.Options;
     quiet: no log lines at all (else they go to the logging logger
-    "gpuspans", gpuspans.logger); kernel_timing: "events", "auto" or
-    "cupti" (see Hub.kernel_timing).
+    "gpuspans", gpuspans.logger); kernel_timing: "events", "auto",
+    "cupti" or "attached" (see Hub.kernel_timing); kernel_window_every,
+    kernel_window_steps: the period of kernel windows in seconds and the
+    steps each collects (0: 10 s and 1; see set_kernel_windows).
+
+    Kernel windows attach CUPTI inside step(), so call step() on the thread
+    that launches the engine's kernels, and no other.
     """
 
     def __init__(
@@ -355,6 +360,8 @@ class Hub:
         raw_kernel_spans: bool = False,
         quiet: bool = False,
         kernel_timing: str = "events",
+        kernel_window_every: float = 0,
+        kernel_window_steps: int = 0,
     ) -> None:
         self._lib = lib = library()
         self._h = 0
@@ -407,6 +414,8 @@ class Hub:
         self._lane_end_call = lib.gs_hub_lane_end_call
         self._kernel_begin_call = lib.gs_hub_kernel_begin_call
         self._kernel_end_call = lib.gs_hub_kernel_end_call
+        if kernel_window_every or kernel_window_steps:
+            self.set_kernel_windows(kernel_window_every, kernel_window_steps)
         if kernel_timing != "events":
             self.kernel_timing = kernel_timing
 
@@ -497,10 +506,15 @@ class Hub:
     @property
     def kernel_timing(self) -> str:
         """Where kernel spans come from: "events" (event pairs around the
-        kernels you wrap), "auto" (every kernel of armed steps from CUPTI,
-        CUDA graph replays included, where CUPTI loads; else events) or
-        "cupti" (as auto, a fallback logged as a failure). Set "events" to
-        let torch.profiler or Nsight take CUPTI, and "auto" again after."""
+        kernels you wrap), "auto" (every kernel of kernel windows from
+        CUPTI, CUDA graph replays included, where CUPTI loads; else events;
+        CUPTI is attached only while a window collects), "cupti" (as auto,
+        a fallback logged as a failure) or "attached" (every kernel of
+        armed steps from a CUPTI that stays attached, for engines that
+        launch from several threads: every launch then costs about 1 us
+        more, for the rest of the process). Set "events" to let
+        torch.profiler or Nsight take CUPTI (the next step() detaches it),
+        and "auto" again after."""
         v = ctypes.c_int32()
         self._check(self._lib.gs_hub_get_kernel_timing(self._h, ctypes.byref(v), None))
         return _KERNEL_TIMINGS[v.value]
@@ -520,6 +534,19 @@ class Hub:
         v = ctypes.c_int32()
         self._check(self._lib.gs_hub_get_kernel_timing(self._h, None, ctypes.byref(v)))
         return bool(v.value)
+
+    def set_kernel_windows(self, every: float = 0, steps: int = 0) -> None:
+        """Sets the period of kernel windows in seconds (0.001 to 86400; 0:
+        10 s) and the consecutive steps each collects (1 to 1024; 0: 1)."""
+        if not isinstance(every, (int, float)) or every != every or not (every == 0 or 1e-3 <= every <= 86400):
+            raise ValueError(f"gpuspans: kernel window period {every!r} s: want 0.001..86400 (0: 10 s)")
+        self._check(self._lib.gs_hub_set_kernel_windows(self._h, round(every * 1e9), _int("kernel_window_steps", steps, _I32)))
+
+    def request_kernel_window(self) -> None:
+        """Asks for a kernel window at the next step(), whatever the period:
+        the kernels of this moment. Raises Error when none can open (kernel
+        timing not auto or cupti, or CUPTI fell back)."""
+        self._check(self._lib.gs_hub_request_kernel_window(self._h))
 
     def start_harvester(self, interval: float = 0.001) -> None:
         """Harvests every interval seconds (1 us to 1 s) on a thread of the
@@ -550,7 +577,7 @@ class Hub:
         """Marks the start of an engine step (once per step, before its
         lanes): counts it, arms kernel spans on 1 step in N, lands finished
         spans. Never waits for the GPU."""
-        if self._word.value & (_lib.WORD_LEVEL | _lib.WORD_POOLS):
+        if self._word.value & (_lib.WORD_LEVEL | _lib.WORD_POOLS | _lib.WORD_TRACER):
             self._step_call(self._h)
 
     def lane_begin(self, lane: Union[int, str, Lane]) -> None:

@@ -21,6 +21,7 @@ WORD_STRIDE = 16
 WORD_LEVEL = 0x3
 WORD_ARMED = 0x4
 WORD_POOLS = 0x8
+WORD_TRACER = 0x10
 SNAPSHOT_JSON = 0
 SNAPSHOT_PROTO = 1
 SERVE_PROTECT_READS = 1
@@ -130,6 +131,8 @@ def load(path=None):
         "gs_hub_start_harvester": (i32, [u64, ctypes.c_int64]),
         "gs_hub_stop_harvester": (i32, [u64]),
         "gs_hub_get_kernel_timing": (i32, [u64, p(i32), p(i32)]),
+        "gs_hub_set_kernel_windows": (i32, [u64, ctypes.c_int64, i32]),
+        "gs_hub_request_kernel_window": (i32, [u64]),
         "gs_hub_harvest": (i32, [u64]),
         "gs_hub_drain": (i32, [u64, i32, p(u64)]),
         "gs_hub_snapshot": (i32, [u64, i32, ctypes.c_void_p, sz, p(sz)]),

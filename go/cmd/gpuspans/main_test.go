@@ -430,7 +430,7 @@ func TestDemoFlagValues(t *testing.T) {
 		{"--otlp_protocol=udp", 1, `otlp_protocol "udp": want grpc or http/protobuf`},
 		{"--otlp_sample_every=0", 1, "otlp_sample_every 0: want 1..1048576"},
 		{"--requests=100000", 1, "requests 100000: want 1..1024"},
-		{"--kernel_timing=nvtx", 2, `kernel timing "nvtx": want events, auto or cupti`},
+		{"--kernel_timing=nvtx", 2, `kernel timing "nvtx": want events, auto, cupti or attached`},
 	} {
 		code, out, errOut := runCmd(append([]string{"demo", "--backend=sim", "--steps=2", "--trace=", "--listen="}, strings.Fields(c.flag)...)...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

@@ -765,6 +765,7 @@ func TestTracedKernels(t *testing.T) {
 	h, err := gpuspans.New(gpuspans.Options{
 		Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Now: clock.Now, Logf: t.Logf,
 		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: tracer.Opener(),
+		KernelWindowSteps: gpuspans.MaxKernelWindowSteps, // one window over every step
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -185,6 +185,9 @@ type Collector struct {
 	deviceUp, deviceInfo         *prometheus.Desc
 	eventOffset                  *prometheus.Desc
 	kernelTiming, tracerFallback *prometheus.Desc
+	windows, windowsSkipped      *prometheus.Desc
+	windowsAbandoned, windowCost *prometheus.Desc
+	windowKernels, lastKernels   *prometheus.Desc
 
 	mu   sync.Mutex
 	snap gpuspans.Snapshot
@@ -240,6 +243,13 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 		kernelTiming:   d("kernel_timing_info", "Where kernel spans come from: mode as asked (events, auto, cupti) and source now (cupti: every kernel from the tracer; events: event pairs around wrapped launches); always 1.", "mode", "source"),
 		tracerFallback: d("kernel_tracer_fallbacks_total", "Times the kernel tracer (CUPTI) was given up for event pairs: it could not load, was refused, or another profiler held it. The reason is in the log and on the live page. Appears at the first."),
 
+		windows:          d("kernel_windows_total", "Kernel windows opened: CUPTI attached for a few steps, then detached. Appears at the first."),
+		windowsSkipped:   d("kernel_windows_skipped_total", "Kernel windows due but not opened because another CUPTI client (a profiler) held it; kernel spans came from event pairs meanwhile. Appears at the first."),
+		windowsAbandoned: d("kernel_windows_abandoned_total", "Kernel windows left attached because their thread stopped stepping; windows are off after one. Appears at the first."),
+		windowCost:       d("kernel_window_seconds", "What opening (CUPTI's attach) and closing (flush and detach) a kernel window cost the stepping thread. Appears at the first window.", "phase"),
+		windowKernels:    d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
+		lastKernels:      d("kernel_window_last_kernels", "Kernels the newest finished kernel window landed. Appears at the first."),
+
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
 		harvests:        d("harvests_total", "Harvests run."),
@@ -262,6 +272,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.unknownLane, c.laneOpen, c.badEnd, c.installFailures, c.stickyDisables,
 		c.poolPanics, c.harvestFailures, c.abandoned,
 		c.level, c.levelInfo, c.every, c.kernelTiming, c.tracerFallback,
+		c.windows, c.windowsSkipped, c.windowsAbandoned, c.windowCost, c.windowKernels, c.lastKernels,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
@@ -333,6 +344,17 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(c.kernelTiming, 1, s.KernelTiming.Mode.String(), source)
 	lazy(c.tracerFallback, s.KernelTiming.Fallbacks)
+	if w := &s.KernelTiming.Windows; w.Opened > 0 {
+		counter(c.windows, w.Opened)
+		counter(c.windowKernels, w.Kernels)
+		ch <- windowCost(c.windowCost, &w.OpenTime, "open")
+		ch <- windowCost(c.windowCost, &w.CloseTime, "close")
+		if w.Last.Seq > 0 {
+			gauge(c.lastKernels, float64(w.Last.Kernels))
+		}
+	}
+	lazy(c.windowsSkipped, s.KernelTiming.Windows.Skipped)
+	lazy(c.windowsAbandoned, s.KernelTiming.Windows.Abandoned)
 	counter(c.steps, s.Step)
 	lazy(c.armedSteps, s.ArmedSteps)
 	counter(c.harvests, k.Harvests)
@@ -358,6 +380,27 @@ func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, a
 		}
 	}
 	ch <- h
+}
+
+// windowCostBounds are kernel_window_seconds' buckets, 2 ms to 128 ms:
+// powers of two are edges of the hub's buckets, so the counts are exact,
+// and 8 series a phase keep classic-only servers within their budget.
+var windowCostBounds = []float64{1.0 / 512, 1.0 / 128, 1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8}
+
+// windowCost is a window cost histogram of a, classic buckets only.
+func windowCost(d *prometheus.Desc, a *gpuspans.Aggregate, phase string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(windowCostBounds))
+	for _, b := range windowCostBounds {
+		n := a.ZeroCount
+		for i, v := range a.Buckets {
+			if gpuspans.BucketUpperBound(i) > b {
+				break
+			}
+			n += v
+		}
+		buckets[b] = n
+	}
+	return prometheus.MustNewConstHistogram(d, a.Count, a.Sum.Seconds(), buckets, phase)
 }
 
 // devices sends one up and one info series per device. A device being

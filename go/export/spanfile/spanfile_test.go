@@ -180,8 +180,11 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("spans differ after the round trip:\ngot  %+v\nwant %+v", gotSpans[:3], want[:3])
 	}
 	for i, want := range []gpuspans.Snapshot{hubSnap, hand} {
+		// Span files carry what the spans are, not the tracer's windows
+		// (live state: the page and Prometheus have them) or cut reads.
+		want.KernelTiming.Windows, want.KernelTiming.ReadsCut = gpuspans.KernelWindowStats{}, 0
 		if !reflect.DeepEqual(gotSnaps[i], errText(want)) {
-			t.Errorf("snapshot %d differs after the round trip:\ngot  %+v\nwant %+v", i, gotSnaps[i], want)
+			t.Errorf("snapshot %d differs after the round trip:\ngot  %+v\nwant %+v", i, gotSnaps[i].KernelTiming, want.KernelTiming)
 		}
 	}
 }

@@ -5,9 +5,12 @@
 //	PUT or POST /control/level              set it
 //	GET         /control/kernel_span_every  arm kernel spans on one step in N
 //	PUT or POST /control/kernel_span_every  set N (1..gpuspans.MaxKernelSpanEvery, the hub's bound)
-//	GET         /control/kernel_timing      where kernel spans come from: events, auto or cupti
+//	GET         /control/kernel_timing      where kernel spans come from: events, auto, cupti or attached
 //	PUT or POST /control/kernel_timing      set it: "events" releases CUPTI for a profiler,
 //	                                        "auto" takes it again (gpuspans.Hub.SetKernelTiming)
+//	GET         /control/kernel_window      "open" while a kernel window collects, else "closed"
+//	PUT or POST /control/kernel_window      "open": a window at the next step, whatever the period
+//	                                        (gpuspans.Hub.RequestKernelWindow); answers "requested"
 //
 // (Without a token, a POST must carry a Content-Type no HTML form can
 // send, such as application/json: see Exposure below. PUT never needs one.)
@@ -15,7 +18,8 @@
 // A request body is plain text ("kernel", "8"; surrounding white space
 // ignored) unless its Content-Type is application/json, in which case it is
 // an object with the one field named like the endpoint:
-// {"level":"kernel"}, {"kernel_span_every":8}, {"kernel_timing":"auto"}. Responses are plain text
+// {"level":"kernel"}, {"kernel_span_every":8}, {"kernel_timing":"auto"},
+// {"kernel_window":"open"}. Responses are plain text
 // ("kernel\n") unless the request's body was JSON or its Accept header asks
 // for application/json; then they are the same JSON objects, and errors are
 // {"error":"..."}.
@@ -73,6 +77,7 @@ const (
 	LevelPath           = "/control/level"
 	KernelSpanEveryPath = "/control/kernel_span_every"
 	KernelTimingPath    = "/control/kernel_timing"
+	KernelWindowPath    = "/control/kernel_window"
 )
 
 // DefaultMaxBody is Options.MaxBody's default: a value is a few bytes.
@@ -110,6 +115,7 @@ func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 	mux.Handle(LevelPath, a.endpoint("level", a.getLevel, a.setLevel))
 	mux.Handle(KernelSpanEveryPath, a.endpoint("kernel_span_every", a.getEvery, a.setEvery))
 	mux.Handle(KernelTimingPath, a.endpoint("kernel_timing", a.getTiming, a.setTiming))
+	mux.Handle(KernelWindowPath, a.endpoint("kernel_window", a.getWindow, a.setWindow))
 }
 
 // CheckListen reports whether serving the endpoints on addr is allowed: a
@@ -420,8 +426,38 @@ func (a *api) setTiming(contentType string, body []byte) (string, string, error)
 	return old.String(), k.String(), nil
 }
 
+func (a *api) getWindow() string {
+	if a.hub.KernelTimingStatus().Windows.Open {
+		return "open"
+	}
+	return "closed"
+}
+
+func (a *api) setWindow(contentType string, body []byte) (string, string, error) {
+	var v struct {
+		Window *string `json:"kernel_window"`
+	}
+	text, err := valueText(contentType, body, "kernel_window", &v, func() (string, bool) {
+		if v.Window == nil {
+			return "", false
+		}
+		return *v.Window, true
+	})
+	if err != nil {
+		return "", "", err
+	}
+	if !strings.EqualFold(strings.TrimSpace(text), "open") {
+		return "", "", badRequest("bad kernel_window %q: want open", truncate(text))
+	}
+	old := a.getWindow()
+	if err := a.hub.RequestKernelWindow(); err != nil {
+		return "", "", badRequest("%v", err)
+	}
+	return old, "requested", nil
+}
+
 // ParseKernelTimingRequest reads kernel_timing from a request body of the
-// given Content-Type, as its endpoint does: events, auto or cupti.
+// given Content-Type, as its endpoint does: events, auto, cupti or attached.
 func ParseKernelTimingRequest(contentType string, body []byte) (gpuspans.KernelTiming, error) {
 	var v struct {
 		Timing *string `json:"kernel_timing"`
@@ -437,7 +473,7 @@ func ParseKernelTimingRequest(contentType string, body []byte) (gpuspans.KernelT
 	}
 	k, err := gpuspans.ParseKernelTiming(text)
 	if err != nil {
-		return 0, badRequest("bad kernel_timing %q: want events, auto or cupti", truncate(text))
+		return 0, badRequest("bad kernel_timing %q: want events, auto, cupti or attached", truncate(text))
 	}
 	return k, nil
 }

@@ -234,7 +234,9 @@ func TestCheckListenLoopbackListener(t *testing.T) {
 }
 
 func TestKernelTimingEndpoint(t *testing.T) {
-	open := func() (backend.KernelTracer, error) { return nil, errors.New("no CUPTI in this test") }
+	open := func(backend.TracerMode) (backend.KernelTracer, error) {
+		return nil, errors.New("no CUPTI in this test")
+	}
 	hub, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Logf: t.Logf, KernelTracer: open})
 	if err != nil {
 		t.Fatal(err)
@@ -259,7 +261,7 @@ func TestKernelTimingEndpoint(t *testing.T) {
 		{"GET", "", "", 200, "events\n", gpuspans.KernelTimingEvents},
 		{"PUT", "", " Auto\n", 200, "auto\n", gpuspans.KernelTimingAuto},
 		{"POST", "application/json", `{"kernel_timing":"cupti"}`, 200, `{"kernel_timing":"cupti"}`, gpuspans.KernelTimingCUPTI},
-		{"PUT", "", "nvtx", 400, `bad kernel_timing "nvtx": want events, auto or cupti`, gpuspans.KernelTimingCUPTI},
+		{"PUT", "", "nvtx", 400, `bad kernel_timing "nvtx": want events, auto, cupti or attached`, gpuspans.KernelTimingCUPTI},
 		{"POST", "text/plain", "events", 415, "", gpuspans.KernelTimingCUPTI}, // a form's POST, no token
 		{"PUT", "", "events", 200, "events\n", gpuspans.KernelTimingEvents},
 	} {
@@ -270,6 +272,33 @@ func TestKernelTimingEndpoint(t *testing.T) {
 		if got := hub.KernelTiming(); got != c.want {
 			t.Errorf("%s %q: kernel timing %v after, want %v", c.method, c.body, got, c.want)
 		}
+	}
+
+	// Kernel windows on demand: refused at events, then requested at auto.
+	win := func(method, body string) (int, string) {
+		req := localRequest(method, KernelWindowPath, strings.NewReader(body))
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, req)
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := win("PUT", "open"); code != 400 || !strings.Contains(body, "kernel timing is events") {
+		t.Errorf("a window at events: %d %q", code, body)
+	}
+	if err := hub.SetKernelTiming(gpuspans.KernelTimingAuto); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := win("PUT", "shut"); code != 400 || !strings.Contains(body, `bad kernel_window "shut": want open`) {
+		t.Errorf("a bad window value: %d %q", code, body)
+	}
+	if code, body := win("PUT", " Open\n"); code != 200 || body != "requested\n" {
+		t.Errorf("a window request: %d %q", code, body)
+	}
+	if code, body := win("GET", ""); code != 200 || body != "closed\n" {
+		t.Errorf("GET kernel_window: %d %q", code, body)
+	}
+	hub.BeginStep() // the request meets a tracer that cannot open: events, and a reason
+	if code, body := win("PUT", "open"); code != 400 || !strings.Contains(body, "no CUPTI in this test") {
+		t.Errorf("a window after the fallback: %d %q", code, body)
 	}
 
 	// A hub that cannot trace says so, by the option that is missing.

@@ -102,7 +102,8 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 		Lanes:   aggregates(s.Lanes),
 		Kernels: aggregates(s.Kernels),
 		KernelTiming: kernelTimingJSON{Mode: s.KernelTiming.Mode.String(), Tracing: s.KernelTiming.Tracing,
-			Fallbacks: s.KernelTiming.Fallbacks, Records: s.KernelTiming.Records, Labels: s.KernelTiming.Labels},
+			Fallbacks: s.KernelTiming.Fallbacks, Records: s.KernelTiming.Records, Labels: s.KernelTiming.Labels,
+			ReadsCut: s.KernelTiming.ReadsCut, Windows: kernelWindows(&s.KernelTiming.Windows)},
 	}
 	if s.KernelTiming.Err != nil {
 		j.KernelTiming.Reason = s.KernelTiming.Err.Error()
@@ -129,12 +130,59 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 
 // kernelTimingJSON is Snapshot.KernelTiming, with the proto's names.
 type kernelTimingJSON struct {
-	Mode      string `json:"mode"`
-	Tracing   bool   `json:"tracing"`
-	Reason    string `json:"reason,omitempty"`
-	Fallbacks uint64 `json:"fallbacks"`
-	Records   uint64 `json:"records"`
-	Labels    int    `json:"labels"`
+	Mode      string            `json:"mode"`
+	Tracing   bool              `json:"tracing"`
+	Reason    string            `json:"reason,omitempty"`
+	Fallbacks uint64            `json:"fallbacks"`
+	Records   uint64            `json:"records"`
+	Labels    int               `json:"labels"`
+	ReadsCut  uint64            `json:"reads_cut"`
+	Windows   kernelWindowsJSON `json:"windows"`
+}
+
+// kernelWindowsJSON is KernelTimingStatus.Windows: the costs on the
+// stepping thread as p50, p99 and max from the hub's histograms.
+type kernelWindowsJSON struct {
+	EveryNs          int64            `json:"every_ns"`
+	Steps            int              `json:"steps"`
+	Open             bool             `json:"open"`
+	Opened           uint64           `json:"opened"`
+	Skipped          uint64           `json:"skipped"`
+	Abandoned        uint64           `json:"abandoned"`
+	Kernels          uint64           `json:"kernels"`
+	OpenNs           [3]int64         `json:"open_ns"`  // p50, p99, max
+	CloseNs          [3]int64         `json:"close_ns"` // p50, p99, max
+	KernelsPerWindow []uint64         `json:"kernels_per_window"`
+	Last             kernelWindowJSON `json:"last"`
+}
+
+type kernelWindowJSON struct {
+	Seq          uint64 `json:"seq"`
+	FirstStep    uint64 `json:"first_step"`
+	Steps        uint64 `json:"steps"`
+	Kernels      uint64 `json:"kernels"`
+	OpenNs       int64  `json:"open_ns"`
+	CloseNs      int64  `json:"close_ns"`
+	OpenedUnixNs int64  `json:"opened_unix_ns"`
+}
+
+func costJSON(a *gpuspans.Aggregate) [3]int64 {
+	if a.Count == 0 {
+		return [3]int64{}
+	}
+	return [3]int64{int64(a.Quantile(0.5)), int64(a.Quantile(0.99)), int64(a.Max)}
+}
+
+func kernelWindows(w *gpuspans.KernelWindowStats) kernelWindowsJSON {
+	j := kernelWindowsJSON{EveryNs: int64(w.Every), Steps: w.Steps, Open: w.Open, Opened: w.Opened, Skipped: w.Skipped,
+		Abandoned: w.Abandoned, Kernels: w.Kernels, OpenNs: costJSON(&w.OpenTime), CloseNs: costJSON(&w.CloseTime),
+		KernelsPerWindow: append([]uint64(nil), w.KernelsPerWindow[:]...),
+		Last: kernelWindowJSON{Seq: w.Last.Seq, FirstStep: w.Last.FirstStep, Steps: w.Last.Steps, Kernels: w.Last.Kernels,
+			OpenNs: int64(w.Last.OpenTime), CloseNs: int64(w.Last.CloseTime)}}
+	if !w.Last.Opened.IsZero() {
+		j.Last.OpenedUnixNs = w.Last.Opened.UnixNano()
+	}
+	return j
 }
 
 func aggregates(aggs []gpuspans.Aggregate) []aggregateJSON {

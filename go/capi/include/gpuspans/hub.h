@@ -120,10 +120,12 @@ typedef struct gs_hub_options {
 /* Where kernel spans come from (docs/design.md, kernel spans). Values are
  * part of the ABI. */
 typedef enum gs_hub_kernel_timing {
-  GS_HUB_KERNEL_TIMING_EVENTS = 0, /* event pairs around gs_hub_kernel_begin/_end (the default) */
-  GS_HUB_KERNEL_TIMING_AUTO = 1,   /* every kernel of armed steps from CUPTI, graph replays
-                                      included, where CUPTI loads; else event pairs */
-  GS_HUB_KERNEL_TIMING_CUPTI = 2   /* as AUTO; falling back is logged as a failure */
+  GS_HUB_KERNEL_TIMING_EVENTS = 0,  /* event pairs around gs_hub_kernel_begin/_end (the default) */
+  GS_HUB_KERNEL_TIMING_AUTO = 1,    /* every kernel of kernel windows from CUPTI, graph replays
+                                       included, where CUPTI loads; else event pairs */
+  GS_HUB_KERNEL_TIMING_CUPTI = 2,   /* as AUTO; falling back is logged as a failure */
+  GS_HUB_KERNEL_TIMING_ATTACHED = 3 /* every kernel of armed steps from a CUPTI that stays attached,
+                                       for engines that launch from several threads (costly) */
 } gs_hub_kernel_timing;
 
 /* Kinds of gs_hub_span. Values are part of the ABI. */
@@ -200,6 +202,7 @@ typedef struct gs_hub_link {
 #define GS_HUB_WORD_LEVEL 0x3u
 #define GS_HUB_WORD_ARMED 0x4u
 #define GS_HUB_WORD_POOLS 0x8u
+#define GS_HUB_WORD_TRACER 0x10u /* the kernel tracer is open: gs_hub_begin_step must call in */
 #define GS_HUB_WORD_STRIDE 16
 extern uint32_t* const gs_hub_words;
 
@@ -281,17 +284,38 @@ gs_hub_status gs_hub_register_kernel(gs_hub hub, uint64_t kernel, const char* na
 gs_hub_status gs_hub_lane_index(gs_hub hub, const char* name, int32_t* lane);
 
 /* gs_hub_set_kernel_timing chooses where kernel spans come from, from the
- * next step on (GS_HUB_KERNEL_TIMING_*). With CUPTI, gs_hub_kernel_begin
- * opens no event pair (the kernel is seen anyway), CUPTI is loaded at the
- * first step at level Kernel ($GPUSPANS_CUPTI, a libcupti already loaded,
- * the toolkit's), and below Kernel it is closed and detached. EVENTS
- * closes it too, so that a profiler (torch.profiler, Nsight) may take it;
- * set AUTO again after. Closing takes milliseconds. gs_hub_get_kernel_timing
- * reads the choice and whether spans come from CUPTI now (tracing 1; 0
- * before the first step at Kernel or after a fallback, whose reason is in
- * the log and the snapshot). Either pointer may be NULL. Thread-safe. */
+ * next step on (GS_HUB_KERNEL_TIMING_*). With AUTO or CUPTI, CUPTI is
+ * attached only during kernel windows (gs_hub_set_kernel_windows: one step
+ * every 10 s by default), each opened and closed inside gs_hub_begin_step
+ * on its caller's thread, which must be the thread that launches the
+ * engine's kernels: a window's detach races launches from other threads
+ * (docs/design.md, kernel windows). During a window gs_hub_kernel_begin
+ * opens no event pair (CUPTI sees the kernel); between windows kernel spans
+ * come from nowhere, unless CUPTI cannot be used, where they come from
+ * event pairs as with EVENTS (the reason in the log and the snapshot).
+ * ATTACHED keeps CUPTI attached and collecting on armed steps, for engines
+ * that launch from several threads: every launch of the process then
+ * costs about 1 us more, and no window opens in the process afterwards.
+ * EVENTS, or a level below Kernel, closes the tracer at the next
+ * gs_hub_begin_step, so that a profiler (torch.profiler, Nsight) may take
+ * CUPTI. gs_hub_get_kernel_timing reads the choice and whether spans come
+ * from CUPTI now (tracing 1; 0 before the first step at Kernel or after a
+ * fallback). Either pointer may be NULL. Thread-safe; no CUPTI call. */
 gs_hub_status gs_hub_set_kernel_timing(gs_hub hub, int32_t timing);
 gs_hub_status gs_hub_get_kernel_timing(gs_hub hub, int32_t* timing, int32_t* tracing);
+
+/* gs_hub_set_kernel_windows sets the period of kernel windows in ns
+ * (1 ms..24 h; 0: 10 s) and the consecutive steps each collects (1..1024;
+ * 0: 1), from the next window on. GS_HUB_ERR_INVALID_ARGUMENT names a value
+ * out of bounds, and changes nothing. Thread-safe. */
+gs_hub_status gs_hub_set_kernel_windows(gs_hub hub, int64_t every_ns, int32_t steps);
+
+/* gs_hub_request_kernel_window asks for a kernel window at the next
+ * gs_hub_begin_step at level Kernel, whatever the period (a window open
+ * then answers it). GS_HUB_ERR_INVALID_ARGUMENT says why none can open:
+ * kernel timing is not AUTO or CUPTI, or CUPTI fell back for good.
+ * Thread-safe; no CUPTI call. */
+gs_hub_status gs_hub_request_kernel_window(gs_hub hub);
 
 /* gs_hub_set_level sets the level (GS_HUB_LEVEL_*); lowering below Kernel
  * disarms kernel spans at once, raising to Kernel arms from the next step.
@@ -470,13 +494,15 @@ uint64_t gs_hub_kernel_begin_call(gs_hub hub, int32_t device, uint64_t kernel, u
 gs_hub_status gs_hub_kernel_end_call(gs_hub hub, uint64_t token);
 
 /* gs_hub_begin_step marks the start of an engine step: once per step,
- * before its lane spans. At Step it counts the step; at Kernel it arms 1
- * step in kernel_span_every, opens pools installed since, and lands
- * finished spans. Never waits for the GPU. No call into Go at Off with no
- * pool open. Inline functions skip the handle check when they make no call
+ * before its lane spans, on the thread that launches the step's kernels.
+ * At Step it counts the step; at Kernel it arms 1 step in
+ * kernel_span_every, opens pools installed since, opens and closes kernel
+ * windows (some milliseconds, once a window period), and lands finished
+ * spans. Never waits for the GPU. No call into Go at Off with no pool and
+ * no tracer open. Inline functions skip the handle check when they make no call
  * (they then return GS_HUB_OK whatever the handle). */
 static inline gs_hub_status gs_hub_begin_step(gs_hub hub) {
-  if ((gs_hub_word(hub) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS)) == 0) return GS_HUB_OK;
+  if ((gs_hub_word(hub) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS | GS_HUB_WORD_TRACER)) == 0) return GS_HUB_OK;
   return gs_hub_begin_step_call(hub);
 }
 

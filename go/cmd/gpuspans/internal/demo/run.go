@@ -370,7 +370,7 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 		go func() { _ = srv.Serve(ln) }() // Serve returns ErrServerClosed at Shutdown
 		res.HTTPAddress = ln.Addr()
 		base := "http://" + displayAddr(ln.Addr())
-		con.Printf("live page: %s/debug/gpuspans   metrics: %s/metrics   control: %s/control/level, /control/kernel_span_every, /control/kernel_timing, /control/sim", base, base, base)
+		con.Printf("live page: %s/debug/gpuspans   metrics: %s/metrics   control: %s/control/level, /control/kernel_span_every, /control/kernel_timing, /control/kernel_window, /control/sim", base, base, base)
 		if cfg.OnListen != nil {
 			cfg.OnListen(ln.Addr())
 		}
