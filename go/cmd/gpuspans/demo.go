@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/cmd/gpuspans/internal/demo"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp/control"
+	"github.com/gpuspans/gpuspans/go/internal/smallfile"
 )
 
 const demoDescription = `Runs a small serving engine loop with gpuspans at level kernel, as a serving
@@ -105,44 +106,17 @@ func demoToken(flagTok, file, env string) (string, error) {
 // maxTokenFile bounds --token_file: a token is a line, not a file's worth.
 const maxTokenFile = 4 << 10
 
-// readTokenFile reads --token_file: a regular file (through symbolic links,
-// as secrets are mounted) of at most maxTokenFile bytes. A FIFO would block
-// the start, and /dev/zero never end: both are refused by name. The file is
-// opened without blocking and checked again once open, in case it changed.
+// readTokenFile reads --token_file: a regular file of at most
+// maxTokenFile bytes (smallfile.Read: a FIFO or /dev/zero is refused by
+// name).
 func readTokenFile(file string) ([]byte, error) {
-	regular := func(fi os.FileInfo) error {
-		switch {
-		case !fi.Mode().IsRegular():
-			return fmt.Errorf("--token_file %s is not a regular file (%v): name a file holding the token", file, fi.Mode().Type())
-		case fi.Size() > maxTokenFile:
-			return fmt.Errorf("--token_file %s is %d bytes, more than %d: not a token", file, fi.Size(), maxTokenFile)
+	b, err := smallfile.Read(file, maxTokenFile)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("--token_file: %w", err)
 		}
-		return nil
-	}
-	fi, err := os.Stat(file)
-	if err != nil {
-		return nil, fmt.Errorf("--token_file: %w", err)
-	}
-	if err := regular(fi); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, fmt.Errorf("--token_file: %w", err)
-	}
-	defer f.Close()
-	if fi, err = f.Stat(); err != nil {
-		return nil, fmt.Errorf("--token_file: %w", err)
-	}
-	if err := regular(fi); err != nil {
-		return nil, err
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("--token_file: %w", err)
-	}
-	if len(b) > maxTokenFile {
-		return nil, fmt.Errorf("--token_file %s is more than %d bytes: not a token", file, maxTokenFile)
+		return nil, fmt.Errorf("--token_file %s %w: name a file holding the token", file, err)
 	}
 	return b, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/gpuspans/gpuspans/go/internal/smallfile"
 )
 
 // The protocols, as OTEL_EXPORTER_OTLP_PROTOCOL names them.
@@ -272,8 +274,14 @@ func parseEndpoint(raw, from string, grpc bool) (*url.URL, error) {
 	return u, nil
 }
 
+// maxCertFile bounds a certificate or key file named by the environment: a
+// CA bundle is some hundreds of KiB.
+const maxCertFile = 4 << 20
+
 // tlsConfig is Options.TLSConfig, else one built from the certificate
-// variables, else nil (the system's roots).
+// variables, else nil (the system's roots). The files are read as
+// smallfile reads them: a FIFO or /dev/zero is refused, naming the
+// variable, before the SDK would read them too.
 func (o *Options) tlsConfig(e env) (*tls.Config, error) {
 	if o.TLSConfig != nil {
 		return o.TLSConfig.Clone(), nil
@@ -286,9 +294,9 @@ func (o *Options) tlsConfig(e env) (*tls.Config, error) {
 	}
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if ca != "" {
-		pem, err := os.ReadFile(ca)
+		pem, err := readCert(caVar, ca)
 		if err != nil {
-			return nil, fmt.Errorf("otlp: %s %q: %w", caVar, ca, err)
+			return nil, err
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
@@ -297,7 +305,15 @@ func (o *Options) tlsConfig(e env) (*tls.Config, error) {
 	}
 	switch {
 	case cert != "" && key != "":
-		pair, err := tls.LoadX509KeyPair(cert, key)
+		certPEM, err := readCert(certVar, cert)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := readCert(keyVar, key)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("otlp: %s %q, %s %q: %w", certVar, cert, keyVar, key, err)
 		}
@@ -308,6 +324,15 @@ func (o *Options) tlsConfig(e env) (*tls.Config, error) {
 		return nil, fmt.Errorf("otlp: %s %q without %sCLIENT_CERTIFICATE", keyVar, key, envPrefix)
 	}
 	return cfg, nil
+}
+
+// readCert reads the certificate or key file that variable v names.
+func readCert(v, path string) ([]byte, error) {
+	b, err := smallfile.Read(path, maxCertFile)
+	if err != nil {
+		return nil, fmt.Errorf("otlp: %s %q: %w", v, path, err)
+	}
+	return b, nil
 }
 
 // parseHeaders parses the HEADERS variables: comma-separated key=value

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -126,9 +127,62 @@ func TestEnvPrecedence(t *testing.T) {
 
 // TestEnvErrors: a malformed value is an error naming the variable and the
 // value; nothing falls back silently.
+// checkWithin is o.Check, failing the test if it does not return within
+// 10 s (a certificate variable naming a FIFO once hung it).
+func checkWithin(t *testing.T, o Options) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- o.Check() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Check hung with %+v", o)
+		return nil
+	}
+}
+
 func TestEnvErrors(t *testing.T) {
 	const E = "OTEL_EXPORTER_OTLP_ENDPOINT"
-	for _, c := range []struct {
+	dir := t.TempDir()
+	notPEM, big, fifo, zero := filepath.Join(dir, "ca.txt"), filepath.Join(dir, "big.pem"), filepath.Join(dir, "fifo"), filepath.Join(dir, "zero")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := os.Create(big); err != nil || f.Truncate(5<<20) != nil || f.Close() != nil {
+		t.Fatal("cannot make a 5 MiB file", err)
+	}
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	// Every file variable, in both forms, opened as the token file is:
+	// a FIFO, a device behind a link, a file too big, each refused by name.
+	var files []struct {
+		o    Options
+		env  map[string]string
+		want string
+	}
+	for _, v := range []string{"CERTIFICATE", "CLIENT_CERTIFICATE", "CLIENT_KEY"} {
+		for _, form := range []string{"OTEL_EXPORTER_OTLP_", "OTEL_EXPORTER_OTLP_TRACES_"} {
+			name := form + v
+			for path, want := range map[string]string{fifo: "is not a regular file", zero: "is not a regular file", "/dev/zero": "is not a regular file", big: "is 5242880 bytes, more than 4194304"} {
+				env := map[string]string{E: "https://c:1", name: path}
+				if v != "CERTIFICATE" { // the pair's other half, a good path: only name's file is at fault
+					other := map[string]string{"CLIENT_CERTIFICATE": "CLIENT_KEY", "CLIENT_KEY": "CLIENT_CERTIFICATE"}[v]
+					env["OTEL_EXPORTER_OTLP_"+other] = notPEM
+				}
+				files = append(files, struct {
+					o    Options
+					env  map[string]string
+					want string
+				}{Options{}, env, name + ` "` + path + `": ` + want})
+			}
+		}
+	}
+	cases := append([]struct {
 		o    Options
 		env  map[string]string
 		want string
@@ -153,14 +207,15 @@ func TestEnvErrors(t *testing.T) {
 		{Options{}, map[string]string{E: "http://c:1", "OTEL_RESOURCE_ATTRIBUTES": "a=1,novalue"}, `OTEL_RESOURCE_ATTRIBUTES "a=1,novalue": "novalue" is not key=value`},
 		{Options{}, map[string]string{E: "http://c:1", "OTEL_RESOURCE_ATTRIBUTES": "=x"}, `OTEL_RESOURCE_ATTRIBUTES "=x": "=x" is not key=value`},
 		{Options{}, map[string]string{E: "http://c:1", "OTEL_RESOURCE_ATTRIBUTES": "a=%g0"}, `OTEL_RESOURCE_ATTRIBUTES "a=%g0": the value of a`},
-		{Options{}, map[string]string{E: "https://c:1", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, `OTEL_EXPORTER_OTLP_CERTIFICATE "/nonexistent/ca.pem": open /nonexistent/ca.pem`},
-		{Options{}, map[string]string{E: "https://c:1", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": os.Args[0]}, `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE "` + os.Args[0] + `": no PEM certificate in it`},
+		{Options{}, map[string]string{E: "https://c:1", "OTEL_EXPORTER_OTLP_CERTIFICATE": "/nonexistent/ca.pem"}, `OTEL_EXPORTER_OTLP_CERTIFICATE "/nonexistent/ca.pem": stat /nonexistent/ca.pem`},
+		{Options{}, map[string]string{E: "https://c:1", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE": notPEM}, `OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE "` + notPEM + `": no PEM certificate in it`},
 		{Options{}, map[string]string{E: "https://c:1", "OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE": "/x.pem"}, `OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE "/x.pem" without OTEL_EXPORTER_OTLP_CLIENT_KEY`},
 		{Options{Resource: []attribute.KeyValue{attribute.String("service.name", "x")}}, map[string]string{E: "http://c:1"}, "Options.Resource has service.name: set Options.ServiceName"},
 		{Options{Compression: "lz4"}, map[string]string{E: "http://c:1"}, `Options.Compression "lz4"`},
-	} {
+	}, files...)
+	for _, c := range cases {
 		c.o.LookupEnv = mapEnv(c.env)
-		err := c.o.Check()
+		err := checkWithin(t, c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v with %v: %v\nwant an error with %s", c.o, c.env, err, c.want)
 		}
