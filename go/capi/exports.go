@@ -178,6 +178,7 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 		sims:    map[int]*sim.GPU{},
 		cudaDev: map[int]bool{},
 	}
+	e.closing, e.closeCancel = context.WithCancel(context.Background())
 	e.tokens.tag = (e.handle & 0xffff) << tokenHubShift
 	logs.handle = e.handle // before the hub is published: no callback can be set earlier
 	table[slot].Store(e)
@@ -205,6 +206,7 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 	// closed hub), and a server that a racing gs_hub_serve started
 	// meanwhile is closed by the second stopServing. Nothing runs on the
 	// hub after that but close itself.
+	e.closeCancel() // an OTLP stop on another thread stops sending
 	e.stopServing()
 	for e.calls.Load() != 0 {
 		time.Sleep(50 * time.Microsecond)

@@ -123,18 +123,28 @@ func (s *logSink) droppedLines() uint64 {
 	return s.dropped
 }
 
-// close delivers what is queued and stops the delivering goroutine, if
-// one runs; the callback is not called after it returns.
+// close delivers what is queued for up to closeDelivery and stops the
+// delivering goroutine, if one runs: no call of the callback starts after
+// it returns. A call that is still running then (a callback that blocks)
+// is left to return on its own rather than hold close: the lines after it
+// are dropped and counted.
 func (s *logSink) close() {
 	s.mu.Lock()
 	stop, done := s.stop, s.done
-	// What is queued gets a second, so that a stuck callback delays close
-	// by its current call and that second at most.
 	s.closeBy = time.Now().Add(closeDelivery)
 	s.mu.Unlock()
 	if stop != nil {
 		close(stop)
-		<-done
+		select {
+		case <-done:
+		case <-time.After(closeDelivery + closeDelivery/10):
+			s.mu.Lock()
+			s.fn, s.user = nil, nil // the stuck call's loop ends when it returns
+			s.dropped += uint64(s.n)
+			s.queue, s.head, s.n = [logQueueCap]logLine{}, 0, 0
+			s.mu.Unlock()
+			return
+		}
 	}
 	s.deliverMu.Lock()
 	s.mu.Lock()

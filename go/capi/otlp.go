@@ -87,7 +87,8 @@ func gs_hub_otlp_stop(handle C.gs_hub, timeoutMs C.int32_t) (st C.gs_hub_status)
 }
 
 // stopOTLP closes the exporter, if one runs, sending what is queued for up
-// to d.
+// to d, or until gs_hub_close begins: the export in flight is cut short
+// then, and what was not sent is counted as dropped (gpuspans_otlp_*).
 func (e *hub) stopOTLP(d time.Duration) error {
 	e.otlpMu.Lock()
 	exp := e.otlp
@@ -96,7 +97,7 @@ func (e *hub) stopOTLP(d time.Duration) error {
 	if exp == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), d)
+	ctx, cancel := context.WithTimeout(e.closing, d)
 	defer cancel()
 	return exp.Close(ctx)
 }

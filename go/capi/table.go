@@ -61,6 +61,10 @@ type hub struct {
 	tokens tokenTable
 	closed atomic.Bool  // set first thing by gs_hub_close
 	calls  atomic.Int64 // exports (and HTTP requests) running on the hub: gs_hub_close waits for 0
+	// closing is done once gs_hub_close begins: calls that would wait (an
+	// OTLP stop sending what is queued) stop waiting, so close is bounded.
+	closing     context.Context
+	closeCancel context.CancelFunc
 
 	errMu   sync.Mutex // guards lastErr alone, so that fail works under mu
 	lastErr string

@@ -209,10 +209,43 @@ def _stop_logging():
             _lib_handle.gs_hub_set_log_callback(hub._h, _lib.LOG_FN(), None)
 
 
+# Threads closing hubs dropped without close(), until their close returns.
+_closing = set()
+_closing_lock = threading.Lock()
+
+
 def _close_handle(lib, handle, pid):
-    """The finalizer of a Hub dropped without close()."""
-    if os.getpid() == pid:
+    """The finalizer of a Hub dropped without close(): it closes the hub on
+    a thread of its own, so that whichever thread runs the collector never
+    waits for the close (which lands spans in flight for up to 1 s)."""
+    if os.getpid() != pid:
+        return
+    t = threading.Thread(target=_close_dropped, args=(lib, handle), name="gpuspans-close", daemon=True)
+    with _closing_lock:
+        _closing.add(t)
+    try:
+        t.start()
+    except RuntimeError:  # no new threads (the interpreter is shutting down)
+        with _closing_lock:
+            _closing.discard(t)
         lib.gs_hub_close(handle)
+
+
+def _close_dropped(lib, handle):
+    try:
+        lib.gs_hub_close(handle)
+    finally:
+        with _closing_lock:
+            _closing.discard(threading.current_thread())
+
+
+def _wait_closing(timeout):
+    """Waits up to timeout seconds for the closes of dropped hubs."""
+    deadline = time.monotonic() + timeout
+    with _closing_lock:
+        threads = list(_closing)
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
 
 
 # Hub.kernel_timing's names, by GS_HUB_KERNEL_TIMING_* value.
@@ -389,8 +422,10 @@ class Hub:
         st = lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h))
         if st == _lib.ERR_LIMIT:
             # Hubs dropped without close() may wait in reference cycles
-            # (a Lane holds its hub) for the collector: collect, then retry.
+            # (a Lane holds its hub) for the collector: collect, wait for
+            # their closes, then retry.
             gc.collect()
+            _wait_closing(2.0)
             st = lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h))
         self._check(st, hub=0)
         self._h = h.value

@@ -98,6 +98,27 @@ class FinalizerTest(unittest.TestCase):
         gc.collect()
         gpuspans.Hub(quiet=True).close()
 
+    def test_dropped_hub_with_a_span_open_does_not_block_the_collector(self):
+        # The finalizer's close lands spans in flight for up to 1 s; run by
+        # the collector, it blocked whichever thread collected (70 such
+        # hubs took 70 s of gc.collect()).
+        for _ in range(20):
+            hub = gpuspans.Hub(level="kernel", kernel_span_every=1, quiet=True)
+            hub.install(0, sim=True)
+            hub.step()
+            hub.lane_begin("decode")
+            token = hub.kernel_begin("k")
+            self.assertNotEqual(token, 0)
+            hub.lane("decode")  # a reference cycle: only the collector frees it
+            del hub
+        t0 = time.monotonic()
+        gc.collect()
+        took = time.monotonic() - t0
+        self.assertLess(took, 0.5, f"gc.collect() took {took:.2f} s")
+        gpuspans._wait_closing(10.0)
+        self.assertEqual(len(gpuspans._closing), 0)
+        gpuspans.Hub(quiet=True).close()
+
     def test_close_then_drop(self):
         hub = gpuspans.Hub(quiet=True)
         hub.close()

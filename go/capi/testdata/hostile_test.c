@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gpuspans/hub.h"
@@ -429,12 +430,117 @@ static void tokens_stay_with_their_hub(void) {
   printf("ok   a token of one hub does not end another's span\n");
 }
 
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+// A log callback that blocks for 4 s on its first line, as a stuck logger
+// would.
+static void blocking_log(gs_hub h, int32_t level, const char* line, size_t len, void* user) {
+  (void)h, (void)level, (void)line, (void)len;
+  int* calls = user;
+  if ((*calls)++ == 0) sleep(4);
+}
+
+// gs_hub_close is bounded by its second of delivery, whatever the log
+// callback does: it took as long as the callback blocked.
+static void close_bounded_by_log_callback(void) {
+  gs_hub hub = make_hub(GS_HUB_LEVEL_KERNEL, 1);
+  static int calls;
+  EXPECT(GS_HUB_OK, gs_hub_set_log_callback(hub, blocking_log, &calls));
+  EXPECT(GS_HUB_OK, gs_hub_install_cuda(hub, 63, 0));  // fails to open: a line to log
+  EXPECT(GS_HUB_OK, gs_hub_begin_step_call(hub));
+  usleep(200 * 1000);  // the callback is blocked in its first line now
+  double t0 = now_s();
+  EXPECT(GS_HUB_OK, gs_hub_close(hub));
+  double took = now_s() - t0;
+  CHECK(calls == 1, "the callback was called %d times, want 1", calls);
+  CHECK(took < 2.5, "gs_hub_close took %.2f s with a blocked log callback, want under 2.5", took);
+  sleep(4);  // let the callback return before the process moves on
+  CHECK(calls == 1, "the callback was called after close: %d calls", calls);
+  printf("ok   gs_hub_close with a log callback blocked for 4 s: %.2f s\n", took);
+}
+
+// A collector that accepts connections and never answers.
+static void* black_hole(void* p) {
+  int ln = *(int*)p;
+  for (;;) {
+    int c = accept(ln, NULL, NULL);
+    if (c < 0) return NULL;  // the test closed the listener
+  }
+}
+
+struct otlp_stop_arg {
+  gs_hub hub;
+  gs_hub_status st;
+};
+
+static void* otlp_stop_thread(void* p) {
+  struct otlp_stop_arg* a = p;
+  a->st = gs_hub_otlp_stop(a->hub, INT32_MAX);
+  return NULL;
+}
+
+// gs_hub_close while another thread's gs_hub_otlp_stop(INT32_MAX) waits on
+// a collector that never answers: close cuts that stop short instead of
+// waiting out the export (it took 9.5 s, over 15 s under load).
+static void close_bounded_by_otlp_stop(void) {
+  int ln = socket(AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t n = sizeof sa;
+  CHECK(bind(ln, (struct sockaddr*)&sa, sizeof sa) == 0 && listen(ln, 16) == 0 &&
+            getsockname(ln, (struct sockaddr*)&sa, &n) == 0,
+        "no loopback listener");
+  pthread_t hole;
+  pthread_create(&hole, NULL, black_hole, &ln);
+  char endpoint[64];
+  snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", ntohs(sa.sin_port));
+  gs_hub hub = make_hub(GS_HUB_LEVEL_KERNEL, 1);
+  EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, 1, 0));
+  gs_hub_otlp_options o;
+  memset(&o, 0, sizeof o);
+  o.endpoint = endpoint;
+  o.sample_every = 1;
+  o.poll_every_ms = 5;
+  EXPECT(GS_HUB_OK, gs_hub_otlp_start(hub, &o));
+  for (int i = 0; i < 50; i++) {
+    EXPECT(GS_HUB_OK, gs_hub_begin_step_call(hub));
+    EXPECT(GS_HUB_OK, gs_hub_lane_begin_call(hub, 0));
+    EXPECT(GS_HUB_OK, gs_hub_sim_launch(hub, 0, 1, 10000));
+    EXPECT(GS_HUB_OK, gs_hub_lane_end_call(hub, 0));
+    usleep(2000);
+  }
+  EXPECT(GS_HUB_OK, gs_hub_drain(hub, 1000, NULL));
+  usleep(300 * 1000);  // an export is in flight to the black hole by now
+  struct otlp_stop_arg a = {hub, GS_HUB_OK};
+  pthread_t t;
+  pthread_create(&t, NULL, otlp_stop_thread, &a);
+  usleep(200 * 1000);
+  double t0 = now_s();
+  EXPECT(GS_HUB_OK, gs_hub_close(hub));
+  double took = now_s() - t0;
+  pthread_join(t, NULL);
+  CHECK(took < 3.0, "gs_hub_close took %.2f s beside a gs_hub_otlp_stop(INT32_MAX), want under 3", took);
+  CHECK(a.st == GS_HUB_OK || a.st == GS_HUB_ERR_BAD_HANDLE, "gs_hub_otlp_stop: %s", gs_hub_status_name(a.st));
+  shutdown(ln, SHUT_RDWR);
+  close(ln);
+  pthread_join(hole, NULL);
+  printf("ok   gs_hub_close beside gs_hub_otlp_stop(INT32_MAX) on a black-hole collector: %.2f s\n", took);
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   extreme_arguments();
   tokens_stay_with_their_hub();
   close_races_serve();
   drain_races_close();
+  close_bounded_by_log_callback();
+  close_bounded_by_otlp_stop();
   if (failures) {
     printf("FAIL: %d checks failed\n", failures);
     return 1;

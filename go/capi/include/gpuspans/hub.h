@@ -237,9 +237,12 @@ size_t gs_hub_last_error(gs_hub hub, char* buf, size_t cap);
 gs_hub_status gs_hub_create(const gs_hub_options* opts, gs_hub* out);
 
 /* gs_hub_close stops serving, waits for the calls running on the hub on
- * other threads to return, sets the level to Off, uninstalls every device,
- * lands the spans still in flight for up to 1 s (so their pools close), and
- * frees the handle; later calls with it return GS_HUB_ERR_BAD_HANDLE, and
+ * other threads to return (a gs_hub_otlp_stop among them stops sending at
+ * once, what it had not sent counted as dropped), closes the kernel tracer
+ * (on the stepping thread a window detaches CUPTI; on another it is
+ * abandoned, attached), sets the level to Off, uninstalls every device,
+ * lands the spans still in flight for up to 1 s (so their pools close),
+ * gives the log callback up to 1 s, and frees the handle; later calls with it return GS_HUB_ERR_BAD_HANDLE, and
  * nothing of the hub (server, writes to its state word) outlives the
  * call. Thread-safe; closing twice returns GS_HUB_ERR_BAD_HANDLE. */
 gs_hub_status gs_hub_close(gs_hub hub);
@@ -437,8 +440,10 @@ gs_hub_status gs_hub_keep_start_times(gs_hub hub);
  * GS_HUB_LOG_WARNING line before the next one delivered. Lines queued
  * while no callback was set wait for the next one. Setting waits for a
  * running call of the previous callback to return, so its user may be
- * freed then; gs_hub_close delivers what is queued (for up to 1 s, the
- * rest dropped and counted) and calls fn no more after it returns. fn must not call gs_hub_set_log_callback or
+ * freed then; gs_hub_close delivers what is queued for up to 1 s (the
+ * rest dropped and counted) and starts no call of fn after it returns; a
+ * call still running by then (a callback that blocks) is left to return on
+ * its own, and close does not wait for it. fn must not call gs_hub_set_log_callback or
  * gs_hub_close (they would wait for it); other calls are fine.
  * Thread-safe. */
 gs_hub_status gs_hub_set_log_callback(gs_hub hub, gs_hub_log_fn fn, void* user);
@@ -463,8 +468,9 @@ gs_hub_status gs_hub_log_dropped(gs_hub hub, uint64_t* dropped);
  * protocol, a malformed OTEL_* value); GS_HUB_ERR_LIMIT when one
  * runs already. gs_hub_otlp_stop stops it: it reads what landed since its
  * last read and sends what is queued for up to timeout_ms (what is left is
- * dropped, counted); GS_HUB_OK when none runs. gs_hub_close stops it too,
- * with 1 s to send. Thread-safe. */
+ * dropped, counted), or until gs_hub_close begins on another thread;
+ * GS_HUB_OK when none runs. gs_hub_close stops it too, with 1 s to send.
+ * Thread-safe. */
 gs_hub_status gs_hub_otlp_start(gs_hub hub, const gs_hub_otlp_options* opts);
 gs_hub_status gs_hub_otlp_stop(gs_hub hub, int32_t timeout_ms);
 

@@ -1,19 +1,21 @@
 package demo
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/gpuspans/gpuspans/go/gpuspanshttp/control"
 )
 
 // SimPath is the demo's own control endpoint: it changes the simulated
 // workload, not the telemetry. GET answers "prefill=1 decode=1"; POST a
 // plain-text body "decode=1.2" makes every decode kernel 20% longer from
 // the next step on (factors MinScale..MaxScale). It takes the same bearer
-// token as the hub's control endpoints.
+// token, checked by the same code, as the hub's control endpoints
+// (control.Protect: 401 without it, 403 with a wrong one).
 const SimPath = "/control/sim"
 
 // maxSimBody bounds a /control/sim request body.
@@ -21,13 +23,8 @@ const maxSimBody = 256
 
 // simHandler serves SimPath for eng.
 func simHandler(eng *Engine, token string, logf func(string, ...interface{})) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return control.Protect(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
-			return
-		}
 		switch r.Method {
 		case http.MethodGet, http.MethodHead:
 		case http.MethodPost:
@@ -58,7 +55,7 @@ func simHandler(eng *Engine, token string, logf func(string, ...interface{})) ht
 		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintf(w, "%s=%v %s=%v\n", LanePrefill, eng.Scale(LanePrefill), LaneDecode, eng.Scale(LaneDecode))
-	})
+	}), token)
 }
 
 // parseSim reads "lane=factor".

@@ -31,7 +31,11 @@ func TestSimControl(t *testing.T) {
 		t.Helper()
 		r := httptest.NewRequest(method, SimPath, strings.NewReader(body))
 		if token != "" {
-			r.Header.Set("Authorization", "Bearer "+token)
+			scheme := "Bearer "
+			if token == "lower" {
+				scheme, token = "bearer ", "secret" // the scheme is case-insensitive, as on every control endpoint
+			}
+			r.Header.Set("Authorization", scheme+token)
 		}
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, r)
@@ -42,9 +46,10 @@ func TestSimControl(t *testing.T) {
 		code                int
 		reply               string
 	}{
-		{"POST", "decode=1.2", "", http.StatusUnauthorized, "missing or wrong bearer token\n"},
-		{"POST", "decode=1.2", "wrong", http.StatusUnauthorized, "missing or wrong bearer token\n"},
+		{"POST", "decode=1.2", "", http.StatusUnauthorized, "a bearer token is required: Authorization: Bearer <token>\n"},
+		{"POST", "decode=1.2", "wrong", http.StatusForbidden, "wrong token\n"},
 		{"GET", "", "secret", http.StatusOK, "prefill=1 decode=1\n"},
+		{"GET", "", "lower", http.StatusOK, "prefill=1 decode=1\n"},
 		{"POST", "decode", "secret", http.StatusBadRequest, "body \"decode\": want lane=factor, as decode=1.2\n"},
 		{"POST", "decode=fast", "secret", http.StatusBadRequest, "factor \"fast\": not a number\n"},
 		{"POST", "decode=11", "secret", http.StatusBadRequest, "demo: scale 11 for lane decode outside 0.1..10\n"},
