@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -98,7 +99,7 @@ struct Tracer {
   std::mutex mu;  // open, close, enable, and the fields up to the flusher's
   bool open = false;
   bool window = false;  // this open is a kernel window
-  pid_t owner = 0;      // window: the thread that opened it
+  pid_t owner = 0;      // window: the thread that opened it (the last one, once closed)
   int64_t window_offset = 0;
   // Sticky: CUPTI stays attached to this process for good, so no window may
   // open (its finalize could break a CUDA graph replayed meanwhile with
@@ -391,7 +392,7 @@ gs_status CloseWindow(Tracer& t, gs_error* err) {
   if (r == CUPTI_SUCCESS) {
     t.detaches++;
   } else {
-    NoWindows(t, "a kernel window's cuptiFinalize failed, so CUPTI stays attached");
+    NoWindows(t, "a kernel window's cuptiFinalize failed, so CUPTI stays attached and a detach could break a CUDA graph");
     if (st == GS_OK) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiFinalize");
   }
   t.open = false;
@@ -410,6 +411,7 @@ void ResetTracerForTesting() {
   std::lock_guard<std::mutex> l(t.mu);
   t.no_windows = false;
   t.no_windows_why.clear();
+  t.owner = 0;
   t.window_offset = 0;
   t.windows = 0;
   t.detaches = 0;
@@ -435,7 +437,7 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   if (st != GS_OK) return st;
   // From here CUPTI stays attached to the process, and graphs replay while
   // collection is off: a later cuptiFinalize could break them.
-  gs::NoWindows(t, "the tracer was opened attached (gs_tracer_open) in this process, so CUPTI stays attached");
+  gs::NoWindows(t, "the tracer was opened attached (gs_tracer_open) in this process, so CUPTI stays attached and a detach could break a CUDA graph");
   t.period_ms = flush_period_ms;
   t.window_offset = 0;
   {
@@ -454,14 +456,29 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
 extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_error* err) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
-  if (t.open) {
+  if (t.no_windows) {
+    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_window_open: %s, so kernel windows stay off in this process",
+                        t.no_windows_why.c_str());
+  }
+  // A window from a second thread while the first lives (its window open
+  // or not): two threads step (two hubs, or one stepped from two threads),
+  // so each launches while the other attaches or detaches, which broke
+  // processes on the H200.
+  pid_t me = gs::ThisThread();
+  if (t.open && !t.window) {
     return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_window_open: the tracer is open already in this process");
   }
-  if (t.no_windows) {
-    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0,
-                        "gs_tracer_window_open: %s: a detach could break a CUDA graph, so kernel windows stay "
-                        "off in this process",
-                        t.no_windows_why.c_str());
+  if (t.owner != 0 && t.owner != me && gs::ThreadAlive(t.owner)) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "kernel windows were opened on two threads (%d, then %d): they need one launching thread in the "
+             "process (with more, use attached)",
+             static_cast<int>(t.owner), static_cast<int>(me));
+    gs::NoWindows(t, why);
+    return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_window_open: %s", why);
+  }
+  if (t.open) {
+    return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_window_open: a window is open already on this thread");
   }
   if (flags & ~static_cast<uint32_t>(GS_TRACER_TAKE_OVER)) {
     return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_window_open: unknown flags %#x", flags);
@@ -482,13 +499,13 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
     if (api.cuptiFinalize() == CUPTI_SUCCESS) {
       t.detaches++;
     } else {
-      gs::NoWindows(t, "a kernel window's cuptiFinalize failed, so CUPTI stays attached");
+      gs::NoWindows(t, "a kernel window's cuptiFinalize failed, so CUPTI stays attached and a detach could break a CUDA graph");
     }
     return st;
   }
   t.enabled = 1;
   t.window_offset = gs::SampleOffset(api);
-  t.owner = gs::ThisThread();
+  t.owner = me;
   t.window = true;
   t.open = true;
   t.windows++;
@@ -623,7 +640,7 @@ extern "C" gs_status gs_tracer_abandon(gs_error* err) {
   Tracer& t = T();
   std::lock_guard<std::mutex> l(t.mu);
   if (!t.open || !t.window) return GS_OK;
-  gs::NoWindows(t, "a kernel window was abandoned (its thread never stepped again), so CUPTI stays attached");
+  gs::NoWindows(t, "a kernel window was abandoned (its thread never stepped again), so CUPTI stays attached and a detach could break a CUDA graph");
   gs_status st = GS_OK;
   CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) st = gs::CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");

@@ -261,6 +261,36 @@ void WindowClosesOnlyOnItsThread() {
   CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
 }
 
+// Windows from two threads that both live (two hubs, or one stepped from
+// two threads) are refused for good: each thread launches while the other
+// attaches or detaches.
+void WindowsFromTwoThreadsRefused() {
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  gs_error err;
+  gs_status st = GS_OK;
+  std::thread([&] { st = gs_tracer_window_open(nullptr, 0, &err); }).join();
+  CHECK_EQ(st, GS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "opened on two threads") != nullptr);
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_INVALID_ARGUMENT);  // for good, this thread too
+  CHECK_EQ(gs_testing_cupti_attached(), 0);
+  // Also while the first thread's window is open: it still closes there.
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  std::thread([&] { st = gs_tracer_window_open(nullptr, 0, &err); }).join();
+  CHECK_EQ(st, GS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "opened on two threads") != nullptr);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_attached(), 0);
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_INVALID_ARGUMENT);
+  // A thread that took over from one that has exited is fine.
+  gs_testing_use_fake_cupti();
+  std::thread([] { WindowOpen(); CHECK_EQ(gs_tracer_close(nullptr), GS_OK); }).join();
+  WindowOpen();
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+}
+
 // Once CUPTI stays attached for good (an attached open, or an abandoned
 // window), no window opens: its finalize could break a graph.
 void NoWindowAfterAttached() {
@@ -319,6 +349,7 @@ int main() {
       {"WindowCollectsAndDetaches", WindowCollectsAndDetaches},
       {"WindowClosesOnlyOnItsThread", WindowClosesOnlyOnItsThread},
       {"WindowRefusalsDetach", WindowRefusalsDetach},
+      {"WindowsFromTwoThreadsRefused", WindowsFromTwoThreadsRefused},
       {"NoWindowAfterAttached", NoWindowAfterAttached},
   };
   int passed = 0, failed = 0;

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 3f7d1910e85aaca8cdbc71683ac856ffc59a3753267f0cf3cfee1f46edd832c8
+// sees only this file, rebuilds when they change: e870c586206b3b7c8f748ddbb385f36edc46c3c2c9d2d6147c0778278210de4a
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -609,3 +609,122 @@ func TestTracerReadsNames(t *testing.T) {
 		t.Errorf("unknown id named %q", got)
 	}
 }
+
+// Two devices under one hub, one window: each device's kernels land on
+// that device only, the accounting identity holds per device, and a
+// device nothing installed gets nothing.
+func TestWindowTwoDevices(t *testing.T) {
+	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	if err := h.Install(1, fakeLane, fake.New(fake.Options{Device: 1}).Opener()); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.SetKernelWindows(24*time.Hour, 3); err != nil {
+		t.Fatal(err)
+	}
+	want := map[int]int{}
+	for step := 0; step < 4; step++ {
+		h.BeginStep()
+		now := fakeNow()
+		for dev, n := range []int{2, 3, 1} { // device 2 is not installed
+			for k := 0; k < n; k++ {
+				if f.Kernel(uint32(dev), uint32(10+dev), now+int64(k), now+int64(k)+500, "k", uint32(dev)) && dev < 2 {
+					want[dev]++
+				}
+			}
+		}
+		for fakeNow() < now+2000 {
+		}
+	}
+	h.Harvest()
+	s := gpuspanstest.Snapshot(t, h)
+	gpuspanstest.CheckAccounting(t, &s)
+	for _, d := range s.PerDevice {
+		if int(d.Landed) != want[d.Device] || d.Begun != d.Landed {
+			t.Errorf("device %d: landed %d of %d begun, want %d", d.Device, d.Landed, d.Begun, want[d.Device])
+		}
+	}
+	if want[0] != 6 || want[1] != 9 {
+		t.Fatalf("recorded %v, want 6 and 9 (3 window steps)", want)
+	}
+	for _, sp := range h.RecentSpans(0, nil) {
+		if sp.Kind == gpuspans.KindKernel && int(sp.Graph) != sp.Device {
+			t.Errorf("a kernel of device %d landed on device %d", sp.Graph, sp.Device)
+		}
+	}
+}
+
+// Two hubs in one process, each stepped by its own thread (say, a process
+// that drives two GPUs with a hub each): each thread launches while the
+// other's window attaches or detaches, which broke processes on the H200.
+// The first window opened from the second thread turns windows off in the
+// process for good, for both hubs, named; nothing was finalized under a
+// replay made with collection off.
+func TestWindowsOfTwoHubsOnTwoThreads(t *testing.T) {
+	_, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0) // the fake, reset; this hub stays idle
+	hubs := make([]*gpuspans.Hub, 2)
+	logs := make([]*gpuspanstest.Log, 2)
+	for i := range hubs {
+		logs[i] = new(gpuspanstest.Log)
+		h, err := gpuspans.New(gpuspans.Options{
+			Level: gpuspans.LevelKernel, Logf: logs[i].Logf, Lanes: []string{"decode"},
+			KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: cuda.TracerOpener(""),
+			KernelWindowEvery: time.Millisecond,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.Install(i, fakeLane, fake.New(fake.Options{Device: i}).Opener()); err != nil {
+			t.Fatal(err)
+		}
+		hubs[i] = h
+	}
+	// Each hub's thread steps when told to, and lives until the end.
+	turns := []chan int{make(chan int), make(chan int)}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, h := range hubs {
+		wg.Add(1)
+		go func(dev int, h *gpuspans.Hub) {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			for n := range turns[dev] {
+				for step := 0; step < n; step++ {
+					h.BeginStep()
+					f.GraphLaunch()
+					now := fakeNow()
+					f.Kernel(uint32(dev), 1, now+10, now+500, "k", 0)
+					for fakeNow() < now+300_000 { // 0.3 ms steps: a window every few
+					}
+				}
+				done <- struct{}{}
+			}
+		}(i, h)
+	}
+	turn := func(hub, steps int) { turns[hub] <- steps; <-done }
+	turn(0, 20) // hub 0 alone: windows
+	s0 := gpuspanstest.Snapshot(t, hubs[0])
+	if s0.KernelTiming.Windows.Opened < 2 || !s0.KernelTiming.Tracing {
+		t.Fatalf("hub 0 alone: %+v", s0.KernelTiming)
+	}
+	turn(1, 5) // hub 1's first window: refused, for good
+	turn(0, 10)
+	for i := range turns {
+		close(turns[i])
+	}
+	wg.Wait()
+	for i, h := range hubs {
+		h.Harvest()
+		s := gpuspanstest.Snapshot(t, h)
+		gpuspanstest.CheckAccounting(t, &s)
+		if s.KernelTiming.Tracing || !strings.Contains(fmt.Sprint(s.KernelTiming.Err), "opened on two threads") {
+			t.Errorf("hub %d: %+v, want windows off, naming the two threads", i, s.KernelTiming)
+		}
+		if logs[i].Count("opened on two threads") != 1 {
+			t.Errorf("hub %d logged %q", i, logs[i].Lines())
+		}
+	}
+	if f.BadFinalizes() != 0 || f.Attached() {
+		t.Errorf("%d bad finalizes; attached %v", f.BadFinalizes(), f.Attached())
+	}
+}

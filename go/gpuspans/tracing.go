@@ -247,6 +247,8 @@ func (h *Hub) harvestTracer() {
 	w, l := h.kw, &h.tl
 	w.mu.Lock()
 	t, opens, base, closed := w.pub, w.opens, w.dropBase, w.closedSeq
+	// Closed already: its close delivered every record before it said so.
+	wasClosed := !w.openNow.Load()
 	// Only the steps recorded since the last harvest are copied; win keeps
 	// the newest tracedSteps.
 	from := max(l.copied, w.sn-min(w.sn, tracedSteps))
@@ -305,6 +307,16 @@ func (h *Hub) harvestTracer() {
 	}
 	if drained && closed > l.reported {
 		h.finishWindows(closed)
+	}
+	if drained {
+		// Closed and read to the end: the records now in the process's
+		// ring are another hub's (CUPTI is one per process), until this
+		// hub opens the tracer again.
+		w.mu.Lock()
+		if wasClosed && w.opens == opens {
+			w.pub = nil
+		}
+		w.mu.Unlock()
 	}
 }
 

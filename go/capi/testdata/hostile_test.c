@@ -125,6 +125,8 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_serving(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_kernel_timing(b, GS_HUB_KERNEL_TIMING_AUTO));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_get_kernel_timing(b, NULL, NULL));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_kernel_windows(b, 0, 0));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_request_kernel_window(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_start_harvester(b, 1000));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_harvester(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_metrics(b, big, sizeof big, &n));
@@ -158,6 +160,23 @@ static void extreme_arguments(void) {
     if (v < 0) EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_drain(hub, v, NULL));
   }
   NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, 1));
+  {
+    // Kernel windows: the bounds are the hub's (1 ms..24 h, 1..1024 steps).
+    int64_t everys[] = {INT64_MIN, -1, 1, 999999, 86400000000001LL, INT64_MAX};
+    for (size_t i = 0; i < sizeof everys / sizeof everys[0]; i++) {
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_kernel_windows(hub, everys[i], 1));
+    }
+    int32_t steps[] = {INT32_MIN, -1, 1025, INT32_MAX};
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_kernel_windows(hub, 0, steps[i]));
+    }
+    EXPECT(GS_HUB_OK, gs_hub_set_kernel_windows(hub, 0, 0));
+    EXPECT(GS_HUB_OK, gs_hub_set_kernel_windows(hub, 1000000, 1024));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_request_kernel_window(hub));  // kernel timing is events
+    CHECK(strstr(last_error(hub), "kernel timing is events") != NULL, "message: %s", last_error(hub));
+    EXPECT(GS_HUB_OK, gs_hub_set_kernel_timing(hub, GS_HUB_KERNEL_TIMING_ATTACHED));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_request_kernel_window(hub));  // attached has no windows
+  }
   EXPECT(GS_HUB_OK, gs_hub_get_kernel_timing(hub, NULL, NULL));
   EXPECT(GS_HUB_OK, gs_hub_set_kernel_timing(hub, GS_HUB_KERNEL_TIMING_EVENTS));
   int64_t intervals[] = {INT64_MIN, -1, 0, 1000001, INT64_MAX};
@@ -410,6 +429,41 @@ static void drain_races_close(void) {
 }
 
 // A token is ended only by the hub that made it.
+// gs_hub_request_kernel_window and gs_hub_begin_step racing gs_hub_close:
+// every call returns a status, the tracer's state is left to the close.
+struct window_arg {
+  gs_hub hub;
+  int bad;
+};
+
+static void* window_thread(void* p) {
+  struct window_arg* a = p;
+  for (int i = 0; i < 2000; i++) {
+    gs_hub_status st = gs_hub_request_kernel_window(a->hub);
+    if (st == GS_HUB_ERR_INTERNAL) a->bad++;
+    if (st == GS_HUB_ERR_BAD_HANDLE) break;
+    st = gs_hub_set_kernel_windows(a->hub, 1000000, 2);
+    if (st == GS_HUB_ERR_INTERNAL) a->bad++;
+  }
+  return NULL;
+}
+
+static void window_requests_race_close(void) {
+  for (int i = 0; i < 20; i++) {
+    gs_hub hub = make_hub(GS_HUB_LEVEL_KERNEL, 1);
+    EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, 1, 0));
+    EXPECT(GS_HUB_OK, gs_hub_set_kernel_timing(hub, GS_HUB_KERNEL_TIMING_AUTO));
+    struct window_arg a = {hub, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, window_thread, &a);
+    for (int s = 0; s < i * 5; s++) gs_hub_begin_step_call(hub);
+    EXPECT(GS_HUB_OK, gs_hub_close(hub));
+    pthread_join(t, NULL);
+    CHECK(a.bad == 0, "%d window calls recovered a panic", a.bad);
+  }
+  printf("ok   gs_hub_request_kernel_window and steps racing gs_hub_close\n");
+}
+
 static void tokens_stay_with_their_hub(void) {
   gs_hub a = make_hub(GS_HUB_LEVEL_KERNEL, 1), b = make_hub(GS_HUB_LEVEL_KERNEL, 1);
   gs_hub hub = a;
@@ -539,6 +593,7 @@ int main(void) {
   tokens_stay_with_their_hub();
   close_races_serve();
   drain_races_close();
+  window_requests_race_close();
   close_bounded_by_log_callback();
   close_bounded_by_otlp_stop();
   if (failures) {

@@ -156,6 +156,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"f":    func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) },
 	"pct":  func(v float64) string { return strconv.FormatFloat(100*v, 'f', 1, 64) + "%" },
 	"secs": func(ms int64) string { return strconv.FormatInt((ms+999)/1000, 10) },
+	"ms":   func(ns int64) string { return strconv.FormatFloat(float64(ns)/1e6, 'f', 1, 64) },
 }).Parse(pageHTML))
 
 // MarshalSnapshot encodes s as SnapshotPath serves it (the schema's

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
@@ -349,5 +350,38 @@ func TestTrailingSlash(t *testing.T) {
 	}
 	if rec := get(t, h, "GET", Path+"/other"); rec.Code != http.StatusNotFound {
 		t.Errorf("GET %s/other: %d", Path, rec.Code)
+	}
+}
+
+// The page says where kernel spans come from and, once windows open, what
+// the last one landed and what windows cost the stepping thread.
+func TestPageShowsKernelWindows(t *testing.T) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	tracer := new(fake.Tracer)
+	hub, err := gpuspans.New(gpuspans.Options{Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, Now: clock.Now, Logf: t.Logf,
+		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: tracer.Opener(), KernelWindowEvery: 5 * time.Millisecond, KernelWindowSteps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Install(0, 1, fake.NopOpener); err != nil {
+		t.Fatal(err)
+	}
+	page := func() string { return get(t, serve(hub, Options{}), "GET", Path).Body.String() }
+	if p := page(); !strings.Contains(p, `<b>auto</b><span>event pairs</span>`) || strings.Contains(p, "kernel-windows") {
+		t.Errorf("before any step: %s", p[strings.Index(p, `id="kernel-timing"`):][:200])
+	}
+	for i := 0; i < 12; i++ {
+		hub.BeginStep()
+		ns := clock.Now().UnixNano()
+		tracer.Kernel(0, 1, ns+10, ns+1000, "attention", 0)
+		tracer.Kernel(0, 1, ns+2000, ns+3000, "mlp", 0)
+		clock.Advance(time.Millisecond)
+	}
+	hub.Harvest()
+	p := page()
+	for _, want := range []string{`<b>auto</b><span>from CUPTI</span>`, `<span>kernel windows</span><b>3</b>`, "one open now; the last: 4 kernels in 2 steps from step 6;", "ms (p50)"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("page lacks %q:\n%s", want, p[strings.Index(p, `id="kernel-timing"`):][:400])
+		}
 	}
 }

@@ -68,6 +68,8 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 <div><span>in flight</span><b>{{.Snap.Counters.InFlight}}</b></div>
 <div id="dropped"><span>spans dropped</span><b{{if .DropCard.Alarm}} class="nonzero"{{end}}>{{.DropCard.Total}}</b><span>{{.DropCard.Share}} of begun, capturing aside; {{.DropCard.Recent}}</span></div>
 <div><span>errored</span><b{{if .Snap.Counters.Errored}} class="nonzero"{{end}}>{{.Snap.Counters.Errored}}</b></div>
+<div id="kernel-timing"><span>kernel timing</span><b>{{.Snap.KernelTiming.Mode}}</b><span>{{if .Snap.KernelTiming.Tracing}}from CUPTI{{else}}event pairs{{end}}{{with .Snap.KernelTiming.Reason}}: {{.}}{{end}}</span></div>
+{{with .Snap.KernelTiming.Windows}}{{if .Opened}}<div id="kernel-windows"><span>kernel windows</span><b>{{.Opened}}</b><span>{{if .Open}}one open now; {{end}}{{if .Last.Seq}}the last: {{.Last.Kernels}} kernels in {{.Last.Steps}} step{{if ne .Last.Steps 1}}s{{end}} from step {{.Last.FirstStep}}; {{end}}open {{ms (index .OpenNs 0)}} ms, close {{ms (index .CloseNs 0)}} ms (p50){{if .Skipped}}; {{.Skipped}} skipped{{end}}</span></div>{{end}}{{end}}
 <div><span>updated</span><b>{{.Time}}</b></div>
 </div>
 

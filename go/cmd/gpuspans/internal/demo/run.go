@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -429,8 +430,12 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 	return res, err
 }
 
-// loop runs engine steps at cfg.Rate until ctx is done or a limit is hit.
+// loop runs engine steps at cfg.Rate until ctx is done or a limit is hit,
+// on one OS thread: it launches the kernels, and kernel windows attach and
+// detach CUPTI on the launching thread only.
 func loop(ctx context.Context, eng *Engine, cfg *Config) (int, string, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var period time.Duration
 	if cfg.Rate > 0 {
 		period = time.Duration(float64(time.Second) / cfg.Rate)
