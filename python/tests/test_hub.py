@@ -100,6 +100,40 @@ class HubTest(unittest.TestCase):
                 hub.set_kernel_span_every(0)
             self.assertEqual(cm.exception.name, "GS_HUB_ERR_INVALID_ARGUMENT")
 
+    def test_kernel_windows(self):
+        # The window settings and requests, through the C ABI, with no CUPTI
+        # to open: bounds refused by name, a request refused once the
+        # tracer fell back, the reason in the snapshot.
+        old = os.environ.get("GPUSPANS_CUPTI")
+        os.environ["GPUSPANS_CUPTI"] = "/nonexistent/libcupti.so.13"
+        try:
+            with gpuspans.Hub(level="kernel", kernel_timing="auto", kernel_window_every=2.5, kernel_window_steps=3, quiet=True) as hub:
+                w = hub.snapshot()["kernel_timing"]["windows"]
+                self.assertEqual((w["every_ns"], w["steps"], w["opened"]), (2_500_000_000, 3, 0))
+                for every, steps, what in ((0.0001, 1, "period"), (86401, 1, "period"), (float("nan"), 1, "period"),
+                                           (1, 1025, "steps is 1025"), (1, -1, "steps is -1")):
+                    with self.assertRaisesRegex((ValueError, gpuspans.Error), what):
+                        hub.set_kernel_windows(every, steps)
+                hub.set_kernel_windows(0, 0)
+                self.assertEqual(hub.snapshot()["kernel_timing"]["windows"]["every_ns"], 10_000_000_000)
+                hub.request_kernel_window()  # not tried yet: accepted
+                hub.install(0, FakeStream(5), sim=True)
+                hub.step()  # the window meets no CUPTI: event pairs, for good
+                with self.assertRaisesRegex(gpuspans.Error, "fell back to event pairs"):
+                    hub.request_kernel_window()
+                s = hub.snapshot()["kernel_timing"]
+                self.assertFalse(s["tracing"])
+                self.assertIn("libcupti", s["reason"])
+                hub.kernel_timing = "attached"
+                self.assertEqual(hub.kernel_timing, "attached")
+                with self.assertRaisesRegex(gpuspans.Error, "windows need auto or cupti"):
+                    hub.request_kernel_window()
+        finally:
+            if old is None:
+                del os.environ["GPUSPANS_CUPTI"]
+            else:
+                os.environ["GPUSPANS_CUPTI"] = old
+
     def test_kernel_timing_falls_back_to_events(self):
         # GPUSPANS_CUPTI names a library that is not there: CUPTI stays off,
         # and kernel spans are event pairs as before, through the C ABI.
