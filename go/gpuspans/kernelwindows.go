@@ -121,6 +121,7 @@ type kernelWindows struct {
 	active    atomic.Bool
 	requested atomic.Bool            // RequestKernelWindow: open one at the next step
 	takeOver  atomic.Bool            // SetKernelTiming(auto or cupti): another CUPTI subscriber is done
+	retry     atomic.Bool            // SetKernelTiming: a fallback ends, the tracer is tried again
 	failed    atomic.Pointer[errBox] // a harvest-side failure: give the tracer up at the next step
 
 	openNow atomic.Bool // t != nil: BeginStep has work at any level (tracerBit)
@@ -210,6 +211,9 @@ func (w *kernelWindows) step(kernel bool, step uint64, spanEvery int64, locked b
 	defer w.busy.Store(false)
 	mode := w.timing()
 	if locked {
+		if w.retry.Swap(false) {
+			w.offFor = 0 // the mode was set again: try the tracer again
+		}
 		if e := w.failed.Swap(nil); e != nil {
 			w.closeNow(true)
 			w.fallBack(mode, e.err)
@@ -220,7 +224,9 @@ func (w *kernelWindows) step(kernel bool, step uint64, spanEvery int64, locked b
 		if w.tmode == backend.TracerWindow {
 			done := release || mode == KernelTimingAttached || w.inWin >= uint64(w.nsteps.Load())
 			if !done || !locked || !w.closeWindow() {
-				w.collect(step) // not done, not now, or refused: the window goes on, collecting
+				if kernel { // not done, not now, or refused: the window goes on, collecting
+					w.collect(step)
+				}
 				return kernel, true
 			}
 			if release {
@@ -245,7 +251,6 @@ func (w *kernelWindows) step(kernel bool, step uint64, spanEvery int64, locked b
 	if !locked {
 		return false, w.active.Load()
 	}
-	w.offFor = 0
 	if mode == KernelTimingAttached {
 		if !w.openTracer(mode, backend.TracerAttached, step) {
 			return false, false
@@ -453,6 +458,7 @@ func (w *kernelWindows) fallBack(mode KernelTiming, err error) {
 // Any goroutine.
 func (w *kernelWindows) setMode(k KernelTiming) {
 	w.takeOver.Store(k == KernelTimingAuto || k == KernelTimingCUPTI)
+	w.retry.Store(true)
 	if w.mode.Swap(uint32(k)) != uint32(k) {
 		w.mu.Lock()
 		w.err = nil

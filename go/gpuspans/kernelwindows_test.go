@@ -440,3 +440,28 @@ func TestKernelWindowOptions(t *testing.T) {
 		t.Errorf("ParseKernelTiming(attached) = %v, %v", k, err)
 	}
 }
+
+// A tracer that could not open is tried again when the mode is set again,
+// also to the same mode (a fix deployed, a profiler gone).
+func TestKernelWindowFallbackRetriedWhenAsked(t *testing.T) {
+	r := newWindowRig(t, gpuspans.Options{KernelWindowEvery: time.Millisecond})
+	r.tracer.FailOpen(errors.New("no CUPTI yet"))
+	for i := 0; i < 5; i++ {
+		r.step()
+	}
+	if s := r.snapshot(); s.KernelTiming.Fallbacks != 1 || r.tracer.Counts().Windows != 0 {
+		t.Fatalf("after a failed open: %+v", s.KernelTiming)
+	}
+	r.tracer.FailOpen(nil)
+	r.step()
+	if r.tracer.Counts().Windows != 0 {
+		t.Fatal("the tracer was tried again without being asked")
+	}
+	if err := r.h.SetKernelTiming(gpuspans.KernelTimingAuto); err != nil {
+		t.Fatal(err)
+	}
+	r.step()
+	if c := r.tracer.Counts(); c.Windows != 1 || !c.Open {
+		t.Errorf("after SetKernelTiming(auto) again: %+v", c)
+	}
+}
