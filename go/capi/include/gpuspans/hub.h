@@ -369,7 +369,9 @@ gs_hub_status gs_hub_snapshot(gs_hub hub, int32_t format, void* buf, size_t cap,
  * are the Go API's (go/gpuspanshttp/control): a non-loopback address needs a token,
  * which is then required on the control endpoints (and, with
  * GS_HUB_SERVE_PROTECT_READS, on every path); a blank token or one with
- * white space is refused. token may be NULL or "" for none;
+ * white space is refused. token is a C string, so it ends at its first NUL:
+ * a token holding one cannot be passed (Python refuses it by name); check
+ * the length of what you pass. token may be NULL or "" for none;
  * GS_HUB_SERVE_PROTECT_READS without one is GS_HUB_ERR_INVALID_ARGUMENT.
  * Without a token the control endpoints refuse cross-site requests (a
  * browser's, through DNS rebinding or a form on another site): see
