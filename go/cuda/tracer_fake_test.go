@@ -451,6 +451,33 @@ func TestTracerStaleStartIsLostNotLanded(t *testing.T) {
 	}
 }
 
+// A traced kernel's label is short; the hub keeps the whole name behind it
+// for exporters with room (OTLP's gpuspans.kernel.full_name).
+func TestTracerKeepsFullNames(t *testing.T) {
+	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	h.BeginStep()
+	now := fakeNow()
+	long := "_ZN2at6native18elementwise_kernelILi128ELi4EZNS0_22gpu_kernel_impl_nocastINS0_13BinaryFunctorIfffNS0_15binary_internal10MulFunctorIfEEEEEEvRNS_18TensorIteratorBaseERKT_EUliE_EEviT1_"
+	f.Kernel(0, 1, now+10, now+100, long, 0)
+	f.Kernel(0, 1, now+200, now+300, "triton_poi_fused_add_0", 0)
+	h.BeginStep()
+	h.Harvest()
+	s := gpuspanstest.Snapshot(t, h)
+	var label string
+	for _, a := range s.Kernels {
+		if strings.HasPrefix(a.Name, "at::native::elementwise_kernel") {
+			label = a.Name
+		}
+	}
+	full := h.KernelFullName(label)
+	if label == "" || !strings.HasPrefix(full, "void at::native::elementwise_kernel<128, 4,") || !strings.Contains(full, "MulFunctor") || len(full) <= len(label) {
+		t.Errorf("label %q, full name %q", label, full)
+	}
+	if got := h.KernelFullName("triton_poi_fused_add_0"); got != "" {
+		t.Errorf("a name that is its own label has a full name %q", got)
+	}
+}
+
 func TestTracerLabelsHeaviestFirst(t *testing.T) {
 	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 2)
 	if err := h.RegisterKernel(0x99, "registered"); err != nil {

@@ -184,6 +184,16 @@ func (h *Hub) CloseKernelTracer() error {
 	return err
 }
 
+// KernelFullName returns the whole demangled name behind the label of a
+// kernel traced by CUPTI (labels are cut at 127 bytes and lose their return
+// type and parameters), for exporters with room for it; "" for other names.
+// Takes the harvest lock briefly.
+func (h *Hub) KernelFullName(name string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tl.full[name]
+}
+
 // KernelTimingStatus is Snapshot.KernelTiming without the rest of a
 // snapshot. Takes the harvest lock briefly.
 func (h *Hub) KernelTimingStatus() KernelTimingStatus {
@@ -223,6 +233,13 @@ type tracerLanding struct {
 	readsCut    uint64
 	records     uint64
 	pendingName []pendingName
+	full        map[string]string // label -> the whole name, where the tracer keeps one (fullNamer)
+}
+
+// fullNamer is implemented by tracers that keep the whole name behind a
+// label (cuda.Tracer: CUPTI's demangled name, up to 4 KiB).
+type fullNamer interface {
+	FullName(id uint32) string
 }
 
 type pendingName struct {
@@ -385,8 +402,19 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 	}
 	if len(l.pendingName) > 0 {
 		sort.Slice(l.pendingName, func(a, b int) bool { return l.pendingName[a].ns > l.pendingName[b].ns })
+		fn, _ := t.(fullNamer)
 		for _, p := range l.pendingName {
-			l.nameIdx[p.id] = int32(h.tracedLabel(p.name)) + 1
+			idx := h.tracedLabel(p.name)
+			l.nameIdx[p.id] = int32(idx) + 1
+			if fn == nil || idx == 0 {
+				continue
+			}
+			if full := tracerFullName(fn, p.id); full != "" && full != p.name {
+				if l.full == nil {
+					l.full = make(map[string]string)
+				}
+				l.full[h.kernelNames[idx]] = full
+			}
 		}
 	}
 	for i := range recs {
@@ -516,6 +544,15 @@ func tracerName(t backend.KernelTracer, id uint32) (name string) {
 		}
 	}()
 	return t.Name(id)
+}
+
+func tracerFullName(t fullNamer, id uint32) (name string) {
+	defer func() {
+		if recover() != nil {
+			name = ""
+		}
+	}()
+	return t.FullName(id)
 }
 
 func tracerCall(f func() int64) (v int64) {

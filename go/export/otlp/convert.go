@@ -16,16 +16,19 @@ import (
 
 // Attribute keys without a semantic convention.
 const (
-	AttrDevice    = attribute.Key("gpuspans.device")
-	AttrPCIBusID  = attribute.Key("gpuspans.pci_bus_id")
-	AttrStream    = attribute.Key("gpuspans.stream")
-	AttrKind      = attribute.Key("gpuspans.kind")
-	AttrLane      = attribute.Key("gpuspans.lane")
-	AttrKernel    = attribute.Key("gpuspans.kernel")
-	AttrStep      = attribute.Key("gpuspans.step")
-	AttrGraph     = attribute.Key("gpuspans.graph") // a traced kernel's CUDA graph, when replayed from one
-	StepSpanName  = "gpu step"
-	identityRetry = 10 * time.Second // how often an unknown device identity is asked for again
+	AttrDevice   = attribute.Key("gpuspans.device")
+	AttrPCIBusID = attribute.Key("gpuspans.pci_bus_id")
+	AttrStream   = attribute.Key("gpuspans.stream")
+	AttrKind     = attribute.Key("gpuspans.kind")
+	AttrLane     = attribute.Key("gpuspans.lane")
+	AttrKernel   = attribute.Key("gpuspans.kernel")
+	AttrStep     = attribute.Key("gpuspans.step")
+	AttrGraph    = attribute.Key("gpuspans.graph") // a traced kernel's CUDA graph, when replayed from one
+	// AttrKernelFullName is a traced kernel's whole demangled name, where
+	// its label (AttrKernel) is shorter (gpuspans.Hub.KernelFullName).
+	AttrKernelFullName = attribute.Key("gpuspans.kernel.full_name")
+	StepSpanName       = "gpu step"
+	identityRetry      = 10 * time.Second // how often an unknown device identity is asked for again
 )
 
 // A step is sent once a step two later has spans, or after this many polls:
@@ -147,6 +150,7 @@ func (a *assembler) sendStep(step uint64, spans []gpuspans.Span) {
 		sc         trace.SpanContext
 	}
 	var lanes []lane
+	fullNames := map[string]string{}
 	for pass := 0; pass < 2; pass++ { // lanes first, so kernels find their parent
 		for i := range spans {
 			s := &spans[i]
@@ -173,6 +177,14 @@ func (a *assembler) sendStep(step uint64, spans []gpuspans.Span) {
 			} else {
 				g.name = "kernel " + s.Name
 				g.attrs = append(attrs, AttrKernel.String(s.Name))
+				full, ok := fullNames[s.Name]
+				if !ok { // once a name a step: the hub's lock, briefly
+					full = e.hub.KernelFullName(s.Name)
+					fullNames[s.Name] = full
+				}
+				if full != "" {
+					g.attrs = append(g.attrs, AttrKernelFullName.String(full))
+				}
 				for _, l := range lanes {
 					if l.device == s.Device && l.start <= s.StartNs && s.StartNs+dur <= l.end {
 						g.parent = l.sc
