@@ -50,6 +50,14 @@ class Harvest {
  private:
   Slot& SlotOf(size_t i) { return p_->slots[items_[i].slot]; }
 
+  // BeginOf is the event a span began at: its own begin event, or the end
+  // event of the span before it (gs_pool_record_next), which the caller
+  // keeps unrecorded until this span is harvested.
+  CUevent BeginOf(const Slot& s) const {
+    uint32_t from = s.begin_from.load(std::memory_order_relaxed);
+    return from ? p_->slots[from - 1].end : s.begin;
+  }
+
   // Classify sets every item in flight, then sorts the closed spans by the
   // stream their end was recorded on (a counting sort into p->order, each
   // group then ordered by end sequence).
@@ -123,7 +131,7 @@ class Harvest {
     for (uint32_t k = 0; k < m; ++k) {
       Slot& s = SlotOf(o[k]);
       float ms = 0;
-      CUresult r = d_->cuEventElapsedTime(&ms, s.begin, s.end);
+      CUresult r = d_->cuEventElapsedTime(&ms, BeginOf(s), s.end);
       if (r == CUDA_SUCCESS) {
         Land(o[k], ms);
         continue;
@@ -158,7 +166,7 @@ class Harvest {
   CUresult Elapsed(size_t i) {
     Slot& s = SlotOf(i);
     float ms = 0;
-    CUresult r = d_->cuEventElapsedTime(&ms, s.begin, s.end);
+    CUresult r = d_->cuEventElapsedTime(&ms, BeginOf(s), s.end);
     if (r == CUDA_SUCCESS) {
       Land(i, ms);
       return CUDA_SUCCESS;
@@ -190,7 +198,7 @@ class Harvest {
     const Anchor& a = p_->anchors[gen % kAnchors];
     if (a.gen != gen || !a.complete) return CUDA_SUCCESS;
     float ms = 0;
-    CUresult r = d_->cuEventElapsedTime(&ms, a.event, s.begin);
+    CUresult r = d_->cuEventElapsedTime(&ms, a.event, BeginOf(s));
     if (r == CUDA_SUCCESS) {
       items_[i].start_ns = a.host_ns + MsToNs(ms);
       return CUDA_SUCCESS;

@@ -88,9 +88,15 @@ class CreateGuard {
   gs_pool* p_;
 };
 
-gs_status Record(gs_pool* p, uint32_t slot, uint64_t stream, int32_t* cu, bool end) {
+// Which events a Record call records: a begin, an end, or an end that the
+// next span also begins at.
+enum class RecordKind { kBegin, kEnd, kNext };
+
+gs_status Record(gs_pool* p, uint32_t slot, uint32_t next, uint64_t stream, int32_t* cu,
+                 RecordKind kind) {
   SetCu(cu, 0);
   if (!p || slot >= p->nslots) return GS_ERR_INVALID_ARGUMENT;
+  if (kind == RecordKind::kNext && (next >= p->nslots || next == slot)) return GS_ERR_INVALID_ARGUMENT;
   if (p->dead.load(std::memory_order_relaxed)) return Dead(p, cu);
   const Driver* d = p->d;
   CUstream s = reinterpret_cast<CUstream>(stream);
@@ -107,19 +113,28 @@ gs_status Record(gs_pool* p, uint32_t slot, uint64_t stream, int32_t* cu, bool e
   if (r != CUDA_SUCCESS) return Fail(p, r, cu);
   if (cs != CU_STREAM_CAPTURE_STATUS_NONE) return GS_ERR_CAPTURING;
   Slot& sl = p->slots[slot];
-  r = d->cuEventRecord(end ? sl.end : sl.begin, s);
+  r = d->cuEventRecord(kind == RecordKind::kBegin ? sl.begin : sl.end, s);
   if (r != CUDA_SUCCESS) return Fail(p, r, cu);
-  if (end) {
-    sl.end_stream.store(stream, std::memory_order_relaxed);
-    sl.end_seq.store(p->next_end_seq.fetch_add(1, std::memory_order_relaxed),
-                     std::memory_order_relaxed);
-    sl.state.fetch_or(kEndPending, std::memory_order_relaxed);
-    sl.state.fetch_and(~kOpen, std::memory_order_release);
-  } else {
+  if (kind == RecordKind::kBegin) {
+    sl.begin_from.store(0, std::memory_order_relaxed);
     sl.begin_stream.store(stream, std::memory_order_relaxed);
     sl.anchor_gen.store(p->current_gen.load(std::memory_order_acquire), std::memory_order_relaxed);
     sl.state.fetch_or(kBeginPending | kOpen, std::memory_order_release);
+    return GS_OK;
   }
+  if (kind == RecordKind::kNext) {
+    // Before the end is published, so a harvest that sees this span closed
+    // also sees the next one open.
+    Slot& nx = p->slots[next];
+    nx.begin_from.store(slot + 1, std::memory_order_relaxed);
+    nx.begin_stream.store(stream, std::memory_order_relaxed);
+    nx.anchor_gen.store(p->current_gen.load(std::memory_order_acquire), std::memory_order_relaxed);
+    nx.state.fetch_or(kOpen, std::memory_order_release);
+  }
+  sl.end_stream.store(stream, std::memory_order_relaxed);
+  sl.end_seq.store(p->next_end_seq.fetch_add(1, std::memory_order_relaxed), std::memory_order_relaxed);
+  sl.state.fetch_or(kEndPending, std::memory_order_relaxed);
+  sl.state.fetch_and(~kOpen, std::memory_order_release);
   return GS_OK;
 }
 
@@ -284,11 +299,16 @@ gs_status gs_pool_is_capturing(gs_pool* pool, uint64_t stream, int32_t* capturin
 }
 
 gs_status gs_pool_record_begin(gs_pool* pool, uint32_t slot, uint64_t stream, int32_t* cu_result) {
-  return gs::Record(pool, slot, stream, cu_result, false);
+  return gs::Record(pool, slot, 0, stream, cu_result, gs::RecordKind::kBegin);
 }
 
 gs_status gs_pool_record_end(gs_pool* pool, uint32_t slot, uint64_t stream, int32_t* cu_result) {
-  return gs::Record(pool, slot, stream, cu_result, true);
+  return gs::Record(pool, slot, 0, stream, cu_result, gs::RecordKind::kEnd);
+}
+
+gs_status gs_pool_record_next(gs_pool* pool, uint32_t slot, uint32_t next, uint64_t stream,
+                              int32_t* cu_result) {
+  return gs::Record(pool, slot, next, stream, cu_result, gs::RecordKind::kNext);
 }
 
 }  // extern "C"

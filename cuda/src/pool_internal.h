@@ -37,6 +37,9 @@ struct Slot {
   std::atomic<uint64_t> begin_stream{0};
   std::atomic<uint64_t> end_stream{0};
   std::atomic<uint64_t> end_seq{0};     // order of record_end calls in the pool
+  // The slot (plus one) whose end event is this span's begin
+  // (gs_pool_record_next); 0: this slot's own begin event.
+  std::atomic<uint32_t> begin_from{0};
 };
 
 // A host-clock anchor: an event on the pool's private stream and the host

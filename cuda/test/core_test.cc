@@ -923,6 +923,70 @@ void TestAnchorStartTimes() {
   ExpectNoLeaks();
 }
 
+// Spans that follow each other share one event: the next span begins where
+// the one before ended, including its start time and the stream's backlog.
+void TestRecordNext() {
+  gs_testing_use_fake_driver();
+  gs_pool* p = NewPool(8);
+  gs_harvest_item first = Item(0, 1);
+  CHECK_EQ(gs_pool_harvest(p, &first, 0, nullptr), GS_OK);
+  gs_testing_fake_advance(kMs);
+  gs_harvest_item warm = Item(7, 1);
+  Span(p, 7, kStreamA, kMs);  // a harvest after it promotes the first anchor
+  gs_testing_fake_advance(2 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, &warm, 1, nullptr), GS_OK);
+  CHECK_EQ(warm.state, GS_SPAN_DONE);
+  const int64_t records = Counters().event_records;
+  CHECK_EQ(gs_pool_record_begin(p, 0, kStreamA, nullptr), GS_OK);
+  gs_testing_fake_stream_work(kStreamA, 2 * kMs);
+  CHECK_EQ(gs_pool_record_next(p, 0, 1, kStreamA, nullptr), GS_OK);
+  gs_testing_fake_stream_work(kStreamA, 3 * kMs);
+  CHECK_EQ(gs_pool_record_next(p, 1, 2, kStreamA, nullptr), GS_OK);
+  gs_testing_fake_stream_work(kStreamA, 5 * kMs);
+  CHECK_EQ(gs_pool_record_end(p, 2, kStreamA, nullptr), GS_OK);
+  CHECK_EQ(Counters().event_records, records + 4);  // three spans, four events
+  gs_harvest_item its[3] = {Item(0, 1), Item(1, 1), Item(2, 1)};
+  CHECK_EQ(gs_pool_harvest(p, its, 3, nullptr), GS_OK);
+  CHECK_EQ(its[2].state, GS_SPAN_IN_FLIGHT);
+  gs_testing_fake_advance(20 * kMs);
+  CHECK_EQ(gs_pool_harvest(p, its, 3, nullptr), GS_OK);
+  const int64_t want[3] = {2 * kMs, 3 * kMs, 5 * kMs};
+  for (int k = 0; k < 3; ++k) {
+    CHECK_EQ(its[k].state, GS_SPAN_DONE);
+    CHECK_EQ(its[k].duration_ns, want[k]);
+    CHECK(its[k].start_ns > 0);
+  }
+  CHECK_EQ(its[1].start_ns - its[0].start_ns, 2 * kMs);
+  CHECK_EQ(its[2].start_ns - its[1].start_ns, 3 * kMs);
+  // A slot's own begin again replaces the borrowed one.
+  Span(p, 1, kStreamB, kMs);
+  gs_testing_fake_advance(2 * kMs);
+  its[1] = Item(1);
+  CHECK_EQ(gs_pool_harvest(p, &its[1], 1, nullptr), GS_OK);
+  CHECK_EQ(its[1].state, GS_SPAN_DONE);
+  CHECK_EQ(its[1].duration_ns, kMs);
+  // Refused: out of range, the same slot, a capturing stream (nothing
+  // recorded, neither span changed).
+  int32_t cu = -1;
+  CHECK_EQ(gs_pool_record_next(p, 0, 8, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_record_next(p, 8, 0, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_record_next(p, 3, 3, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_record_next(nullptr, 0, 1, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
+  CHECK_EQ(gs_pool_record_begin(p, 4, kStreamB, nullptr), GS_OK);
+  gs_testing_fake_set_capturing(kStreamB, 0);
+  const int64_t before = Counters().event_records;
+  CHECK_EQ(gs_pool_record_next(p, 4, 5, kStreamB, &cu), GS_ERR_CAPTURING);
+  CHECK_EQ(Counters().event_records, before);
+  gs_testing_fake_set_capturing(kStreamB, -1);
+  gs_harvest_item open = Item(4);
+  CHECK_EQ(gs_pool_harvest(p, &open, 1, nullptr), GS_OK);
+  CHECK_EQ(open.state, GS_SPAN_IN_FLIGHT);  // still open: its end was refused
+  CHECK_EQ(gs_pool_record_end(p, 4, kStreamB, nullptr), GS_OK);
+  gs_testing_fake_advance(2 * kMs);
+  Destroy(p);
+  ExpectNoLeaks();
+}
+
 void TestTwoDevices() {
   gs_testing_use_fake_driver();
   gs_testing_fake_set_device_count(2);
@@ -1008,6 +1072,7 @@ const Test kTests[] = {
     {"PrefixSearchMatchesModel", TestPrefixSearchMatchesModel},
     {"HarvestCostFollowsWhatLands", TestHarvestCostFollowsWhatLands},
     {"AnchorStartTimes", TestAnchorStartTimes},
+    {"RecordNext", TestRecordNext},
     {"TwoDevices", TestTwoDevices},
     {"ConcurrentRecordsAndHarvest", TestConcurrentRecordsAndHarvest},
 };

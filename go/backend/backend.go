@@ -85,6 +85,19 @@ type Pool interface {
 	Close() error
 }
 
+// Chainer is implemented by pools that end one span and begin the next with
+// a single event, for spans that follow each other on one stream (lanes
+// that share their boundaries). Pools without it get RecordEnd and
+// RecordBegin.
+type Chainer interface {
+	// RecordNext records slot's end event on stream, and next's span begins
+	// at that same event, as if RecordBegin(next, stream) had recorded it
+	// there. The caller owns both slots and records slot again only once a
+	// harvest has reported next Done or Failed, or next was given up. On an
+	// error neither span changed; ErrCapturing as for RecordEnd.
+	RecordNext(slot, next int, stream Stream) error
+}
+
 // Identity names a device as fleet tools do, so telemetry joins with theirs
 // (DCGM exporter's UUID and pci_bus_id labels, nvidia-smi). A field is empty
 // when the driver cannot tell it.

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: e870c586206b3b7c8f748ddbb385f36edc46c3c2c9d2d6147c0778278210de4a
+// sees only this file, rebuilds when they change: ec3343e00bd8bc05a4eaadde34d72cf7d970ff5f75bfca4fafff46e748cc7039
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

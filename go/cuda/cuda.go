@@ -28,6 +28,11 @@ static inline int64_t gsgo_record_end(uintptr_t h, uint32_t slot, uint64_t strea
   gs_status st = gs_pool_record_end(gsgo_pool(h), slot, stream, &cu);
   return gsgo_pack(st, cu);
 }
+static inline int64_t gsgo_record_next(uintptr_t h, uint32_t slot, uint32_t next, uint64_t stream) {
+  int32_t cu = 0;
+  gs_status st = gs_pool_record_next(gsgo_pool(h), slot, next, stream, &cu);
+  return gsgo_pack(st, cu);
+}
 static inline int64_t gsgo_harvest(uintptr_t h, gs_harvest_item* items, size_t n) {
   int32_t cu = 0;
   gs_status st = gs_pool_harvest(gsgo_pool(h), items, n, &cu);
@@ -80,6 +85,7 @@ var (
 var (
 	errCapturingBegin = &backend.DriverError{Op: "RecordBegin", Msg: "stream is being captured, nothing recorded", Kind: backend.ErrCapturing}
 	errCapturingEnd   = &backend.DriverError{Op: "RecordEnd", Msg: "stream is being captured, nothing recorded", Kind: backend.ErrCapturing}
+	errCapturingNext  = &backend.DriverError{Op: "RecordNext", Msg: "stream is being captured, nothing recorded", Kind: backend.ErrCapturing}
 )
 
 // kindOf maps a core status to the backend sentinel it means, if any.
@@ -258,6 +264,25 @@ func (p *Pool) RecordEnd(slot int, stream backend.Stream) error {
 		return errCapturingEnd
 	}
 	return p.statusError("RecordEnd", C.gs_status(r>>32), int32(r))
+}
+
+// RecordNext ends slot's span and begins next's at one event
+// (backend.Chainer), with RecordBegin's rules.
+func (p *Pool) RecordNext(slot, next int, stream backend.Stream) error {
+	if uint(slot) >= uint(p.slots) {
+		return p.badSlot("RecordNext", slot)
+	}
+	if uint(next) >= uint(p.slots) || next == slot {
+		return p.badSlot("RecordNext", next)
+	}
+	r := C.gsgo_record_next(p.h, C.uint32_t(slot), C.uint32_t(next), C.uint64_t(stream))
+	if r == 0 {
+		return nil
+	}
+	if C.gs_status(r>>32) == C.GS_ERR_CAPTURING {
+		return errCapturingNext
+	}
+	return p.statusError("RecordNext", C.gs_status(r>>32), int32(r))
 }
 
 // Harvest fills in items' outputs in one call to the core, never waiting

@@ -495,3 +495,43 @@ func BenchmarkHarvest4096Done(b *testing.B) {
 	b.StopTimer()
 	closeAndCheckLeaks(b, f, p)
 }
+
+// RecordNext ends one span and begins the next at one event, through the C
+// pool: durations as with separate events, one record fewer per boundary,
+// refusals on a capturing stream or bad slots.
+func TestRecordNext(t *testing.T) {
+	f := useFake(t)
+	p := openPool(t, 4)
+	records := f.Counters().EventRecords
+	if err := p.RecordBegin(0, streamA); err != nil {
+		t.Fatal(err)
+	}
+	f.StreamWork(streamA, 2*time.Millisecond)
+	if err := p.RecordNext(0, 1, streamA); err != nil {
+		t.Fatal(err)
+	}
+	f.StreamWork(streamA, 3*time.Millisecond)
+	if err := p.RecordEnd(1, streamA); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.Counters().EventRecords - records; n != 3 {
+		t.Errorf("%d event records for two spans sharing a boundary, want 3", n)
+	}
+	f.Advance(10 * time.Millisecond)
+	items := []backend.HarvestItem{{Slot: 0}, {Slot: 1}}
+	if err := p.Harvest(items); err != nil || items[0].State != backend.Done || items[1].State != backend.Done ||
+		items[0].DurationNs != 2e6 || items[1].DurationNs != 3e6 {
+		t.Fatalf("Harvest: %v %+v", err, items)
+	}
+	for _, bad := range [][2]int{{0, 0}, {-1, 1}, {0, 4}} {
+		if err := p.RecordNext(bad[0], bad[1], streamA); !errors.Is(err, backend.ErrBadSlot) {
+			t.Errorf("RecordNext(%d, %d): %v, want ErrBadSlot", bad[0], bad[1], err)
+		}
+	}
+	f.SetCapturing(streamB, cudatest.CaptureGlobal)
+	if err := p.RecordNext(2, 3, streamB); !errors.Is(err, backend.ErrCapturing) {
+		t.Errorf("RecordNext on a capturing stream: %v", err)
+	}
+	f.EndCapture(streamB)
+	closeAndCheckLeaks(t, f, p)
+}

@@ -57,6 +57,9 @@ func (p *Pool) RecordBegin(int, backend.Stream) error { return errNoCgo }
 // RecordEnd fails: this build has no cgo.
 func (p *Pool) RecordEnd(int, backend.Stream) error { return errNoCgo }
 
+// RecordNext fails: this build has no cgo.
+func (p *Pool) RecordNext(int, int, backend.Stream) error { return errNoCgo }
+
 // Harvest fails: this build has no cgo.
 func (p *Pool) Harvest([]backend.HarvestItem) error { return errNoCgo }
 

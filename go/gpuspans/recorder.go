@@ -39,6 +39,7 @@ type recorder struct {
 	// Set by openPool before status turns open, read-only after: the span
 	// paths read them only after seeing status open.
 	pool  backend.Pool
+	chain backend.Chainer // the pool, when it begins a span at another's end; else nil
 	slots []slot
 	id    backend.Identity // the device's, when the pool can tell it
 
@@ -92,14 +93,28 @@ type errBox struct{ err error }
 // The other fields are written by the slot's owner between claiming it
 // (free -> opening) and publishing it (-> open), and read by whoever sees
 // the published state, so the word's atomic operations order them.
+//
+// A span begun at the end event of the span before it (recorder.follow)
+// borrows that event: from names the lender, whose lent word keeps its
+// slot from being claimed again (slotLent once it landed) until the
+// borrower lands or is given up and gives the event back (giveBack).
 type slot struct {
 	word   atomic.Uint64
 	stream backend.Stream
-	key    uint64 // lane index or kernel handle
-	step   uint64 // the step the span began in
+	key    uint64        // lane index or kernel handle
+	step   uint64        // the step the span began in
+	from   uint64        // position+1 of the span whose end event this one began at; 0: its own
+	lent   atomic.Uint32 // lentNone, lentWaiting or lentLanded
 	kind   SpanKind
-	_      [cacheLine - 33]byte // adjacent slots go to different goroutines
+	_      [cacheLine - 45]byte // adjacent slots go to different goroutines
 }
+
+// Slot lent values: whether a later span began at the slot's end event.
+const (
+	lentNone    uint32 = 0 // no
+	lentWaiting uint32 = 1 // yes, and this span has not landed yet
+	lentLanded  uint32 = 2 // yes, this span landed: the slot waits in slotLent
+)
 
 // Slot states. A span moves free -> opening -> open -> closing -> closed ->
 // free; any step may fall back to free when a call fails or the recorder is
@@ -110,6 +125,7 @@ const (
 	slotOpen    uint64 = 2 // the begin event is recorded; waiting for the end
 	slotClosing uint64 = 3 // the end event is being recorded
 	slotClosed  uint64 = 4 // both recorded; a harvest will land it
+	slotLent    uint64 = 5 // landed or released, its end event still a later span's begin
 
 	slotStateMask uint64 = 0x7
 )
@@ -146,6 +162,7 @@ func (r *recorder) openPool(maxSlots int) error {
 	r.id = identityOf(pool)
 	r.offset = -1
 	r.cal, _ = pool.(backend.Calibrated)
+	r.chain, _ = pool.(backend.Chainer)
 	r.seen = make([]openSeen, n)
 	r.pool = pool
 	r.status.Store(recOpen)
@@ -206,6 +223,11 @@ func (r *recorder) recordBegin(i int, stream backend.Stream) (err error) {
 	return r.pool.RecordBegin(i, stream)
 }
 
+func (r *recorder) recordNext(i, next int, stream backend.Stream) (err error) {
+	defer recoverPool("RecordNext", &err)
+	return r.chain.RecordNext(i, next, stream)
+}
+
 func (r *recorder) recordEnd(i int, stream backend.Stream) (err error) {
 	defer recoverPool("RecordEnd", &err)
 	return r.pool.RecordEnd(i, stream)
@@ -232,35 +254,80 @@ func (r *recorder) harvestPool(items []backend.HarvestItem) (err error) {
 // the pool open, or this path sees the retirement and backs out without a
 // backend call. Either way no call reaches a closed pool.
 func (r *recorder) begin(kind SpanKind, key uint64, stream backend.Stream) (uint64, bool) {
+	pos, sl, ok := r.claim(kind, key, stream)
+	if !ok {
+		return 0, false
+	}
+	// The pool checks the stream itself and refuses with ErrCapturing (a
+	// drop, see spanFailed): asking Capturing first would cost a second
+	// crossing into the driver on every span.
+	if err := r.recordBegin(int(pos%uint64(len(r.slots))), stream); err != nil {
+		r.spanFailed(sl, pos, err)
+		return 0, false
+	}
+	sl.word.Store(pack(pos, slotOpen))
+	return pos, true
+}
+
+// claim takes the next slot in turn for a span (state opening) on an open
+// recorder; false when the span was dropped (and counted).
+func (r *recorder) claim(kind SpanKind, key uint64, stream backend.Stream) (uint64, *slot, bool) {
 	h := r.hub
 	n := uint64(len(r.slots))
 	pos := r.next.Add(1) - 1
 	if pos&nextSealed != 0 {
-		return 0, false
+		return 0, nil, false
 	}
-	i := pos % n
-	sl := &r.slots[i]
+	sl := &r.slots[pos%n]
 	w := sl.word.Load()
 	if w&slotStateMask != slotFree || w>>slotPosShift > pos ||
 		!sl.word.CompareAndSwap(w, pack(pos, slotOpening)) {
 		// Still in use by an older span, or taken by a newer one while this
 		// path was preempted: drop rather than wait.
 		r.drop(DropSlotBusy)
-		return 0, false
+		return 0, nil, false
 	}
-	sl.kind, sl.key, sl.stream, sl.step = kind, key, stream, h.step.Load()
+	sl.kind, sl.key, sl.stream, sl.step, sl.from = kind, key, stream, h.step.Load(), 0
 	if r.status.Load() != recOpen {
 		r.release(sl, pos, DropRetired)
+		return 0, nil, false
+	}
+	return pos, sl, true
+}
+
+// follow ends the open span at prev and begins a span on stream at the same
+// event, when the pool can (backend.Chainer); otherwise, or when prev is no
+// longer open, it ends prev (if open) and begins the span with events of its
+// own. It returns the new span's position, or false when it was dropped.
+// The new span borrows prev's end event: see slot.
+func (r *recorder) follow(prev uint64, kind SpanKind, key uint64, stream backend.Stream) (uint64, bool) {
+	n := uint64(len(r.slots))
+	ps := &r.slots[prev%n]
+	if r.chain == nil || !ps.word.CompareAndSwap(pack(prev, slotOpen), pack(prev, slotClosing)) {
+		r.end(prev)
+		return r.begin(kind, key, stream)
+	}
+	if r.status.Load() != recOpen {
+		r.endClaimed(ps, prev)
+		return r.begin(kind, key, stream) // drops it: the recorder is off
+	}
+	pos, sl, ok := r.claim(kind, key, stream)
+	if !ok {
+		r.endClaimed(ps, prev)
 		return 0, false
 	}
-	// The pool checks the stream itself and refuses with ErrCapturing (a
-	// drop, see spanFailed): asking Capturing first would cost a second
-	// crossing into the driver on every span.
-	if err := r.recordBegin(int(i), stream); err != nil {
+	sl.from = prev + 1
+	ps.lent.Store(lentWaiting)
+	if err := r.recordNext(int(prev%n), int(pos%n), stream); err != nil {
+		// Nothing was recorded: both spans fail alike.
+		sl.from = 0
+		ps.lent.Store(lentNone)
+		r.spanFailed(ps, prev, err)
 		r.spanFailed(sl, pos, err)
 		return 0, false
 	}
 	sl.word.Store(pack(pos, slotOpen))
+	ps.word.Store(pack(prev, slotClosed))
 	return pos, true
 }
 
@@ -269,21 +336,55 @@ func (r *recorder) begin(kind SpanKind, key uint64, stream backend.Stream) (uint
 // call. A retired one still records: the span began before retirement and
 // its slot keeps the pool open.
 func (r *recorder) end(pos uint64) bool {
-	i := pos % uint64(len(r.slots))
-	sl := &r.slots[i]
+	sl := &r.slots[pos%uint64(len(r.slots))]
 	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotClosing)) {
 		return false
 	}
+	r.endClaimed(sl, pos)
+	return true
+}
+
+// endClaimed records the end event of the span at pos, whose slot the
+// caller moved from open to closing.
+func (r *recorder) endClaimed(sl *slot, pos uint64) {
 	if r.status.Load()&recStateMask == recDead {
 		r.release(sl, pos, errored)
-		return true
+		return
 	}
-	if err := r.recordEnd(int(i), sl.stream); err != nil {
+	if err := r.recordEnd(int(pos%uint64(len(r.slots))), sl.stream); err != nil {
 		r.spanFailed(sl, pos, err)
-		return true
+		return
 	}
 	sl.word.Store(pack(pos, slotClosed))
-	return true
+}
+
+// free frees the slot of the span at pos, which landed or will not land,
+// and gives back the event it borrowed. A slot whose end event a later span
+// still begins at waits in slotLent until that span gives it back.
+func (r *recorder) free(sl *slot, pos uint64) {
+	r.giveBack(sl.from)
+	sl.from = 0
+	if sl.lent.Load() == lentWaiting && sl.lent.CompareAndSwap(lentWaiting, lentLanded) {
+		sl.word.Store(pack(pos, slotLent))
+		return
+	}
+	sl.word.Store(pack(pos, slotFree))
+}
+
+// giveBack returns a borrowed end event to the span at from-1 that lent it
+// (from 0: nothing borrowed): a lender still to land frees its own slot
+// then, one waiting in slotLent is freed here.
+func (r *recorder) giveBack(from uint64) {
+	if from == 0 {
+		return
+	}
+	l := &r.slots[(from-1)%uint64(len(r.slots))]
+	if l.lent.CompareAndSwap(lentWaiting, lentNone) {
+		return
+	}
+	if l.lent.CompareAndSwap(lentLanded, lentNone) {
+		l.word.Store(pack(from-1, slotFree))
+	}
 }
 
 // errored, as release's outcome, counts the span as errored, not dropped.
@@ -294,7 +395,7 @@ const errored = DropReason(-1)
 // that a snapshot, which reads the counts before it scans the slots, never
 // sees the span twice.
 func (r *recorder) release(sl *slot, pos uint64, reason DropReason) {
-	sl.word.Store(pack(pos, slotFree))
+	r.free(sl, pos)
 	if reason == errored {
 		r.hub.devc[r.device].errored.Add(1)
 		return
@@ -383,7 +484,9 @@ func (r *recorder) abandonLane(lane int) {
 	r.hub.openLanes.Add(-1)
 	pos := t - 1
 	sl := &r.slots[pos%uint64(len(r.slots))]
+	from := sl.from // read while the span is open: nobody writes it then
 	if sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
+		r.giveBack(from)
 		r.drop(DropRetired)
 	}
 }
@@ -419,6 +522,41 @@ func (r *recorder) laneEnd(lane int) {
 	r.end(t - 1)
 }
 
+// laneNext ends lane from's span, if open, and with begin opens lane to's at
+// its end event (follow); with from not open it begins to as laneBegin does.
+func (r *recorder) laneNext(from, to int, begin bool) {
+	ft := &r.laneTok[from]
+	t := ft.Load()
+	if t == 0 || t == laneReserving || !ft.CompareAndSwap(t, 0) {
+		if begin {
+			r.laneBegin(to)
+		}
+		return
+	}
+	r.hub.openLanes.Add(-1)
+	if !begin {
+		r.end(t - 1)
+		return
+	}
+	tok := &r.laneTok[to]
+	if !tok.CompareAndSwap(0, laneReserving) {
+		r.hub.laneAlreadyOpen.Add(1)
+		r.end(t - 1)
+		return
+	}
+	pos, ok := r.follow(t-1, KindLane, uint64(to), r.stream)
+	if !ok {
+		tok.Store(0)
+		return
+	}
+	tok.Store(pos + 1)
+	r.hub.openLanes.Add(1)
+	// retire may have scanned the lanes while this one was reserving.
+	if r.status.Load()&recRetired != 0 {
+		r.abandonLane(to)
+	}
+}
+
 // seal marks the recorder finished and returns the number of spans begun on
 // it. Caller holds the harvest lock and has seen the recorder retired and
 // idle.
@@ -436,7 +574,7 @@ func (r *recorder) seal() uint64 {
 func (r *recorder) inFlight() uint64 {
 	var n uint64
 	for i := range r.slots {
-		if r.slots[i].word.Load()&slotStateMask != slotFree {
+		if st := r.slots[i].word.Load() & slotStateMask; st != slotFree && st != slotLent {
 			n++
 		}
 	}
@@ -520,7 +658,7 @@ func (r *recorder) harvest() {
 				it.DurationNs = max(it.DurationNs-r.offset, 0)
 			}
 			h.land(r.device, sl, it)
-			sl.word.Store(pack(pos, slotFree))
+			r.free(sl, pos)
 		}
 		// InFlight: left closed for the next harvest.
 	}
@@ -558,9 +696,11 @@ func (r *recorder) leaked(i uint64, pos, step uint64) bool {
 		}
 	}
 	sl := &r.slots[i]
+	from := sl.from // read while the span is open: nobody writes it then
 	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
 		return false // ended meanwhile
 	}
+	r.giveBack(from)
 	r.drop(DropLeaked)
 	if !r.leakLogged {
 		r.leakLogged = true

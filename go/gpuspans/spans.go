@@ -61,6 +61,53 @@ func (h *Hub) laneEnd(lane int) {
 	}
 }
 
+// NextLane ends lane from's span and begins lane to's at the same event. On
+// each device where from is open that is one record where LaneEnd and
+// LaneBegin make two, so lanes that follow each other in a step (prefill,
+// decode, sample) cost one event per boundary. to's span then runs from the
+// end of from's work on the stream: idle time between the two, if the GPU
+// caught up with the host there, counts in to. Where from is not open, to
+// begins as with LaneBegin. Below LevelKernel it only ends from. A negative
+// from or to names no lane: NextLane(-1, to) begins to, NextLane(from, -1)
+// ends from. Otherwise LaneBegin's and LaneEnd's rules and counts apply.
+// Never blocks or allocates. With the level below Kernel and no pool open it
+// loads the state word and the pool count and returns.
+func (h *Hub) NextLane(from, to int) {
+	if atomic.LoadUint32(&h.state)&levelMask == uint32(LevelKernel) || atomic.LoadInt32(&h.pools) != 0 {
+		h.nextLane(from, to)
+	}
+}
+
+func (h *Hub) nextLane(from, to int) {
+	begin := to >= 0 && Level(atomic.LoadUint32(&h.state)&levelMask) == LevelKernel
+	if begin && to >= len(h.lanes) {
+		h.unknownLane.Add(1)
+		begin = false
+	}
+	if uint(from) >= uint(len(h.lanes)) || h.openLanes.Load() == 0 {
+		if begin {
+			h.laneBegin(to)
+		}
+		return
+	}
+	for _, r := range h.set.Load().current {
+		r.laneNext(from, to, begin && r.status.Load() == recOpen)
+	}
+}
+
+// NextStep ends lane last's span, begins the next step as BeginStep does,
+// and begins lane first's span at the event that ended last's (see
+// NextLane): one call for an engine whose last lane of a step runs into the
+// first lane of the next. A negative last or first names no lane. With
+// nothing to do (BeginStep's test) it loads the state word and the pool
+// count and returns.
+func (h *Hub) NextStep(last, first int) {
+	if atomic.LoadUint32(&h.state)|uint32(atomic.LoadInt32(&h.pools)) != 0 {
+		h.beginStep()
+		h.NextLane(last, first)
+	}
+}
+
 // KernelSpan is a kernel span opened by KernelBegin, to hand to KernelEnd.
 // The zero KernelSpan is what KernelBegin returns when it opens nothing;
 // ending it does nothing. A KernelSpan is a small value: copy it freely, end

@@ -174,6 +174,18 @@ gs_status gs_pool_record_begin(gs_pool* pool, uint32_t slot, uint64_t stream,
 gs_status gs_pool_record_end(gs_pool* pool, uint32_t slot, uint64_t stream,
                              int32_t* cu_result);
 
+/* gs_pool_record_next ends `slot`'s span and begins `next`'s with one event:
+ * it records slot's end event on `stream` (checked as above), and `next`'s
+ * span then begins at that event, as if its begin had been recorded there,
+ * so spans that follow each other on a stream cost one record, not two.
+ * The caller keeps slot's end event unrecorded (slot not recorded again)
+ * until a harvest has reported `next` done or the caller gave `next` up.
+ * GS_ERR_INVALID_ARGUMENT for a slot or next out of range, or next ==
+ * slot. On any failure neither span changed. Same thread and capture
+ * rules as gs_pool_record_end. */
+gs_status gs_pool_record_next(gs_pool* pool, uint32_t slot, uint32_t next, uint64_t stream,
+                              int32_t* cu_result);
+
 /* gs_pool_harvest checks n slots in one call and never waits for the GPU.
  * For each item it reports done with the elapsed nanoseconds, still in
  * flight, or an error. Work on one stream completes in order, so the pool

@@ -50,6 +50,7 @@ type Op int
 const (
 	OpRecordBegin Op = iota
 	OpRecordEnd
+	OpRecordNext // backend.Chainer's RecordNext; slot is the span it ends
 )
 
 // Calls counts a pool's calls, per method.
@@ -59,6 +60,7 @@ type Calls struct {
 	Slots       int64
 	RecordBegin int64
 	RecordEnd   int64
+	RecordNext  int64 // one event that ends a span and begins the next
 	Harvest     int64
 	Items       int64 // harvest items over all Harvest calls
 	Close       int64
@@ -70,7 +72,7 @@ type Calls struct {
 // Total is the number of calls of every kind: the Opener and every Pool
 // method.
 func (c Calls) Total() int64 {
-	return c.Opens + c.Device + c.Slots + c.RecordBegin + c.RecordEnd + c.Harvest + c.Close
+	return c.Opens + c.Device + c.Slots + c.RecordBegin + c.RecordEnd + c.RecordNext + c.Harvest + c.Close
 }
 
 // Sub returns c - o, field by field: the calls made between two readings.
@@ -81,6 +83,7 @@ func (c Calls) Sub(o Calls) Calls {
 		Slots:                 c.Slots - o.Slots,
 		RecordBegin:           c.RecordBegin - o.RecordBegin,
 		RecordEnd:             c.RecordEnd - o.RecordEnd,
+		RecordNext:            c.RecordNext - o.RecordNext,
 		Harvest:               c.Harvest - o.Harvest,
 		Items:                 c.Items - o.Items,
 		Close:                 c.Close - o.Close,
@@ -110,8 +113,8 @@ const (
 type Pool struct {
 	o Options
 
-	opens, device, slots, recordBegin, recordEnd, harvest, items, close atomic.Int64
-	whileCapturing, afterSticky                                         atomic.Int64
+	opens, device, slots, recordBegin, recordEnd, recordNext, harvest, items, close atomic.Int64
+	whileCapturing, afterSticky                                                     atomic.Int64
 
 	running    atomic.Int64 // calls in progress, to catch a Close that overlaps one
 	scripted   atomic.Int64 // calls counted towards StickyAfter
@@ -129,6 +132,8 @@ type Pool struct {
 
 	inCall []atomic.Bool   // per slot: a call on it is running
 	phase  []atomic.Uint32 // per slot: phaseIdle, phaseBegun, phaseEnded
+	lentTo []atomic.Int64  // per slot: the slot+1 that RecordNext began at its end, 0: none
+	from   []atomic.Int64  // per slot: the slot+1 whose end event its span began at, 0: none
 
 	vMu        sync.Mutex
 	violations []string
@@ -144,6 +149,8 @@ func New(o Options) *Pool {
 		capturingS: make(map[backend.Stream]bool),
 		inCall:     make([]atomic.Bool, o.Slots),
 		phase:      make([]atomic.Uint32, o.Slots),
+		lentTo:     make([]atomic.Int64, o.Slots),
+		from:       make([]atomic.Int64, o.Slots),
 	}
 	p.busyLeft.Store(o.CloseBusy)
 	return p
@@ -217,6 +224,7 @@ func (p *Pool) Calls() Calls {
 		Slots:                 p.slots.Load(),
 		RecordBegin:           p.recordBegin.Load(),
 		RecordEnd:             p.recordEnd.Load(),
+		RecordNext:            p.recordNext.Load(),
 		Harvest:               p.harvest.Load(),
 		Items:                 p.items.Load(),
 		Close:                 p.close.Load(),
@@ -309,16 +317,24 @@ func (p *Pool) Slots() int {
 // RecordBegin implements backend.Pool.
 func (p *Pool) RecordBegin(slot int, stream backend.Stream) error {
 	p.recordBegin.Add(1)
-	return p.record(OpRecordBegin, "RecordBegin", slot, stream, phaseBegun)
+	return p.record(OpRecordBegin, "RecordBegin", slot, -1, stream)
 }
 
 // RecordEnd implements backend.Pool.
 func (p *Pool) RecordEnd(slot int, stream backend.Stream) error {
 	p.recordEnd.Add(1)
-	return p.record(OpRecordEnd, "RecordEnd", slot, stream, phaseEnded)
+	return p.record(OpRecordEnd, "RecordEnd", slot, -1, stream)
 }
 
-func (p *Pool) record(op Op, name string, slot int, stream backend.Stream, phase uint32) error {
+// RecordNext implements backend.Chainer. Besides RecordEnd's checks it
+// reports a breach when slot's end event is recorded again while the span
+// that began at it waits, ended, for its harvest.
+func (p *Pool) RecordNext(slot, next int, stream backend.Stream) error {
+	p.recordNext.Add(1)
+	return p.record(OpRecordNext, "RecordNext", slot, next, stream)
+}
+
+func (p *Pool) record(op Op, name string, slot, next int, stream backend.Stream) error {
 	defer p.leave()
 	if err := p.enter(name); err != nil {
 		return err
@@ -327,6 +343,12 @@ func (p *Pool) record(op Op, name string, slot int, stream backend.Stream, phase
 		return fmt.Errorf("fake %s(%d): %w", name, slot, backend.ErrBadSlot)
 	}
 	defer p.inCall[slot].Store(false)
+	if op == OpRecordNext {
+		if next == slot || !p.claim(name, next) {
+			return fmt.Errorf("fake %s(%d, %d): %w", name, slot, next, backend.ErrBadSlot)
+		}
+		defer p.inCall[next].Store(false)
+	}
 	if p.isCapturing(stream) {
 		p.whileCapturing.Add(1)
 		return fmt.Errorf("fake %s on stream %#x: %w", name, uint64(stream), backend.ErrCapturing)
@@ -336,11 +358,34 @@ func (p *Pool) record(op Op, name string, slot int, stream backend.Stream, phase
 			return err
 		}
 	}
-	if op == OpRecordEnd && p.phase[slot].Load() != phaseBegun {
-		p.violate("RecordEnd: slot %d has no begin", slot)
+	if op == OpRecordBegin {
+		p.unlend(slot)
+		p.phase[slot].Store(phaseBegun)
+		return nil
 	}
-	p.phase[slot].Store(phase)
+	if p.phase[slot].Load() != phaseBegun {
+		p.violate("%s: slot %d has no begin", name, slot)
+	}
+	if b := p.lentTo[slot].Load(); b != 0 && p.phase[b-1].Load() == phaseEnded {
+		p.violate("%s: slot %d's end event recorded again while slot %d, which began at it, waits for its harvest", name, slot, b-1)
+	}
+	p.lentTo[slot].Store(0)
+	p.phase[slot].Store(phaseEnded)
+	if op == OpRecordNext {
+		p.unlend(next)
+		p.lentTo[slot].Store(int64(next) + 1)
+		p.from[next].Store(int64(slot) + 1)
+		p.phase[next].Store(phaseBegun)
+	}
 	return nil
+}
+
+// unlend ends the borrow of slot's span, if it began at another's end
+// event: it was harvested, or given up as the slot begins anew.
+func (p *Pool) unlend(slot int) {
+	if l := p.from[slot].Swap(0); l != 0 {
+		p.lentTo[l-1].CompareAndSwap(int64(slot)+1, 0)
+	}
 }
 
 // Harvest implements backend.Pool.
@@ -378,9 +423,11 @@ func (p *Pool) Harvest(items []backend.HarvestItem) error {
 		case backend.Done:
 			it.DurationNs = dur
 			p.phase[slot].Store(phaseIdle)
+			p.unlend(slot)
 		case backend.Failed:
 			it.Code = 999
 			p.phase[slot].Store(phaseIdle)
+			p.unlend(slot)
 		}
 		p.inCall[slot].Store(false)
 	}

@@ -26,6 +26,9 @@ func (NopPool) RecordBegin(int, backend.Stream) error { return nil }
 // RecordEnd does nothing.
 func (NopPool) RecordEnd(int, backend.Stream) error { return nil }
 
+// RecordNext does nothing (backend.Chainer).
+func (NopPool) RecordNext(int, int, backend.Stream) error { return nil }
+
 // Close does nothing.
 func (NopPool) Close() error { return nil }
 

@@ -161,7 +161,22 @@ func (p *pool) Slots() int { return len(p.pairs) }
 func (p *pool) RecordBegin(slot int, s backend.Stream) error { return p.record(slot, s, true) }
 func (p *pool) RecordEnd(slot int, s backend.Stream) error   { return p.record(slot, s, false) }
 
+// RecordNext implements backend.Chainer: one event ends slot's span and
+// begins next's.
+func (p *pool) RecordNext(slot, next int, s backend.Stream) error {
+	if slot == next {
+		return fmt.Errorf("sim: record next slot %d after itself: %w", slot, backend.ErrBadSlot)
+	}
+	return p.recordAt(slot, next, s, false)
+}
+
 func (p *pool) record(slot int, s backend.Stream, begin bool) error {
+	return p.recordAt(slot, -1, s, begin)
+}
+
+// recordAt records slot's begin or end event and, with next >= 0, begins
+// next's span at that end.
+func (p *pool) recordAt(slot, next int, s backend.Stream, begin bool) error {
 	p.g.mu.Lock()
 	defer p.g.mu.Unlock()
 	switch {
@@ -169,16 +184,22 @@ func (p *pool) record(slot int, s backend.Stream, begin bool) error {
 		return errClosed
 	case slot < 0 || slot >= len(p.pairs):
 		return fmt.Errorf("sim: record slot %d of %d: %w", slot, len(p.pairs), backend.ErrBadSlot)
+	case next >= len(p.pairs):
+		return fmt.Errorf("sim: record next slot %d of %d: %w", next, len(p.pairs), backend.ErrBadSlot)
 	}
 	st := p.g.streamLocked(s)
 	if st.capturing {
 		return fmt.Errorf("sim: record on stream %#x: %w", uint64(s), backend.ErrCapturing)
 	}
 	e := event{at: p.g.reachLocked(st), recorded: true}
-	if begin {
+	switch {
+	case begin:
 		p.pairs[slot] = pair{begin: e}
-	} else {
+	default:
 		p.pairs[slot].end = e
+		if next >= 0 {
+			p.pairs[next] = pair{begin: e}
+		}
 	}
 	return nil
 }

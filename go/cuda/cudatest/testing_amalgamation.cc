@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 692e6f40ec966906d3f7d2d226c2bae9692e24f777e823dc012c258c7e4599ad
+// sees only this file, rebuilds when they change: 4f78c3afeb7001ea0832620eee0b816521e99fd5e554c943b7b187f6eb537f24
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
