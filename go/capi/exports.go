@@ -828,6 +828,32 @@ func gs_hub_lane_end_call(handle C.gs_hub, lane C.int32_t) (st C.gs_hub_status) 
 	return statusOK
 }
 
+//export gs_hub_next_lane_call
+func gs_hub_next_lane_call(handle C.gs_hub, from, to C.int32_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_next_lane", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_next_lane", e, &st)
+	e.h.NextLane(int(from), int(to))
+	return statusOK
+}
+
+//export gs_hub_next_step_call
+func gs_hub_next_step_call(handle C.gs_hub, last, first C.int32_t) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle("gs_hub_next_step", handle)
+	}
+	defer e.exit()
+	defer recoverTo("gs_hub_next_step", e, &st)
+	e.h.NextStep(int(last), int(first))
+	return statusOK
+}
+
 //export gs_hub_kernel_begin_call
 func gs_hub_kernel_begin_call(handle C.gs_hub, device C.int32_t, kernel, stream C.uint64_t) (tok C.uint64_t) {
 	cross()

@@ -157,6 +157,9 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_set_metrics(hub, 0, v));
     NOT_INTERNAL(gs_hub_lane_begin_call(hub, v));
     NOT_INTERNAL(gs_hub_lane_end_call(hub, v));
+    NOT_INTERNAL(gs_hub_next_lane_call(hub, v, v));
+    NOT_INTERNAL(gs_hub_next_lane_call(hub, 0, v));
+    NOT_INTERNAL(gs_hub_next_step_call(hub, v, 0));
     if (v < 0) EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_drain(hub, v, NULL));
   }
   NOT_INTERNAL(gs_hub_set_kernel_span_every(hub, 1));

@@ -327,6 +327,29 @@ int main(void) {
         "launch on device 3: %s", last_error(hub));
   CHECK(gs_hub_kernel_end(hub, 123456789) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "123456789"),
         "made-up token: %s", last_error(hub));
+
+  // Shared boundaries: 20 more steps whose lanes run into each other, one
+  // call per boundary; the same spans land.
+  CHECK_OK(gs_hub_lane_begin(hub, prefill));
+  for (int step = 1; step <= 20; step++) {
+    CHECK_OK(gs_hub_sim_launch(hub, 0, kStream, 20000));
+    CHECK_OK(gs_hub_next_lane(hub, prefill, decode));
+    CHECK_OK(gs_hub_sim_launch(hub, 0, kStream, 30000));
+    if (step < 20) {
+      CHECK_OK(gs_hub_next_step(hub, decode, prefill));
+    }
+  }
+  CHECK_OK(gs_hub_lane_end(hub, decode));
+  CHECK_OK(gs_hub_drain(hub, 5000, &in_flight));
+  CHECK(in_flight == 0, "%llu spans in flight after drain", (unsigned long long)in_flight);
+  json = malloc(cap + 4096);
+  CHECK_OK(gs_hub_snapshot(hub, GS_HUB_SNAPSHOT_JSON, json, cap + 4096, &len));
+  CHECK((n = count_of(json, "\"lanes\"", "prefill")) == 40, "prefill count %ld, want 40", n);
+  CHECK((n = count_of(json, "\"lanes\"", "decode")) == 40, "decode count %ld, want 40", n);
+  CHECK((n = counter(json, "landed")) == 100, "landed %ld, want 100", n);
+  CHECK((n = counter(json, "step")) == 39, "step %ld, want 39", n);
+  free(json);
+  printf("ok: 20 steps of lanes sharing their boundaries: 40 lane spans landed\n");
   CHECK(gs_hub_drain(hub, -1, NULL) == GS_HUB_ERR_INVALID_ARGUMENT, "timeout -1 accepted");
   CHECK(strcmp(gs_hub_status_name(99), "GS_HUB_STATUS_UNKNOWN") == 0, "status 99 named %s", gs_hub_status_name(99));
   printf("ok: bad arguments\n");
@@ -345,11 +368,13 @@ int main(void) {
     gs_hub_lane_begin(off, 0);
     gs_hub_kernel_end(off, gs_hub_kernel_begin(off, kAttention, kStream));
     gs_hub_lane_end(off, 0);
+    gs_hub_next_lane(off, 0, 1);
+    gs_hub_next_step(off, 1, 0);
   }
 #ifdef GS_HUB_TESTING
   CHECK(gs_hub_testing_crossings() == before, "the disabled path crossed %llu times",
         (unsigned long long)(gs_hub_testing_crossings() - before));
-  printf("ok: the disabled path made no call in 400000 span calls\n");
+  printf("ok: the disabled path made no call in 600000 span calls\n");
 #endif
 
   // Bad handles: refused, never a crash, the inline paths included.
@@ -364,6 +389,10 @@ int main(void) {
     CHECK(gs_hub_begin_step_call(j) == GS_HUB_ERR_BAD_HANDLE, "step on handle %llu", (unsigned long long)j);
     CHECK(gs_hub_kernel_begin_call(j, -1, 1, 0) == 0, "kernel span on handle %llu", (unsigned long long)j);
     CHECK(gs_hub_kernel_end_call(j, 1) == GS_HUB_ERR_BAD_HANDLE, "kernel end on handle %llu", (unsigned long long)j);
+    CHECK(gs_hub_next_lane_call(j, 0, 1) == GS_HUB_ERR_BAD_HANDLE, "next lane on handle %llu", (unsigned long long)j);
+    CHECK(gs_hub_next_step_call(j, 0, 1) == GS_HUB_ERR_BAD_HANDLE, "next step on handle %llu", (unsigned long long)j);
+    gs_hub_next_lane(j, 0, 1);
+    gs_hub_next_step(j, 0, 1);
     gs_hub_begin_step(j);
     gs_hub_lane_begin(j, 0);
     gs_hub_lane_end(j, 0);

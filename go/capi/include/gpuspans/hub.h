@@ -498,6 +498,8 @@ gs_hub_status gs_hub_link_step(gs_hub hub, uint64_t step, const gs_hub_link* lin
 gs_hub_status gs_hub_begin_step_call(gs_hub hub);
 gs_hub_status gs_hub_lane_begin_call(gs_hub hub, int32_t lane);
 gs_hub_status gs_hub_lane_end_call(gs_hub hub, int32_t lane);
+gs_hub_status gs_hub_next_lane_call(gs_hub hub, int32_t from, int32_t to);
+gs_hub_status gs_hub_next_step_call(gs_hub hub, int32_t last, int32_t first);
 uint64_t gs_hub_kernel_begin_call(gs_hub hub, int32_t device, uint64_t kernel, uint64_t stream);
 gs_hub_status gs_hub_kernel_end_call(gs_hub hub, uint64_t token);
 
@@ -529,6 +531,32 @@ static inline gs_hub_status gs_hub_lane_end(gs_hub hub, int32_t lane) {
   uint32_t w = gs_hub_word(hub);
   if ((w & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL && (w & GS_HUB_WORD_POOLS) == 0) return GS_HUB_OK;
   return gs_hub_lane_end_call(hub, lane);
+}
+
+/* gs_hub_next_lane ends lane from's span and begins lane to's at the same
+ * event: one record on each device where from is open, where
+ * gs_hub_lane_end and gs_hub_lane_begin make two, and one call. Lanes that
+ * follow each other in a step (prefill, decode, sample) so cost one event
+ * per boundary; to's span then runs from the end of from's work on the
+ * stream, including any idle time between them. Where from is not open, to
+ * begins as with gs_hub_lane_begin; below Kernel only from ends. A negative
+ * from or to names no lane. Otherwise the rules and counts of
+ * gs_hub_lane_begin and _end apply. Never blocks. No call when the level is
+ * below Kernel and no pool is open. */
+static inline gs_hub_status gs_hub_next_lane(gs_hub hub, int32_t from, int32_t to) {
+  uint32_t w = gs_hub_word(hub);
+  if ((w & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL && (w & GS_HUB_WORD_POOLS) == 0) return GS_HUB_OK;
+  return gs_hub_next_lane_call(hub, from, to);
+}
+
+/* gs_hub_next_step ends lane last's span, begins the next step as
+ * gs_hub_begin_step does, and begins lane first's span at the event that
+ * ended last's (as gs_hub_next_lane), in one call: for an engine whose last
+ * lane of a step runs into the first lane of the next. A negative last or
+ * first names no lane. No call when gs_hub_begin_step makes none. */
+static inline gs_hub_status gs_hub_next_step(gs_hub hub, int32_t last, int32_t first) {
+  if ((gs_hub_word(hub) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS | GS_HUB_WORD_TRACER)) == 0) return GS_HUB_OK;
+  return gs_hub_next_step_call(hub, last, first);
 }
 
 /* gs_hub_kernel_begin opens a span around the launch of `kernel` on
