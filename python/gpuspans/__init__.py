@@ -1,8 +1,12 @@
 """gpuspans for Python: always-on GPU timing telemetry for serving engines.
 
-A pure-Python binding (ctypes) of the gpuspans hub's C ABI
-(go/capi/include/gpuspans/hub.h), over libgpuspans.so: the library found
-beside this package, or at $GPUSPANS_LIB.
+A binding of the gpuspans hub's C ABI (go/capi/include/gpuspans/hub.h),
+over libgpuspans.so: the library found beside this package, or at
+$GPUSPANS_LIB. The calls an engine makes every step (step, next_step, the
+lane and kernel span calls, armed) are compiled (gpuspans/_hot.c, one abi3
+extension beside the package, or at $GPUSPANS_HOT; "off" for none);
+everything else, and those calls where the extension cannot load (said
+once, in the log), goes through ctypes.
 
     import gpuspans, torch
 
@@ -18,10 +22,15 @@ beside this package, or at $GPUSPANS_LIB.
                     attention(...)
         print(hub.snapshot()["lanes"])
 
+Lanes that follow each other on the stream share their boundaries:
+hub.next_lane(prefill, decode) ends one lane and begins the next at one
+event, and hub.next_step(sample, prefill) also begins the next step, each
+in one call.
+
 Costs: at level Off (and on steps not armed for kernel spans) a span call
-reads the hub's state word through ctypes and returns, without calling into
-the library; otherwise it makes one call. Every method is safe from any
-thread, close included.
+reads the hub's state word and returns, without calling into the library;
+otherwise it makes one call. Every method is safe from any thread, close
+included.
 
 Guards: integers are range-checked before they reach C (a device of 2**32
 is a ValueError, not device 0), strings with a NUL are refused (C would
@@ -37,6 +46,7 @@ from __future__ import annotations
 import atexit
 import ctypes
 import enum
+import functools
 import gc
 import json
 import logging
@@ -95,6 +105,7 @@ class Error(Exception):
 _lib_lock = threading.Lock()
 _lib_handle = None
 _lib_pid = None  # the process that loaded the library
+_hot = None  # the compiled span calls (gpuspans/_hot.c), or None: ctypes
 _hubs = weakref.WeakSet()  # open hubs, for the fork guard
 
 
@@ -135,11 +146,14 @@ if hasattr(os, "register_at_fork"):
 def library() -> ctypes.CDLL:
     """The loaded library (loaded on first use). In a process forked after
     it was loaded it raises Error: the library cannot work there."""
-    global _lib_handle, _lib_pid
+    global _lib_handle, _lib_pid, _hot
     with _lib_lock:
         if _lib_handle is None:
             _lib_handle = _lib.load()
             _lib_pid = os.getpid()
+            _hot, why = _lib.load_hot()
+            if _hot is None:
+                logger.warning("gpuspans: compiled span calls not loaded (%s): step and lane calls go through ctypes, a few microseconds each", why)
         elif os.getpid() != _lib_pid:
             raise _forked_error()
         return _lib_handle
@@ -294,6 +308,9 @@ class _NoSpan:
 
 _NO_SPAN = _NoSpan()
 
+# The Hub methods the compiled span calls replace.
+_HOT_CALLS = ("step", "lane_begin", "lane_end", "next_lane", "next_step", "kernel_begin", "kernel", "kernel_end")
+
 
 class _KernelSpan:
     """An open kernel span, ended when the with block exits. Ending never
@@ -447,21 +464,65 @@ class Hub:
         self._step_call = lib.gs_hub_begin_step_call
         self._lane_begin_call = lib.gs_hub_lane_begin_call
         self._lane_end_call = lib.gs_hub_lane_end_call
+        self._next_lane_call = lib.gs_hub_next_lane_call
+        self._next_step_call = lib.gs_hub_next_step_call
         self._kernel_begin_call = lib.gs_hub_kernel_begin_call
         self._kernel_end_call = lib.gs_hub_kernel_end_call
+        self._hot = None
+        if _hot is not None:
+            self._bind_hot(_hot)
         if kernel_window_every or kernel_window_steps:
             self.set_kernel_windows(kernel_window_every, kernel_window_steps)
         if kernel_timing != "events":
             self.kernel_timing = kernel_timing
 
+    def _bind_hot(self, hot):
+        """Puts the compiled span calls in front of the ctypes methods: the
+        instance's attributes shadow the class's, which stay the fallback
+        and handle what the compiled calls hand back (names, armed steps)."""
+        lib, a = self._lib, _lib.address
+        self._hot = h = hot.bind(
+            word=_lib.word_address(lib, self._h),
+            hub=self._h,
+            step=a(lib.gs_hub_begin_step_call),
+            lane_begin=a(lib.gs_hub_lane_begin_call),
+            lane_end=a(lib.gs_hub_lane_end_call),
+            next_lane=a(lib.gs_hub_next_lane_call),
+            next_step=a(lib.gs_hub_next_step_call),
+            kernel_end=a(lib.gs_hub_kernel_end_call),
+            lane_index=self._lane_index,
+            kernel_begin_py=functools.partial(Hub.kernel_begin, self),
+            kernel_py=functools.partial(Hub.kernel, self),
+            kernel_end_py=functools.partial(Hub.kernel_end, self),
+            check=self._check,
+            no_span=_NO_SPAN,
+        )
+        for name in _HOT_CALLS:
+            setattr(self, name, getattr(h, name))
+
+    def _unbind_hot(self):
+        if self._hot is not None:
+            self._hot.close()  # a call kept from before does nothing now
+            for name in _HOT_CALLS:
+                self.__dict__.pop(name, None)
+            self._hot = None
+
+    @property
+    def compiled(self) -> bool:
+        """Whether the span calls are the compiled ones (gpuspans/_hot.c)
+        rather than ctypes'."""
+        return self._hot is not None
+
     def _forked(self):
         """In a forked child: every call raises, nothing is freed."""
         self._finalizer.detach()
+        self._unbind_hot()
         self._lib = _Forked()
         # The span paths call in on every word: each call raises.
         self._word = ctypes.c_uint32(int(Level.KERNEL) | _lib.WORD_POOLS | _lib.WORD_ARMED)
         refuse = _Forked().call
         self._step_call = self._lane_begin_call = self._lane_end_call = refuse
+        self._next_lane_call = self._next_step_call = refuse
         self._kernel_begin_call = self._kernel_end_call = refuse
         self._is_forked = True
 
@@ -603,6 +664,8 @@ class Hub:
     @property
     def armed(self) -> bool:
         """Whether this step is armed for kernel spans (one memory read)."""
+        if self._hot is not None:
+            return self._hot.armed()
         return bool(self._word.value & _lib.WORD_ARMED)
 
     # The span paths: each reads the state word first and calls in only
@@ -625,6 +688,28 @@ class Hub:
         w = self._word.value
         if w & _lib.WORD_LEVEL == Level.KERNEL or w & _lib.WORD_POOLS:
             self._lane_end_call(self._h, self._lane_index(lane))
+
+    def next_lane(self, from_lane: Union[int, str, Lane, None], to_lane: Union[int, str, Lane, None]) -> None:
+        """Ends from_lane's span and begins to_lane's at the same event: one
+        record where lane_end and lane_begin make two, and one call. For
+        lanes that follow each other on the stream (prefill, decode,
+        sample): to_lane's span then starts where from_lane's work ended,
+        including any idle time between them. Where from_lane is not open,
+        to_lane begins as with lane_begin. None names no lane."""
+        w = self._word.value
+        if w & _lib.WORD_LEVEL == Level.KERNEL or w & _lib.WORD_POOLS:
+            self._next_lane_call(self._h, self._lane_or_none(from_lane), self._lane_or_none(to_lane))
+
+    def next_step(self, last_lane: Union[int, str, Lane, None], first_lane: Union[int, str, Lane, None]) -> None:
+        """lane_end(last_lane), step(), lane_begin(first_lane) in one call,
+        with the first lane beginning at the event that ended the last (as
+        next_lane): for an engine whose steps follow each other on the
+        stream. None names no lane."""
+        if self._word.value & (_lib.WORD_LEVEL | _lib.WORD_POOLS | _lib.WORD_TRACER):
+            self._next_step_call(self._h, self._lane_or_none(last_lane), self._lane_or_none(first_lane))
+
+    def _lane_or_none(self, lane):
+        return -1 if lane is None else self._lane_index(lane)
 
     def _lane_index(self, lane):
         if type(lane) is int:
@@ -875,6 +960,8 @@ class Hub:
             h, self._h = self._h, 0
             # A closed hub's slot may hold another hub's word later.
             self._word = ctypes.c_uint32(0)
+            if self._hot is not None:
+                self._hot.close()
             self._finalizer.detach()
             _hubs.discard(self)
             if getattr(self, "_is_forked", False):

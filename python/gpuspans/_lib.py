@@ -1,11 +1,16 @@
 """Loads libgpuspans.so (go/capi built with -buildmode=c-shared) with ctypes
-and declares the functions of gpuspans/hub.h."""
+and declares the functions of gpuspans/hub.h; loads the compiled span calls
+(gpuspans/_hot.c)."""
 
 import ctypes
+import importlib.machinery
+import importlib.util
 import os
 
 LIB_ENV = "GPUSPANS_LIB"
 LIB_NAME = "libgpuspans.so"
+HOT_ENV = "GPUSPANS_HOT"
+HOT_NAME = "_hot.abi3.so"
 
 # gpuspans/hub.h's constants.
 OK = 0
@@ -151,6 +156,8 @@ def load(path=None):
         "gs_hub_begin_step_call": (i32, [u64]),
         "gs_hub_lane_begin_call": (i32, [u64, i32]),
         "gs_hub_lane_end_call": (i32, [u64, i32]),
+        "gs_hub_next_lane_call": (i32, [u64, i32, i32]),
+        "gs_hub_next_step_call": (i32, [u64, i32, i32]),
         "gs_hub_kernel_begin_call": (u64, [u64, i32, u64, u64]),
         "gs_hub_kernel_end_call": (i32, [u64, u64]),
     }
@@ -173,3 +180,31 @@ def word_address(lib, handle):
     points to."""
     base = ctypes.c_void_p.in_dll(lib, "gs_hub_words").value
     return base + (handle % MAX_HUBS) * WORD_STRIDE * ctypes.sizeof(ctypes.c_uint32)
+
+
+def load_hot():
+    """Returns (the compiled span calls' module, None), or (None, why not).
+    $GPUSPANS_HOT names the extension's file, or is "off" for the ctypes
+    path; unset, the copy beside this package (where the wheel puts it)."""
+    path = os.environ.get(HOT_ENV)
+    if path == "off":
+        return None, f"{HOT_ENV}=off"
+    if not path:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), HOT_NAME)
+        if not os.path.isfile(path):
+            return None, f"{HOT_NAME} not found beside the package ({path}; build it with tools/python/wheel.sh, or set {HOT_ENV})"
+    elif not os.path.isfile(path):
+        return None, f"{HOT_ENV}={path}: no such file"
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("gpuspans._hot", path)
+        spec = importlib.util.spec_from_file_location("gpuspans._hot", path, loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        loader.exec_module(mod)
+    except Exception as e:  # ImportError, OSError: a foreign build, a missing symbol
+        return None, f"{path}: {e}"
+    return mod, None
+
+
+def address(fn):
+    """The address of a ctypes function of the library."""
+    return ctypes.cast(fn, ctypes.c_void_p).value

@@ -60,6 +60,8 @@ class ForkTest(unittest.TestCase):
                 for name, call in [
                     ("step", hub.step),
                     ("lane", lambda: hub.lane_begin("decode")),
+                    ("next lane", lambda: hub.next_lane("prefill", "decode")),
+                    ("next step", lambda: hub.next_step("decode", "prefill")),
                     ("level", lambda: hub.level),
                     ("snapshot", hub.snapshot),
                     ("kernel", lambda: hub.kernel("k")),
@@ -83,7 +85,7 @@ class ForkTest(unittest.TestCase):
             timeout=30,
         )
         self.assertEqual(code, 0, f"stdout {out!r}, stderr {err!r}")
-        self.assertIn("child step: refused; lane: refused; level: refused; snapshot: refused; kernel: refused; new hub: refused", out)
+        self.assertIn("child step: refused; lane: refused; next lane: refused; next step: refused; level: refused; snapshot: refused; kernel: refused; new hub: refused", out)
         self.assertIn("parent level KERNEL child status 0", out)
 
 

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Writes the gpuspans wheel with the standard library alone (no setuptools,
 wheel or auditwheel): python/gpuspans/*.py and py.typed plus the given
-libgpuspans.so, stripped of its symbol table if it has one (with binutils'
-strip), with the metadata of python/pyproject.toml and the package's
-docstring as its description. The platform tag is manylinux_2_<N>_<arch>:
-glibc 2.N is the newest glibc symbol version the library needs, read from
-its ELF version-needs section. Prints the wheel's path.
+libgpuspans.so and compiled span calls (_hot.abi3.so, tools/python/hot.sh),
+stripped of their symbol tables if they have one (with binutils' strip),
+with the metadata of python/pyproject.toml and the package's docstring as
+its description. The tag is cp38-abi3-manylinux_2_<N>_<arch>: the
+extension is built on the stable ABI of CPython 3.8 (Py_LIMITED_API in
+_hot.c, checked here), and glibc 2.N is the newest glibc symbol version
+either file needs, read from their ELF version-needs sections. Without
+--hot the wheel is py3-none (the package falls back to ctypes). Prints the
+wheel's path.
 
-    python3 tools/python/wheel.py --lib out/python/libgpuspans.so --out out/python
+    python3 tools/python/wheel.py --lib out/python/libgpuspans.so --hot out/python/_hot.abi3.so --out out/python
 """
 
 import argparse
@@ -83,7 +87,7 @@ class ELF:
 
 def stripped(path, lib):
     """lib without its symbol table (strip --strip-unneeded; the dynamic
-    symbols ctypes looks up stay), or lib when it has none."""
+    symbols ctypes and the importer look up stay), or lib when it has none."""
     if not ELF(lib).has_symtab:
         return lib
     strip = shutil.which("strip")
@@ -91,7 +95,7 @@ def stripped(path, lib):
         sys.exit(f"wheel.py: {path} has a symbol table and no strip is on PATH: install binutils, "
                  "or build with go build -ldflags='-s -w'")
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "libgpuspans.so")
+        out = os.path.join(tmp, os.path.basename(path))
         subprocess.run([strip, "--strip-unneeded", "-o", out, path], check=True)
         with open(out, "rb") as f:
             return f.read()
@@ -104,6 +108,7 @@ def record_hash(data):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--lib", required=True, help="libgpuspans.so (go build -buildmode=c-shared ./go/capi)")
+    ap.add_argument("--hot", help="_hot.abi3.so (tools/python/hot.sh); without it, a wheel of the ctypes path only")
     ap.add_argument("--out", required=True, help="directory for the wheel")
     args = ap.parse_args()
 
@@ -114,25 +119,39 @@ def main():
         m = re.search(r'^__version__ = "([^"]+)"', f.read(), re.M)
     if not m or m.group(1) != version:
         sys.exit(f"wheel.py: python/gpuspans/__init__.py __version__ {m and m.group(1)!r} != pyproject.toml's {version!r}")
-    with open(args.lib, "rb") as f:
-        lib = f.read()
-    try:
-        lib = stripped(args.lib, lib)
-        elf = ELF(lib)
-        glibc = elf.glibc()
-    except ValueError as e:
-        sys.exit(f"wheel.py: {args.lib}: {e}")
+    natives = {"libgpuspans.so": args.lib}
+    if args.hot:
+        natives["_hot.abi3.so"] = args.hot
+        with open(os.path.join(PKG, "_hot.c")) as f:
+            m = re.search(r"^#define Py_LIMITED_API (0x[0-9A-Fa-f]{8})$", f.read(), re.M)
+        if not m or m.group(1).lower() != "0x03080000":
+            sys.exit("wheel.py: python/gpuspans/_hot.c does not define Py_LIMITED_API 0x03080000, which the cp38-abi3 tag says")
+    blobs, glibc, machines = {}, (2, 0), set()
+    for fn, path in natives.items():
+        with open(path, "rb") as f:
+            data = f.read()
+        try:
+            blobs[fn] = stripped(path, data)
+            elf = ELF(blobs[fn])
+            if fn == "libgpuspans.so" or "libc.so.6" in elf.needs:
+                glibc = max(glibc, elf.glibc())
+        except ValueError as e:
+            sys.exit(f"wheel.py: {path}: {e}")
+        machines.add(elf.machine)
+    if len(machines) != 1:
+        sys.exit(f"wheel.py: the native files are built for different machines: {sorted(machines)}")
 
-    # The library is native code: the tag says the glibc (and architecture)
-    # it needs, which pip checks against the target's.
-    tag = f"py3-none-manylinux_{glibc[0]}_{glibc[1]}_{elf.machine}"
+    # Native code: the tag says the glibc (and architecture) it needs, and
+    # the extension's Python ABI, which pip checks against the target's.
+    py_abi = "cp38-abi3" if args.hot else "py3-none"
+    tag = f"{py_abi}-manylinux_{glibc[0]}_{glibc[1]}_{machines.pop()}"
     dist = f"{name}-{version}.dist-info"
     files = []
     for fn in sorted(os.listdir(PKG)):
         if fn.endswith((".py", ".pyi")) or fn == "py.typed":
             with open(os.path.join(PKG, fn), "rb") as f:
                 files.append((f"gpuspans/{fn}", f.read(), 0o644))
-    files.append(("gpuspans/libgpuspans.so", lib, 0o755))
+    files += [(f"gpuspans/{fn}", data, 0o755) for fn, data in sorted(blobs.items())]
     with open(os.path.join(PKG, "__init__.py")) as f:
         description = ast.get_docstring(ast.parse(f.read())) or ""
     lines = [
