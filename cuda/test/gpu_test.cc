@@ -159,6 +159,59 @@ void TestSpanMatchesKernelTimer() {
   gs_kit_free(dev.kit, timers, nullptr);
 }
 
+// Spans that share their boundaries (gs_pool_record_next) on the real
+// driver: a chain of spins, one event between each two, each span less the
+// pool's event offset matching its kernel's %globaltimer reading within
+// 2 us, and each span starting where the one before it ended.
+void TestRecordNextMatchesKernelTimer() {
+  Device dev;
+  if (!dev.Open(0, 16)) return;
+  const int64_t lengths[] = {300 * kUs, 1 * kMs, 50 * kUs, 2 * kMs, 0, 500 * kUs};
+  const int kSpans = 6;
+  uint64_t timers = 0;
+  if (!Ok(gs_kit_alloc(dev.kit, 16 * kSpans, &timers, &dev.err), dev.err, "alloc")) return;
+  gs_harvest_item warm{};
+  gs_pool_harvest(dev.pool, &warm, 1, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  gs_pool_harvest(dev.pool, &warm, 1, nullptr);
+  gs_kit_spin(dev.kit, dev.stream, 200 * kUs, 0, nullptr);  // the begin waits for it, not the launch
+  REQUIRE_OK(gs_pool_record_begin(dev.pool, 1, dev.stream, nullptr));
+  for (int i = 0; i < kSpans; ++i) {
+    if (!Ok(gs_kit_spin(dev.kit, dev.stream, lengths[i], timers + 16 * i, &dev.err), dev.err, "spin")) return;
+    const uint32_t slot = 1 + i;
+    REQUIRE_OK(i + 1 < kSpans ? gs_pool_record_next(dev.pool, slot, slot + 1, dev.stream, nullptr)
+                              : gs_pool_record_end(dev.pool, slot, dev.stream, nullptr));
+  }
+  REQUIRE_OK(gs_kit_sync(dev.kit, dev.stream, &dev.err));
+  std::vector<gs_harvest_item> items(kSpans);
+  for (int i = 0; i < kSpans; ++i) {
+    items[i].slot = 1 + i;
+    items[i].want_start = 1;
+  }
+  REQUIRE_OK(gs_pool_harvest(dev.pool, items.data(), items.size(), nullptr));
+  std::vector<uint64_t> t(2 * kSpans);
+  REQUIRE_OK(gs_kit_read(dev.kit, timers, t.data(), 16 * kSpans, &dev.err));
+  const int64_t offset = gs_pool_event_offset_ns(dev.pool);
+  if (offset < 0) Fail("the pool measured no event offset");
+  for (int i = 0; i < kSpans; ++i) {
+    const gs_harvest_item& it = items[i];
+    const int64_t kernel = static_cast<int64_t>(t[2 * i + 1] - t[2 * i]);
+    const int64_t error = it.duration_ns - kernel - offset;
+    const int64_t gap = i > 0 ? it.start_ns - items[i - 1].start_ns - items[i - 1].duration_ns : 0;
+    printf("  spin %5lld us: span %8lld ns, kernel %8lld ns, span - kernel - offset %+5lld ns, start - end before %+lld ns\n",
+           static_cast<long long>(lengths[i] / kUs), static_cast<long long>(it.duration_ns),
+           static_cast<long long>(kernel), static_cast<long long>(error), static_cast<long long>(gap));
+    if (it.state != GS_SPAN_DONE) Fail("span " + std::to_string(i) + " not done");
+    if (it.start_ns == 0) Fail("span " + std::to_string(i) + " has no start time");
+    if (llabs(error) > 2 * kUs) Fail("span " + std::to_string(i) + " off by " + std::to_string(error) + " ns");
+    // The same event, read through cuEventElapsedTime's float milliseconds
+    // twice (from the anchor, and from the span's begin): within a
+    // microsecond.
+    if (llabs(gap) > 1 * kUs) Fail("span " + std::to_string(i) + " starts " + std::to_string(gap) + " ns from the end of the one before it");
+  }
+  gs_kit_free(dev.kit, timers, nullptr);
+}
+
 // A harvest while a long kernel runs returns at once and reports the spans
 // queued behind it in flight; destroy refuses until they are done. Few
 // spans: with a full command queue cuEventRecord itself blocks until the
@@ -443,6 +496,7 @@ struct Test {
 
 const Test kTests[] = {
     {"SpanMatchesKernelTimer", TestSpanMatchesKernelTimer},
+    {"RecordNextMatchesKernelTimer", TestRecordNextMatchesKernelTimer},
     {"HarvestDoesNotWait", TestHarvestDoesNotWait},
     {"RecordRefusedDuringCapture", TestRecordRefusedDuringCapture},
     {"CapturesSurviveHarvests", TestCapturesSurviveHarvests},

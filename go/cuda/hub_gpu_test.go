@@ -3,7 +3,9 @@
 package cuda_test
 
 import (
+	"context"
 	"runtime"
+	"sort"
 	"testing"
 	"time"
 
@@ -191,6 +193,90 @@ func TestGPUHubEndToEnd(t *testing.T) {
 	}
 	if placed < len(recent)/2 {
 		t.Errorf("only %d of %d recent spans placed on the host clock", placed, len(recent))
+	}
+}
+
+// TestGPUHubSharedBoundaries: three lanes a step that follow each other on
+// the stream, each boundary one event (NextStep, NextLane), beside the
+// background harvester: every lane lands every step, each span times its
+// own spin, and each lane span starts where the one before it ended.
+func TestGPUHubSharedBoundaries(t *testing.T) {
+	gpuOnly(t)
+	e := newEngine(t, 0)
+	h, err := gpuspans.New(gpuspans.Options{Lanes: []string{"prefill", "decode", "sample"}, Level: gpuspans.LevelKernel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.KeepStartTimes()
+	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	harvested := make(chan error, 1)
+	go func() { harvested <- h.RunHarvester(ctx, time.Millisecond) }()
+	defer stop()
+	const steps = 400
+	for step := 0; step < steps; step++ {
+		h.NextStep(2, 0) // the first step: no lane 2 open, lane 0 begins
+		for lane := 0; lane < 3; lane++ {
+			if err := e.kit.Spin(e.lane, e2eSpin, nil); err != nil {
+				t.Fatal(err)
+			}
+			if lane < 2 {
+				h.NextLane(lane, lane+1)
+			}
+		}
+	}
+	h.LaneEnd(2)
+	if err := e.kit.Sync(e.lane); err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	<-harvested
+	h.Harvest()
+	s := h.Snapshot()
+	c := s.Counters
+	t.Logf("counters %+v", c)
+	if c.Begun != c.Landed+c.DroppedTotal()+c.InFlight+c.Errored {
+		t.Errorf("accounting: %+v", c)
+	}
+	if c.Begun != 3*steps || c.Landed != 3*steps {
+		t.Errorf("begun %d, landed %d: want %d each", c.Begun, c.Landed, 3*steps)
+	}
+	for _, a := range s.Lanes {
+		if a.Name == "other" {
+			continue
+		}
+		// The host runs ahead of 40 us spins, so the GPU runs them back
+		// to back: a span is its spin, as with separate events.
+		checkSpinAggregate(t, "lane "+a.Name, a, 0)
+		if a.Count != steps {
+			t.Errorf("lane %s landed %d spans, want %d", a.Name, a.Count, steps)
+		}
+	}
+	// The spans of the first steps land before the pool's first anchor and
+	// carry no start time; the rest are placed from the events themselves.
+	var recent []gpuspans.Span
+	for _, sp := range h.RecentSpans(0, nil) {
+		if sp.StartNs != 0 {
+			recent = append(recent, sp)
+		}
+	}
+	sort.Slice(recent, func(i, j int) bool { return recent[i].StartNs < recent[j].StartNs })
+	worst := int64(0)
+	for i := 1; i < len(recent); i++ {
+		a, b := recent[i-1], recent[i]
+		gap := b.StartNs - (a.StartNs + a.DurationNs)
+		if gap < 0 {
+			gap = -gap
+		}
+		if gap > worst {
+			worst = gap
+		}
+	}
+	t.Logf("%d recent lane spans: the largest gap between one's end and the next's start %d ns", len(recent), worst)
+	if len(recent) < steps || worst > int64(time.Microsecond) {
+		t.Errorf("%d recent spans, largest gap %d ns: want them to tile the stream within 1 us", len(recent), worst)
 	}
 }
 
