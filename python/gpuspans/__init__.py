@@ -153,7 +153,11 @@ def library() -> ctypes.CDLL:
             _lib_pid = os.getpid()
             _hot, why = _lib.load_hot()
             if _hot is None:
-                logger.warning("gpuspans: compiled span calls not loaded (%s): step and lane calls go through ctypes, a few microseconds each", why)
+                # Asked for (GPUSPANS_HOT=off) is news; missing or broken is a warning.
+                chosen = os.environ.get(_lib.HOT_ENV) == "off"
+                logger.log(logging.INFO if chosen else logging.WARNING,
+                           "gpuspans: compiled span calls not loaded (%s): step and lane calls go through ctypes, "
+                           "a few microseconds each", why)
         elif os.getpid() != _lib_pid:
             raise _forked_error()
         return _lib_handle
@@ -496,6 +500,8 @@ class Hub:
             kernel_end_py=functools.partial(Hub.kernel_end, self),
             check=self._check,
             no_span=_NO_SPAN,
+            lanes={n: i for i, n in enumerate(self.lanes)},
+            lane_type=Lane,
         )
         for name in _HOT_CALLS:
             setattr(self, name, getattr(h, name))

@@ -35,6 +35,8 @@ typedef struct {
   lane_fn lane_begin, lane_end;
   pair_fn next_lane, next_step;
   kend_fn kernel_end_fn;
+  PyObject* lanes;         /* the hub's lane names -> their indices */
+  PyObject* lane_type;     /* gpuspans.Lane */
   PyObject* lane_index;    /* lane -> int index (raises for a bad one) */
   PyObject* kernel_begin;  /* the ctypes kernel_begin, for an armed step */
   PyObject* kernel;        /* the ctypes kernel(), for an armed step */
@@ -47,10 +49,29 @@ static inline uint32_t word(const Hot* h) { return __atomic_load_n(h->word, __AT
 
 static inline int kernel_level(uint32_t w) { return (w & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_KERNEL; }
 
-/* lane converts a lane argument into *out: an int in int32 range
- * directly, anything else through lane_index. -1 with an exception set on
- * failure. */
+static PyObject* index_name; /* "index", interned */
+
+/* lane converts a lane argument into *out: an int in int32 range, a Lane
+ * or one of the hub's lane names directly, anything else through
+ * lane_index. -1 with an exception set on failure. */
 static int lane(Hot* h, PyObject* arg, int32_t* out) {
+  PyObject* found = NULL;
+  if ((PyObject*)Py_TYPE(arg) == h->lane_type) {
+    found = PyObject_GetAttr(arg, index_name);
+    if (!found) return -1;
+  } else if (PyUnicode_CheckExact(arg)) {
+    found = PyDict_GetItem(h->lanes, arg); /* borrowed; NULL: not a lane name */
+    Py_XINCREF(found);
+  }
+  if (found) {
+    long long v = PyLong_AsLongLong(found);
+    Py_DECREF(found);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v >= INT32_MIN && v <= INT32_MAX) {
+      *out = (int32_t)v;
+      return 0;
+    }
+  }
   if (PyLong_CheckExact(arg)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(arg, &overflow);
@@ -190,6 +211,8 @@ static PyObject* hot_close(Hot* h, PyObject* unused) {
 }
 
 static int hot_traverse(Hot* h, visitproc visit, void* arg) {
+  Py_VISIT(h->lanes);
+  Py_VISIT(h->lane_type);
   Py_VISIT(h->lane_index);
   Py_VISIT(h->kernel_begin);
   Py_VISIT(h->kernel);
@@ -200,6 +223,8 @@ static int hot_traverse(Hot* h, visitproc visit, void* arg) {
 }
 
 static int hot_clear(Hot* h) {
+  Py_CLEAR(h->lanes);
+  Py_CLEAR(h->lane_type);
   Py_CLEAR(h->lane_index);
   Py_CLEAR(h->kernel_begin);
   Py_CLEAR(h->kernel);
@@ -257,12 +282,13 @@ static PyObject* hot_type;
 static PyObject* bind(PyObject* self, PyObject* args, PyObject* kwargs) {
   (void)self;
   static char* kw[] = {"word", "hub", "step", "lane_begin", "lane_end", "next_lane", "next_step", "kernel_end",
-                       "lane_index", "kernel_begin_py", "kernel_py", "kernel_end_py", "check", "no_span", NULL};
+                       "lane_index", "kernel_begin_py", "kernel_py", "kernel_end_py", "check", "no_span",
+                       "lanes", "lane_type", NULL};
   PyObject* a[8];
-  PyObject *lane_index, *kernel_begin, *kernel, *kernel_end, *check, *no_span;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOO:bind", kw, &a[0], &a[1], &a[2], &a[3], &a[4],
+  PyObject *lane_index, *kernel_begin, *kernel, *kernel_end, *check, *no_span, *lanes, *lane_type;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "$OOOOOOOOOOOOOOO!O!:bind", kw, &a[0], &a[1], &a[2], &a[3], &a[4],
                                    &a[5], &a[6], &a[7], &lane_index, &kernel_begin, &kernel, &kernel_end, &check,
-                                   &no_span)) {
+                                   &no_span, &PyDict_Type, &lanes, &PyType_Type, &lane_type)) {
     return NULL;
   }
   void* p[8];
@@ -307,6 +333,10 @@ static PyObject* bind(PyObject* self, PyObject* args, PyObject* kwargs) {
   h->check = check;
   Py_INCREF(no_span);
   h->no_span = no_span;
+  Py_INCREF(lanes);
+  h->lanes = lanes;
+  Py_INCREF(lane_type);
+  h->lane_type = lane_type;
   return (PyObject*)h;
 }
 
@@ -325,7 +355,8 @@ PyMODINIT_FUNC PyInit__hot(void) {
   if (!m) return NULL;
   hot_type = PyType_FromSpec(&hot_spec);
   zero = PyLong_FromLong(0);
-  if (!hot_type || !zero) {
+  index_name = PyUnicode_InternFromString("index");
+  if (!hot_type || !zero || !index_name) {
     Py_DECREF(m);
     return NULL;
   }
