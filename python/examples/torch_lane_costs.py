@@ -77,7 +77,7 @@ class Engine:
             else:
                 self.hub.install(torch.cuda.current_device(), torch.cuda.current_stream())
             if not variant.endswith("no-harvester"):
-                self.hub.start_harvester(0.001)
+                self.hub.start_harvester(getattr(args, "harvest_every", 0.001))
             if variant == "lanes/ctypes":
                 assert not self.hub.compiled, "lanes/ctypes wants GPUSPANS_HOT=off"
             elif not self.hub.compiled:
@@ -238,6 +238,9 @@ class Engine:
                     h.lane_end(0)
                 a = t(); h.lane_begin(1); b = t(); add("lane_begin(decode) before the replay", b - a)
                 d.decode()
+                # prefill is not open (decode is): Python to C to Go and back,
+                # no record.
+                a = t(); h.lane_end(0); b = t(); add("lane_end(prefill), not open: the crossing alone", b - a)
                 a = t(); h.lane_end(1); b = t(); add("lane_end(decode) after the replay", b - a)
                 a = t(); h.lane_begin(2); b = t(); add("lane_begin(sample)", b - a)
                 d.tok.cpu()
@@ -315,6 +318,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--evrecord", help="evrecord.so (evrecord.c built): the driver's cuEventRecord timed in C")
+    ap.add_argument("--harvest-every", type=float, default=0.001, help="the background harvester's interval, seconds")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     args = ap.parse_args(sys.argv[1:] if argv is None else argv)
     for name in ("rounds", "steps", "call_steps", "prefill_every", "layers", "d_model", "batch"):
@@ -328,7 +332,7 @@ def main(argv=None):
         ap.error(f"--variants: {bad or 'none is needed'}; want of {', '.join(VARIANTS)}")
 
     base = [sys.executable, os.path.abspath(__file__), "--child"]
-    opts = ["--prefill-every", str(args.prefill_every), "--layers", str(args.layers), "--d-model", str(args.d_model),
+    opts = ["--harvest-every", str(args.harvest_every), "--prefill-every", str(args.prefill_every), "--layers", str(args.layers), "--d-model", str(args.d_model),
             "--batch", str(args.batch)] + (["--evrecord", args.evrecord] if args.evrecord else [])
     procs = {}
     for v in variants:
@@ -381,7 +385,7 @@ def report(args, describe, variants, rates, steps, calls, landed, shares=None):
     w = out.append
     w(f"# Lane spans every step in a CUDA-graph decode loop\n\n{describe}; {args.steps} steps per round, "
       f"{args.rounds} rounds interleaved across one process per variant, prefill every {args.prefill_every} steps, "
-      f"tokens read back every step\n\n")
+      f"tokens read back every step, the harvester every {getattr(args, 'harvest_every', 0.001) * 1e3:g} ms\n\n")
     w(f"command: `{' '.join([os.path.basename(sys.executable)] + sys.argv)}`\n\n")
     w("| variant | tokens/s (median) | vs none (median of per-round ratios) | middle half of ratios | step p50 us | vs none us | lanes' GPU time / wall |\n")
     w("| --- | ---: | ---: | --- | ---: | ---: | ---: |\n")

@@ -90,7 +90,7 @@ class FakeDecoder:
 
 class LaneCostsTest(unittest.TestCase):
     def engine(self, variant):
-        args = argparse.Namespace(prefill_every=8, evrecord=None)
+        args = argparse.Namespace(prefill_every=8, evrecord=None, harvest_every=0.001)
         dec = FakeDecoder()
 
         def install(hub):
@@ -132,6 +132,7 @@ class LaneCostsTest(unittest.TestCase):
                     self.assertIn("next_lane(decode, sample) after the replay", calls[v])
                 elif v in ("lanes", "off"):
                     self.assertIn("lane_end(sample) after the read-back", calls[v])
+                    self.assertIn("lane_end(prefill), not open: the crossing alone", calls[v])
                 if v == "off":
                     self.assertEqual(landed[v]["landed"], 0)
         variants = list(rates)
