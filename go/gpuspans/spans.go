@@ -103,9 +103,13 @@ func (h *Hub) nextLane(from, to int) {
 // count and returns.
 func (h *Hub) NextStep(last, first int) {
 	if atomic.LoadUint32(&h.state)|uint32(atomic.LoadInt32(&h.pools)) != 0 {
-		h.beginStep()
-		h.NextLane(last, first)
+		h.nextStep(last, first)
 	}
+}
+
+func (h *Hub) nextStep(last, first int) {
+	h.beginStep()
+	h.NextLane(last, first)
 }
 
 // KernelSpan is a kernel span opened by KernelBegin, to hand to KernelEnd.

@@ -89,7 +89,7 @@ step "inlining: the span entry points inline into the caller"
 # The disabled path is one check of an atomic word only if the entry point
 # inlines; a change that pushes one over the inliner's budget fails here.
 inl="$(go build -gcflags=-m ./go/gpuspans 2>&1)"
-for fn in BeginStep LaneBegin LaneEnd KernelBegin KernelEnd; do
+for fn in BeginStep LaneBegin LaneEnd NextLane NextStep KernelBegin KernelEnd; do
   grep -qE "can inline \(\*Hub\)\.$fn\$" <<<"$inl" || fail "(*Hub).$fn no longer inlines"
 done
 
