@@ -44,6 +44,14 @@ if [[ -z "$LIB" ]]; then
   LIB="$TMP/libgpuspans.so"
 fi
 [[ -f "$LIB" ]] || fail "$LIB: no such library"
+# The compiled span calls, as the wheel carries them, where $PY has its
+# headers; otherwise the engine runs the ctypes path (and logs so).
+HOT=off
+if bash "$ROOT/tools/python/hot.sh" "$TMP/_hot.abi3.so" "$PY" 2>"$TMP/hot.log"; then
+  HOT="$TMP/_hot.abi3.so"
+else
+  log "the compiled span calls did not build ($(tail -1 "$TMP/hot.log")): the ctypes path"
+fi
 
 # The engine: prefill 800 us every 10 steps, decode 200 us every step, 100
 # steps a second.
@@ -52,7 +60,7 @@ DECODE_US=200
 PORT="$(free_port)"
 ENGINE_LOG="$TMP/engine.log"
 : >"$ENGINE_LOG"
-GPUSPANS_LIB="$LIB" PYTHONPATH="$ROOT/python" "$PY" "$ROOT/python/examples/prometheus_engine.py" \
+GPUSPANS_LIB="$LIB" GPUSPANS_HOT="$HOT" PYTHONPATH="$ROOT/python" "$PY" "$ROOT/python/examples/prometheus_engine.py" \
   --port="$PORT" --rate=100 --prefill_us=$PREFILL_US --decode_us=$DECODE_US \
   --kernel_histograms --classic_buckets=8 >"$ENGINE_LOG" 2>&1 &
 PIDS+=($!)
