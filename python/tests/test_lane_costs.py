@@ -130,9 +130,11 @@ class LaneCostsTest(unittest.TestCase):
                 if v.startswith("lanes/shared"):
                     self.assertEqual(landed[v]["gaps_ns"], [0, 0, 0])
                     self.assertIn("next_lane(decode, sample) after the replay", calls[v])
+                    self.assertIn("next_lane(decode, sample), after that crossing", calls[v])
                 elif v in ("lanes", "off"):
                     self.assertIn("lane_end(sample) after the read-back", calls[v])
                     self.assertIn("lane_end(prefill), not open: the crossing alone", calls[v])
+                    self.assertIn("lane_end(decode), after that crossing", calls[v])
                 if v == "off":
                     self.assertEqual(landed[v]["landed"], 0)
         variants = list(rates)
