@@ -228,12 +228,22 @@ class Engine:
                 else:
                     a = t(); h.next_step(2, 1); b = t(); add("next_step(sample, decode)", b - a)
                 d.decode()
-                # On odd steps a crossing that records nothing (sample is
-                # not open, decode is) goes first: what the first call after
-                # the replay pays for cold caches, apart.
-                if i % 2:
+                # In turn: the shared boundary; a crossing that records
+                # nothing (sample is not open, decode is) first, so the first
+                # call after the replay is measured apart; the boundary as
+                # two calls, so the two forms compare in one process; and
+                # the driver's own record there, in this process.
+                k = i % 4
+                if k == 3 and self.evrec:
+                    add("cuEventRecord after the replay (C), in this process", self.evrec.evrecord_timed(self.stream))
+                    h.next_lane(1, 2)
+                elif k == 1:
                     a = t(); h.lane_end(2); b = t(); add("lane_end(sample), not open: the crossing alone", b - a)
                     a = t(); h.next_lane(1, 2); b = t(); add("next_lane(decode, sample), after that crossing", b - a)
+                elif k == 2:
+                    a = t(); h.lane_end(1); b = t(); h.lane_begin(2); c = t()
+                    add("lane_end(decode) after the replay, in this process", b - a)
+                    add("lane_begin(sample), in this process", c - b)
                 else:
                     a = t(); h.next_lane(1, 2); b = t(); add("next_lane(decode, sample) after the replay", b - a)
                 d.tok.cpu()
@@ -245,8 +255,12 @@ class Engine:
                     h.lane_end(0)
                 a = t(); h.lane_begin(1); b = t(); add("lane_begin(decode) before the replay", b - a)
                 d.decode()
-                # As above, on odd steps: prefill is not open (decode is).
-                if i % 2:
+                # As above, in turn: prefill is not open (decode is).
+                k = i % 3
+                if k == 2 and self.evrec:
+                    add("cuEventRecord after the replay (C), in this process", self.evrec.evrecord_timed(self.stream))
+                    h.lane_end(1)
+                elif k == 1:
                     a = t(); h.lane_end(0); b = t(); add("lane_end(prefill), not open: the crossing alone", b - a)
                     a = t(); h.lane_end(1); b = t(); add("lane_end(decode), after that crossing", b - a)
                 else:

@@ -131,6 +131,7 @@ class LaneCostsTest(unittest.TestCase):
                     self.assertEqual(landed[v]["gaps_ns"], [0, 0, 0])
                     self.assertIn("next_lane(decode, sample) after the replay", calls[v])
                     self.assertIn("next_lane(decode, sample), after that crossing", calls[v])
+                    self.assertIn("lane_end(decode) after the replay, in this process", calls[v])
                 elif v in ("lanes", "off"):
                     self.assertIn("lane_end(sample) after the read-back", calls[v])
                     self.assertIn("lane_end(prefill), not open: the crossing alone", calls[v])
