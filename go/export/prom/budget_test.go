@@ -112,15 +112,17 @@ func TestSeriesBudget(t *testing.T) {
 	// Every step was armed: armed_steps_total is there too, beside the
 	// eager series.
 	const others = eagerPerDevice + eagerPerHub + 1
+	// The recent percentiles: 3 per lane.
+	const recent = 2 * len(recentQuantiles)
 	for _, tc := range []struct {
 		name                   string
 		opts                   []Option
 		native, classic        int
 		budgetN, budgetClassic int
 	}{
-		{"default", nil, 2 + others, 2*perHist + others, budgetNative, budgetClassic},
+		{"default", nil, 2 + recent + others, 2*perHist + recent + others, budgetNative, budgetClassic},
 		{"kernel histograms", []Option{WithKernelHistograms()},
-			2 + registeredKernelCount + others, (2+registeredKernelCount)*perHist + others, budgetKernelsNative, budgetKernelsClassic},
+			2 + registeredKernelCount + recent + others, (2+registeredKernelCount)*perHist + recent + others, budgetKernelsNative, budgetKernelsClassic},
 	} {
 		native, classic, names := storedSeries(t, NewCollector(h, tc.opts...))
 		t.Logf("%s: %d series with native histograms, %d classic only", tc.name, native, classic)

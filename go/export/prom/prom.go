@@ -29,9 +29,10 @@
 // A fleet pays per GPU, with L lanes (2 in the demo), B classic bounds (25
 // by default) and the series below:
 //
-//	native histograms:  L + 6 per device + 7 per hub   = 15 for 2 lanes and one GPU
-//	classic buckets:    L*(B+3) + 6 + 7                = 69
+//	native histograms:  L + 3L + 6 per device + 7 per hub   = 21 for 2 lanes and one GPU
+//	classic buckets:    L*(B+3) + 3L + 6 + 7                = 75
 //
+// The 3L are the recent quantiles below.
 // The 6 per device are spans_begun_total, spans_landed_total,
 // spans_in_flight, device_up, device_info and event_offset_seconds; the 7
 // per hub level, level_info, kernel_span_every, kernel_timing_info,
@@ -53,6 +54,19 @@
 // classic ones, 1,820 for 64 kernels: an explicit choice, not a default.
 // With kernel spans from the tracer, K counts the traced names with a
 // label (gpuspans.Options.KernelLabels).
+//
+// # Recent quantiles
+//
+// gpuspans_lane_recent_duration_seconds{device, lane, percentile} is the
+// 50th, 90th and 99th percentile of a lane's spans landed in the last minute
+// (the hub's recent windows begun within it: 50 to 60 s of spans), from
+// the windows' schema-5 buckets: within 1.1% of the spans' own quantile,
+// whatever buckets Prometheus stores, so a classic-only server gets a
+// p99 it can alert on. A gauge, not a summary: a summary's _sum and
+// _count would cost 2 more series per lane, and the windows keep no sums.
+// Like a summary it is per device and does not aggregate: a quantile
+// across GPUs comes from the histograms (histogram_quantile over sum by
+// (le)). A lane with no span in the last minute has none.
 //
 // # Exemplars
 //
@@ -172,6 +186,7 @@ type Collector struct {
 	exemplars   Exemplars
 
 	laneDuration, kernelDuration *prometheus.Desc
+	laneRecent                   *prometheus.Desc
 	begun, landed, dropped       *prometheus.Desc
 	errored, inFlight            *prometheus.Desc
 	unknownLane, laneOpen        *prometheus.Desc
@@ -220,6 +235,7 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),
+		laneRecent:     d("lane_recent_duration_seconds", "Percentiles (50, 90, 99) of a serve lane's GPU time per step over the last minute, within 1.1%, per device: not to be averaged across devices (histogram_quantile over lane_duration_seconds is). Absent for a lane with no span in the last minute.", "device", "lane", "percentile"),
 
 		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight.", "device"),
 		landed:   d("spans_landed_total", "Spans harvested with a duration.", "device"),
@@ -267,7 +283,7 @@ func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.laneDuration, c.kernelDuration,
+		c.laneDuration, c.kernelDuration, c.laneRecent,
 		c.begun, c.landed, c.dropped, c.errored, c.inFlight,
 		c.unknownLane, c.laneOpen, c.badEnd, c.installFailures, c.stickyDisables,
 		c.poolPanics, c.harvestFailures, c.abandoned,
@@ -293,6 +309,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.histogram(ch, c.laneDuration, a, c.exemplars)
 		}
 	}
+	c.recent(ch)
 	if c.kernels {
 		for i := range s.Kernels {
 			if a := &s.Kernels[i]; a.Count > 0 {
@@ -363,6 +380,58 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	lazy(c.overwritten, k.RecentOverwritten)
 
 	c.devices(ch, s.Devices)
+}
+
+// recentSpan is how far back gpuspans_lane_recent_duration_seconds reaches.
+const recentSpan = time.Minute
+
+// recentQuantiles are its quantiles and their percentile labels.
+var recentQuantiles = [...]struct {
+	q     float64
+	label string
+}{{0.5, "50"}, {0.9, "90"}, {0.99, "99"}}
+
+// recent sends each lane's quantiles over the windows begun within
+// recentSpan of the newest's end (as the live page's last-minute column).
+func (c *Collector) recent(ch chan<- prometheus.Metric) {
+	ws := c.hub.Windows()
+	if len(ws) == 0 {
+		return
+	}
+	end := ws[len(ws)-1].End
+	k := len(ws)
+	for k > 0 && end.Sub(ws[k-1].Start) <= recentSpan {
+		k--
+	}
+	type key struct {
+		device int
+		lane   string
+	}
+	merged := make(map[key]*gpuspans.Aggregate)
+	var order []key
+	for _, w := range ws[k:] {
+		for j := range w.Lanes {
+			l := &w.Lanes[j]
+			kk := key{l.Device, l.Name}
+			a := merged[kk]
+			if a == nil {
+				a = new(gpuspans.Aggregate)
+				merged[kk] = a
+				order = append(order, kk)
+			}
+			l.AddTo(a)
+		}
+	}
+	for _, kk := range order {
+		a := merged[kk]
+		if a.Count == 0 {
+			continue
+		}
+		dev := strconv.Itoa(kk.device)
+		for _, q := range recentQuantiles {
+			ch <- prometheus.MustNewConstMetric(c.laneRecent, prometheus.GaugeValue, a.Quantile(q.q).Seconds(), dev, kk.lane, q.label)
+		}
+	}
 }
 
 // histogram sends a as a histogram, built now: the snapshot is reused by

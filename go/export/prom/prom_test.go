@@ -124,7 +124,19 @@ func TestCollect(t *testing.T) {
 # HELP gpuspans_lane_duration_seconds GPU time of a serve lane's work in one step.
 # TYPE gpuspans_lane_duration_seconds histogram
 ` + bucketLines(lane, `device="0",lane="prefill"`, l, 150*us, 48*us) +
-		bucketLines(lane, `device="0",lane="decode"`, l, 3*us, 2*us)
+		bucketLines(lane, `device="0",lane="decode"`, l, 3*us, 2*us) + `
+# HELP gpuspans_lane_recent_duration_seconds Percentiles (50, 90, 99) of a serve lane's GPU time per step over the last minute, within 1.1%, per device: not to be averaged across devices (histogram_quantile over lane_duration_seconds is). Absent for a lane with no span in the last minute.
+# TYPE gpuspans_lane_recent_duration_seconds gauge
+` +
+		// The geometric middles of the schema-5 buckets holding 48 and
+		// 150 us, 2 and 3 us: the spans of ranks 1 and 2.
+		`gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",percentile="50"} 4.7577e-05
+gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",percentile="90"} 0.000149961
+gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",percentile="99"} 0.000149961
+gpuspans_lane_recent_duration_seconds{device="0",lane="decode",percentile="50"} 2.013e-06
+gpuspans_lane_recent_duration_seconds{device="0",lane="decode",percentile="90"} 2.973e-06
+gpuspans_lane_recent_duration_seconds{device="0",lane="decode",percentile="99"} 2.973e-06
+`
 	kernels := `
 # HELP gpuspans_kernel_duration_seconds GPU time of one kernel launch, on steps armed for kernel spans.
 # TYPE gpuspans_kernel_duration_seconds histogram

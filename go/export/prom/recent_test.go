@@ -1,0 +1,126 @@
+package prom
+
+import (
+	"math"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/gpuspans/gpuspans/go/backend/sim"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// recentHub is a hub on one simulated GPU whose clock the test drives.
+type recentHub struct {
+	h     *gpuspans.Hub
+	gpu   *sim.GPU
+	clock *sim.Clock
+}
+
+func newRecentHub(t *testing.T) *recentHub {
+	t.Helper()
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Now: clock.Now, Logf: func(string, ...interface{}) {}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	if err := h.Install(0, stream, gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	return &recentHub{h, gpu, clock}
+}
+
+// steps runs n steps 10 ms apart, each a decode span of d(i), harvested.
+func (r *recentHub) steps(n int, d func(i int) time.Duration) {
+	for i := 0; i < n; i++ {
+		r.h.BeginStep()
+		r.h.LaneBegin(1)
+		r.gpu.Launch(stream, d(i))
+		r.h.LaneEnd(1)
+		r.clock.Advance(10 * time.Millisecond)
+		r.h.Harvest()
+	}
+}
+
+// recent gathers the decode lane's recent percentiles: percentile -> seconds.
+func recent(t *testing.T, h *gpuspans.Hub) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(NewCollector(h))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "gpuspans_lane_recent_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			if l["lane"] == "decode" && l["device"] == "0" {
+				out[l["percentile"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+// exactQuantile is the q-quantile of ds by rank, as the windows define it.
+func exactQuantile(ds []time.Duration, q float64) float64 {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[int(math.Ceil(q*float64(len(s))))-1].Seconds()
+}
+
+// The last minute's quantiles of a lane, within 1.1% of the spans' own,
+// and only the last minute's: a regression shows in full within it.
+func TestRecentQuantiles(t *testing.T) {
+	r := newRecentHub(t)
+	if got := recent(t, r.h); len(got) != 0 {
+		t.Fatalf("recent quantiles before any span: %v", got)
+	}
+	// Two minutes of 200-1,200 us decode spans, a wide spread.
+	base := func(i int) time.Duration { return time.Duration(200+(i*7919)%1000) * time.Microsecond }
+	r.steps(12000, base)
+	var last []time.Duration
+	for i := 12000 - 6000; i < 12000; i++ {
+		last = append(last, base(i))
+	}
+	got := recent(t, r.h)
+	for _, q := range recentQuantiles {
+		want := exactQuantile(last, q.q)
+		if v, ok := got[q.label]; !ok || math.Abs(v/want-1) > 0.011 {
+			t.Errorf("quantile %s: %v s, want %v within 1.1%% (%v)", q.label, v, want, got)
+		}
+	}
+
+	// A +20% regression: after a minute the p99 reads it in full, and
+	// after 30 s it already reads most of it (at least +15%).
+	slow := func(i int) time.Duration { return base(i) * 12 / 10 }
+	before := got["99"]
+	r.steps(3000, slow)
+	if v := recent(t, r.h)["99"]; v/before-1 < 0.15 {
+		t.Errorf("30 s into a +20%% regression the p99 reads %+.1f%%", (v/before-1)*100)
+	}
+	r.steps(3000, slow)
+	if v := recent(t, r.h)["99"]; math.Abs(v/before-1.2) > 0.025 {
+		t.Errorf("a minute into a +20%% regression the p99 reads %+.1f%%, want +20%%", (v/before-1)*100)
+	}
+
+	// A lane idle for over a minute has no recent quantiles.
+	for i := 0; i < 8; i++ {
+		r.clock.Advance(10 * time.Second)
+		r.h.BeginStep()
+		r.h.Harvest()
+	}
+	if got := recent(t, r.h); len(got) != 0 {
+		t.Errorf("recent quantiles after 80 s idle: %v", got)
+	}
+}
