@@ -57,7 +57,7 @@ func diagnoseText(t Target, host string, err error) error {
 	s := err.Error()
 	var why string
 	switch {
-	case t.Protocol == ProtocolHTTP && strings.Contains(s, `malformed HTTP response "\x00\x00`):
+	case t.Protocol == ProtocolHTTP && (strings.Contains(s, `malformed HTTP response "\x00\x00`) || strings.Contains(s, errHTTP2Greeting.Error())):
 		// An HTTP/2 frame (a gRPC server's SETTINGS) where an HTTP/1.1
 		// status line was due.
 		why = grpcWhy(host)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -131,6 +132,88 @@ func TestProtocolMismatch(t *testing.T) {
 		st, _, err := sendOne(t, Options{Protocol: p, Endpoint: "http://" + addr})
 		if err == nil || errors.Is(err, ErrProtocolMismatch) || st.ExportErrors != 1 {
 			t.Errorf("%s to a closed port: %v, %+v", p, err, st)
+		}
+	}
+}
+
+// lockedBuffer is a bytes.Buffer for the standard logger's output.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestNoStrayLogLines: OTLP/HTTP sent to a gRPC port names the mismatch
+// through the exporter's logger and writes nothing to the process's
+// standard logger, where net/http reported each gRPC greeting as
+// "Unsolicited response received on idle HTTP channel" (28 lines in 15 s).
+func TestNoStrayLogLines(t *testing.T) {
+	var buf lockedBuffer
+	log.SetOutput(&buf)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	grpcRcv := newGRPCReceiver(t, nil)
+	for i := 0; i < 5; i++ {
+		_, logs, err := sendOne(t, Options{Protocol: ProtocolHTTP, Endpoint: grpcRcv.url})
+		if !errors.Is(err, ErrProtocolMismatch) || len(logs) != 1 || !strings.Contains(logs[0], "speaks gRPC, not OTLP/HTTP") {
+			t.Errorf("send %d: %v, logged %q: want the mismatch named once", i, err, logs)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // net/http's read loops log on their own goroutines
+	if s := buf.String(); s != "" {
+		t.Errorf("the standard logger got:\n%s", s)
+	}
+
+	// Against a server that greets as a gRPC port does, at once: whether
+	// net/http reads the greeting before its request is out (and logs it)
+	// is a race. Unguarded, the control, the line shows within some tries;
+	// guarded, no try logs, and each request fails with errHTTP2Greeting.
+	greeter, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { greeter.Close() })
+	go func() {
+		for {
+			c, err := greeter.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x05\x00\x00\x40\x00")) // SETTINGS
+			go func() { _, _ = io.Copy(io.Discard, c); c.Close() }()
+		}
+	}()
+	post := func(dial func(ctx context.Context, network, addr string) (net.Conn, error)) (string, error) {
+		before := len(buf.String())
+		tr := &http.Transport{DialContext: dial}
+		_, err := (&http.Client{Transport: tr, Timeout: 150 * time.Millisecond}).Post(
+			"http://"+greeter.Addr().String()+"/v1/traces", "application/x-protobuf", strings.NewReader("x"))
+		tr.CloseIdleConnections()
+		time.Sleep(20 * time.Millisecond)
+		return buf.String()[before:], err
+	}
+	plain := (&net.Dialer{}).DialContext
+	provoked := false
+	for i := 0; i < 10 && !provoked; i++ {
+		logged, _ := post(plain)
+		provoked = strings.Contains(logged, "Unsolicited response")
+	}
+	if !provoked {
+		t.Log("control: 10 unguarded requests logged no line this time")
+	}
+	for i := 0; i < 10; i++ {
+		if logged, err := post(guardedDial(plain)); logged != "" || err == nil || !strings.Contains(err.Error(), errHTTP2Greeting.Error()) {
+			t.Errorf("guarded request %d: logged %q, err %v: want nothing logged and %v", i, logged, err, errHTTP2Greeting)
 		}
 	}
 }

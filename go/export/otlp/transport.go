@@ -3,8 +3,12 @@ package otlp
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -69,7 +73,7 @@ func newTransport(ctx context.Context, c *config) (sdktrace.SpanExporter, error)
 		if c.gzip {
 			comp = otlptracehttp.GzipCompression
 		}
-		exp, err = otlptracehttp.New(ctx,
+		opts := []otlptracehttp.Option{
 			otlptracehttp.WithEndpointURL(c.target.URL), // host, path, and TLS by the scheme
 			otlptracehttp.WithURLPath(c.path),
 			otlptracehttp.WithTLSClientConfig(tlsCfg),
@@ -77,10 +81,86 @@ func newTransport(ctx context.Context, c *config) (sdktrace.SpanExporter, error)
 			otlptracehttp.WithTimeout(c.timeout),
 			otlptracehttp.WithCompression(comp),
 			otlptracehttp.WithRetry(otlptracehttp.RetryConfig{Enabled: false}),
-		)
+		}
+		if tlsCfg == nil {
+			// Takes precedence over the timeout option: the client has it.
+			opts = append(opts, otlptracehttp.WithHTTPClient(plaintextClient(c.timeout)))
+		}
+		exp, err = otlptracehttp.New(ctx, opts...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("otlp: %s endpoint %s: %w", c.target.Protocol, c.target.URL, err)
 	}
 	return exp, nil
+}
+
+// errHTTP2Greeting is what a plaintext OTLP/HTTP connection reads when the
+// server spoke first with an HTTP/2 frame: a gRPC port's SETTINGS.
+var errHTTP2Greeting = errors.New("otlp: the server sent an HTTP/2 frame before any request: it speaks gRPC")
+
+// plaintextClient is the SDK's own client for http:// endpoints (its
+// transport's settings) whose connections refuse an HTTP/2 greeting: a
+// gRPC port sends its SETTINGS frame as soon as it accepts, and net/http,
+// reading bytes on a connection with no request out, writes them to the
+// process's standard logger ("Unsolicited response received on idle HTTP
+// channel ...") once per connection, for every send. The guard turns them
+// into errHTTP2Greeting with nothing read, which net/http reports to the
+// send instead, and diagnose names the mismatch once.
+func plaintextClient(timeout time.Duration) *http.Client {
+	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			Proxy:                 http.ProxyFromEnvironment,
+			DialContext:           guardedDial(d.DialContext),
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          100,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   10 * time.Second,
+			ExpectContinueTimeout: 1 * time.Second,
+		},
+	}
+}
+
+// guardedDial wraps dial's connections in an h2Guard.
+func guardedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &h2Guard{Conn: conn}, nil
+	}
+}
+
+// h2Guard is a plaintext connection whose first bytes, if they begin an
+// HTTP/2 frame (a zero byte: an HTTP/1 response begins "HTTP/"), are
+// refused. net/http then closes the connection, and a request being
+// written meanwhile fails too: its write error says the same, so the send
+// is diagnosed whichever failure it reports. net/http reads a connection
+// from one goroutine and writes it from another.
+type h2Guard struct {
+	net.Conn
+	seen    bool // read goroutine only
+	greeted atomic.Bool
+}
+
+func (g *h2Guard) Read(p []byte) (int, error) {
+	n, err := g.Conn.Read(p)
+	if !g.seen && n > 0 {
+		g.seen = true
+		if p[0] == 0 {
+			g.greeted.Store(true)
+			return 0, errHTTP2Greeting
+		}
+	}
+	return n, err
+}
+
+func (g *h2Guard) Write(p []byte) (int, error) {
+	n, err := g.Conn.Write(p)
+	if err != nil && g.greeted.Load() {
+		err = errHTTP2Greeting
+	}
+	return n, err
 }
