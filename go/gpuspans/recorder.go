@@ -499,6 +499,13 @@ func (r *recorder) laneBegin(lane int) {
 		return
 	}
 	pos, ok := r.begin(KindLane, uint64(lane), r.stream)
+	r.laneOpened(lane, pos, ok)
+}
+
+// laneOpened publishes lane's reserved token: the span at pos, or none
+// when it was dropped (!ok).
+func (r *recorder) laneOpened(lane int, pos uint64, ok bool) {
+	tok := &r.laneTok[lane]
 	if !ok {
 		tok.Store(0)
 		return
@@ -545,16 +552,7 @@ func (r *recorder) laneNext(from, to int, begin bool) {
 		return
 	}
 	pos, ok := r.follow(t-1, KindLane, uint64(to), r.stream)
-	if !ok {
-		tok.Store(0)
-		return
-	}
-	tok.Store(pos + 1)
-	r.hub.openLanes.Add(1)
-	// retire may have scanned the lanes while this one was reserving.
-	if r.status.Load()&recRetired != 0 {
-		r.abandonLane(to)
-	}
+	r.laneOpened(to, pos, ok)
 }
 
 // seal marks the recorder finished and returns the number of spans begun on
