@@ -348,6 +348,23 @@ func (h *Hub) outcomes(o *outcomes) {
 	}
 }
 
+// WindowsWithin returns the tail of ws (as Windows returns them, oldest
+// first) begun within d of the newest one's end: the windows a "last d"
+// reads. An open window that began earlier (no harvest since) holds
+// nothing as recent and is left out. The live page's columns and the
+// Prometheus exporter's recent percentiles both take their windows here.
+func WindowsWithin(ws []Window, d time.Duration) []Window {
+	if len(ws) == 0 {
+		return nil
+	}
+	end := ws[len(ws)-1].End
+	k := len(ws)
+	for k > 0 && end.Sub(ws[k-1].Start) <= d {
+		k--
+	}
+	return ws[k:]
+}
+
 // Windows returns the hub's recent windows, oldest first: up to NumWindows
 // closed ones, then the open one, read now. They are kept whether or not
 // anything reads them; reading changes nothing. Takes the harvest lock

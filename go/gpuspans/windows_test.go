@@ -355,3 +355,27 @@ func BenchmarkWindows(b *testing.B) {
 		}
 	})
 }
+
+// WindowsWithin keeps the windows begun within d of the newest one's end,
+// and an open window that began before that is not recent.
+func TestWindowsWithin(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	w := func(start, end int, open bool) Window {
+		return Window{Start: t0.Add(time.Duration(start) * time.Second), End: t0.Add(time.Duration(end) * time.Second), Open: open}
+	}
+	ws := []Window{w(0, 10, false), w(10, 20, false), w(20, 30, false), w(30, 35, true)}
+	for _, c := range []struct {
+		d    time.Duration
+		want int
+	}{{5 * time.Second, 1}, {15 * time.Second, 2}, {25 * time.Second, 3}, {time.Hour, 4}, {0, 0}} {
+		if got := WindowsWithin(ws, c.d); len(got) != c.want || (c.want > 0 && !got[len(got)-1].Open) {
+			t.Errorf("within %v: %d windows, want the last %d", c.d, len(got), c.want)
+		}
+	}
+	if got := WindowsWithin([]Window{w(0, 100, true)}, time.Minute); len(got) != 0 {
+		t.Errorf("an open window begun 100 s ago counts as the last minute's: %v", got)
+	}
+	if WindowsWithin(nil, time.Minute) != nil {
+		t.Error("no windows: want nil")
+	}
+}

@@ -391,25 +391,16 @@ var recentQuantiles = [...]struct {
 	label string
 }{{0.5, "50"}, {0.9, "90"}, {0.99, "99"}}
 
-// recent sends each lane's quantiles over the windows begun within
-// recentSpan of the newest's end (as the live page's last-minute column).
+// recent sends each lane's quantiles over the windows of the last
+// recentSpan (gpuspans.WindowsWithin, as the live page's last-minute column).
 func (c *Collector) recent(ch chan<- prometheus.Metric) {
-	ws := c.hub.Windows()
-	if len(ws) == 0 {
-		return
-	}
-	end := ws[len(ws)-1].End
-	k := len(ws)
-	for k > 0 && end.Sub(ws[k-1].Start) <= recentSpan {
-		k--
-	}
 	type key struct {
 		device int
 		lane   string
 	}
 	merged := make(map[key]*gpuspans.Aggregate)
 	var order []key
-	for _, w := range ws[k:] {
+	for _, w := range gpuspans.WindowsWithin(c.hub.Windows(), recentSpan) {
 		for j := range w.Lanes {
 			l := &w.Lanes[j]
 			kk := key{l.Device, l.Name}

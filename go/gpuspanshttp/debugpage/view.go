@@ -469,17 +469,12 @@ func (p *page) addWindows(ws []gpuspans.Window) {
 			label = "last " + shortDuration(history.Round(time.Second))
 		}
 		p.Windows = append(p.Windows, label)
-		// The windows begun within d: an open window that began earlier
-		// (no harvest since) holds nothing as recent.
-		k := len(ws)
-		for k > 0 && end.Sub(ws[k-1].Start) <= d {
-			k--
-		}
 		for i := range merged {
 			merged[i] = gpuspans.Aggregate{}
 		}
 		var dropped [gpuspans.NumDropReasons]uint64
-		for _, w := range ws[k:] {
+		recent := gpuspans.WindowsWithin(ws, d)
+		for _, w := range recent {
 			for l, list := range [][]gpuspans.WindowAggregate{w.Lanes, w.Kernels} {
 				for j := range list {
 					if i, ok := rowOf[rowKey{l == 0, list[j].Device, list[j].Name}]; ok {
@@ -503,8 +498,8 @@ func (p *page) addWindows(ws []gpuspans.Window) {
 			continue
 		}
 		span := d
-		if k < len(ws) {
-			span = end.Sub(ws[k].Start)
+		if len(recent) > 0 {
+			span = end.Sub(recent[0].Start)
 		}
 		var parts []string
 		alarm := false
