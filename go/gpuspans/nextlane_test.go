@@ -170,6 +170,10 @@ func TestNextLaneEdges(t *testing.T) {
 	if c := snap(t, h).Counters; c.InFlight != 0 || c.Begun != c.Landed {
 		t.Errorf("counters %+v", c)
 	}
+	// Every lane is closed: LaneEnd's fast path has nothing to do again.
+	if n := h.openLanes.Load(); n != 0 {
+		t.Errorf("open-lane count %d with no lane open", n)
+	}
 }
 
 // A capturing stream drops both spans, a sticky error kills the recorder,
@@ -205,6 +209,10 @@ func TestNextLaneFailures(t *testing.T) {
 	c = snap(t, h).Counters
 	if c.StickyDisables != 1 || c.InFlight != 0 || c.Begun != c.Landed+c.DroppedTotal()+c.Errored {
 		t.Errorf("sticky: %+v", c)
+	}
+	// Each failed hand-off gave the lane's place in the open-lane count up.
+	if n := h.openLanes.Load(); n != 0 {
+		t.Errorf("open-lane count %d with no lane open", n)
 	}
 }
 

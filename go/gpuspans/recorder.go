@@ -499,19 +499,25 @@ func (r *recorder) laneBegin(lane int) {
 		return
 	}
 	pos, ok := r.begin(KindLane, uint64(lane), r.stream)
-	r.laneOpened(lane, pos, ok)
+	r.laneOpened(lane, pos, ok, false)
 }
 
 // laneOpened publishes lane's reserved token: the span at pos, or none
-// when it was dropped (!ok).
-func (r *recorder) laneOpened(lane int, pos uint64, ok bool) {
+// when it was dropped (!ok). counted says the open-lane count already
+// holds it (a lane handed on by laneNext).
+func (r *recorder) laneOpened(lane int, pos uint64, ok, counted bool) {
 	tok := &r.laneTok[lane]
 	if !ok {
 		tok.Store(0)
+		if counted {
+			r.hub.openLanes.Add(-1)
+		}
 		return
 	}
 	tok.Store(pos + 1)
-	r.hub.openLanes.Add(1)
+	if !counted {
+		r.hub.openLanes.Add(1)
+	}
 	// retire may have scanned the lanes while this one was reserving.
 	if r.status.Load()&recRetired != 0 {
 		r.abandonLane(lane)
@@ -540,19 +546,18 @@ func (r *recorder) laneNext(from, to int, begin bool) {
 		}
 		return
 	}
-	r.hub.openLanes.Add(-1)
-	if !begin {
+	if !begin || !r.laneTok[to].CompareAndSwap(0, laneReserving) {
+		if begin {
+			r.hub.laneAlreadyOpen.Add(1)
+		}
+		r.hub.openLanes.Add(-1)
 		r.end(t - 1)
 		return
 	}
-	tok := &r.laneTok[to]
-	if !tok.CompareAndSwap(0, laneReserving) {
-		r.hub.laneAlreadyOpen.Add(1)
-		r.end(t - 1)
-		return
-	}
+	// from's place in the open-lane count passes to to: one lane ends as
+	// the other begins.
 	pos, ok := r.follow(t-1, KindLane, uint64(to), r.stream)
-	r.laneOpened(to, pos, ok)
+	r.laneOpened(to, pos, ok, true)
 }
 
 // seal marks the recorder finished and returns the number of spans begun on
