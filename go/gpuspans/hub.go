@@ -1,42 +1,21 @@
 package gpuspans
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"log"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gpuspans/gpuspans/go/backend"
 )
 
-// Bounds on what a hub holds, so that memory and exported label sets stay
-// bounded whatever the caller does.
-const (
-	MaxLanes       = 64      // lanes per hub
-	MaxDevices     = 64      // device ordinals 0..MaxDevices-1
-	MaxKernels     = 1024    // registered kernel handles, and distinct kernel names
-	MaxRecentSpans = 1 << 20 // Options.RecentSpans
-	MaxNameLen     = 128     // bytes in a lane or kernel name
-
-	// MaxKernelSpanEvery bounds the arming period, however it is set
-	// (Options, SetKernelSpanEvery, and through them the C ABI, Python and
-	// the control endpoint): a period of a million steps is hours of
-	// serving between armed steps, so anything larger is a typo.
-	MaxKernelSpanEvery = 1_000_000
-
-	// MaxBusyRetired is how many retired pools a hub keeps asking to close
-	// while they answer ErrBusy with none of their spans left (an event
-	// that never completes, or a pool that always says busy). Past it the
-	// oldest is given up on: counted (AbandonedPools), logged, and left
-	// unclosed, so that its events leak rather than the hub's memory and
-	// harvest time grow with every re-install.
-	MaxBusyRetired = 8
-)
+// MaxBusyRetired is how many retired pools a hub keeps asking to close
+// while they answer ErrBusy with none of their spans left (an event
+// that never completes, or a pool that always says busy). Past it the
+// oldest is given up on: counted (AbandonedPools), logged, and left
+// unclosed, so that its events leak rather than the hub's memory and
+// harvest time grow with every re-install.
+const MaxBusyRetired = 8
 
 // LeakSteps is how long a span may stay open: a span begun and not ended
 // that harvests still see open LeakSteps calls of BeginStep after they first
@@ -49,83 +28,9 @@ const (
 // held every slot, drop every later span.
 const LeakSteps = 256
 
-// Defaults for the zero Options.
-const (
-	DefaultKernelSpanEvery = 16
-	DefaultSlots           = 4096
-	DefaultRecentSpans     = 8192
-)
-
 // OtherKernel is the name every span of an unregistered kernel handle is
 // aggregated under, so that the kernel label set stays bounded.
 const OtherKernel = "other"
-
-// defaultLanes are the serve lanes of the default hub and of Options with no
-// Lanes.
-var defaultLanes = []string{"prefill", "decode"}
-
-// Options configures a Hub. The zero value is valid: lanes "prefill" and
-// "decode", level Off, and the defaults above.
-type Options struct {
-	// Lanes names the serve lanes; LaneBegin and LaneEnd take an index into
-	// it. Fixed after New. Nil means "prefill", "decode".
-	Lanes []string
-	// KernelSpanEvery arms kernel spans on one step in this many (0: 16).
-	KernelSpanEvery int
-	// Slots is the size of each device's span ring (0: 4096, at most
-	// backend.MaxSlots): the hub asks each device's Opener for a pool of
-	// this many event pairs, and a pool with fewer makes that device's
-	// ring smaller.
-	Slots int
-	// RecentSpans is the size of the ring of recent spans (0: 8192).
-	RecentSpans int
-	// Level is the initial level.
-	Level Level
-	// Logf reports the rare events worth a line: a pool that cannot open, a
-	// sticky error, the first span error of a recorder. Nil means log.Printf.
-	Logf func(format string, args ...interface{})
-	// Now is the host clock used to time harvests. Nil means time.Now.
-	Now func() time.Time
-	// StartTimes says when harvests place spans on the host clock
-	// (StartTimesAuto, the zero value: while something reads them).
-	StartTimes StartTimes
-	// RawKernelSpans reports kernel spans as their event pairs read them.
-	// By default a kernel span's duration has its device's event offset
-	// (DeviceStatus.EventOffset) subtracted, clamped at 0; lane spans are
-	// never corrected. docs/design.md (offset calibration) says why.
-	RawKernelSpans bool
-	// KernelTiming chooses the source of kernel spans: event pairs around
-	// the launches the engine brackets (the zero value), or the kernel
-	// tracer, which sees every kernel (KernelTimingAuto, KernelTimingCUPTI
-	// in kernel windows, KernelTimingAttached; docs/design.md, kernel
-	// spans, compares them). KernelTracer opens the tracer
-	// (cuda.TracerOpener) on the stepping thread, inside BeginStep at level
-	// Kernel; it is required for all but events.
-	KernelTiming KernelTiming
-	KernelTracer backend.TracerOpener
-	// KernelWindowEvery is the period of kernel windows (0:
-	// DefaultKernelWindowEvery, else MinKernelWindowEvery up to
-	// MaxKernelWindowEvery): the first opens at the first step at Kernel,
-	// then one at the first step a period after the last one opened.
-	// KernelWindowSteps is how many consecutive steps a window collects (0:
-	// DefaultKernelWindowSteps, at most MaxKernelWindowSteps).
-	KernelWindowEvery time.Duration
-	KernelWindowSteps int
-	// KernelLabels bounds the traced kernel names that get a label of their
-	// own (0: DefaultKernelLabels): names registered with RegisterKernel
-	// keep theirs; new names take the labels left, heaviest GPU time first
-	// in the harvest that first sees them; the rest land as OtherKernel.
-	KernelLabels int
-	// StateMirror, when not nil, is a word the hub keeps equal to its state
-	// (the level, MirrorArmed and MirrorPools: see MirrorLevel), so that a
-	// caller in another language can test it with one load and skip calling
-	// in, as the Go entry points' inlined checks do (package capi gives C
-	// callers a word outside Go's heap). The hub writes it with atomic
-	// stores whenever the level, the arming or the open pools change; once
-	// no call is changing them, it holds exactly the hub's state. Fixed
-	// after New; the word must outlive the hub.
-	StateMirror *uint32
-}
 
 // Hub is the control plane of GPU spans: the level, the step counter, one
 // recorder per device, and the aggregates that harvests land.
@@ -199,45 +104,6 @@ type Hub struct {
 	tl                tracerLanding
 }
 
-// StartTimesIdle is how long after the last RecentSpans or KeepStartTimes
-// call a hub at StartTimesAuto keeps placing spans on the host clock. Readers (span files, traces, OTLP)
-// poll every few seconds; a minute covers a slow one.
-const StartTimesIdle = time.Minute
-
-// StartTimes says when harvests place spans on the host clock
-// (Span.StartNs). Placing a span costs one more driver call per span in
-// the harvest (the elapsed time from the host-clock anchor: about 600 ns
-// on an H200, as much as the rest of the landing), which a hub that is
-// only scraped for metrics then never pays. Unplaced spans carry StartNs 0
-// (timeline traces and OTLP leave them out); durations, aggregates and
-// metrics are the same either way.
-type StartTimes uint8
-
-const (
-	// StartTimesAuto places spans only while something reads them: from a
-	// RecentSpans or KeepStartTimes call until StartTimesIdle passes
-	// without one.
-	StartTimesAuto StartTimes = iota
-	// StartTimesNever never places a span.
-	StartTimesNever
-	// StartTimesAlways places every span.
-	StartTimesAlways
-)
-
-// String names the mode as the C ABI and Python spell it: "auto",
-// "never" or "always".
-func (s StartTimes) String() string {
-	switch s {
-	case StartTimesAuto:
-		return "auto"
-	case StartTimesNever:
-		return "never"
-	case StartTimesAlways:
-		return "always"
-	}
-	return fmt.Sprintf("StartTimes(%d)", uint8(s))
-}
-
 // wantStarts reports whether a harvest starting at now places spans.
 // Caller holds h.mu.
 func (h *Hub) wantStarts(now time.Time) bool {
@@ -284,83 +150,34 @@ type deviceAggs struct {
 // New returns a hub configured by o. It touches no GPU: pools open at the
 // first BeginStep at LevelKernel. Errors name the offending field.
 func New(o Options) (*Hub, error) {
-	lanes := o.Lanes
-	if lanes == nil {
-		lanes = defaultLanes
-	}
-	if len(lanes) > MaxLanes {
-		return nil, fmt.Errorf("gpuspans: Options.Lanes has %d lanes, more than %d", len(lanes), MaxLanes)
-	}
-	h := &Hub{
-		lanes:       append([]string(nil), lanes...),
-		laneIdx:     make(map[string]int, len(lanes)),
-		slots:       o.Slots,
-		logf:        o.Logf,
-		now:         o.Now,
-		leakSteps:   LeakSteps,
-		kernelIdx:   make(map[uint64]int),
-		kernelNames: []string{OtherKernel},
-	}
-	h.raw = o.RawKernelSpans
-	h.mirror = o.StateMirror
-	if o.StartTimes > StartTimesAlways {
-		return nil, fmt.Errorf("gpuspans: Options.StartTimes is %d, want StartTimesAuto, StartTimesNever or StartTimesAlways", o.StartTimes)
-	}
-	h.starts = o.StartTimes
-	for i, name := range h.lanes {
-		if err := checkName(name); err != nil {
-			return nil, fmt.Errorf("gpuspans: Options.Lanes[%d]: %w", i, err)
-		}
-		if _, dup := h.laneIdx[name]; dup {
-			return nil, fmt.Errorf("gpuspans: Options.Lanes[%d]: duplicate lane %q", i, name)
-		}
-		h.laneIdx[name] = i
-	}
-	every := o.KernelSpanEvery
-	switch {
-	case every == 0:
-		every = DefaultKernelSpanEvery
-	case every < 0 || every > MaxKernelSpanEvery:
-		return nil, fmt.Errorf("gpuspans: Options.KernelSpanEvery is %d, want 1..%d", every, MaxKernelSpanEvery)
-	}
-	switch {
-	case h.slots == 0:
-		h.slots = DefaultSlots
-	case h.slots < 0 || h.slots > backend.MaxSlots:
-		return nil, fmt.Errorf("gpuspans: Options.Slots is %d, want 1..%d", h.slots, backend.MaxSlots)
-	}
-	recent := o.RecentSpans
-	switch {
-	case recent == 0:
-		recent = DefaultRecentSpans
-	case recent < 0 || recent > MaxRecentSpans:
-		return nil, fmt.Errorf("gpuspans: Options.RecentSpans is %d, want 1..%d", recent, MaxRecentSpans)
-	}
-	if !o.Level.valid() {
-		return nil, fmt.Errorf("gpuspans: Options.Level is %v", o.Level)
-	}
-	if h.logf == nil {
-		h.logf = log.Printf
-	}
-	if h.now == nil {
-		h.now = time.Now
-	}
-	switch labels := o.KernelLabels; {
-	case labels == 0:
-		h.tl.labels = DefaultKernelLabels
-	case labels < 0 || labels > MaxKernels:
-		return nil, fmt.Errorf("gpuspans: Options.KernelLabels is %d, want 1..%d", labels, MaxKernels)
-	default:
-		h.tl.labels = labels
-	}
-	kw, err := newKernelWindows(o, func(f string, a ...interface{}) { h.logf(f, a...) }, func() time.Time { return h.now() })
+	o, err := o.resolve()
 	if err != nil {
 		return nil, err
 	}
-	h.kw = kw
-	h.recentCap = recent
+	if o.KernelTiming != KernelTimingEvents && o.KernelTracer == nil {
+		return nil, fmt.Errorf("gpuspans: Options.KernelTiming is %v but Options.KernelTracer is nil", o.KernelTiming)
+	}
+	h := &Hub{
+		lanes:       o.Lanes,
+		laneIdx:     make(map[string]int, len(o.Lanes)),
+		slots:       o.Slots,
+		logf:        o.Logf,
+		now:         o.Now,
+		starts:      o.StartTimes,
+		raw:         o.RawKernelSpans,
+		mirror:      o.StateMirror,
+		leakSteps:   LeakSteps,
+		kernelIdx:   make(map[uint64]int),
+		kernelNames: []string{OtherKernel},
+		recentCap:   o.RecentSpans,
+	}
+	for i, name := range h.lanes {
+		h.laneIdx[name] = i
+	}
+	h.tl.labels = o.KernelLabels
+	h.kw = newKernelWindows(o, func(f string, a ...interface{}) { h.logf(f, a...) }, func() time.Time { return h.now() })
 	h.win = newWinRing()
-	h.every.Store(int64(every))
+	h.every.Store(int64(o.KernelSpanEvery))
 	atomic.StoreUint32(&h.state, uint32(o.Level))
 	h.set.Store(&recorderSet{})
 	h.syncMirror()
@@ -404,25 +221,6 @@ func (h *Hub) mirrorValue() uint32 {
 		v |= MirrorPools
 	}
 	return v
-}
-
-// checkName validates a lane or kernel name: it becomes a label value, so it
-// must be short, valid UTF-8 and printable.
-func checkName(name string) error {
-	switch {
-	case name == "":
-		return errors.New("empty name")
-	case len(name) > MaxNameLen:
-		return fmt.Errorf("name of %d bytes, more than %d", len(name), MaxNameLen)
-	case !utf8.ValidString(name):
-		return fmt.Errorf("name %q is not valid UTF-8", name)
-	}
-	for _, r := range name {
-		if !unicode.IsPrint(r) {
-			return fmt.Errorf("name %q has an unprintable character", name)
-		}
-	}
-	return nil
 }
 
 var defaultHub atomic.Pointer[Hub]
@@ -482,8 +280,8 @@ func (h *Hub) Level() Level { return Level(atomic.LoadUint32(&h.state) & levelMa
 // SetKernelSpanEvery arms kernel spans on one step in n from the next
 // BeginStep on. n <= 0 is an error.
 func (h *Hub) SetKernelSpanEvery(n int) error {
-	if n <= 0 || n > MaxKernelSpanEvery {
-		return fmt.Errorf("gpuspans: SetKernelSpanEvery(%d): want 1..%d", n, MaxKernelSpanEvery)
+	if err := checkKernelSpanEvery(n, "SetKernelSpanEvery"); err != nil {
+		return err
 	}
 	h.every.Store(int64(n))
 	return nil
@@ -754,153 +552,4 @@ func (h *Hub) syncTracerBit() {
 			return
 		}
 	}
-}
-
-// Harvest lands every span whose events have completed, in one backend
-// Harvest call per device, and closes idle retired pools. It never waits for
-// the GPU and never blocks: when another harvest or a reader holds the
-// harvest lock it returns at once (counted in HarvestsSkipped), and the spans
-// stay in flight for the next one. BeginStep calls it; call it directly only
-// to land spans between steps.
-func (h *Hub) Harvest() {
-	if !h.mu.TryLock() {
-		h.harvestsSkipped.Add(1)
-		return
-	}
-	defer h.mu.Unlock()
-	h.harvestLocked()
-}
-
-// RunHarvester harvests every interval on the calling goroutine until ctx
-// is done, so that BeginStep only counts and arms the step (docs/design.md,
-// harvest, says why). Run it on a goroutine of its own
-// (go hub.RunHarvester(ctx, time.Millisecond)). While it runs it
-// also opens the pools of devices installed at level Kernel (at its next
-// tick rather than at the next step), and spans land up to one interval
-// later than at step begin. Like every harvest it never waits for the GPU,
-// and a tick that finds the harvest lock held is skipped and counted.
-// Harvests at step begin resume when it returns. It returns an error at
-// once for an interval <= 0 or while another RunHarvester runs, and nil
-// when ctx is done.
-func (h *Hub) RunHarvester(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		return fmt.Errorf("gpuspans: RunHarvester: interval must be positive, got %v", interval)
-	}
-	if !h.background.CompareAndSwap(false, true) {
-		return errors.New("gpuspans: RunHarvester: a harvester is already running on this hub")
-	}
-	defer h.background.Store(false)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			h.harvestInBackground()
-		}
-	}
-}
-
-// harvestInBackground is one RunHarvester tick: what BeginStep would do at
-// its level, pools opened included.
-func (h *Hub) harvestInBackground() {
-	if !h.mu.TryLock() {
-		h.harvestsSkipped.Add(1)
-		return
-	}
-	defer h.mu.Unlock()
-	if Level(atomic.LoadUint32(&h.state)&levelMask) == LevelKernel {
-		h.openPending()
-	}
-	h.harvestLocked()
-}
-
-// openPending opens the pool of every recorder installed since the last
-// step at Kernel. Caller holds h.mu.
-func (h *Hub) openPending() {
-	for _, r := range h.recs {
-		if r.status.Load() != recPending {
-			continue
-		}
-		if err := r.openPool(h.slots); err != nil {
-			r.err.Store(&errBox{err})
-			r.status.Store(recFailed)
-			h.installFailures++
-			h.logf("gpuspans: GPU spans off on device %d: %v", r.device, err)
-			continue
-		}
-		atomic.AddInt32(&h.pools, 1)
-		h.syncMirror()
-	}
-}
-
-// harvestLocked harvests every recorder and closes the idle retired ones.
-// Caller holds h.mu.
-func (h *Hub) harvestLocked() {
-	start := h.now()
-	h.roll(start)
-	h.want = 0
-	if h.wantStarts(start) {
-		h.want = 1
-	}
-	for _, r := range h.recs {
-		r.harvest()
-	}
-	h.harvestTracer()
-	h.sweep()
-	h.harvests++
-	h.harvestTime += h.now().Sub(start)
-}
-
-// sweep closes and forgets the retired recorders with no slot open or in
-// flight. A pool whose Close reports ErrBusy is kept for a later sweep, up
-// to MaxBusyRetired of them: past that the oldest are given up on. Any other
-// Close error is logged and the pool forgotten, since retrying cannot help.
-// Caller holds h.mu.
-func (h *Hub) sweep() {
-	kept := h.recs[:0]
-	busy := 0
-	for _, r := range h.recs {
-		if r.status.Load()&recRetired == 0 || r.inFlight() != 0 {
-			kept = append(kept, r)
-			continue
-		}
-		if r.pool != nil {
-			err := closePool(r.pool)
-			if errors.Is(err, backend.ErrBusy) {
-				r.closeBusy = true
-				busy++
-				kept = append(kept, r)
-				continue
-			}
-			if err != nil {
-				h.logf("gpuspans: closing the retired pool of device %d: %v", r.device, err)
-			}
-			atomic.AddInt32(&h.pools, -1)
-			h.syncMirror()
-		}
-		h.finish(r)
-	}
-	if busy > MaxBusyRetired {
-		// Oldest first: kept is in h.recs' order.
-		k := kept[:0]
-		for _, r := range kept {
-			if busy > MaxBusyRetired && r.closeBusy {
-				busy--
-				h.abandonedPools++
-				h.logf("gpuspans: giving up on closing a retired pool of device %d: still busy, and %d more are waiting; its events are left unreleased", r.device, MaxBusyRetired)
-				atomic.AddInt32(&h.pools, -1)
-				h.syncMirror()
-				h.finish(r)
-				continue
-			}
-			k = append(k, r)
-		}
-		kept = k
-	}
-	for i := len(kept); i < len(h.recs); i++ {
-		h.recs[i] = nil
-	}
-	h.recs = kept
 }

@@ -30,20 +30,6 @@ import (
 //  3. Collection stays on from a window's open to its close: the window
 //     never toggles it.
 
-// Defaults and bounds of the window settings (Options.KernelWindowEvery,
-// Options.KernelWindowSteps, SetKernelWindows).
-const (
-	// DefaultKernelWindowEvery: a window costs the stepping thread about
-	// 11-15 ms on an H200 in a torch process (CUPTI's initialisation and
-	// detach) plus its steps collected, 0.1-0.2% of serving time at one
-	// window in 10 s.
-	DefaultKernelWindowEvery = 10 * time.Second
-	MinKernelWindowEvery     = time.Millisecond
-	MaxKernelWindowEvery     = 24 * time.Hour
-	DefaultKernelWindowSteps = 1
-	MaxKernelWindowSteps     = 1024
-)
-
 // maxCloseRefusals is how many BeginSteps in a row may find the window's
 // thread gone elsewhere before the window is abandoned.
 const maxCloseRefusals = 64
@@ -150,41 +136,14 @@ type kernelWindows struct {
 	fallbacks uint64
 }
 
-func newKernelWindows(o Options, logf func(string, ...interface{}), now func() time.Time) (*kernelWindows, error) {
-	if o.KernelTiming > KernelTimingAttached {
-		return nil, fmt.Errorf("gpuspans: Options.KernelTiming is %v", o.KernelTiming)
-	}
-	if o.KernelTiming != KernelTimingEvents && o.KernelTracer == nil {
-		return nil, fmt.Errorf("gpuspans: Options.KernelTiming is %v but Options.KernelTracer is nil", o.KernelTiming)
-	}
-	every, steps, err := windowSettings(o.KernelWindowEvery, o.KernelWindowSteps, "Options.KernelWindowEvery", "Options.KernelWindowSteps")
-	if err != nil {
-		return nil, err
-	}
+// newKernelWindows makes the windows' state for resolved options.
+func newKernelWindows(o Options, logf func(string, ...interface{}), now func() time.Time) *kernelWindows {
 	w := &kernelWindows{opener: o.KernelTracer, logf: logf, now: now}
 	w.mode.Store(uint32(o.KernelTiming))
-	w.every.Store(int64(every))
-	w.nsteps.Store(int64(steps))
+	w.every.Store(int64(o.KernelWindowEvery))
+	w.nsteps.Store(int64(o.KernelWindowSteps))
 	w.stats.OpenTime.Name, w.stats.CloseTime.Name = "open", "close"
-	return w, nil
-}
-
-// windowSettings applies the defaults and bounds of the window settings;
-// errors name the setting as the caller spells it.
-func windowSettings(every time.Duration, steps int, everyName, stepsName string) (time.Duration, int, error) {
-	switch {
-	case every == 0:
-		every = DefaultKernelWindowEvery
-	case every < MinKernelWindowEvery || every > MaxKernelWindowEvery:
-		return 0, 0, fmt.Errorf("gpuspans: %s is %v, want %v..%v (0: %v)", everyName, every, MinKernelWindowEvery, MaxKernelWindowEvery, DefaultKernelWindowEvery)
-	}
-	switch {
-	case steps == 0:
-		steps = DefaultKernelWindowSteps
-	case steps < 0 || steps > MaxKernelWindowSteps:
-		return 0, 0, fmt.Errorf("gpuspans: %s is %d, want 1..%d (0: %d)", stepsName, steps, MaxKernelWindowSteps, DefaultKernelWindowSteps)
-	}
-	return every, steps, nil
+	return w
 }
 
 func (w *kernelWindows) timing() KernelTiming { return KernelTiming(w.mode.Load()) }

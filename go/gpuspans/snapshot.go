@@ -179,6 +179,8 @@ type Snapshot struct {
 	Kernels   []Aggregate    // by installed device, then registration order ([0] is OtherKernel), empty ones included
 	// KernelTiming is where kernel spans come from now.
 	KernelTiming KernelTimingStatus
+	// Options are the options the hub runs with now (Hub.Options).
+	Options Options
 }
 
 // Snapshot returns a new snapshot. Takes the
@@ -200,6 +202,7 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 	defer h.mu.Unlock()
 	s.Level = h.Level()
 	s.KernelSpanEvery = h.KernelSpanEvery()
+	h.optionsInto(&s.Options)
 	s.Step = h.step.Load()
 	s.ArmedSteps = h.armedSteps.Load()
 

@@ -87,9 +87,6 @@ func (k *KernelTiming) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// DefaultKernelLabels is Options.KernelLabels' default.
-const DefaultKernelLabels = 32
-
 // KernelTimingStatus is where a hub's kernel spans come from now, for
 // exporters and pages.
 type KernelTimingStatus struct {

@@ -28,6 +28,7 @@ type snapshotJSON struct {
 	Lanes           []aggregateJSON  `json:"lanes"`
 	Kernels         []aggregateJSON  `json:"kernels"`
 	KernelTiming    kernelTimingJSON `json:"kernel_timing"`
+	Options         optionsJSON      `json:"options"` // page-only: gpuspans.Options as the hub runs with them
 	// RecentWindows are the hub's recent windows, oldest first, the open
 	// one last (page-only; only from MarshalSnapshotWindows).
 	RecentWindows []windowJSON `json:"recent_windows,omitempty"`
@@ -104,6 +105,11 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 		KernelTiming: kernelTimingJSON{Mode: s.KernelTiming.Mode.String(), Tracing: s.KernelTiming.Tracing,
 			Fallbacks: s.KernelTiming.Fallbacks, Records: s.KernelTiming.Records, Labels: s.KernelTiming.Labels,
 			ReadsCut: s.KernelTiming.ReadsCut, Windows: kernelWindows(&s.KernelTiming.Windows)},
+		Options: optionsJSON{Lanes: s.Options.Lanes, Level: s.Options.Level.String(),
+			KernelSpanEvery: s.Options.KernelSpanEvery, Slots: s.Options.Slots, RecentSpans: s.Options.RecentSpans,
+			StartTimes: s.Options.StartTimes.String(), RawKernelSpans: s.Options.RawKernelSpans,
+			KernelTiming: s.Options.KernelTiming.String(), KernelWindowEveryNs: int64(s.Options.KernelWindowEvery),
+			KernelWindowSteps: s.Options.KernelWindowSteps, KernelLabels: s.Options.KernelLabels},
 	}
 	if s.KernelTiming.Err != nil {
 		j.KernelTiming.Reason = s.KernelTiming.Err.Error()
@@ -129,6 +135,22 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 }
 
 // kernelTimingJSON is Snapshot.KernelTiming, with the proto's names.
+// optionsJSON is gpuspans.Options with its defaults filled in, each field
+// named as gs_hub_options and Python's Hub keywords name it.
+type optionsJSON struct {
+	Lanes               []string `json:"lanes"`
+	Level               string   `json:"level"`
+	KernelSpanEvery     int      `json:"kernel_span_every"`
+	Slots               int      `json:"slots"`
+	RecentSpans         int      `json:"recent_spans"`
+	StartTimes          string   `json:"start_times"`
+	RawKernelSpans      bool     `json:"raw_kernel_spans"`
+	KernelTiming        string   `json:"kernel_timing"`
+	KernelWindowEveryNs int64    `json:"kernel_window_every_ns"`
+	KernelWindowSteps   int      `json:"kernel_window_steps"`
+	KernelLabels        int      `json:"kernel_labels"`
+}
+
 type kernelTimingJSON struct {
 	Mode      string            `json:"mode"`
 	Tracing   bool              `json:"tracing"`
