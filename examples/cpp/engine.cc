@@ -98,8 +98,7 @@ int main(int argc, char** argv) {
   try {
     Flags f = parse(argc, argv);
     const char* lanes[] = {"prefill", "decode"};
-    gs_hub_options o;
-    std::memset(&o, 0, sizeof o);
+    gs_hub_options o = gs_hub_options_init();
     o.lanes = lanes;
     o.num_lanes = 2;
     o.level = f.level;

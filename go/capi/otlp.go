@@ -25,65 +25,59 @@ import (
 var _ = [1]struct{}{}[C.sizeof_gs_hub_link-24]
 
 //export gs_hub_otlp_start
-func gs_hub_otlp_start(handle C.gs_hub, opts *C.gs_hub_otlp_options) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_otlp_start", handle)
-	}
-	defer e.exit()
-	defer recoverTo("gs_hub_otlp_start", e, &st)
-	if opts == nil {
-		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: opts is NULL")
-	}
-	var o otlp.Options // NULL strings: the environment's
-	if opts.endpoint != nil {
-		o.Endpoint = C.GoString(opts.endpoint)
-	}
-	if opts.protocol != nil {
-		o.Protocol = C.GoString(opts.protocol)
-	}
-	if opts.service_name != nil {
-		o.ServiceName = C.GoString(opts.service_name)
-	}
-	if opts.sample_every < 0 || opts.poll_every_ms < 0 || opts.max_links < 0 {
-		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: sample_every %d, poll_every_ms %d, max_links %d: want >= 0 (0: the default)",
-			int(opts.sample_every), int(opts.poll_every_ms), int(opts.max_links))
-	}
-	o.SampleEvery = int(opts.sample_every)
-	o.NoKernelSpans = opts.no_kernel_spans != 0
-	o.PollEvery = time.Duration(opts.poll_every_ms) * time.Millisecond
-	o.MaxLinks = int(opts.max_links)
-	o.Logf = e.logs.logf(C.GS_HUB_LOG_WARNING)
-	e.otlpMu.Lock()
-	defer e.otlpMu.Unlock()
-	if e.otlp != nil {
-		return fail(e, statusLimit, "gs_hub_otlp_start: an OTLP exporter runs already on this hub; stop it first")
-	}
-	exp, err := otlp.New(context.Background(), e.h, o)
-	if err != nil {
-		return fail(e, statusInvalidArgument, "gs_hub_otlp_start: %v", err)
-	}
-	e.otlp, e.otlpLast = exp, exp
-	return statusOK
+func gs_hub_otlp_start(handle C.gs_hub, opts *C.gs_hub_otlp_options) C.gs_hub_status {
+	return onHub("gs_hub_otlp_start", handle, func(c call) C.gs_hub_status {
+		if opts == nil {
+			return c.fail(statusInvalidArgument, "opts is NULL")
+		}
+		var co C.gs_hub_otlp_options
+		if err := readSized("gs_hub_otlp_options", unsafe.Pointer(opts), opts.size, unsafe.Pointer(&co), unsafe.Sizeof(co)); err != nil {
+			return c.fail(statusInvalidArgument, "%v", err)
+		}
+		var o otlp.Options // NULL strings: the environment's
+		if co.endpoint != nil {
+			o.Endpoint = C.GoString(co.endpoint)
+		}
+		if co.protocol != nil {
+			o.Protocol = C.GoString(co.protocol)
+		}
+		if co.service_name != nil {
+			o.ServiceName = C.GoString(co.service_name)
+		}
+		if co.sample_every < 0 || co.poll_every_ms < 0 || co.max_links < 0 {
+			return c.fail(statusInvalidArgument, "sample_every %d, poll_every_ms %d, max_links %d: want >= 0 (0: the default)",
+				int(co.sample_every), int(co.poll_every_ms), int(co.max_links))
+		}
+		o.SampleEvery = int(co.sample_every)
+		o.NoKernelSpans = co.no_kernel_spans != 0
+		o.PollEvery = time.Duration(co.poll_every_ms) * time.Millisecond
+		o.MaxLinks = int(co.max_links)
+		o.Logf = c.e.logs.logf(C.GS_HUB_LOG_WARNING)
+		c.e.otlpMu.Lock()
+		defer c.e.otlpMu.Unlock()
+		if c.e.otlp != nil {
+			return c.fail(statusLimit, "an OTLP exporter runs already on this hub; stop it first")
+		}
+		exp, err := otlp.New(context.Background(), c.e.h, o)
+		if err != nil {
+			return c.fail(statusInvalidArgument, "%v", err)
+		}
+		c.e.otlp, c.e.otlpLast = exp, exp
+		return statusOK
+	})
 }
 
 //export gs_hub_otlp_stop
-func gs_hub_otlp_stop(handle C.gs_hub, timeoutMs C.int32_t) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_otlp_stop", handle)
-	}
-	defer e.exit()
-	defer recoverTo("gs_hub_otlp_stop", e, &st)
-	if timeoutMs < 0 {
-		return fail(e, statusInvalidArgument, "gs_hub_otlp_stop: timeout_ms %d is negative", int(timeoutMs))
-	}
-	if err := e.stopOTLP(time.Duration(timeoutMs) * time.Millisecond); err != nil {
-		return fail(e, statusInternal, "gs_hub_otlp_stop: shutting the transport down: %v", err)
-	}
-	return statusOK
+func gs_hub_otlp_stop(handle C.gs_hub, timeoutMs C.int32_t) C.gs_hub_status {
+	return onHub("gs_hub_otlp_stop", handle, func(c call) C.gs_hub_status {
+		if timeoutMs < 0 {
+			return c.fail(statusInvalidArgument, "timeout_ms %d is negative", int(timeoutMs))
+		}
+		if err := c.e.stopOTLP(time.Duration(timeoutMs) * time.Millisecond); err != nil {
+			return c.fail(statusInternal, "shutting the transport down: %v", err)
+		}
+		return statusOK
+	})
 }
 
 // stopOTLP closes the exporter, if one runs, sending what is queued for up
@@ -103,55 +97,46 @@ func (e *hub) stopOTLP(d time.Duration) error {
 }
 
 //export gs_hub_get_step
-func gs_hub_get_step(handle C.gs_hub, step *C.uint64_t) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_get_step", handle)
-	}
-	defer e.exit()
-	if step == nil {
-		return fail(e, statusInvalidArgument, "gs_hub_get_step: step is NULL")
-	}
-	*step = C.uint64_t(e.h.Step())
-	return statusOK
+func gs_hub_get_step(handle C.gs_hub, step *C.uint64_t) C.gs_hub_status {
+	return onHub("gs_hub_get_step", handle, func(c call) C.gs_hub_status {
+		if step == nil {
+			return c.fail(statusInvalidArgument, "step is NULL")
+		}
+		*step = C.uint64_t(c.e.h.Step())
+		return statusOK
+	})
 }
 
 //export gs_hub_link_step
-func gs_hub_link_step(handle C.gs_hub, step C.uint64_t, links *C.gs_hub_link, n C.size_t) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_link_step", handle)
-	}
-	defer e.exit()
-	defer recoverTo("gs_hub_link_step", e, &st)
-	if n > otlp.MaxLinks {
-		return fail(e, statusInvalidArgument, "gs_hub_link_step: n is %d, more than %d", uint64(n), otlp.MaxLinks)
-	}
-	if n > 0 && links == nil {
-		return fail(e, statusInvalidArgument, "gs_hub_link_step: links is NULL with n %d", uint64(n))
-	}
-	e.otlpMu.Lock()
-	defer e.otlpMu.Unlock()
-	if e.otlp == nil || n == 0 || !e.otlp.Sampled(uint64(step)) {
-		return statusOK // nothing to link: no exporter, or a step it does not send
-	}
-	buf := e.links[:0]
-	for i, l := range unsafe.Slice(links, int(n)) {
-		var cfg trace.SpanContextConfig
-		copy(cfg.TraceID[:], unsafe.Slice((*byte)(unsafe.Pointer(&l.trace_id[0])), 16))
-		copy(cfg.SpanID[:], unsafe.Slice((*byte)(unsafe.Pointer(&l.span_id[0])), 8))
-		if !cfg.TraceID.IsValid() || !cfg.SpanID.IsValid() {
-			return fail(e, statusInvalidArgument, "gs_hub_link_step: links[%d] has an all-zero trace or span id", i)
+func gs_hub_link_step(handle C.gs_hub, step C.uint64_t, links *C.gs_hub_link, n C.size_t) C.gs_hub_status {
+	return onHub("gs_hub_link_step", handle, func(c call) C.gs_hub_status {
+		if n > otlp.MaxLinks {
+			return c.fail(statusInvalidArgument, "n is %d, more than %d", uint64(n), otlp.MaxLinks)
 		}
-		cfg.TraceFlags = trace.FlagsSampled
-		cfg.Remote = true
-		buf = append(buf, trace.NewSpanContext(cfg))
-	}
-	e.links = buf
-	e.otlp.LinkStep(uint64(step), buf)
-	return statusOK
+		if n > 0 && links == nil {
+			return c.fail(statusInvalidArgument, "links is NULL with n %d", uint64(n))
+		}
+		c.e.otlpMu.Lock()
+		defer c.e.otlpMu.Unlock()
+		if c.e.otlp == nil || n == 0 || !c.e.otlp.Sampled(uint64(step)) {
+			return statusOK // nothing to link: no exporter, or a step it does not send
+		}
+		buf := c.e.links[:0]
+		for i, l := range unsafe.Slice(links, int(n)) {
+			var cfg trace.SpanContextConfig
+			copy(cfg.TraceID[:], unsafe.Slice((*byte)(unsafe.Pointer(&l.trace_id[0])), 16))
+			copy(cfg.SpanID[:], unsafe.Slice((*byte)(unsafe.Pointer(&l.span_id[0])), 8))
+			if !cfg.TraceID.IsValid() || !cfg.SpanID.IsValid() {
+				return c.fail(statusInvalidArgument, "links[%d] has an all-zero trace or span id", i)
+			}
+			cfg.TraceFlags = trace.FlagsSampled
+			cfg.Remote = true
+			buf = append(buf, trace.NewSpanContext(cfg))
+		}
+		c.e.links = buf
+		c.e.otlp.LinkStep(uint64(step), buf)
+		return statusOK
+	})
 }
 
 // otlpExemplars gives /metrics' lane histograms the exemplars of the

@@ -31,78 +31,68 @@ var _ = [1]struct{}{}[C.GS_HUB_SPAN_LANE^C.int(gpuspans.KindLane)]
 var _ = [1]struct{}{}[C.GS_HUB_SPAN_KERNEL^C.int(gpuspans.KindKernel)]
 
 //export gs_hub_metrics
-func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.size_t) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_metrics", handle)
-	}
-	defer e.exit()
-	defer recoverTo("gs_hub_metrics", e, &st)
-	if length == nil {
-		return fail(e, statusInvalidArgument, "gs_hub_metrics: len is NULL")
-	}
-	// The hub's collector and the OTLP exporter's (no Go runtime or
-	// process families: the host has its own), rendered by the handler
-	// /metrics uses,
-	// asked for text: classic histograms only, as text carries no native
-	// ones.
-	e.mu.Lock()
-	opts := append(e.promOptions(), prom.WithoutNativeHistograms())
-	e.mu.Unlock()
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(prom.NewCollector(e.h, opts...)); err != nil {
-		return fail(e, statusInternal, "gs_hub_metrics: registering the collector: %v", err)
-	}
-	if err := reg.Register(otlpCollector{e}); err != nil {
-		return fail(e, statusInternal, "gs_hub_metrics: registering the collector: %v", err)
-	}
-	rec := httptest.NewRecorder()
-	req, err := http.NewRequest(http.MethodGet, "/metrics", nil)
-	if err != nil {
-		return fail(e, statusInternal, "gs_hub_metrics: %v", err)
-	}
-	req.Header.Set("Accept", "text/plain;version=0.0.4")
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).ServeHTTP(rec, req)
-	if rec.Code != http.StatusOK {
-		return fail(e, statusInternal, "gs_hub_metrics: gathering answered %d: %s", rec.Code, truncate(rec.Body.String(), 512))
-	}
-	b := rec.Body.Bytes()
-	need := len(b) + 1
-	if buf == nil || uint64(capacity) < uint64(need) {
-		*length = C.size_t(need)
-		return fail(e, statusTooSmall, "gs_hub_metrics: the families need %d bytes, the buffer has %d", need, uint64(capacity))
-	}
-	dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), need)
-	copy(dst, b)
-	dst[len(b)] = 0
-	*length = C.size_t(len(b))
-	return statusOK
+func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.size_t) C.gs_hub_status {
+	return onHub("gs_hub_metrics", handle, func(c call) C.gs_hub_status {
+		if length == nil {
+			return c.fail(statusInvalidArgument, "len is NULL")
+		}
+		// The hub's collector and the OTLP exporter's (no Go runtime or
+		// process families: the host has its own), rendered by the handler
+		// /metrics uses,
+		// asked for text: classic histograms only, as text carries no native
+		// ones.
+		c.e.mu.Lock()
+		opts := append(c.e.promOptions(), prom.WithoutNativeHistograms())
+		c.e.mu.Unlock()
+		reg := prometheus.NewRegistry()
+		if err := reg.Register(prom.NewCollector(c.e.h, opts...)); err != nil {
+			return c.fail(statusInternal, "registering the collector: %v", err)
+		}
+		if err := reg.Register(otlpCollector{c.e}); err != nil {
+			return c.fail(statusInternal, "registering the collector: %v", err)
+		}
+		rec := httptest.NewRecorder()
+		req, err := http.NewRequest(http.MethodGet, "/metrics", nil)
+		if err != nil {
+			return c.fail(statusInternal, "%v", err)
+		}
+		req.Header.Set("Accept", "text/plain;version=0.0.4")
+		promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}).ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			return c.fail(statusInternal, "gathering answered %d: %s", rec.Code, truncate(rec.Body.String(), 512))
+		}
+		b := rec.Body.Bytes()
+		need := len(b) + 1
+		if buf == nil || uint64(capacity) < uint64(need) {
+			*length = C.size_t(need)
+			return c.fail(statusTooSmall, "the families need %d bytes, the buffer has %d", need, uint64(capacity))
+		}
+		dst := unsafe.Slice((*byte)(unsafe.Pointer(buf)), need)
+		copy(dst, b)
+		dst[len(b)] = 0
+		*length = C.size_t(len(b))
+		return statusOK
+	})
 }
 
 //export gs_hub_set_metrics
-func gs_hub_set_metrics(handle C.gs_hub, flags, classicBuckets C.int32_t) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_set_metrics", handle)
-	}
-	defer e.exit()
-	defer recoverTo("gs_hub_set_metrics", e, &st)
-	if flags&^C.GS_HUB_METRICS_KERNEL_HISTOGRAMS != 0 {
-		return fail(e, statusInvalidArgument, "gs_hub_set_metrics: unknown flags %#x", int(flags))
-	}
-	n := int(classicBuckets)
-	if n == 0 {
-		n = prom.DefaultClassicBuckets
-	}
-	if err := prom.CheckClassicBuckets(n); err != nil {
-		return fail(e, statusInvalidArgument, "gs_hub_set_metrics: classic_buckets %d: want 0 (the default, 1), 1, 2, 4 or 8", int(classicBuckets))
-	}
-	e.mu.Lock()
-	e.metricsFlags, e.classicBuckets = flags, n
-	e.mu.Unlock()
-	return statusOK
+func gs_hub_set_metrics(handle C.gs_hub, flags, classicBuckets C.int32_t) C.gs_hub_status {
+	return onHub("gs_hub_set_metrics", handle, func(c call) C.gs_hub_status {
+		if flags&^C.GS_HUB_METRICS_KERNEL_HISTOGRAMS != 0 {
+			return c.fail(statusInvalidArgument, "unknown flags %#x", int(flags))
+		}
+		n := int(classicBuckets)
+		if n == 0 {
+			n = prom.DefaultClassicBuckets
+		}
+		if err := prom.CheckClassicBuckets(n); err != nil {
+			return c.fail(statusInvalidArgument, "classic_buckets %d: want 0 (the default, 1), 1, 2, 4 or 8", int(classicBuckets))
+		}
+		c.e.mu.Lock()
+		c.e.metricsFlags, c.e.classicBuckets = flags, n
+		c.e.mu.Unlock()
+		return statusOK
+	})
 }
 
 // promOptions are the collector options gs_hub_set_metrics set. Call with
@@ -116,65 +106,55 @@ func (e *hub) promOptions() []prom.Option {
 }
 
 //export gs_hub_recent_spans
-func gs_hub_recent_spans(handle C.gs_hub, afterSeq C.uint64_t, out *C.gs_hub_span, capacity C.size_t, n *C.size_t) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_recent_spans", handle)
-	}
-	defer e.exit()
-	defer recoverTo("gs_hub_recent_spans", e, &st)
-	if n == nil {
-		return fail(e, statusInvalidArgument, "gs_hub_recent_spans: n is NULL")
-	}
-	*n = 0
-	if out == nil && capacity != 0 {
-		return fail(e, statusInvalidArgument, "gs_hub_recent_spans: out is NULL with cap %d", uint64(capacity))
-	}
-	e.readMu.Lock()
-	defer e.readMu.Unlock()
-	// Read even for cap 0: the call keeps start times placed.
-	e.recent = e.h.RecentSpans(uint64(afterSeq), e.recent[:0])
-	spans := e.recent
-	if uint64(len(spans)) > uint64(capacity) {
-		spans = spans[:int(capacity)] // the oldest: the caller asks again after the last seq
-	}
-	if len(spans) == 0 {
-		return statusOK
-	}
-	dst := unsafe.Slice(out, len(spans))
-	for i := range spans {
-		s, d := &spans[i], &dst[i]
-		d.seq = C.uint64_t(s.Seq)
-		d.step = C.uint64_t(s.Step)
-		d.stream = C.uint64_t(s.Stream)
-		d.start_ns = C.int64_t(s.StartNs)
-		d.duration_ns = C.int64_t(s.DurationNs)
-		d.kind = C.int32_t(s.Kind)
-		d.device = C.int32_t(s.Device)
-		d.graph = C.uint32_t(s.Graph)
-		name := s.Name
-		if len(name) > C.GS_HUB_SPAN_NAME_CAP-1 {
-			name = name[:C.GS_HUB_SPAN_NAME_CAP-1] // unreachable: the hub bounds names (checked above)
+func gs_hub_recent_spans(handle C.gs_hub, afterSeq C.uint64_t, out *C.gs_hub_span, capacity C.size_t, n *C.size_t) C.gs_hub_status {
+	return onHub("gs_hub_recent_spans", handle, func(c call) C.gs_hub_status {
+		if n == nil {
+			return c.fail(statusInvalidArgument, "n is NULL")
 		}
-		d.name_len = C.uint32_t(len(name))
-		nb := unsafe.Slice((*byte)(unsafe.Pointer(&d.name[0])), C.GS_HUB_SPAN_NAME_CAP)
-		copy(nb, name)
-		nb[len(name)] = 0
-	}
-	*n = C.size_t(len(spans))
-	return statusOK
+		*n = 0
+		if out == nil && capacity != 0 {
+			return c.fail(statusInvalidArgument, "out is NULL with cap %d", uint64(capacity))
+		}
+		c.e.readMu.Lock()
+		defer c.e.readMu.Unlock()
+		// Read even for cap 0: the call keeps start times placed.
+		c.e.recent = c.e.h.RecentSpans(uint64(afterSeq), c.e.recent[:0])
+		spans := c.e.recent
+		if uint64(len(spans)) > uint64(capacity) {
+			spans = spans[:int(capacity)] // the oldest: the caller asks again after the last seq
+		}
+		if len(spans) == 0 {
+			return statusOK
+		}
+		dst := unsafe.Slice(out, len(spans))
+		for i := range spans {
+			s, d := &spans[i], &dst[i]
+			d.seq = C.uint64_t(s.Seq)
+			d.step = C.uint64_t(s.Step)
+			d.stream = C.uint64_t(s.Stream)
+			d.start_ns = C.int64_t(s.StartNs)
+			d.duration_ns = C.int64_t(s.DurationNs)
+			d.kind = C.int32_t(s.Kind)
+			d.device = C.int32_t(s.Device)
+			d.graph = C.uint32_t(s.Graph)
+			name := s.Name
+			if len(name) > C.GS_HUB_SPAN_NAME_CAP-1 {
+				name = name[:C.GS_HUB_SPAN_NAME_CAP-1] // unreachable: the hub bounds names (checked above)
+			}
+			d.name_len = C.uint32_t(len(name))
+			nb := unsafe.Slice((*byte)(unsafe.Pointer(&d.name[0])), C.GS_HUB_SPAN_NAME_CAP)
+			copy(nb, name)
+			nb[len(name)] = 0
+		}
+		*n = C.size_t(len(spans))
+		return statusOK
+	})
 }
 
 //export gs_hub_keep_start_times
-func gs_hub_keep_start_times(handle C.gs_hub) (st C.gs_hub_status) {
-	cross()
-	e := enter(handle)
-	if e == nil {
-		return badHandle("gs_hub_keep_start_times", handle)
-	}
-	defer e.exit()
-	defer recoverTo("gs_hub_keep_start_times", e, &st)
-	e.h.KeepStartTimes()
-	return statusOK
+func gs_hub_keep_start_times(handle C.gs_hub) C.gs_hub_status {
+	return onHub("gs_hub_keep_start_times", handle, func(c call) C.gs_hub_status {
+		c.e.h.KeepStartTimes()
+		return statusOK
+	})
 }

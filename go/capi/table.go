@@ -56,7 +56,6 @@ type hub struct {
 	handle uint64
 	h      *gpuspans.Hub
 	word   *uint32 // its state word in C memory
-	slots  int     // Options.Slots as given (0: default), for CUDA pools
 	logs   *logSink
 	tokens tokenTable
 	closed atomic.Bool  // set first thing by gs_hub_close
@@ -160,6 +159,34 @@ func fail(e *hub, st C.gs_hub_status, format string, args ...interface{}) C.gs_h
 // badHandle records and returns GS_HUB_ERR_BAD_HANDLE for a call named op.
 func badHandle(op string, handle C.gs_hub) C.gs_hub_status {
 	return fail(nil, statusBadHandle, "%s: %d is not an open hub (closed, or never returned by gs_hub_create)", op, uint64(handle))
+}
+
+// A call is one export's run on an open hub: op, the export's name as
+// hub.h spells it, begins every error it records.
+type call struct {
+	e  *hub
+	op string
+}
+
+// fail records "op: msg" as the hub's last error and returns st.
+func (c call) fail(st C.gs_hub_status, format string, args ...interface{}) C.gs_hub_status {
+	return fail(c.e, st, c.op+": "+format, args...)
+}
+
+// onHub is every export's prologue on a hub handle: it counts the
+// crossing, refuses a bad or closed handle, keeps the hub open (gs_hub_close
+// waits) while f runs, and turns a panic into GS_HUB_ERR_INTERNAL. The
+// call goes to f by value: a pointer would escape through the func value
+// and cost every export an allocation.
+func onHub(op string, handle C.gs_hub, f func(c call) C.gs_hub_status) (st C.gs_hub_status) {
+	cross()
+	e := enter(handle)
+	if e == nil {
+		return badHandle(op, handle)
+	}
+	defer e.exit()
+	defer recoverTo(op, e, &st)
+	return f(call{e: e, op: op})
 }
 
 // recoverTo turns a panic in an export named op into GS_HUB_ERR_INTERNAL

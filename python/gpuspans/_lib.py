@@ -41,12 +41,22 @@ LOG_WARNING = 30
 LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_uint64, ctypes.c_int32, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p)
 
 
-class Options(ctypes.Structure):
+class _Sized(ctypes.Structure):
+    """An options struct of hub.h: its first field, size, is set to the
+    struct's size, as gs_hub_options_init() sets it in C."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.size = ctypes.sizeof(self)
+
+
+class Options(_Sized):
     """gs_hub_options."""
 
     _fields_ = [
-        ("lanes", ctypes.POINTER(ctypes.c_char_p)),
+        ("size", ctypes.c_uint32),
         ("num_lanes", ctypes.c_int32),
+        ("lanes", ctypes.POINTER(ctypes.c_char_p)),
         ("level", ctypes.c_int32),
         ("kernel_span_every", ctypes.c_int32),
         ("slots", ctypes.c_int32),
@@ -54,6 +64,10 @@ class Options(ctypes.Structure):
         ("start_times", ctypes.c_int32),
         ("raw_kernel_spans", ctypes.c_int32),
         ("quiet", ctypes.c_int32),
+        ("kernel_timing", ctypes.c_int32),
+        ("kernel_window_every_ns", ctypes.c_int64),
+        ("kernel_window_steps", ctypes.c_int32),
+        ("kernel_labels", ctypes.c_int32),
     ]
 
 
@@ -74,10 +88,11 @@ class Span(ctypes.Structure):
     ]
 
 
-class OTLPOptions(ctypes.Structure):
+class OTLPOptions(_Sized):
     """gs_hub_otlp_options."""
 
     _fields_ = [
+        ("size", ctypes.c_uint32),
         ("endpoint", ctypes.c_char_p),
         ("service_name", ctypes.c_char_p),
         ("sample_every", ctypes.c_int32),

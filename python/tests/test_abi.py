@@ -8,7 +8,7 @@ import re
 import unittest
 
 import gpuspans
-from gpuspans import _lib
+from gpuspans import _hub, _lib
 
 HUB_H = os.path.join(os.path.dirname(__file__), "..", "..", "go", "capi", "include", "gpuspans", "hub.h")
 
@@ -40,8 +40,8 @@ class ABITest(unittest.TestCase):
         for lv in gpuspans.Level:
             self.assertEqual(lv.value, c["LEVEL_" + lv.name], f"Level.{lv.name}")
         timings = [n for n in c if n.startswith("KERNEL_TIMING_")]
-        self.assertEqual(len(timings), len(gpuspans._KERNEL_TIMINGS))
-        for i, name in enumerate(gpuspans._KERNEL_TIMINGS):
+        self.assertEqual(len(timings), len(_hub._KERNEL_TIMINGS))
+        for i, name in enumerate(_hub._KERNEL_TIMINGS):
             self.assertEqual(c["KERNEL_TIMING_" + name.upper()], i, name)
         for name in c:  # every status the library can return has a Python name
             if name.startswith("ERR_"):
@@ -51,10 +51,12 @@ class ABITest(unittest.TestCase):
         body = re.search(r"typedef struct gs_hub_options \{(.*?)\} gs_hub_options;", header(), re.S).group(1)
         body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
         fields = re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_ *]*?)\s*\b([a-z_0-9]+);", body, re.M)
-        ctype = {"int32_t": ctypes.c_int32, "const char* const*": ctypes.POINTER(ctypes.c_char_p)}
+        ctype = {"int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64, "uint32_t": ctypes.c_uint32,
+                 "const char* const*": ctypes.POINTER(ctypes.c_char_p)}
         self.assertEqual([n for _, n in fields], [n for n, _ in _lib.Options._fields_])
         for (t, n), (pn, pt) in zip(fields, _lib.Options._fields_):
             self.assertIs(ctype[t.strip()], pt, f"field {n}: {t} in hub.h")
+        self.assertEqual(_lib.Options().size, ctypes.sizeof(_lib.Options), "Options() sets size")
 
     def test_span_matches_the_header(self):
         body = re.search(r"typedef struct gs_hub_span \{(.*?)\} gs_hub_span;", header(), re.S).group(1)
@@ -73,7 +75,7 @@ class ABITest(unittest.TestCase):
         body = re.search(r"typedef struct gs_hub_otlp_options \{(.*?)\} gs_hub_otlp_options;", header(), re.S).group(1)
         body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
         fields = re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_ *]*?)\s*\b([a-z_0-9]+);", body, re.M)
-        ctype = {"int32_t": ctypes.c_int32, "const char*": ctypes.c_char_p}
+        ctype = {"int32_t": ctypes.c_int32, "uint32_t": ctypes.c_uint32, "const char*": ctypes.c_char_p}
         self.assertEqual([n for _, n in fields], [n for n, _ in _lib.OTLPOptions._fields_])
         for (t, n), (_, pt) in zip(fields, _lib.OTLPOptions._fields_):
             self.assertIs(ctype[t.strip()], pt, f"field {n}: {t} in hub.h")

@@ -33,8 +33,7 @@
   } while (0)
 
 static gs_hub make_hub(int32_t level, int32_t every) {
-  gs_hub_options o;
-  memset(&o, 0, sizeof o);
+  gs_hub_options o = gs_hub_options_init();
   o.level = level;
   o.kernel_span_every = every;
   o.quiet = 1;
@@ -86,30 +85,85 @@ static void extreme_arguments(void) {
     const char* lanes[] = {"a"};
     int32_t extremes[] = {INT32_MIN, -1, INT32_MAX};
     for (int i = 0; i < 3; i++) {
-      memset(&o, 0, sizeof o);
+      o = gs_hub_options_init();
       o.num_lanes = extremes[i];
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
       o.lanes = lanes;
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
-      memset(&o, 0, sizeof o);
+      o = gs_hub_options_init();
       o.level = extremes[i];
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
-      memset(&o, 0, sizeof o);
+      o = gs_hub_options_init();
       o.slots = extremes[i];
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
-      memset(&o, 0, sizeof o);
+      o = gs_hub_options_init();
       o.recent_spans = extremes[i];
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
-      memset(&o, 0, sizeof o);
+      o = gs_hub_options_init();
       o.kernel_span_every = extremes[i]; /* the hub's bound: 1..1,000,000 */
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
-      memset(&o, 0, sizeof o);
+      o = gs_hub_options_init();
       o.start_times = extremes[i];
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      o = gs_hub_options_init();
+      o.kernel_timing = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      o = gs_hub_options_init();
+      o.kernel_window_steps = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      o = gs_hub_options_init();
+      o.kernel_labels = extremes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      o = gs_hub_options_init();
+      o.kernel_window_every_ns = (int64_t)extremes[i] * 1000000000;
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
     }
-    memset(&o, 0, sizeof o);
+    o = gs_hub_options_init();
     o.start_times = GS_HUB_START_TIMES_ALWAYS + 1;
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+    o = gs_hub_options_init();
+    o.kernel_timing = GS_HUB_KERNEL_TIMING_ATTACHED + 1;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+    o = gs_hub_options_init();
+    o.kernel_window_every_ns = INT64_MAX;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+
+    // The size field: 0 (a struct not made by gs_hub_options_init) and
+    // sizes past what this library knows are refused by name, as a
+    // caller built against a newer header must learn; a shorter one (a
+    // caller built against an older header) is read up to its size, its
+    // missing fields taking their defaults, whatever lies beyond.
+    uint32_t sizes[] = {0, sizeof o + 1, sizeof o + 8, UINT32_MAX};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      o = gs_hub_options_init();
+      o.size = sizes[i];
+      EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
+      char msg[512];
+      gs_hub_last_error(0, msg, sizeof msg);
+      CHECK(strstr(msg, "gs_hub_options.size") != NULL, "a bad size is refused by name");
+    }
+    struct {
+      gs_hub_options o;
+      char newer[64];
+    } longer;
+    memset(&longer, 0, sizeof longer);
+    longer.o.size = sizeof longer; /* a newer caller's struct, its new fields zero */
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&longer.o, &h));
+    o = gs_hub_options_init();
+    o.size = offsetof(gs_hub_options, kernel_timing); /* the fields through quiet */
+    o.quiet = 1;
+    o.kernel_timing = -7; /* past the caller's size: never read */
+    o.kernel_labels = INT32_MIN;
+    EXPECT(GS_HUB_OK, gs_hub_create(&o, &h));
+    EXPECT(GS_HUB_OK, gs_hub_close(h));
+    gs_hub_otlp_options oo = gs_hub_otlp_options_init();
+    oo.size = 0;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+    oo.size = sizeof oo + 4;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+    char msg[512];
+    gs_hub_last_error(hub, msg, sizeof msg);
+    CHECK(strstr(msg, "gs_hub_otlp_options.size") != NULL, "a bad size is refused by name");
   }
 
   // Handles.
@@ -223,8 +277,7 @@ static void extreme_arguments(void) {
   {
     // The OTLP exporter: bad options, then one left running (towards a
     // port nothing serves) for close to stop.
-    gs_hub_otlp_options oo;
-    memset(&oo, 0, sizeof oo);
+    gs_hub_otlp_options oo = gs_hub_otlp_options_init();
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, NULL));
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
     const char* endpoints[] = {"", "127.0.0.1:4318", "ftp://x", "http://", "http://127.0.0.1:1/\x7f"};
@@ -404,8 +457,7 @@ static void drain_races_close(void) {
   gs_hub others[GS_HUB_MAX_HUBS];
   int nothers = 0;
   for (;;) {
-    gs_hub_options o;
-    memset(&o, 0, sizeof o);
+    gs_hub_options o = gs_hub_options_init();
     o.quiet = 1;
     gs_hub h;
     if (gs_hub_create(&o, &h) != GS_HUB_OK) break;
@@ -559,8 +611,7 @@ static void close_bounded_by_otlp_stop(void) {
   snprintf(endpoint, sizeof endpoint, "http://127.0.0.1:%d", ntohs(sa.sin_port));
   gs_hub hub = make_hub(GS_HUB_LEVEL_KERNEL, 1);
   EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, 1, 0));
-  gs_hub_otlp_options o;
-  memset(&o, 0, sizeof o);
+  gs_hub_otlp_options o = gs_hub_otlp_options_init();
   o.endpoint = endpoint;
   o.sample_every = 1;
   o.poll_every_ms = 5;

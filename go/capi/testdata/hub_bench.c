@@ -25,8 +25,7 @@ static void die(gs_hub hub, const char* what, gs_hub_status st) {
 }
 
 static gs_hub make(int32_t level) {
-  gs_hub_options o;
-  memset(&o, 0, sizeof o);
+  gs_hub_options o = gs_hub_options_init();
   o.level = level;
   o.kernel_span_every = 1;
   o.quiet = 1;

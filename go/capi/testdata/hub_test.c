@@ -89,8 +89,7 @@ int main(void) {
   // Options are checked, and errors name what was wrong.
   {
     const char* lanes[] = {"prefill", "prefill"};
-    gs_hub_options o;
-    memset(&o, 0, sizeof o);
+    gs_hub_options o = gs_hub_options_init();
     o.lanes = lanes;
     o.num_lanes = 2;
     gs_hub_status st = gs_hub_create(&o, &hub);
@@ -106,13 +105,12 @@ int main(void) {
     o.level = 0;
     o.kernel_span_every = -2;
     st = gs_hub_create(&o, &hub);
-    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "KernelSpanEvery"), "every -2: %s", last_error(0));
+    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "kernel_span_every is -2"), "every -2: %s", last_error(0));
     CHECK(gs_hub_create(NULL, NULL) == GS_HUB_ERR_INVALID_ARGUMENT, "NULL out accepted");
   }
 
   const char* lanes[] = {"prefill", "decode"};
-  gs_hub_options o;
-  memset(&o, 0, sizeof o);
+  gs_hub_options o = gs_hub_options_init();
   o.lanes = lanes;
   o.num_lanes = 2;
   o.level = GS_HUB_LEVEL_KERNEL;

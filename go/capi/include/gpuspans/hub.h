@@ -102,11 +102,16 @@ enum {
 /* How many hubs a process may hold open at once. */
 #define GS_HUB_MAX_HUBS 64
 
-/* Options of gs_hub_create. Zero every field you do not set (memset, or
- * `= {0}`): each zero means the default, as go/gpuspans.Options. */
+/* Options of gs_hub_create, as go/gpuspans.Options: each zero means that
+ * field's default. Start from gs_hub_options_init(), which sets size
+ * and zeroes the rest. size is what lets the struct grow: fields are only ever
+ * added at the end, a library reads only the size bytes its caller
+ * compiled (fields past them take their defaults), and a size larger than
+ * the library knows is refused, naming the struct, rather than ignored. */
 typedef struct gs_hub_options {
-  const char* const* lanes;  /* lane names (lane i is lanes[i]); NULL: "prefill", "decode" */
+  uint32_t size;             /* sizeof(gs_hub_options) as the caller compiled it */
   int32_t num_lanes;         /* entries in lanes, 1..64 when lanes is set */
+  const char* const* lanes;  /* lane names (lane i is lanes[i]); NULL: "prefill", "decode" */
   int32_t level;             /* initial level: GS_HUB_LEVEL_* */
   int32_t kernel_span_every; /* arm kernel spans on 1 step in this many (0: 16) */
   int32_t slots;             /* span ring slots per device (0: 4096) */
@@ -115,7 +120,13 @@ typedef struct gs_hub_options {
   int32_t raw_kernel_spans;  /* nonzero: do not subtract the event offset from kernel spans */
   int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr
                                 (gs_hub_set_log_callback sends them elsewhere) */
+  int32_t kernel_timing;     /* GS_HUB_KERNEL_TIMING_*: where kernel spans come from (0: events) */
+  int64_t kernel_window_every_ns; /* period of kernel windows (0: 10 s; 1 ms..24 h) */
+  int32_t kernel_window_steps;    /* steps each kernel window collects (0: 1; at most 1024) */
+  int32_t kernel_labels;          /* traced kernel names with a label of their own (0: 32; at most 1024) */
 } gs_hub_options;
+
+
 
 /* Where kernel spans come from (docs/design.md, kernel spans). Values are
  * part of the ABI. */
@@ -162,12 +173,14 @@ typedef struct gs_hub_span {
   char name[GS_HUB_SPAN_NAME_CAP]; /* lane or kernel name ("other": a kernel never registered), NUL-terminated */
 } gs_hub_span;
 
-/* Options of gs_hub_otlp_start. Zero every field you do not set: the
+/* Options of gs_hub_otlp_start. Start from gs_hub_otlp_options_init() (size
+ * set, every other field zero; size works as in gs_hub_options). The
  * standard OpenTelemetry variables (OTEL_EXPORTER_OTLP_*, OTEL_SERVICE_NAME,
  * OTEL_RESOURCE_ATTRIBUTES, as the process had them when the library
  * loaded) then set what the fields leave unset, as go/export/otlp
  * documents. */
 typedef struct gs_hub_otlp_options {
+  uint32_t size;            /* sizeof(gs_hub_otlp_options) as the caller compiled it */
   const char* endpoint;     /* the collector: "http://host:4318" for OTLP/HTTP (traces to /v1/traces,
                                or to the path given), "http://host:4317" for gRPC, https:// for TLS;
                                NULL or "": OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, required then */
@@ -207,6 +220,25 @@ typedef struct gs_hub_link {
 extern uint32_t* const gs_hub_words;
 
 #ifndef GS_HUB_TYPES_ONLY /* go/capi's own cgo preamble stops here */
+
+#include <string.h>
+
+/* gs_hub_options_init returns options with size set to this header's
+ * sizeof(gs_hub_options) and every other field zero: all defaults. */
+static inline gs_hub_options gs_hub_options_init(void) {
+  gs_hub_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  return o;
+}
+
+/* gs_hub_otlp_options_init is gs_hub_options_init for gs_hub_otlp_options. */
+static inline gs_hub_otlp_options gs_hub_otlp_options_init(void) {
+  gs_hub_otlp_options o;
+  memset(&o, 0, sizeof o);
+  o.size = sizeof o;
+  return o;
+}
 
 /* gs_hub_word returns hub's state word: a relaxed load (after the load of
  * the constant gs_hub_words), no call, in bounds for any handle (a bad one
