@@ -12,7 +12,7 @@ import time
 import unittest
 
 import gpuspans
-from gpuspans import _lib
+from gpuspans import _lib, _process
 
 PYTHONPATH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -117,8 +117,8 @@ class FinalizerTest(unittest.TestCase):
         gc.collect()
         took = time.monotonic() - t0
         self.assertLess(took, 0.5, f"gc.collect() took {took:.2f} s")
-        gpuspans._wait_closing(10.0)
-        self.assertEqual(len(gpuspans._closing), 0)
+        _process._wait_closing(10.0)
+        self.assertEqual(len(_process._closing), 0)
         gpuspans.Hub(quiet=True).close()
 
     def test_close_then_drop(self):

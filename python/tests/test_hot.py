@@ -9,7 +9,7 @@ import sys
 import unittest
 
 import gpuspans
-from gpuspans import _lib
+from gpuspans import _lib, _spans
 
 from .test_guards import run_child
 
@@ -158,7 +158,7 @@ class ErrorsTest(unittest.TestCase):
         # errors.
         hub = hub_for(self, True, lanes=LANES, level="kernel", kernel_span_every=1000000)
         hub.install(0, sim=True)
-        name, lane, no_span = "decode", hub.lane("sample"), gpuspans._NO_SPAN
+        name, lane, no_span = "decode", hub.lane("sample"), _spans._NO_SPAN
 
         def refs():
             # The lane indices are ints shared across the interpreter (and
