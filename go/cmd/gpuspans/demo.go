@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/cmd/gpuspans/internal/demo"
+	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp/control"
 	"github.com/gpuspans/gpuspans/go/internal/smallfile"
 )
@@ -141,29 +143,25 @@ func (s *statusEvery) Set(v string) error {
 	return nil
 }
 
-func demoCmd(args []string, stdout, stderr io.Writer) int {
-	cfg := demo.DefaultConfig()
-	fs := newFlagSet("demo", "gpuspans demo [flags]", demoDescription)
+// demoFlags binds the demo's flags to cfg.
+func demoFlags(cfg *demo.Config) (fs *flag.FlagSet, token, tokenFile *string) {
+	fs = newFlagSet("demo", "gpuspans demo [flags]", demoDescription)
 	fs.StringVar(&cfg.Backend, "backend", cfg.Backend, "GPU backend: auto (CUDA if a driver and the device are there, else the simulator), sim or cuda")
 	fs.IntVar(&cfg.Device, "device", cfg.Device, "GPU ordinal")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "HTTP address for the live page, /metrics and control; empty to serve nothing. Off loopback a token is required")
-	token := fs.String("token", "", "bearer token for the control endpoints; visible in ps: prefer --token_file or $GPUSPANS_TOKEN")
-	tokenFile := fs.String("token_file", "", "file holding the bearer token (white space around it ignored)")
+	token = fs.String("token", "", "bearer token for the control endpoints; visible in ps: prefer --token_file or $GPUSPANS_TOKEN")
+	tokenFile = fs.String("token_file", "", "file holding the bearer token (white space around it ignored)")
 	fs.BoolVar(&cfg.ProtectReads, "protect_reads", false, "require the token on /metrics and the live page too")
 	fs.BoolVar(&cfg.KernelHistograms, "kernel_histograms", cfg.KernelHistograms, "also export a latency histogram per kernel on /metrics: 1 series per kernel with native histograms, 28 classic (see the README's series budget)")
 	fs.IntVar(&cfg.ClassicBuckets, "classic_buckets", cfg.ClassicBuckets, "classic histogram buckets per doubling of duration on /metrics: 1 (25 buckets, 1us..16s; histogram_quantile within a factor of 2), 2, 4 or 8 (193 buckets, within 9%)")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "engine steps per second (0.001..1e6); 0 runs steps back to back")
 	fs.IntVar(&cfg.Steps, "steps", cfg.Steps, "stop after this many steps; 0 runs until Ctrl-C")
 	fs.Var((*durationFlag)(&cfg.Duration), "duration", "stop after this long, with a unit (30s, 5m); 0 runs until Ctrl-C")
-	fs.TextVar(&cfg.Level, "level", cfg.Level, "telemetry `level` at start: off, step or kernel")
-	fs.TextVar(&cfg.KernelTiming, "kernel_timing", cfg.KernelTiming, "where kernel spans come from: events (event pairs around the demo's launches), auto (every kernel from CUPTI where it loads, else events) or cupti")
-	fs.IntVar(&cfg.KernelSpanEvery, "kernel_span_every", cfg.KernelSpanEvery, "arm kernel spans on one step in this many")
 	fs.Var(&cfg.Engine.Prefill, "prefill", "kernels of the prefill lane, a `list` of name=duration")
 	fs.Var(&cfg.Engine.Decode, "decode", "kernels of the decode lane, a `list` of name=duration")
 	fs.Var(&cfg.Engine.Graph, "graph", "kernels (a `list` of name=duration) captured once into a graph and replayed at the end of the decode lane every step; empty for no graph")
 	fs.Float64Var(&cfg.Engine.Jitter, "jitter", cfg.Engine.Jitter, "vary each launch's duration by up to this fraction either way (0..0.9)")
 	fs.Int64Var(&cfg.Engine.Seed, "seed", cfg.Engine.Seed, "seed of the jitter")
-	fs.IntVar(&cfg.Slots, "slots", cfg.Slots, "span ring slots (event pairs) per device")
 	fs.StringVar(&cfg.TracePath, "trace", cfg.TracePath, "timeline trace written on exit (Chrome trace JSON); empty for none. A * in the file name makes a new file each run (the default)")
 	fs.IntVar(&cfg.TraceSpans, "trace_spans", cfg.TraceSpans, "the trace keeps the last this many spans")
 	fs.StringVar(&cfg.SpansPath, "spans", cfg.SpansPath, "span file, written as spans land (protobuf, see proto/gpuspans/v1); empty for none")
@@ -172,6 +170,28 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.OTLPSampleEvery, "otlp_sample_every", cfg.OTLPSampleEvery, "with OTLP, send the spans of one step in this many (1..1048576)")
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "with OTLP, simulated requests in every step's batch, each a span the step's GPU spans link to")
 	fs.Var((*statusEvery)(&cfg.StatusEvery), "status_every", "status line `period` (5s, or seconds: 5); 0: 0.5s on a terminal (rewritten in place), 5s otherwise; negative (-1): none")
+	hubFlags(fs, &cfg.Hub)
+	return fs, token, tokenFile
+}
+
+// hubFlags binds a flag to each of the hub's options that the demo lets
+// its user set, named as the C ABI and Python name the option
+// (go/internal/optname); the demo sets the others itself.
+func hubFlags(fs *flag.FlagSet, o *gpuspans.Options) {
+	fs.TextVar(&o.Level, "level", o.Level, "telemetry `level` at start: off, step or kernel")
+	fs.TextVar(&o.KernelTiming, "kernel_timing", o.KernelTiming, "where kernel spans come from: events (event pairs around the demo's launches), auto (every kernel of kernel windows from CUPTI where it loads, else events), cupti, or attached (CUPTI attached throughout)")
+	fs.IntVar(&o.KernelSpanEvery, "kernel_span_every", o.KernelSpanEvery, "arm kernel spans on one step in this many")
+	fs.IntVar(&o.Slots, "slots", o.Slots, "span ring slots (event pairs) per device")
+	fs.Var((*durationFlag)(&o.KernelWindowEvery), "kernel_window_every", "with kernel_timing auto or cupti, the `period` of kernel windows (1ms..24h)")
+	fs.IntVar(&o.KernelWindowSteps, "kernel_window_steps", o.KernelWindowSteps, "steps each kernel window collects (1..1024)")
+	fs.IntVar(&o.KernelLabels, "kernel_labels", o.KernelLabels, "traced kernel names that get a label of their own, heaviest first; the rest are \"other\" (1..1024)")
+	fs.TextVar(&o.StartTimes, "start_times", o.StartTimes, "`when` spans are placed on the host clock: auto (while a reader reads them), never or always")
+	fs.BoolVar(&o.RawKernelSpans, "raw_kernel_spans", o.RawKernelSpans, "report kernel spans as their event pairs read them, the event offset not subtracted")
+}
+
+func demoCmd(args []string, stdout, stderr io.Writer) int {
+	cfg := demo.DefaultConfig()
+	fs, token, tokenFile := demoFlags(&cfg)
 	pos, code, ok := parseFlags(fs, args, stdout, stderr)
 	if !ok {
 		return code

@@ -39,7 +39,7 @@ func fastConfig(t *testing.T) Config {
 	cfg.Engine.Prefill = Kernels{{"embed", 20 * time.Microsecond}, {"attn_prefill", 40 * time.Microsecond}}
 	cfg.Engine.Decode = Kernels{{"attn_decode", 10 * time.Microsecond}, {"sample", 5 * time.Microsecond}}
 	cfg.Engine.Graph = Kernels{{"norm", 5 * time.Microsecond}, {"rope", 5 * time.Microsecond}}
-	cfg.KernelSpanEvery = 4
+	cfg.Hub.KernelSpanEvery = 4
 	return cfg
 }
 
@@ -425,8 +425,9 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"negative rate", func(c *Config) { c.Rate = -1 }},
 		{"negative steps", func(c *Config) { c.Steps = -1 }},
-		{"zero every", func(c *Config) { c.KernelSpanEvery = 0 }},
-		{"zero slots", func(c *Config) { c.Slots = 0 }},
+		{"negative every", func(c *Config) { c.Hub.KernelSpanEvery = -1 }},
+		{"negative slots", func(c *Config) { c.Hub.Slots = -1 }},
+		{"window period under 1ms", func(c *Config) { c.Hub.KernelWindowEvery = time.Microsecond }},
 		{"no kernels", func(c *Config) { c.Engine = EngineConfig{} }},
 		{"no trace spans", func(c *Config) { c.TraceSpans = 0 }},
 		{"NaN rate", func(c *Config) { c.Rate = math.NaN() }},
@@ -648,7 +649,7 @@ func TestConsoleOnATerminal(t *testing.T) {
 // engine's progress.
 func TestStatusCountsEngineStepsAtLevelOff(t *testing.T) {
 	cfg := fastConfig(t)
-	cfg.Level = gpuspans.LevelOff
+	cfg.Hub.Level = gpuspans.LevelOff
 	cfg.Rate = 1000
 	cfg.Duration = 400 * time.Millisecond
 	cfg.StatusEvery = 100 * time.Millisecond
