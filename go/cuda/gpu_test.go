@@ -60,6 +60,19 @@ func openKit(t *testing.T, device, n int) (*cudatest.Kit, []backend.Stream) {
 	return kit, streams
 }
 
+// engine is one device's share of a test: a kit, a lane stream and a
+// kernel stream.
+type engine struct {
+	kit          *cudatest.Kit
+	lane, kernel backend.Stream
+}
+
+func newEngine(t *testing.T, device int) *engine {
+	t.Helper()
+	kit, streams := openKit(t, device, 2)
+	return &engine{kit: kit, lane: streams[0], kernel: streams[1]}
+}
+
 // gpu is device 0's kit, one of its streams and a pool of the test's size.
 type gpu struct {
 	kit    *cudatest.Kit

@@ -17,9 +17,10 @@ import (
 // Kernel spans from the real CUPTI, attached (KernelTimingAttached): every
 // kernel of armed steps, CUDA graph replays included, and none of the
 // others; captures unbroken; durations against the kernel's own
-// %globaltimer. GPU only: skipped unless GPUSPANS_GPU=1. They run after
-// the window tests (kernelwindows_gpu_test.go): once attached, CUPTI stays
-// attached for the rest of the process, and windows stay off.
+// %globaltimer. GPU only: skipped unless GPUSPANS_GPU=1. Once attached,
+// CUPTI stays attached for the rest of the process, and windows stay off:
+// the window tests on the GPU (go/integration's kernelwindows_gpu_test.go)
+// run in a binary of their own.
 
 const graphKernels = 100
 

@@ -4,7 +4,8 @@
 #   1 library       go/gpuspans, go/backend, go/cuda, go/export, proto, and
 #                   the helpers in go/internal (which import only the library)
 #   2 HTTP          go/gpuspanshttp/...
-#   3 applications  go/cmd/..., go/capi, bench/..., examples/...
+#   3 applications  go/cmd/..., go/capi, go/integration (the integration
+#                   tests), bench/..., examples/...
 # Also: the library and HTTP wings' production code (tests excluded) links
 # none of the test doubles. A package in no wing fails the check: place it.
 set -euo pipefail
@@ -14,7 +15,7 @@ M=github.com/gpuspans/gpuspans
 wing() {
   case "$1" in
   "$M"/go/gpuspanshttp | "$M"/go/gpuspanshttp/*) echo 2 ;;
-  "$M"/go/cmd/* | "$M"/go/capi | "$M"/go/capi/* | "$M"/bench/* | "$M"/examples/*) echo 3 ;;
+  "$M"/go/cmd/* | "$M"/go/capi | "$M"/go/capi/* | "$M"/go/integration | "$M"/go/integration/* | "$M"/bench/* | "$M"/examples/*) echo 3 ;;
   "$M"/go/gpuspans | "$M"/go/gpuspans/* | "$M"/go/backend | "$M"/go/backend/* | \
     "$M"/go/cuda | "$M"/go/cuda/* | "$M"/go/export/* | "$M"/go/internal/* | "$M"/proto/*) echo 1 ;;
   *) echo 0 ;;

@@ -28,6 +28,9 @@ if [[ -f /usr/local/cuda/include/cupti_activity.h ]]; then
     fail=$((fail + 1)); echo "FAIL cupti_layout_check" | tee -a "$SUM"
   fi
 fi
+# One binary per test target tagged "gpu": gpu_test (the C++ core),
+# cuda_gpu_test (go/cuda: the binding) and integration_gpu_test
+# (go/integration: the hub end to end); each runs in a process of its own.
 for t in "$SRC"/tests/*; do
   name="$(basename "$t")"
   echo "=== $name" >>"$LOG"

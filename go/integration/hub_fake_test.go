@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cuda_test
+package integration
 
 import (
 	"errors"
@@ -22,11 +22,7 @@ import (
 // event in flight. The fake is process-wide: none of these runs in
 // parallel. CI also runs them under -race (go test -race ./...).
 
-const (
-	fakeLane   backend.Stream = 0x100
-	fakeKernel backend.Stream = 0x200
-	fakeSlots                 = 16
-)
+const fakeSlots = 16
 
 // fakeHub returns a hub at Kernel with kernel spans on every step, on the
 // fake driver, and the opener that installs a pool on device 0 and keeps it

@@ -1,4 +1,4 @@
-package reliability
+package integration
 
 import (
 	"bufio"
@@ -18,6 +18,13 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp"
+)
+
+// The streams the tests on the fake driver and the fake CUPTI
+// (hub_fake_test.go, tracer_fake_test.go) install and launch on.
+const (
+	fakeLane   backend.Stream = 0x100
+	fakeKernel backend.Stream = 0x200
 )
 
 // serve starts, on a loopback port, the HTTP surface a serving binary

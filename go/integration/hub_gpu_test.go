@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cuda_test
+package integration
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -27,19 +26,6 @@ const (
 	e2eSpin      = 40 * time.Microsecond
 	e2eSpinSlack = 30 * time.Microsecond // launch latency inside a kernel pair
 )
-
-// engine is one device's share of the test: a kit, a lane stream and a
-// kernel stream.
-type engine struct {
-	kit          *cudatest.Kit
-	lane, kernel backend.Stream
-}
-
-func newEngine(t *testing.T, device int) *engine {
-	t.Helper()
-	kit, streams := openKit(t, device, 2)
-	return &engine{kit: kit, lane: streams[0], kernel: streams[1]}
-}
 
 func TestGPUHubEndToEnd(t *testing.T) {
 	gpuOnly(t)

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package cuda_test
+package integration
 
 import (
 	"context"
@@ -24,8 +24,9 @@ import (
 // harvester querying events on another thread. Every kernel counts itself
 // on the device, so the test knows every launch ran; every kernel of every
 // window must land, in its step, and none of the others; no CUDA call may
-// fail. GPU only: skipped unless GPUSPANS_GPU=1. It runs before the
-// attached tests (tracer_gpu_test.go), which leave CUPTI attached for good.
+// fail. GPU only: skipped unless GPUSPANS_GPU=1. The attached tests
+// (go/cuda's tracer_gpu_test.go), which leave CUPTI attached for good, run
+// in go/cuda's test binary, never in this one.
 
 const windowGraphKernels = 100
 

@@ -1,4 +1,4 @@
-package reliability
+package integration
 
 import (
 	"flag"
@@ -33,7 +33,7 @@ var (
 // for bench/reliability-results.md. Without -soak it sends 200,000 spans,
 // to keep itself working:
 //
-//	go test ./go/gpuspanshttp/reliability -run TestSoak -soak -v -timeout=30m
+//	go test ./go/integration -run TestSoak -soak -v -timeout=30m
 func TestSoak(t *testing.T) {
 	total := 200_000
 	if *soak {

@@ -1,4 +1,4 @@
-package reliability
+package integration
 
 import (
 	"bytes"
