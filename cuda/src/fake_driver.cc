@@ -5,7 +5,8 @@
 // settable clock, and counts every call. It also holds the gs_testing_*
 // entry points, over the core's test seams in driver.h, but for
 // gs_testing_pool_event (pool_testing.cc). See gpuspans_testing.h for the
-// model and the control API.
+// model and the control API. Over 600 lines: one model of the driver, each
+// entry point next to the state it changes.
 #include <stdio.h>
 
 #include <algorithm>

@@ -1,6 +1,9 @@
 // The kernel tracer: CUPTI's activity records of every kernel, parsed into a
 // bounded ring on CUPTI's thread (and, attached, our flush thread), read in
-// batches by the control plane. gpuspans/tracer.h has the contract.
+// batches by the control plane. gpuspans/tracer.h has the contract. One
+// file (over 600 lines) because CUPTI's callbacks, the ring they fill and
+// the open and close they race share one state and its lock order; names
+// are kernel_name.cc's.
 #include "gpuspans/tracer.h"
 
 #include <dlfcn.h>
@@ -87,7 +90,7 @@ std::atomic<const CuptiLoader*> g_loader{&kRealCuptiLoader};
 constexpr size_t kBufferSize = 512 << 10;  // ~2,500 kernel records
 constexpr size_t kMaxBuffers = 16;         // 8 MiB at most in CUPTI's hands
 constexpr size_t kRingCap = 1 << 16;       // records awaiting gs_tracer_read
-constexpr uint32_t kMaxNames = 4096;
+constexpr uint32_t kMaxNames = GS_TRACER_MAX_NAMES;
 
 struct Name {
   std::string label, full;
@@ -113,7 +116,7 @@ struct Tracer {
   std::mutex flush_mu;
   std::condition_variable flush_cv;
   bool stop = false;
-  uint32_t period_ms = 100;
+  uint32_t period_ms = 0;  // gs_tracer_open's flush_period_ms
 
   std::mutex buf_mu;
   std::vector<uint8_t*> free_buffers;

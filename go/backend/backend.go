@@ -190,6 +190,10 @@ type KernelRecord struct {
 // MaxTracerDevices bounds TracerStats.DroppedByDevice.
 const MaxTracerDevices = 64
 
+// MaxTracerNames bounds a tracer's kernel name ids (KernelRecord.Name):
+// 1..MaxTracerNames, 0 for a name past them.
+const MaxTracerNames = 4096
+
 // TracerStats are a KernelTracer's counters since it opened; each only grows.
 type TracerStats struct {
 	Records       uint64 // kernel records collected

@@ -14,6 +14,12 @@ package cuda
 
 import "github.com/gpuspans/gpuspans/go/backend"
 
+// TracerFlushPeriodMs is how often an attached tracer asks CUPTI for its
+// completed buffers (gs_tracer_open's flush_period_ms): kernel spans land
+// at most about this much after they ran. A window's records are delivered
+// at its close.
+const TracerFlushPeriodMs = 100
+
 // Opener returns a backend.Opener that opens a pool on device, of as many
 // event pairs as the hub asks, when first called. It may be called from any
 // goroutine.

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: ec3343e00bd8bc05a4eaadde34d72cf7d970ff5f75bfca4fafff46e748cc7039
+// sees only this file, rebuilds when they change: 33905f6e8c84f4bfe6e8ae5ef4716ae705ace4bd80290d470ad16e2163deb75f
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

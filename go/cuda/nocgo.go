@@ -72,9 +72,6 @@ type Tracer struct{}
 
 var _ backend.KernelTracer = (*Tracer)(nil)
 
-// TracerFlushPeriodMs is how often the tracer asks CUPTI for its records.
-const TracerFlushPeriodMs = 100
-
 var errNoCgoTracer = fmt.Errorf("gpuspans/cuda: built without cgo: %w", backend.ErrNoTracer)
 
 // OpenTracer fails: this build has no cgo.

@@ -30,6 +30,7 @@ var (
 	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Correlation)-unsafe.Offsetof(C.gs_kernel_record{}.correlation)]
 	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Context)-unsafe.Offsetof(C.gs_kernel_record{}.context)]
 	_ = [1]int{}[backend.MaxTracerDevices-C.GS_TRACER_MAX_DEVICES]
+	_ = [1]int{}[backend.MaxTracerNames-C.GS_TRACER_MAX_NAMES]
 )
 
 // Tracer is the process's CUPTI kernel tracer, a backend.KernelTracer. Its
@@ -71,11 +72,6 @@ func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) {
 	}
 	return &Tracer{mode: mode}, nil
 }
-
-// TracerFlushPeriodMs is how often an attached tracer asks CUPTI for its
-// completed buffers: kernel spans land at most about this much after they
-// ran. A window's records are delivered at its close.
-const TracerFlushPeriodMs = 100
 
 // TracerOpener returns a backend.TracerOpener that calls OpenTracer(path, mode).
 func TracerOpener(path string) backend.TracerOpener {

@@ -161,3 +161,131 @@ func (h *Hub) sweep() {
 	}
 	h.recs = kept
 }
+
+// harvest submits the closed slots between the oldest position that may
+// still need one and the newest hand-out to the pool in one call, and lands,
+// leaves or fails each. Caller holds the harvest lock.
+func (r *recorder) harvest() {
+	n := uint64(len(r.slots))
+	if n == 0 {
+		return
+	}
+	h := r.hub
+	head := r.next.Load()
+	start := r.tail
+	if head-start > n {
+		start = head - n // every slot is in the window once
+	}
+	tail := head
+	items := r.items[:0]
+	step := h.leakClock.Load()
+	i := start % n
+	for p := start; p < head; p, i = p+1, i+1 {
+		if i == n {
+			i = 0
+		}
+		w := r.slots[i].word.Load()
+		held := w >> slotPosShift // position+1 of the span that holds or last held the slot
+		if w&slotStateMask == slotOpen && r.leaked(i, held-1, step) {
+			continue
+		}
+		if w&slotStateMask == slotFree {
+			// held <= p: position p has not claimed its slot. Either its claim
+			// was dropped or it is still being made; keep looking from p.
+			if held <= p && p < tail {
+				tail = p
+			}
+			continue
+		}
+		if held-1 <= p && held-1 < tail {
+			tail = held - 1
+		}
+		if w&slotStateMask == slotClosed {
+			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: h.want})
+		}
+	}
+	r.tail = tail
+	if len(items) == 0 {
+		return
+	}
+	// A dead recorder makes no backend call: its spans are lost with the
+	// context and counted as errored. A harvest that failed as a whole
+	// without a sticky error answered nothing about its items: they stay
+	// closed for the next harvest.
+	dead := r.status.Load()&recStateMask == recDead
+	if !dead {
+		if err := r.harvestPool(items); err != nil {
+			if !fatal(err) {
+				h.harvestFailures++
+				r.logFirst(err)
+				return
+			}
+			r.kill(err)
+			dead = true
+		}
+	}
+	for k := range items {
+		it := &items[k]
+		sl := &r.slots[it.Slot]
+		pos := sl.word.Load()>>slotPosShift - 1
+		switch {
+		case dead || it.State == backend.Failed:
+			if !dead && !r.logged.Load() {
+				r.logFirst(fmt.Errorf("harvest: slot %d failed with driver code %d", it.Slot, it.Code))
+			}
+			r.release(sl, pos, errored)
+		case it.State == backend.Done:
+			if sl.kind == KindKernel && r.offset > 0 && !h.raw {
+				it.DurationNs = max(it.DurationNs-r.offset, 0)
+			}
+			h.land(r.device, sl, it)
+			r.free(sl, pos)
+		}
+		// InFlight: left closed for the next harvest.
+	}
+}
+
+// leaked reports whether the open span at pos in slot i was reclaimed as
+// leaked: begun, never ended, and seen open by harvests for LeakSteps steps.
+// An engine that loses a KernelSpan (an exception path) or never ends a lane
+// would otherwise hold the slot for good, and once every slot is held, drop
+// every later span as slot_busy.
+//
+// Only the Go side of the slot is freed, and only from open, by the same
+// compare-and-swap that an end makes: a late end then fails and is counted
+// as a bad end, and no call on the slot can be running (the owner makes none
+// while the span is open). The pool needs nothing: the begin event may
+// still be in flight, but the next span on the slot records it afresh
+// (re-recording an event is legal, see backend.Pool), a harvest is never
+// asked about the slot before its next end, and Close still waits for the
+// abandoned record to complete. Caller holds the harvest lock.
+func (r *recorder) leaked(i uint64, pos, step uint64) bool {
+	s := &r.seen[i]
+	if s.gen != pos+1 {
+		s.gen, s.step = pos+1, step
+		return false
+	}
+	if step-s.step < r.hub.leakSteps {
+		return false
+	}
+	// A lane span: free its lane too, or the lane would count every later
+	// LaneBegin as already open.
+	for lane := range r.laneTok {
+		if r.laneTok[lane].CompareAndSwap(pos+1, 0) {
+			r.hub.openLanes.Add(-1)
+			break
+		}
+	}
+	sl := &r.slots[i]
+	from := sl.from // read while the span is open: nobody writes it then
+	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
+		return false // ended meanwhile
+	}
+	r.giveBack(from)
+	r.drop(DropLeaked)
+	if !r.leakLogged {
+		r.leakLogged = true
+		r.hub.logf("gpuspans: reclaimed a span on device %d left open for %d steps (later ones are counted, not logged): a KernelSpan or lane not ended", r.device, r.hub.leakSteps)
+	}
+	return true
+}

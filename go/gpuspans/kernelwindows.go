@@ -80,8 +80,9 @@ type tracedStep struct {
 }
 
 // tracedSteps is how many armed steps the hub remembers to attribute
-// traced kernels to steps. Records reach the hub up to a flush period (100
-// ms) after their step, and, in a window of many steps, at its close:
+// traced kernels to steps. Records reach the hub up to the tracer's flush
+// period (cuda.TracerFlushPeriodMs) after their step, and, in a window of
+// many steps, at its close:
 // 4,096 steps cover that at any step rate an engine reaches. 96 KiB, made
 // when a tracer first opens.
 const tracedSteps = 4096

@@ -375,7 +375,7 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 	l.pendingName = l.pendingName[:0]
 	for i := range recs {
 		id := recs[i].Name
-		if id == 0 || int(id) >= 1<<16 || l.stepOf(&recs[i]) == nil {
+		if id == 0 || int(id) > backend.MaxTracerNames || l.stepOf(&recs[i]) == nil {
 			continue
 		}
 		if int(id) >= len(l.nameIdx) {

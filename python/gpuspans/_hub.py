@@ -1,4 +1,8 @@
-"""gpuspans.Hub: a hub of the library, driven from Python."""
+"""gpuspans.Hub: a hub of the library, driven from Python.
+
+Over 600 lines for one class: Hub's methods are the package's API, one per
+C ABI call, and stay together rather than in mixins that would scatter its
+signature (tests/test_typing.py walks it)."""
 
 from __future__ import annotations
 

@@ -60,6 +60,10 @@ typedef struct gs_kernel_record {
  * higher ordinal is counted and dropped). */
 #define GS_TRACER_MAX_DEVICES 64
 
+/* Distinct kernel names a tracer keeps: ids run 1..GS_TRACER_MAX_NAMES; a
+ * record of a name past them carries id 0. */
+#define GS_TRACER_MAX_NAMES 4096
+
 /* Counters since the tracer last opened (but detaches and windows); each
  * only grows until the next open. */
 typedef struct gs_tracer_stats {

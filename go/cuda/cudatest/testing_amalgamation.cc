@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 4f78c3afeb7001ea0832620eee0b816521e99fd5e554c943b7b187f6eb537f24
+// sees only this file, rebuilds when they change: 148485c6a1bf58a29852b550a4b9fc637c369e81b8e6145950eaef9c668fa58a
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"

@@ -61,13 +61,9 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
@@ -116,147 +112,6 @@ func Register(mux Mux, hub *gpuspans.Hub, o Options) {
 	mux.Handle(KernelSpanEveryPath, a.endpoint("kernel_span_every", a.getEvery, a.setEvery))
 	mux.Handle(KernelTimingPath, a.endpoint("kernel_timing", a.getTiming, a.setTiming))
 	mux.Handle(KernelWindowPath, a.endpoint("kernel_window", a.getWindow, a.setWindow))
-}
-
-// CheckListen reports whether serving the endpoints on addr is allowed: a
-// loopback address always is, any other only with a token. addr is the
-// bound address (net.Listener.Addr), so "localhost" and ":0" have been
-// resolved to the address actually used.
-func CheckListen(addr net.Addr, token string) error {
-	if err := CheckToken(token); err != nil {
-		return err
-	}
-	if token != "" {
-		return nil
-	}
-	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-		return nil
-	}
-	return fmt.Errorf("control: %v is not a loopback address: other hosts could change the telemetry level; set a token (Options.Token) or listen on 127.0.0.1", addr)
-}
-
-// CheckToken reports whether token can serve as a bearer token: "" (none),
-// or printable text without white space. A blank token, or one with white
-// space or a control character, could never match what a client sends
-// (the header's value is trimmed, and cannot hold a control character),
-// yet would pass for a token at CheckListen.
-func CheckToken(token string) error {
-	if token == "" {
-		return nil
-	}
-	if strings.TrimSpace(token) == "" {
-		return errors.New("control: the token is blank")
-	}
-	if !utf8.ValidString(token) {
-		return errors.New("control: the token is not valid UTF-8")
-	}
-	for _, r := range token {
-		if unicode.IsSpace(r) || unicode.IsControl(r) {
-			return fmt.Errorf("control: the token has white space or a control character (%U): no bearer header could carry it", r)
-		}
-	}
-	return nil
-}
-
-// Protect returns h behind the same bearer token check as the endpoints:
-// 401 without a token, 403 with a wrong one, both before h sees the
-// request. With token "" it returns h. A serving binary uses it for the
-// pages it serves next to the endpoints (/metrics, the live page) when it
-// wants them private too. Check the token with CheckToken first.
-func Protect(h http.Handler, token string) http.Handler {
-	if token == "" {
-		return h
-	}
-	sum := sha256.Sum256([]byte(token))
-	a := &api{tokenSum: sum[:]}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := a.authorize(r); err != nil {
-			a.fail(w, wantsJSON(r), err)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// RefuseCrossSite returns h behind the checks the endpoints make when no
-// token is set (see the package documentation): requests a web page of
-// another site could make are answered 403 (415 for a form's POST) before
-// h sees them. With a token it returns h, which should check the token.
-func RefuseCrossSite(h http.Handler, token string) http.Handler {
-	if token != "" {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := crossSite(r); err != nil {
-			(&api{}).fail(w, wantsJSON(r), err)
-			return
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// crossSite returns why r may come from a web page of another site, or nil.
-func crossSite(r *http.Request) error {
-	if r.Host != "" && !loopbackHost(r.Host) {
-		return &httpError{http.StatusForbidden, fmt.Sprintf("Host %q is not a loopback address or localhost: with no token set, only requests to this machine by its loopback name are served (a page of another site reaching it through DNS rebinding is not)", truncate(r.Host))}
-	}
-	if o, ok := r.Header["Origin"]; ok {
-		if len(o) != 1 || !sameOrigin(o[0], r.Host) {
-			return &httpError{http.StatusForbidden, fmt.Sprintf("Origin %q is not this server's: with no token set, cross-site requests are refused", truncate(strings.Join(o, ", ")))}
-		}
-	}
-	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
-		return &httpError{http.StatusForbidden, fmt.Sprintf("Sec-Fetch-Site is %q: with no token set, cross-site requests are refused", truncate(site))}
-	}
-	if r.Method == http.MethodPost && formContentType(r.Header.Get("Content-Type")) {
-		return &httpError{http.StatusUnsupportedMediaType, "a POST with no Content-Type or a form's (text/plain, application/x-www-form-urlencoded, multipart/form-data) could come from another site's page: send PUT, or POST with Content-Type: application/json"}
-	}
-	return nil
-}
-
-// loopbackHost reports whether a Host header names this machine by a name
-// no DNS answer can change: a loopback IP, localhost, or a name under
-// .localhost.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback()
-	}
-	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	return host == "localhost" || strings.HasSuffix(host, ".localhost")
-}
-
-// sameOrigin reports whether an Origin header names the origin served at
-// host (the request's Host header).
-func sameOrigin(origin, host string) bool {
-	u, err := url.Parse(origin)
-	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-		return false // "null", or not an origin
-	}
-	if host == "" {
-		return false
-	}
-	return strings.EqualFold(u.Host, host)
-}
-
-// formContentType reports whether a request's Content-Type is one a form,
-// or a fetch needing no CORS preflight, can send.
-func formContentType(contentType string) bool {
-	if strings.TrimSpace(contentType) == "" {
-		return true
-	}
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return true // unparsable: a browser sends it as it is
-	}
-	switch mt {
-	case "application/x-www-form-urlencoded", "multipart/form-data", "text/plain":
-		return true
-	}
-	return false
 }
 
 // api holds the endpoints' shared state, fixed at Register.
@@ -364,7 +219,7 @@ func tooLarge(max int64) error {
 func (a *api) getLevel() string { return a.hub.Level().String() }
 
 func (a *api) setLevel(contentType string, body []byte) (string, string, error) {
-	l, err := ParseLevelRequest(contentType, body)
+	l, err := parseLevelRequest(contentType, body)
 	if err != nil {
 		return "", "", err
 	}
@@ -378,7 +233,7 @@ func (a *api) setLevel(contentType string, body []byte) (string, string, error) 
 func (a *api) getEvery() string { return strconv.Itoa(a.hub.KernelSpanEvery()) }
 
 func (a *api) setEvery(contentType string, body []byte) (string, string, error) {
-	n, err := ParseKernelSpanEveryRequest(contentType, body)
+	n, err := parseKernelSpanEveryRequest(contentType, body)
 	if err != nil {
 		return "", "", err
 	}
@@ -389,33 +244,10 @@ func (a *api) setEvery(contentType string, body []byte) (string, string, error) 
 	return strconv.Itoa(old), strconv.Itoa(n), nil
 }
 
-// ParseLevelRequest reads a level from a request body of the given
-// Content-Type, as the level endpoint does. Errors say what was wrong and
-// what is expected.
-func ParseLevelRequest(contentType string, body []byte) (gpuspans.Level, error) {
-	var v struct {
-		Level *string `json:"level"`
-	}
-	text, err := valueText(contentType, body, "level", &v, func() (string, bool) {
-		if v.Level == nil {
-			return "", false
-		}
-		return *v.Level, true
-	})
-	if err != nil {
-		return 0, err
-	}
-	l, err := gpuspans.ParseLevel(text)
-	if err != nil {
-		return 0, badRequest("bad level %q: want off, step or kernel", truncate(text))
-	}
-	return l, nil
-}
-
 func (a *api) getTiming() string { return a.hub.KernelTiming().String() }
 
 func (a *api) setTiming(contentType string, body []byte) (string, string, error) {
-	k, err := ParseKernelTimingRequest(contentType, body)
+	k, err := parseKernelTimingRequest(contentType, body)
 	if err != nil {
 		return "", "", err
 	}
@@ -456,86 +288,6 @@ func (a *api) setWindow(contentType string, body []byte) (string, string, error)
 	return old, "requested", nil
 }
 
-// ParseKernelTimingRequest reads kernel_timing from a request body of the
-// given Content-Type, as its endpoint does: events, auto, cupti or attached.
-func ParseKernelTimingRequest(contentType string, body []byte) (gpuspans.KernelTiming, error) {
-	var v struct {
-		Timing *string `json:"kernel_timing"`
-	}
-	text, err := valueText(contentType, body, "kernel_timing", &v, func() (string, bool) {
-		if v.Timing == nil {
-			return "", false
-		}
-		return *v.Timing, true
-	})
-	if err != nil {
-		return 0, err
-	}
-	k, err := gpuspans.ParseKernelTiming(text)
-	if err != nil {
-		return 0, badRequest("bad kernel_timing %q: want events, auto, cupti or attached", truncate(text))
-	}
-	return k, nil
-}
-
-// ParseKernelSpanEveryRequest reads kernel_span_every from a request body
-// of the given Content-Type, as its endpoint does: a decimal integer in
-// 1..gpuspans.MaxKernelSpanEvery. Errors say what was wrong and what is expected.
-func ParseKernelSpanEveryRequest(contentType string, body []byte) (int, error) {
-	var v struct {
-		Every *json.Number `json:"kernel_span_every"`
-	}
-	text, err := valueText(contentType, body, "kernel_span_every", &v, func() (string, bool) {
-		if v.Every == nil {
-			return "", false
-		}
-		return v.Every.String(), true
-	})
-	if err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
-	if err != nil || n < 1 || n > gpuspans.MaxKernelSpanEvery {
-		return 0, badRequest("bad kernel_span_every %q: want an integer from 1 to %d", truncate(text), gpuspans.MaxKernelSpanEvery)
-	}
-	return int(n), nil
-}
-
-// valueText returns the value's text: the body itself for plain text, or
-// the field of a JSON object (decoded into v and read back with get).
-func valueText(contentType string, body []byte, field string, v interface{}, get func() (string, bool)) (string, error) {
-	if !isJSON(contentType) {
-		if !utf8Printable(body) {
-			return "", badRequest("the body is not printable text; send the %s as plain text or as JSON {%q: ...}", field, field)
-		}
-		return strings.TrimSpace(string(body)), nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
-	if err := dec.Decode(v); err != nil {
-		return "", badRequest("bad JSON body: %v; want {%q: ...}", err, field)
-	}
-	if dec.More() {
-		return "", badRequest("bad JSON body: data after the object")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return "", badRequest("bad JSON body: data after the object")
-	}
-	text, ok := get()
-	if !ok {
-		return "", badRequest("JSON body has no %q field", field)
-	}
-	return text, nil
-}
-
-// isJSON reports whether a Content-Type is application/json (parameters
-// such as charset allowed).
-func isJSON(contentType string) bool {
-	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && mt == "application/json"
-}
-
 // wantsJSON reports whether the response should be JSON: the request sent
 // JSON or asked for it.
 func wantsJSON(r *http.Request) bool {
@@ -548,35 +300,6 @@ func wantsJSON(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// utf8Printable reports whether b is text a person could have typed: valid
-// UTF-8 without control characters other than white space.
-func utf8Printable(b []byte) bool {
-	s := string(b)
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < 0x20 && r != '\n' && r != '\r' && r != '\t' || r == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// truncate shortens s for an error message, so a large bad value is not
-// echoed back whole.
-func truncate(s string) string {
-	const max = 32
-	if len(s) <= max {
-		return s
-	}
-	n := max
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 func (a *api) reply(w http.ResponseWriter, asJSON bool, field, value string) {

@@ -18,7 +18,7 @@ func FuzzParseLevelRequest(f *testing.F) {
 	f.Add("text/plain", []byte("kernel"))
 	f.Add("application/json", []byte(`{"level":"step"}`))
 	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
-		l, err := ParseLevelRequest(contentType, body)
+		l, err := parseLevelRequest(contentType, body)
 		if err != nil {
 			if l != 0 {
 				t.Errorf("error %v with level %v", err, l)
@@ -29,11 +29,11 @@ func FuzzParseLevelRequest(f *testing.F) {
 			t.Fatalf("accepted an undefined level %v", l)
 		}
 		// What was accepted reads back the same in both forms.
-		if l2, err := ParseLevelRequest("text/plain", []byte(l.String())); err != nil || l2 != l {
+		if l2, err := parseLevelRequest("text/plain", []byte(l.String())); err != nil || l2 != l {
 			t.Errorf("text round trip of %v: %v, %v", l, l2, err)
 		}
 		js, _ := json.Marshal(map[string]string{"level": l.String()})
-		if l2, err := ParseLevelRequest("application/json", js); err != nil || l2 != l {
+		if l2, err := parseLevelRequest("application/json", js); err != nil || l2 != l {
 			t.Errorf("JSON round trip of %v: %v, %v", l, l2, err)
 		}
 	})
@@ -43,14 +43,14 @@ func FuzzParseKernelSpanEveryRequest(f *testing.F) {
 	f.Add("text/plain", []byte("16"))
 	f.Add("application/json", []byte(`{"kernel_span_every":4}`))
 	f.Fuzz(func(t *testing.T, contentType string, body []byte) {
-		n, err := ParseKernelSpanEveryRequest(contentType, body)
+		n, err := parseKernelSpanEveryRequest(contentType, body)
 		if err != nil {
 			return
 		}
 		if n < 1 || n > gpuspans.MaxKernelSpanEvery {
 			t.Fatalf("accepted %d from %q", n, body)
 		}
-		if n2, err := ParseKernelSpanEveryRequest("", []byte(strconv.Itoa(n))); err != nil || n2 != n {
+		if n2, err := parseKernelSpanEveryRequest("", []byte(strconv.Itoa(n))); err != nil || n2 != n {
 			t.Errorf("text round trip of %d: %d, %v", n, n2, err)
 		}
 	})

@@ -1,7 +1,9 @@
 /*
  * gpuspans hub C ABI: the control plane (levels, the span ring, harvests,
  * aggregates, Prometheus, the live page and the control endpoints) for
- * engines written in C, C++, or any language with a C FFI.
+ * engines written in C, C++, or any language with a C FFI. One header, over
+ * 600 lines by design: it is the whole ABI a caller reads, contract and
+ * inline fast paths together.
  *
  * The functions are implemented in Go (go/capi) and built into a library
  * that carries the Go runtime:
