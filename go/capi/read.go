@@ -42,10 +42,11 @@ func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.s
 		// asked for text: classic histograms only, as text carries no native
 		// ones.
 		c.e.mu.Lock()
-		opts := append(c.e.promOptions(), prom.WithoutNativeHistograms())
+		opts := c.e.promOptions()
 		c.e.mu.Unlock()
+		opts.NoNativeHistograms = true
 		reg := prometheus.NewRegistry()
-		if err := reg.Register(prom.NewCollector(c.e.h, opts...)); err != nil {
+		if err := reg.Register(prom.NewCollector(c.e.h, opts)); err != nil {
 			return c.fail(statusInternal, "registering the collector: %v", err)
 		}
 		if err := reg.Register(otlpCollector{c.e}); err != nil {
@@ -97,12 +98,11 @@ func gs_hub_set_metrics(handle C.gs_hub, flags, classicBuckets C.int32_t) C.gs_h
 
 // promOptions are the collector options gs_hub_set_metrics set. Call with
 // e.mu held.
-func (e *hub) promOptions() []prom.Option {
-	opts := []prom.Option{prom.WithClassicBuckets(max(e.classicBuckets, prom.DefaultClassicBuckets))}
-	if e.metricsFlags&C.GS_HUB_METRICS_KERNEL_HISTOGRAMS != 0 {
-		opts = append(opts, prom.WithKernelHistograms())
+func (e *hub) promOptions() prom.Options {
+	return prom.Options{
+		ClassicBuckets:   e.classicBuckets, // 0 before gs_hub_set_metrics: prom's default
+		KernelHistograms: e.metricsFlags&C.GS_HUB_METRICS_KERNEL_HISTOGRAMS != 0,
 	}
-	return opts
 }
 
 //export gs_hub_recent_spans

@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpuspans/gpuspans/go/export/prom"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp/control"
@@ -147,13 +146,15 @@ func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *
 			copy(dst, boundAddr)
 			dst[len(boundAddr)] = 0
 		}
+		promOpts := c.e.promOptions()
+		promOpts.Exemplars = otlpExemplars{c.e}
 		h := gpuspanshttp.New(c.e.h, gpuspanshttp.Options{
 			Backend:      backendDesc,
 			Token:        tok,
 			ProtectReads: protect,
 			Logf:         c.e.logs.logf(C.GS_HUB_LOG_INFO), // changes made through the control endpoints
 			Collectors:   []prometheus.Collector{otlpCollector{c.e}},
-			Prom:         append(c.e.promOptions(), prom.WithExemplars(otlpExemplars{c.e})),
+			Prom:         promOpts,
 		})
 		srv := gpuspanshttp.NewServer(c.e.guard(h), nil)
 		go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close

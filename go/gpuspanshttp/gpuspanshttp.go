@@ -80,9 +80,10 @@ type Options struct {
 	// metrics sit beside them, and leaves the Go runtime and process
 	// collectors to its owner. Nil: a registry of New's own with both.
 	Registry *prometheus.Registry
-	// Prom configures the hub's collector: prom.WithKernelHistograms,
-	// prom.WithClassicBuckets, prom.WithExemplars (an OTLP exporter's).
-	Prom []prom.Option
+	// Prom configures the hub's collector: kernel histograms, classic
+	// buckets, exemplars (an OTLP exporter's). The zero value is prom's
+	// default.
+	Prom prom.Options
 }
 
 // protectedMux registers handlers behind control.Protect.
@@ -111,7 +112,7 @@ func New(hub *gpuspans.Hub, o Options) http.Handler {
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
 	}
-	reg.MustRegister(prom.NewCollector(hub, o.Prom...))
+	reg.MustRegister(prom.NewCollector(hub, o.Prom))
 	reg.MustRegister(o.Collectors...)
 	mux := http.NewServeMux()
 	reads := control.Mux(mux)

@@ -147,12 +147,12 @@ func TestOpenMetricsAndPromOptions(t *testing.T) {
 	hub.BeginStep()
 	hub.Harvest()
 	for _, c := range []struct {
-		opts          []prom.Option
+		opts          prom.Options
 		accept, ctype string
 		want, not     string
 	}{
-		{nil, "", "text/plain", `gpuspans_lane_duration_seconds_count{device="0",lane="prefill"} 1`, "gpuspans_kernel_duration_seconds"},
-		{[]prom.Option{prom.WithKernelHistograms()}, "application/openmetrics-text; version=1.0.0", "application/openmetrics-text",
+		{prom.Options{}, "", "text/plain", `gpuspans_lane_duration_seconds_count{device="0",lane="prefill"} 1`, "gpuspans_kernel_duration_seconds"},
+		{prom.Options{KernelHistograms: true}, "application/openmetrics-text; version=1.0.0", "application/openmetrics-text",
 			`gpuspans_kernel_duration_seconds_count{device="0",kernel="other"} 1`, ""},
 	} {
 		srv := httptest.NewServer(New(hub, Options{Prom: c.opts}))

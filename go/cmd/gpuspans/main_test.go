@@ -142,7 +142,7 @@ func writeSpanFile(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := spanfile.NewWriter(f).WriteSpans("test", hub.RecentSpans(0, nil)); err != nil {
+	if err := spanfile.NewWriter(f, spanfile.Options{}).WriteSpans("test", hub.RecentSpans(0, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {

@@ -20,9 +20,8 @@ var _ prom.Exemplars = (*Exporter)(nil)
 
 // LaneExemplar returns the latest span (by its end on the host clock) of
 // lane on device that the collector accepted (its request succeeded), with
-// its trace and span ids:
-// give the exporter to prom.WithExemplars so that lane histograms carry
-// them. Safe for concurrent use; allocates nothing.
+// its trace and span ids: set the exporter as prom.Options.Exemplars so
+// that lane histograms carry them. Safe for concurrent use; allocates nothing.
 func (e *Exporter) LaneExemplar(device int, lane string) (prom.Exemplar, bool) {
 	return e.accepted.get(device, lane)
 }

@@ -36,7 +36,7 @@ func TestLaneExemplars(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.NewCollector(h, prom.WithExemplars(e)))
+	reg.MustRegister(prom.NewCollector(h, prom.Options{Exemplars: e}))
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")

@@ -21,7 +21,7 @@ import (
 const (
 	budgetNative          = 25
 	budgetClassic         = 80
-	budgetKernelsNative   = 100  // with WithKernelHistograms and 64 kernels
+	budgetKernelsNative   = 100  // with Options.KernelHistograms and 64 kernels
 	budgetKernelsClassic  = 2000 // the same, classic
 	eagerPerDevice        = 6
 	eagerPerHub           = 7
@@ -116,15 +116,15 @@ func TestSeriesBudget(t *testing.T) {
 	const recent = 2 * len(recentQuantiles)
 	for _, tc := range []struct {
 		name                   string
-		opts                   []Option
+		opts                   Options
 		native, classic        int
 		budgetN, budgetClassic int
 	}{
-		{"default", nil, 2 + recent + others, 2*perHist + recent + others, budgetNative, budgetClassic},
-		{"kernel histograms", []Option{WithKernelHistograms()},
+		{"default", Options{}, 2 + recent + others, 2*perHist + recent + others, budgetNative, budgetClassic},
+		{"kernel histograms", Options{KernelHistograms: true},
 			2 + registeredKernelCount + recent + others, (2+registeredKernelCount)*perHist + recent + others, budgetKernelsNative, budgetKernelsClassic},
 	} {
-		native, classic, names := storedSeries(t, NewCollector(h, tc.opts...))
+		native, classic, names := storedSeries(t, NewCollector(h, tc.opts))
 		t.Logf("%s: %d series with native histograms, %d classic only", tc.name, native, classic)
 		if native != tc.native || classic != tc.classic {
 			t.Errorf("%s: %d native, %d classic series; the formula says %d and %d (%v)", tc.name, native, classic, tc.native, tc.classic, names)
@@ -158,8 +158,8 @@ func TestNoZeroSeries(t *testing.T) {
 		"gpuspans_level_info", "gpuspans_spans_begun_total", "gpuspans_spans_in_flight", "gpuspans_spans_landed_total",
 		"gpuspans_steps_total",
 	}
-	got := func(opts ...Option) []string {
-		_, _, names := storedSeries(t, NewCollector(h, opts...))
+	got := func(o Options) []string {
+		_, _, names := storedSeries(t, NewCollector(h, o))
 		var out []string
 		for n := range names {
 			out = append(out, n)
@@ -167,7 +167,7 @@ func TestNoZeroSeries(t *testing.T) {
 		sort.Strings(out)
 		return out
 	}
-	if g := got(WithKernelHistograms()); strings.Join(g, " ") != strings.Join(eager, " ") || len(eager) != eagerPerDevice+eagerPerHub-1 {
+	if g := got(Options{KernelHistograms: true}); strings.Join(g, " ") != strings.Join(eager, " ") || len(eager) != eagerPerDevice+eagerPerHub-1 {
 		t.Errorf("idle hub's series:\n%v\nwant\n%v", g, eager)
 	}
 
@@ -186,7 +186,7 @@ func TestNoZeroSeries(t *testing.T) {
 	clock.Advance(time.Millisecond)
 	h.BeginStep()
 	h.Harvest()
-	g := strings.Join(got(WithKernelHistograms()), " ")
+	g := strings.Join(got(Options{KernelHistograms: true}), " ")
 	for _, want := range []string{"gpuspans_lane_duration_seconds", "gpuspans_kernel_duration_seconds", "gpuspans_spans_dropped_total",
 		"gpuspans_lane_already_open_calls_total", "gpuspans_unknown_lane_calls_total", "gpuspans_armed_steps_total"} {
 		if !strings.Contains(g, want) {

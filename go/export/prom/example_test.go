@@ -35,7 +35,7 @@ func Example() {
 	hub.Harvest()
 
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(prom.NewCollector(hub))
+	reg.MustRegister(prom.NewCollector(hub, prom.Options{}))
 	families, err := reg.Gather()
 	if err != nil {
 		panic(err)

@@ -47,7 +47,7 @@ func TestExemplarsOpenMetrics(t *testing.T) {
 		"0/prefill": {Duration: 150 * time.Microsecond, TraceID: exTrace, SpanID: exSpan, Time: exTime},
 	}}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(servedHub(t), WithExemplars(src), WithKernelHistograms()))
+	reg.MustRegister(NewCollector(servedHub(t), Options{Exemplars: src, KernelHistograms: true}))
 	rec := httptest.NewRecorder()
 	req := httptest.NewRequest("GET", "/metrics", nil)
 	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")

@@ -13,6 +13,6 @@ import (
 // registry's order.
 func TestGoldenMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(golden.NewFixture(t).Hub))
+	reg.MustRegister(NewCollector(golden.NewFixture(t).Hub, Options{}))
 	golden.Check(t, "testdata/metrics.golden.txt", golden.Get(t, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), "/metrics"))
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
-// Classic bucket layouts, by buckets per doubling (WithClassicBuckets).
+// Classic bucket layouts, by buckets per doubling (Options.ClassicBuckets).
 // Each bound is an upper bound of the hub's own buckets (every step-th key
 // of schema 5) from 2^-20 s (0.95 us) to 2^4 s (16 s), so a classic count
 // is an exact sum of the hub's and Prometheus's histogram_quantile,

@@ -139,17 +139,13 @@ func TestNativeSpans(t *testing.T) {
 
 // TestNativeCollect: the served hub's histograms carry native buckets
 // that match the hub's aggregates exactly, and none with
-// WithoutNativeHistograms.
+// Options.NoNativeHistograms.
 func TestNativeCollect(t *testing.T) {
 	h := servedHub(t)
 	s := h.Snapshot()
 	for _, classicOnly := range []bool{false, true} {
-		opts := []Option{WithKernelHistograms()}
-		if classicOnly {
-			opts = append(opts, WithoutNativeHistograms())
-		}
 		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(NewCollector(h, opts...))
+		reg.MustRegister(NewCollector(h, Options{KernelHistograms: true, NoNativeHistograms: classicOnly}))
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -256,12 +252,17 @@ func TestClassicLayouts(t *testing.T) {
 			t.Errorf("CheckClassicBuckets(%d) = %v, want an error naming it", n, err)
 		}
 	}
+	// The zero Options takes the default layout, though CheckClassicBuckets
+	// refuses 0 from a user.
+	if c := NewCollector(busyHub(t), Options{}); c.layout != layouts[DefaultClassicBuckets] {
+		t.Errorf("Options{} has %d classic bounds, want DefaultClassicBuckets' %d", len(c.layout.bounds), len(layouts[DefaultClassicBuckets].bounds))
+	}
 	defer func() {
 		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "3 classic buckets per doubling") {
 			t.Errorf("NewCollector with 3 per doubling: recovered %v", r)
 		}
 	}()
-	NewCollector(busyHub(t), WithClassicBuckets(3))
+	NewCollector(busyHub(t), Options{ClassicBuckets: 3})
 }
 
 // TestClassicQuantileBound: histogram_quantile over each classic layout is

@@ -9,16 +9,16 @@
 // # Histograms
 //
 // gpuspans_lane_duration_seconds (per device and lane) and, with
-// WithKernelHistograms, gpuspans_kernel_duration_seconds (per device and
+// Options.KernelHistograms, gpuspans_kernel_duration_seconds (per device and
 // kernel) carry two forms of the same counts, both exact copies of the
 // hub's aggregate. The native histogram of schema 5 has the hub's own
 // buckets, 2.2% wide, so histogram_quantile is within about 2%: it is the
 // recommended form, one series per histogram. The classic buckets are
 // upper bounds of the hub's buckets from 2^-20 s (0.95 us) to 2^4 s (16 s),
 // r apart: r = 2 by default (25 bounds), 2^(1/2), 2^(1/4) or 2^(1/8) with
-// WithClassicBuckets. Their counts are exact, so histogram_quantile lands
-// in the bucket holding the true quantile, and reads at most r times it
-// and at least 1/r times it: within 100% by default, 41%, 19% or 9%.
+// Options.ClassicBuckets. Their counts are exact, so histogram_quantile
+// lands in the bucket holding the true quantile, and reads at most r times
+// it and at least 1/r times it: within 100% by default, 41%, 19% or 9%.
 // A span over 16 s is counted in le="+Inf" only, where histogram_quantile
 // reads 16 s; _bucket{le="+Inf"} - _bucket{le="16"} counts those spans.
 // Prometheus stores the native form when it scrapes with native histograms
@@ -49,9 +49,10 @@
 // sample, so use `x > 0 unless x offset 10m` beside `increase(x[10m]) > 0`,
 // or compare with `or vector(0)`.
 //
-// WithKernelHistograms adds one histogram per device and kernel with spans
-// (K registered kernels, plus "other"): K+1 native series, or (K+1)*(B+3)
-// classic ones, 1,820 for 64 kernels: an explicit choice, not a default.
+// Options.KernelHistograms adds one histogram per device and kernel with
+// spans (K registered kernels, plus "other"): K+1 native series, or
+// (K+1)*(B+3) classic ones, 1,820 for 64 kernels: an explicit choice, not a
+// default.
 // With kernel spans from the tracer, K counts the traced names with a
 // label (gpuspans.Options.KernelLabels).
 //
@@ -70,7 +71,7 @@
 //
 // # Exemplars
 //
-// WithExemplars gives each lane histogram an exemplar: the latest span of
+// Options.Exemplars gives each lane histogram an exemplar: the latest span of
 // that lane exported to a tracing backend (otlp.Exporter implements
 // Exemplars), with its trace_id and span_id, so that a latency spike in
 // Grafana opens a trace of that lane. Exemplars reach Prometheus through
@@ -94,59 +95,46 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
-// Option configures a Collector.
-type Option func(*config)
+// Options configures a Collector; the zero Options is the default.
+type Options struct {
+	// NoNativeHistograms leaves the native part out of the histograms, for
+	// a pipeline that mishandles it; the classic buckets are unchanged.
+	NoNativeHistograms bool
 
-type config struct {
-	classicOnly bool
-	kernels     bool
-	perDoubling int
-	exemplars   Exemplars
+	// KernelHistograms adds gpuspans_kernel_duration_seconds, one histogram
+	// per device and kernel that has spans: a native series each, or B+3
+	// classic ones (see the package documentation for the series budget).
+	KernelHistograms bool
+
+	// ClassicBuckets is how many classic buckets split each doubling of
+	// duration from 0.95 us to 16 s: 1, 2, 4 or 8, for histogram_quantile
+	// within 100%, 41%, 19% or 9% of the truth, at 24*ClassicBuckets+4
+	// series per histogram. 0 means DefaultClassicBuckets. NewCollector
+	// panics on another value, as prometheus.NewHistogram does on bad
+	// buckets; CheckClassicBuckets checks a value that comes from a user.
+	ClassicBuckets int
+
+	// Exemplars attaches to each lane histogram the exemplar it gives for
+	// its device and lane, if any (otlp.Exporter is one); nil attaches none.
+	Exemplars Exemplars
 }
 
-// WithoutNativeHistograms leaves the native part out of the histograms,
-// for a pipeline that mishandles it; the classic buckets are unchanged.
-func WithoutNativeHistograms() Option {
-	return func(c *config) { c.classicOnly = true }
-}
-
-// WithKernelHistograms adds gpuspans_kernel_duration_seconds, one histogram
-// per device and kernel that has spans: a native series each, or B+3
-// classic ones (see the package documentation for the series budget).
-func WithKernelHistograms() Option {
-	return func(c *config) { c.kernels = true }
-}
-
-// Classic bucket resolutions WithClassicBuckets takes, in buckets per
+// Classic bucket resolutions Options.ClassicBuckets takes, in buckets per
 // doubling of duration.
 const (
 	DefaultClassicBuckets = 1 // 25 bounds, histogram_quantile within a factor of 2
 	MaxClassicBuckets     = 8 // 193 bounds, within 9%
 )
 
-// WithClassicBuckets sets how many classic buckets split each doubling of
-// duration from 0.95 us to 16 s: 1 (the default), 2, 4 or 8, for
-// histogram_quantile within 100%, 41%, 19% or 9% of the truth, at
-// 24*perDoubling+4 series per histogram. NewCollector panics on another
-// value, as prometheus.NewHistogram does on bad buckets; CheckClassicBuckets
-// checks a value that comes from a user.
-func WithClassicBuckets(perDoubling int) Option {
-	return func(c *config) { c.perDoubling = perDoubling }
-}
-
-// CheckClassicBuckets reports what is wrong with a WithClassicBuckets
-// value, for callers that take it from a user (a flag, the C ABI).
+// CheckClassicBuckets reports what is wrong with an Options.ClassicBuckets
+// value, for callers that take it from a user (a flag, the C ABI). It
+// refuses 0, which Options reads as DefaultClassicBuckets: a caller whose
+// users may ask for the default maps their 0 first, as the C ABI does.
 func CheckClassicBuckets(perDoubling int) error {
 	if _, ok := layouts[perDoubling]; !ok {
 		return fmt.Errorf("prom: %d classic buckets per doubling: want 1, 2, 4 or 8", perDoubling)
 	}
 	return nil
-}
-
-// WithExemplars attaches to each lane histogram the exemplar src gives for
-// its device and lane, if any (otlp.Exporter is one). A nil src is none.
-func WithExemplars(src Exemplars) Option {
-	return func(c *config) { c.exemplars = src }
 }
 
 // Exemplars gives lane histograms their exemplars. Collect calls
@@ -208,30 +196,30 @@ type Collector struct {
 	snap gpuspans.Snapshot
 }
 
-// NewCollector returns a collector of h. It panics on a nil hub or a bad
-// option, as prometheus.MustRegister would on a broken collector: a scrape
-// is the wrong time to find out.
-func NewCollector(h *gpuspans.Hub, opts ...Option) *Collector {
+// NewCollector returns a collector of h configured by o. It panics on a nil
+// hub or a bad o.ClassicBuckets, as prometheus.MustRegister would on a
+// broken collector: a scrape is the wrong time to find out.
+func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 	if h == nil {
 		panic("prom: NewCollector(nil)")
 	}
-	cfg := config{perDoubling: DefaultClassicBuckets}
-	for _, o := range opts {
-		o(&cfg)
+	perDoubling := o.ClassicBuckets
+	if perDoubling == 0 {
+		perDoubling = DefaultClassicBuckets
 	}
-	l, ok := layouts[cfg.perDoubling]
+	l, ok := layouts[perDoubling]
 	if !ok {
-		panic(CheckClassicBuckets(cfg.perDoubling))
+		panic(CheckClassicBuckets(perDoubling))
 	}
 	d := func(name, help string, labels ...string) *prometheus.Desc {
 		return prometheus.NewDesc("gpuspans_"+name, help, labels, nil)
 	}
 	c := &Collector{
 		hub:         h,
-		classicOnly: cfg.classicOnly,
-		kernels:     cfg.kernels,
+		classicOnly: o.NoNativeHistograms,
+		kernels:     o.KernelHistograms,
 		layout:      l,
-		exemplars:   cfg.exemplars,
+		exemplars:   o.Exemplars,
 
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),

@@ -119,7 +119,7 @@ func TestCollect(t *testing.T) {
 	h := servedHub(t)
 	l := layouts[DefaultClassicBuckets]
 	// Devices 1 and 2 never landed a span: no histograms, and no kernel
-	// histograms at all without WithKernelHistograms.
+	// histograms at all without Options.KernelHistograms.
 	lanes := `
 # HELP gpuspans_lane_duration_seconds GPU time of a serve lane's work in one step.
 # TYPE gpuspans_lane_duration_seconds histogram
@@ -219,14 +219,14 @@ gpuspans_event_offset_seconds{device="0"} 0
 		c    *Collector
 		want string
 	}{
-		{"default", NewCollector(h), lanes + rest},
-		{"kernel histograms", NewCollector(h, WithKernelHistograms()), lanes + kernels + rest},
+		{"default", NewCollector(h, Options{}), lanes + rest},
+		{"kernel histograms", NewCollector(h, Options{KernelHistograms: true}), lanes + kernels + rest},
 	} {
 		if err := testutil.CollectAndCompare(tc.c, strings.NewReader(tc.want)); err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
-	c := NewCollector(h, WithKernelHistograms())
+	c := NewCollector(h, Options{KernelHistograms: true})
 	problems, err := testutil.CollectAndLint(c)
 	if err != nil {
 		t.Fatal(err)
@@ -258,7 +258,7 @@ func TestDeviceReplaced(t *testing.T) {
 	h.LaneEnd(0)
 	install()
 	install()
-	c := NewCollector(h)
+	c := NewCollector(h, Options{})
 	want := func(state, name, bus, uuid string) string {
 		return `
 # HELP gpuspans_device_up 1 if the device's installed recorder is recording spans, else 0.
@@ -297,7 +297,7 @@ func TestLabel(t *testing.T) {
 func TestConcurrentCollect(t *testing.T) {
 	h := servedHub(t)
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(h))
+	reg.MustRegister(NewCollector(h, Options{}))
 	var wg sync.WaitGroup
 	for g := 0; g < 3; g++ {
 		wg.Add(1)
@@ -323,7 +323,7 @@ func TestPromtool(t *testing.T) {
 		t.Skip("promtool not on PATH")
 	}
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(servedHub(t)))
+	reg.MustRegister(NewCollector(servedHub(t), Options{}))
 	rec := httptest.NewRecorder()
 	promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.PanicOnError}).
 		ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -342,11 +342,7 @@ func TestPromtool(t *testing.T) {
 func BenchmarkCollect(b *testing.B) {
 	for _, native := range []bool{false, true} {
 		b.Run(fmt.Sprintf("native=%v", native), func(b *testing.B) {
-			var opts []Option
-			if !native {
-				opts = append(opts, WithoutNativeHistograms())
-			}
-			c := NewCollector(servedHub(b), opts...)
+			c := NewCollector(servedHub(b), Options{NoNativeHistograms: !native})
 			ch := make(chan prometheus.Metric, 128)
 			done := make(chan struct{})
 			go func() {
@@ -404,7 +400,7 @@ gpuspans_pool_panics_total 1
 # TYPE gpuspans_harvest_failures_total counter
 gpuspans_harvest_failures_total 1
 `
-	if err := testutil.CollectAndCompare(NewCollector(h), strings.NewReader(want), "gpuspans_pool_panics_total", "gpuspans_harvest_failures_total"); err != nil {
+	if err := testutil.CollectAndCompare(NewCollector(h, Options{}), strings.NewReader(want), "gpuspans_pool_panics_total", "gpuspans_harvest_failures_total"); err != nil {
 		t.Error(err)
 	}
 	if s := h.Snapshot(); s.Counters.Dropped[gpuspans.DropLeaked] != 1 {

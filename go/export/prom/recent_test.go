@@ -49,7 +49,7 @@ func (r *recentHub) steps(n int, d func(i int) time.Duration) {
 func recent(t *testing.T, h *gpuspans.Hub) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(h))
+	reg.MustRegister(NewCollector(h, Options{}))
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

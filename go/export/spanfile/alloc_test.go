@@ -28,7 +28,7 @@ func allocated(f func()) uint64 {
 
 // readAllErr reads data to its end or first error.
 func readAllErr(data []byte) (int, error) {
-	r := NewReader(bytes.NewReader(data))
+	r := NewReader(bytes.NewReader(data), Options{})
 	for n := 0; ; n++ {
 		if _, err := r.Next(); err != nil {
 			if err == io.EOF {
@@ -65,7 +65,7 @@ func TestReaderAllocationIsBounded(t *testing.T) {
 	_ = spanBatch
 	var real bytes.Buffer
 	_, spans := hubSnapshot(t)
-	w := NewWriter(&real)
+	w := NewWriter(&real, Options{})
 	for real.Len() < mib {
 		if err := w.WriteSpans("real", spans); err != nil {
 			t.Fatal(err)

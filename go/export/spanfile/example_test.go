@@ -20,12 +20,12 @@ func Example() {
 	clock := func() time.Time { return time.Unix(1_700_000_001, 0) }
 
 	var file bytes.Buffer
-	w := spanfile.NewWriter(&file, spanfile.WithClock(clock))
+	w := spanfile.NewWriter(&file, spanfile.Options{Now: clock})
 	if err := w.WriteSpans("engine-0", spans); err != nil {
 		panic(err)
 	}
 
-	r := spanfile.NewReader(&file)
+	r := spanfile.NewReader(&file, spanfile.Options{})
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {

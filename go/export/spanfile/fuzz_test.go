@@ -26,7 +26,7 @@ func FuzzReader(f *testing.F) {
 	snap, spans := hubSnapshot(f)
 	hand := golden.HandSnapshot()
 	var buf bytes.Buffer
-	w := NewWriter(&buf, WithClock(fixedClock))
+	w := NewWriter(&buf, Options{Now: fixedClock})
 	_ = w.WriteSpans("seed", spans)
 	_ = w.WriteSnapshot(&snap)
 	_ = w.WriteSnapshot(&hand)
@@ -37,7 +37,7 @@ func FuzzReader(f *testing.F) {
 	// A small cap so the fuzzer also reaches the limit.
 	const maxRecord = 4 << 10
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := NewReader(bytes.NewReader(data), WithMaxRecordSize(maxRecord))
+		r := NewReader(bytes.NewReader(data), Options{MaxRecordSize: maxRecord})
 		var recs []*gpuspansv1.Record
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -73,13 +73,13 @@ func FuzzReader(f *testing.F) {
 		// Written back without the small cap: re-encoding may grow a record
 		// (a negative int32 sent in 5 bytes goes out in 10).
 		var out bytes.Buffer
-		w := NewWriter(&out)
+		w := NewWriter(&out, Options{})
 		for _, rec := range recs {
 			if err := w.WriteRecord(rec); err != nil {
 				t.Fatalf("writing back %v: %v", rec, err)
 			}
 		}
-		again, err := readAll(t, out.Bytes())
+		again, err := readAll(t, out.Bytes(), Options{})
 		if err != nil {
 			t.Fatalf("reading back: %v", err)
 		}

@@ -11,7 +11,7 @@
 //
 // A Reader trusts nothing it reads: a bad or truncated file is an error
 // naming the byte offset of the record at fault and what was expected, and
-// a record's declared length is capped (WithMaxRecordSize) and read
+// a record's declared length is capped (Options.MaxRecordSize) and read
 // incrementally, so a corrupt length cannot make it allocate more than the
 // input holds, and a record whose decoded form would take more than 16 times
 // its length (crafted: many empty messages) is refused before it is decoded.
@@ -39,10 +39,10 @@ import (
 // one it reads: the protobuf package of the records.
 const Schema = "gpuspans.v1"
 
-// DefaultMaxRecordSize caps a record's length unless WithMaxRecordSize says
-// otherwise. The largest snapshot a hub can produce (64 devices, each with
-// 64 lanes and 1025 kernel names, every count at its widest) is about 35
-// MB; nothing else comes near, since WriteSpans splits batches.
+// DefaultMaxRecordSize caps a record's length unless Options.MaxRecordSize
+// says otherwise. The largest snapshot a hub can produce (64 devices, each
+// with 64 lanes and 1025 kernel names, every count at its widest) is about
+// 35 MB; nothing else comes near, since WriteSpans splits batches.
 const DefaultMaxRecordSize = 64 << 20
 
 // spansPerRecord bounds a span batch record (to well under a megabyte) so
@@ -54,43 +54,27 @@ const spansPerRecord = 4096
 // it has actually read.
 const readChunk = 64 << 10
 
-// Option configures a Writer or a Reader.
-type Option func(*options)
+// Options configures a Writer or a Reader; the zero Options is the default.
+type Options struct {
+	// MaxRecordSize caps a record's serialized length in bytes: a Writer
+	// refuses to write a longer one, a Reader treats one as corrupt.
+	// <= 0 means DefaultMaxRecordSize.
+	MaxRecordSize int
 
-type options struct {
-	maxRecord int
-	now       func() time.Time
+	// Now is the clock a Writer stamps headers, batches and snapshots with;
+	// nil means time.Now. Readers ignore it.
+	Now func() time.Time
 }
 
-func makeOptions(opts []Option) options {
-	o := options{maxRecord: DefaultMaxRecordSize, now: time.Now}
-	for _, opt := range opts {
-		opt(&o)
+// withDefaults returns o with its zero fields filled in.
+func (o Options) withDefaults() Options {
+	if o.MaxRecordSize <= 0 {
+		o.MaxRecordSize = DefaultMaxRecordSize
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	return o
-}
-
-// WithMaxRecordSize caps a record's serialized length in bytes: a Writer
-// refuses to write a longer one, a Reader treats one as corrupt. n <= 0
-// means DefaultMaxRecordSize.
-func WithMaxRecordSize(n int) Option {
-	return func(o *options) {
-		if n <= 0 {
-			n = DefaultMaxRecordSize
-		}
-		o.maxRecord = n
-	}
-}
-
-// WithClock sets the clock a Writer stamps headers, batches and snapshots
-// with (nil: time.Now). Readers ignore it.
-func WithClock(now func() time.Time) Option {
-	return func(o *options) {
-		if now == nil {
-			now = time.Now
-		}
-		o.now = now
-	}
 }
 
 // Writer writes a span file. It writes the Header before the first record,
@@ -101,7 +85,7 @@ func WithClock(now func() time.Time) Option {
 // call and records never interleave. After a failed Write the output may
 // end in a partial record, so every later call returns that error.
 type Writer struct {
-	o options
+	o Options // with defaults filled in
 
 	mu      sync.Mutex
 	w       io.Writer
@@ -110,16 +94,17 @@ type Writer struct {
 	err     error
 }
 
-// NewWriter returns a Writer to w. It writes nothing until the first record.
-func NewWriter(w io.Writer, opts ...Option) *Writer {
-	return &Writer{o: makeOptions(opts), w: w}
+// NewWriter returns a Writer to w configured by o. It writes nothing until
+// the first record.
+func NewWriter(w io.Writer, o Options) *Writer {
+	return &Writer{o: o.withDefaults(), w: w}
 }
 
 // WriteSpans writes spans as SpanBatch records from source (a free-form
 // identity: host, engine), in order, at most 4096 spans to a record. No
 // spans writes nothing.
 func (w *Writer) WriteSpans(source string, spans []gpuspans.Span) error {
-	now := w.o.now().UnixNano()
+	now := w.o.Now().UnixNano()
 	for len(spans) > 0 {
 		n := len(spans)
 		if n > spansPerRecord {
@@ -144,7 +129,7 @@ func (w *Writer) WriteSpans(source string, spans []gpuspans.Span) error {
 // WriteSnapshot writes s as a Snapshot record stamped with the writer's
 // clock.
 func (w *Writer) WriteSnapshot(s *gpuspans.Snapshot) error {
-	p := SnapshotToProto(s, w.o.now())
+	p := SnapshotToProto(s, w.o.Now())
 	return w.WriteRecord(&gpuspansv1.Record{Record: &gpuspansv1.Record_Snapshot{Snapshot: p}})
 }
 
@@ -161,7 +146,7 @@ func (w *Writer) WriteRecord(r *gpuspansv1.Record) error {
 	if !w.started {
 		h := &gpuspansv1.Record{Record: &gpuspansv1.Record_Header{Header: &gpuspansv1.Header{
 			Schema:        Schema,
-			CreatedUnixNs: w.o.now().UnixNano(),
+			CreatedUnixNs: w.o.Now().UnixNano(),
 		}}}
 		var err error
 		if buf, err = w.appendRecord(buf, h); err != nil {
@@ -185,8 +170,8 @@ func (w *Writer) WriteRecord(r *gpuspansv1.Record) error {
 // over the cap.
 func (w *Writer) appendRecord(buf []byte, r *gpuspansv1.Record) ([]byte, error) {
 	size := proto.Size(r)
-	if size > w.o.maxRecord {
-		return buf, fmt.Errorf("spanfile: record of %d bytes exceeds the limit of %d", size, w.o.maxRecord)
+	if size > w.o.MaxRecordSize {
+		return buf, fmt.Errorf("spanfile: record of %d bytes exceeds the limit of %d", size, w.o.MaxRecordSize)
 	}
 	buf = protowire.AppendVarint(buf, uint64(size))
 	buf, err := proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(buf, r)
@@ -228,15 +213,16 @@ type Reader struct {
 	err     error
 }
 
-// NewReader returns a Reader of r. It reads through its own buffer, so r
-// may be read past the record Next last returned.
-func NewReader(r io.Reader, opts ...Option) *Reader {
-	o := makeOptions(opts)
+// NewReader returns a Reader of r configured by o (only MaxRecordSize
+// matters to it). It reads through its own buffer, so r may be read past
+// the record Next last returned.
+func NewReader(r io.Reader, o Options) *Reader {
+	o = o.withDefaults()
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReader(r)
 	}
-	return &Reader{r: br, max: uint64(o.maxRecord)}
+	return &Reader{r: br, max: uint64(o.MaxRecordSize)}
 }
 
 // Offset is the number of bytes consumed: the offset of the next record.

@@ -99,9 +99,9 @@ func manySpans(n int) []gpuspans.Span {
 	return spans
 }
 
-func readAll(t testing.TB, data []byte, opts ...Option) ([]*gpuspansv1.Record, error) {
+func readAll(t testing.TB, data []byte, o Options) ([]*gpuspansv1.Record, error) {
 	t.Helper()
-	r := NewReader(bytes.NewReader(data), opts...)
+	r := NewReader(bytes.NewReader(data), o)
 	var recs []*gpuspansv1.Record
 	for {
 		rec, err := r.Next()
@@ -121,7 +121,7 @@ func TestRoundTrip(t *testing.T) {
 	spans := manySpans(spansPerRecord + 5)
 
 	var buf bytes.Buffer
-	w := NewWriter(&buf, WithClock(fixedClock))
+	w := NewWriter(&buf, Options{Now: fixedClock})
 	for _, err := range []error{
 		w.WriteSpans("host-a", hubSpans),
 		w.WriteSnapshot(&hubSnap),
@@ -133,7 +133,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	recs, err := readAll(t, buf.Bytes())
+	recs, err := readAll(t, buf.Bytes(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestRoundTrip(t *testing.T) {
 // delimited reader reads a span file.
 func TestDelimitedFraming(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewWriter(&buf)
+	w := NewWriter(&buf, Options{})
 	if err := w.WriteSpans("x", manySpans(3)); err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +219,11 @@ func TestDelimitedFraming(t *testing.T) {
 
 func TestEmpty(t *testing.T) {
 	var buf bytes.Buffer
-	w := NewWriter(&buf)
+	w := NewWriter(&buf, Options{})
 	if err := w.WriteSpans("x", nil); err != nil || buf.Len() != 0 {
 		t.Fatalf("WriteSpans(nil) = %v, wrote %d bytes", err, buf.Len())
 	}
-	r := NewReader(&buf)
+	r := NewReader(&buf, Options{})
 	for i := 0; i < 2; i++ {
 		if rec, err := r.Next(); err != io.EOF {
 			t.Fatalf("Next on empty input = %v, %v; want io.EOF", rec, err)
@@ -233,13 +233,13 @@ func TestEmpty(t *testing.T) {
 
 func TestConcatenated(t *testing.T) {
 	var a, b bytes.Buffer
-	if err := NewWriter(&a).WriteSpans("a", manySpans(2)); err != nil {
+	if err := NewWriter(&a, Options{}).WriteSpans("a", manySpans(2)); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewWriter(&b).WriteSpans("b", manySpans(3)); err != nil {
+	if err := NewWriter(&b, Options{}).WriteSpans("b", manySpans(3)); err != nil {
 		t.Fatal(err)
 	}
-	recs, err := readAll(t, append(a.Bytes(), b.Bytes()...))
+	recs, err := readAll(t, append(a.Bytes(), b.Bytes()...), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +271,7 @@ func TestCorrupt(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		data    []byte
-		opts    []Option
+		opts    Options
 		records int    // read before the error
 		want    string // the error
 		eof     bool   // the error wraps io.ErrUnexpectedEOF
@@ -305,7 +305,7 @@ func TestCorrupt(t *testing.T) {
 			want: fmt.Sprintf("spanfile: offset %d: record of %d bytes exceeds the limit of %d", off, DefaultMaxRecordSize+1, DefaultMaxRecordSize),
 		},
 		{
-			name: "length over a set limit", data: cat(hdr, spans), opts: []Option{WithMaxRecordSize(body - 1)}, records: 1,
+			name: "length over a set limit", data: cat(hdr, spans), opts: Options{MaxRecordSize: body - 1}, records: 1,
 			want: fmt.Sprintf("spanfile: offset %d: record of %d bytes exceeds the limit of %d", off, body, body-1),
 		},
 		{
@@ -314,7 +314,7 @@ func TestCorrupt(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			recs, err := readAll(t, tc.data, tc.opts...)
+			recs, err := readAll(t, tc.data, tc.opts)
 			if len(recs) != tc.records || err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("read %d records, then error %v\nwant %d records, then %s", len(recs), err, tc.records, tc.want)
 			}
@@ -335,7 +335,7 @@ func TestCorrupt(t *testing.T) {
 func TestTruncatedEverywhere(t *testing.T) {
 	snap, spans := hubSnapshot(t)
 	var buf bytes.Buffer
-	w := NewWriter(&buf)
+	w := NewWriter(&buf, Options{})
 	if err := w.WriteSpans("x", spans); err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +344,7 @@ func TestTruncatedEverywhere(t *testing.T) {
 	}
 	data := buf.Bytes()
 	var ends []int // where each record ends
-	r := NewReader(bytes.NewReader(data))
+	r := NewReader(bytes.NewReader(data), Options{})
 	for {
 		if _, err := r.Next(); err != nil {
 			break
@@ -360,7 +360,7 @@ func TestTruncatedEverywhere(t *testing.T) {
 			start = ends[whole]
 			whole++
 		}
-		recs, err := readAll(t, data[:cut])
+		recs, err := readAll(t, data[:cut], Options{})
 		if len(recs) != whole {
 			t.Fatalf("cut at %d: read %d records, want %d", cut, len(recs), whole)
 		}
@@ -384,7 +384,7 @@ func TestBadLengthAllocation(t *testing.T) {
 	data = append(data, make([]byte, 1000)...)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_, err := readAll(t, data)
+	_, err := readAll(t, data, Options{})
 	runtime.ReadMemStats(&after)
 	if err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("err = %v, want a truncated record", err)
@@ -395,7 +395,7 @@ func TestBadLengthAllocation(t *testing.T) {
 }
 
 func TestReaderSticky(t *testing.T) {
-	r := NewReader(bytes.NewReader([]byte{0xff}))
+	r := NewReader(bytes.NewReader([]byte{0xff}), Options{})
 	_, err1 := r.Next()
 	_, err2 := r.Next()
 	if err1 == nil || err1 != err2 {
@@ -415,7 +415,7 @@ func (f *failWriter) Write(p []byte) (int, error) {
 
 func TestWriterErrors(t *testing.T) {
 	fw := &failWriter{n: 1}
-	w := NewWriter(fw)
+	w := NewWriter(fw, Options{})
 	if err := w.WriteSpans("x", manySpans(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestWriterErrors(t *testing.T) {
 	}
 
 	var buf bytes.Buffer
-	w = NewWriter(&buf, WithMaxRecordSize(200))
+	w = NewWriter(&buf, Options{MaxRecordSize: 200})
 	snap := golden.HandSnapshot()
 	if err := w.WriteSnapshot(&snap); err == nil || !strings.Contains(err.Error(), "exceeds the limit of 200") {
 		t.Errorf("oversized snapshot: %v", err)
@@ -440,7 +440,7 @@ func TestWriterErrors(t *testing.T) {
 	if err := w.WriteSpans("x", manySpans(1)); err != nil {
 		t.Errorf("after an oversized record: %v", err)
 	}
-	if recs, err := readAll(t, buf.Bytes()); err != nil || len(recs) != 2 {
+	if recs, err := readAll(t, buf.Bytes(), Options{}); err != nil || len(recs) != 2 {
 		t.Errorf("read back %d records, %v", len(recs), err)
 	}
 }

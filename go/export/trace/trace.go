@@ -345,7 +345,7 @@ func appendString(b []byte, s string) []byte {
 // spans read before a corrupt record.
 func FromSpanFile(dst io.Writer, src io.Reader, o Options) (Counts, error) {
 	t := NewWriter(dst, o)
-	r := spanfile.NewReader(src)
+	r := spanfile.NewReader(src, spanfile.Options{})
 	var batch []gpuspans.Span
 	var err error
 	for {

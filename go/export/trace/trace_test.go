@@ -395,7 +395,7 @@ func TestFromSpanFile(t *testing.T) {
 	spans = append(spans, gpuspans.Span{Seq: 5000, Kind: gpuspans.KindLane, Name: "decode"}) // unplaced
 
 	var file bytes.Buffer
-	fw := spanfile.NewWriter(&file)
+	fw := spanfile.NewWriter(&file, spanfile.Options{})
 	snap := gpuspans.Snapshot{Level: gpuspans.LevelKernel}
 	for _, err := range []error{fw.WriteSpans("a", spans[:7]), fw.WriteSnapshot(&snap), fw.WriteSpans("a", spans[7:])} {
 		if err != nil {

@@ -36,8 +36,8 @@ type Config struct {
 	// ProtectReads requires Token on /metrics and the live page as well.
 	ProtectReads bool
 	// KernelHistograms adds a histogram per kernel to /metrics
-	// (prom.WithKernelHistograms); ClassicBuckets is the classic buckets
-	// per doubling of its histograms (prom.WithClassicBuckets).
+	// (prom.Options.KernelHistograms); ClassicBuckets is the classic buckets
+	// per doubling of its histograms (prom.Options.ClassicBuckets).
 	KernelHistograms bool
 	ClassicBuckets   int
 

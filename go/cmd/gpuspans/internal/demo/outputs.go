@@ -74,7 +74,7 @@ func openOutputs(cfg *Config) (_ *outputs, err error) {
 			return nil, err
 		}
 		o.spansFile = f
-		o.spans = spanfile.NewWriter(f)
+		o.spans = spanfile.NewWriter(f, spanfile.Options{})
 	}
 	return o, nil
 }

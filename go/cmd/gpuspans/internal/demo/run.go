@@ -260,15 +260,17 @@ func (r *demoRun) serveHTTP() {
 
 // metrics returns what /metrics serves beside the hub's own series: the
 // OTLP exporter's collector, when one runs, and the prom options.
-func (r *demoRun) metrics() ([]prometheus.Collector, []prom.Option) {
+func (r *demoRun) metrics() ([]prometheus.Collector, prom.Options) {
 	var extra []prometheus.Collector
-	promOpts := []prom.Option{prom.WithClassicBuckets(r.cfg.ClassicBuckets)}
-	if r.cfg.KernelHistograms {
-		promOpts = append(promOpts, prom.WithKernelHistograms())
+	promOpts := prom.Options{
+		ClassicBuckets:   r.cfg.ClassicBuckets,
+		KernelHistograms: r.cfg.KernelHistograms,
 	}
+	// Exemplars only with an exporter: a nil *otlp.Exporter would make a
+	// non-nil interface.
 	if r.exp != nil {
 		extra = append(extra, r.exp.Collector())
-		promOpts = append(promOpts, prom.WithExemplars(r.exp)) // lane histograms link to the traces sent
+		promOpts.Exemplars = r.exp // lane histograms link to the traces sent
 	}
 	return extra, promOpts
 }

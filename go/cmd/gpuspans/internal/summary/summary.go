@@ -172,7 +172,7 @@ func ReadSpanFile(r io.Reader) ([]Row, FileStats, error) {
 	var b Builder
 	var st FileStats
 	var last []Row // the rows of the last snapshot record
-	rd := spanfile.NewReader(r)
+	rd := spanfile.NewReader(r, spanfile.Options{})
 	var err error
 	for {
 		rec, rerr := rd.Next()

@@ -106,7 +106,7 @@ func runHub(t *testing.T) (*gpuspans.Hub, []gpuspans.Span) {
 func TestSpanFileMatchesSnapshot(t *testing.T) {
 	hub, spans := runHub(t)
 	var file bytes.Buffer
-	w := spanfile.NewWriter(&file)
+	w := spanfile.NewWriter(&file, spanfile.Options{})
 	if err := w.WriteSpans("test", spans); err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestReadSpanFileSnapshotOnly(t *testing.T) {
 	hub, _ := runHub(t)
 	snap := hub.Snapshot()
 	var file bytes.Buffer
-	if err := spanfile.NewWriter(&file).WriteSnapshot(&snap); err != nil {
+	if err := spanfile.NewWriter(&file, spanfile.Options{}).WriteSnapshot(&snap); err != nil {
 		t.Fatal(err)
 	}
 	rows, st, err := ReadSpanFile(&file)
@@ -149,7 +149,7 @@ func TestReadSpanFileSnapshotOnly(t *testing.T) {
 func TestReadSpanFileTruncated(t *testing.T) {
 	_, spans := runHub(t)
 	var file bytes.Buffer
-	w := spanfile.NewWriter(&file)
+	w := spanfile.NewWriter(&file, spanfile.Options{})
 	if err := w.WriteSpans("a", spans[:10]); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestReadSpanFileNotASpanFile(t *testing.T) {
 // not recurse without end.
 func TestWriteExtremeSnapshotFromFile(t *testing.T) {
 	var buf bytes.Buffer
-	w := spanfile.NewWriter(&buf)
+	w := spanfile.NewWriter(&buf, spanfile.Options{})
 	s := gpuspans.Snapshot{Lanes: []gpuspans.Aggregate{{Name: "decode", Count: 1, Min: math.MinInt64, Max: math.MinInt64}}}
 	s.Lanes[0].Buckets[0] = 1
 	if err := w.WriteSnapshot(&s); err != nil {
@@ -213,11 +213,11 @@ func TestReadSpanFileMemoryBounded(t *testing.T) {
 		aggs[i] = &gpuspansv1.Aggregate{Name: name, Count: 1, SumNs: 1, MinNs: 1, MaxNs: 1}
 	}
 	var withSpans, withSnapshot bytes.Buffer
-	if err := spanfile.NewWriter(&withSpans).WriteSpans("hostile", spans); err != nil {
+	if err := spanfile.NewWriter(&withSpans, spanfile.Options{}).WriteSpans("hostile", spans); err != nil {
 		t.Fatal(err)
 	}
 	rec := &gpuspansv1.Record{Record: &gpuspansv1.Record_Snapshot{Snapshot: &gpuspansv1.Snapshot{Level: gpuspansv1.Level_LEVEL_OFF, Kernels: aggs}}}
-	if err := spanfile.NewWriter(&withSnapshot).WriteRecord(rec); err != nil {
+	if err := spanfile.NewWriter(&withSnapshot, spanfile.Options{}).WriteRecord(rec); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
