@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest/gputest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
@@ -25,7 +26,7 @@ import (
 const graphKernels = 100
 
 // tracedGPUHub is a hub on device 0 with kernel spans from the tracer.
-func tracedGPUHub(t *testing.T, e *engine, every int) (*gpuspans.Hub, *gpuspanstest.Log) {
+func tracedGPUHub(t *testing.T, e *gputest.Engine, every int) (*gpuspans.Hub, *gpuspanstest.Log) {
 	t.Helper()
 	cudatest.UseRealCUPTI()
 	log := new(gpuspanstest.Log)
@@ -36,7 +37,7 @@ func tracedGPUHub(t *testing.T, e *engine, every int) (*gpuspans.Hub, *gpuspanst
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
+	if err := h.Install(0, e.Lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.CloseKernelTracer() })
@@ -71,29 +72,29 @@ func settle(t *testing.T, h *gpuspans.Hub, want uint64) gpuspans.Snapshot {
 }
 
 func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
-	gpuOnly(t)
-	e := newEngine(t, 0)
+	gputest.Only(t)
+	e := gputest.NewEngine(t, 0)
 	// A graph captured and instantiated before CUPTI is first touched.
 	capture := func() cudatest.GraphExec {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+		if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < graphKernels; i++ {
-			if err := e.kit.Empty(e.kernel); err != nil {
+			if err := e.Kit.Empty(e.Kernel); err != nil {
 				t.Fatal(err)
 			}
 		}
-		g, err := e.kit.CaptureEnd(e.kernel)
+		g, err := e.Kit.CaptureEnd(e.Kernel)
 		if err != nil {
 			t.Fatalf("capture broken: %v", err)
 		}
-		x, err := e.kit.Instantiate(g)
+		x, err := e.Kit.Instantiate(g)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.kit.DestroyGraphExec(x); _ = e.kit.DestroyGraph(g) })
+		t.Cleanup(func() { _ = e.Kit.DestroyGraphExec(x); _ = e.Kit.DestroyGraph(g) })
 		return x
 	}
 	before := capture()
@@ -114,32 +115,32 @@ func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
 		if step == 6 {
 			// Captured inside an armed window: collection on must not break it.
 			runtime.LockOSThread()
-			if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+			if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.kit.Empty(e.kernel); err != nil {
+			if err := e.Kit.Empty(e.Kernel); err != nil {
 				t.Fatal(err)
 			}
-			g, err := e.kit.CaptureEnd(e.kernel)
+			g, err := e.Kit.CaptureEnd(e.Kernel)
 			runtime.UnlockOSThread()
 			if err != nil {
 				t.Fatalf("a capture in an armed window broke: %v", err)
 			}
-			_ = e.kit.DestroyGraph(g)
+			_ = e.Kit.DestroyGraph(g)
 		}
-		if err := e.kit.Launch(before, e.kernel); err != nil {
+		if err := e.Kit.Launch(before, e.Kernel); err != nil {
 			t.Fatal(err)
 		}
 		if later != 0 {
-			if err := e.kit.Launch(later, e.kernel); err != nil {
+			if err := e.Kit.Launch(later, e.Kernel); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := e.kit.Empty(e.kernel); err != nil { // one eager kernel
+		if err := e.Kit.Empty(e.Kernel); err != nil { // one eager kernel
 			t.Fatal(err)
 		}
 		h.LaneEnd(0)
-		if err := e.kit.Sync(e.kernel); err != nil {
+		if err := e.Kit.Sync(e.Kernel); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -186,8 +187,8 @@ func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
 }
 
 func TestGPUTracerDurations(t *testing.T) {
-	gpuOnly(t)
-	e := newEngine(t, 0)
+	gputest.Only(t)
+	e := gputest.NewEngine(t, 0)
 	h, _ := tracedGPUHub(t, e, 1)
 	h.BeginStep() // opens the pool and the tracer
 	const reps = 20
@@ -199,21 +200,21 @@ func TestGPUTracerDurations(t *testing.T) {
 	var truth []int64
 	for _, ctas := range []int{1, 264} {
 		for _, d := range []time.Duration{0, 10 * time.Microsecond, 100 * time.Microsecond} {
-			tm, err := e.kit.NewGridTimer(ctas)
+			tm, err := e.Kit.NewGridTimer(ctas)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := 0; i < reps; i++ {
 				h.BeginStep()
 				if ctas == 1 {
-					err = e.kit.Spin(e.kernel, d, tm)
+					err = e.Kit.Spin(e.Kernel, d, tm)
 				} else {
-					err = e.kit.SpinGrid(e.kernel, d, tm)
+					err = e.Kit.SpinGrid(e.Kernel, d, tm)
 				}
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := e.kit.Sync(e.kernel); err != nil {
+				if err := e.Kit.Sync(e.Kernel); err != nil {
 					t.Fatal(err)
 				}
 				a, b, err := tm.Read()
@@ -259,39 +260,39 @@ func TestGPUTracerDurations(t *testing.T) {
 // span is its kernel's own run, not the wait in the queue nor an earlier
 // replay's start.
 func TestGPUTracerGraphDurations(t *testing.T) {
-	gpuOnly(t)
-	e := newEngine(t, 0)
+	gputest.Only(t)
+	e := gputest.NewEngine(t, 0)
 	const spin = 20 * time.Microsecond
 	runtime.LockOSThread()
-	if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+	if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {
-		if err := e.kit.Spin(e.kernel, spin, nil); err != nil {
+		if err := e.Kit.Spin(e.Kernel, spin, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
-	g, err := e.kit.CaptureEnd(e.kernel)
+	g, err := e.Kit.CaptureEnd(e.Kernel)
 	runtime.UnlockOSThread()
 	if err != nil {
 		t.Fatal(err)
 	}
-	x, err := e.kit.Instantiate(g)
+	x, err := e.Kit.Instantiate(g)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.kit.DestroyGraphExec(x); _ = e.kit.DestroyGraph(g) })
+	t.Cleanup(func() { _ = e.Kit.DestroyGraphExec(x); _ = e.Kit.DestroyGraph(g) })
 	h, _ := tracedGPUHub(t, e, 2)
 	const steps = 20
 	for i := 0; i < steps; i++ {
 		h.BeginStep()
-		if err := e.kit.Spin(e.kernel, 2*time.Millisecond, nil); err != nil { // the queue ahead
+		if err := e.Kit.Spin(e.Kernel, 2*time.Millisecond, nil); err != nil { // the queue ahead
 			t.Fatal(err)
 		}
-		if err := e.kit.Launch(x, e.kernel); err != nil {
+		if err := e.Kit.Launch(x, e.Kernel); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.kit.Sync(e.kernel); err != nil {
+		if err := e.Kit.Sync(e.Kernel); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest/gputest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -28,8 +29,8 @@ const (
 )
 
 func TestGPUHubEndToEnd(t *testing.T) {
-	gpuOnly(t)
-	e := newEngine(t, 0)
+	gputest.Only(t)
+	e := gputest.NewEngine(t, 0)
 	var logs []string
 	h, err := gpuspans.New(gpuspans.Options{
 		Lanes:           []string{"prefill", "decode"},
@@ -46,7 +47,7 @@ func TestGPUHubEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
+	if err := h.Install(0, e.Lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 
@@ -60,32 +61,32 @@ func TestGPUHubEndToEnd(t *testing.T) {
 	if err := h.SetKernelSpanEvery(e2eEvery); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+	if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {
-		sp := h.KernelBegin(100, e.kernel)
+		sp := h.KernelBegin(100, e.Kernel)
 		if sp != (gpuspans.KernelSpan{}) {
 			t.Error("kernel span opened on a capturing stream")
 		}
-		if err := e.kit.Spin(e.kernel, 10*time.Microsecond, nil); err != nil {
+		if err := e.Kit.Spin(e.Kernel, 10*time.Microsecond, nil); err != nil {
 			t.Fatal(err)
 		}
 		h.KernelEnd(sp)
 	}
-	g, err := e.kit.CaptureEnd(e.kernel)
+	g, err := e.Kit.CaptureEnd(e.Kernel)
 	runtime.UnlockOSThread()
 	if err != nil {
 		t.Fatalf("capture broken: %v", err)
 	}
-	x, err := e.kit.Instantiate(g)
+	x, err := e.Kit.Instantiate(g)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		_ = e.kit.Sync(e.kernel)
-		_ = e.kit.DestroyGraphExec(x)
-		_ = e.kit.DestroyGraph(g)
+		_ = e.Kit.Sync(e.Kernel)
+		_ = e.Kit.DestroyGraphExec(x)
+		_ = e.Kit.DestroyGraph(g)
 	}()
 
 	var slowest time.Duration
@@ -97,27 +98,27 @@ func TestGPUHubEndToEnd(t *testing.T) {
 		}
 		for lane := 0; lane < 2; lane++ {
 			h.LaneBegin(lane)
-			if err := e.kit.Spin(e.lane, e2eSpin, nil); err != nil {
+			if err := e.Kit.Spin(e.Lane, e2eSpin, nil); err != nil {
 				t.Fatal(err)
 			}
 			h.LaneEnd(lane)
 		}
 		for k := 0; k < e2eKernels; k++ {
-			sp := h.KernelBegin(uint64(100+k), e.kernel)
-			if err := e.kit.Spin(e.kernel, e2eSpin, nil); err != nil {
+			sp := h.KernelBegin(uint64(100+k), e.Kernel)
+			if err := e.Kit.Spin(e.Kernel, e2eSpin, nil); err != nil {
 				t.Fatal(err)
 			}
 			h.KernelEnd(sp)
 		}
-		if err := e.kit.Launch(x, e.kernel); err != nil {
+		if err := e.Kit.Launch(x, e.Kernel); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Harvest until everything landed (the GPU needs a moment to drain).
-	if err := e.kit.Sync(e.lane); err != nil {
+	if err := e.Kit.Sync(e.Lane); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.kit.Sync(e.kernel); err != nil {
+	if err := e.Kit.Sync(e.Kernel); err != nil {
 		t.Fatal(err)
 	}
 	h.Harvest()
@@ -187,14 +188,14 @@ func TestGPUHubEndToEnd(t *testing.T) {
 // background harvester: every lane lands every step, each span times its
 // own spin, and each lane span starts where the one before it ended.
 func TestGPUHubSharedBoundaries(t *testing.T) {
-	gpuOnly(t)
-	e := newEngine(t, 0)
+	gputest.Only(t)
+	e := gputest.NewEngine(t, 0)
 	h, err := gpuspans.New(gpuspans.Options{Lanes: []string{"prefill", "decode", "sample"}, Level: gpuspans.LevelKernel})
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.KeepStartTimes()
-	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
+	if err := h.Install(0, e.Lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
@@ -205,7 +206,7 @@ func TestGPUHubSharedBoundaries(t *testing.T) {
 	for step := 0; step < steps; step++ {
 		h.NextStep(2, 0) // the first step: no lane 2 open, lane 0 begins
 		for lane := 0; lane < 3; lane++ {
-			if err := e.kit.Spin(e.lane, e2eSpin, nil); err != nil {
+			if err := e.Kit.Spin(e.Lane, e2eSpin, nil); err != nil {
 				t.Fatal(err)
 			}
 			if lane < 2 {
@@ -214,7 +215,7 @@ func TestGPUHubSharedBoundaries(t *testing.T) {
 		}
 	}
 	h.LaneEnd(2)
-	if err := e.kit.Sync(e.lane); err != nil {
+	if err := e.Kit.Sync(e.Lane); err != nil {
 		t.Fatal(err)
 	}
 	stop()
@@ -279,18 +280,18 @@ func checkSpinAggregate(t *testing.T, what string, a gpuspans.Aggregate, under t
 // TestGPUHubHarvestDoesNotWait: a harvest while a 50 ms kernel runs returns
 // at once and leaves its span in flight.
 func TestGPUHubHarvestDoesNotWait(t *testing.T) {
-	gpuOnly(t)
-	e := newEngine(t, 0)
+	gputest.Only(t)
+	e := gputest.NewEngine(t, 0)
 	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
+	if err := h.Install(0, e.Lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 	h.BeginStep()
-	sp := h.KernelBegin(1, e.kernel)
-	if err := e.kit.Spin(e.kernel, 50*time.Millisecond, nil); err != nil {
+	sp := h.KernelBegin(1, e.Kernel)
+	if err := e.Kit.Spin(e.Kernel, 50*time.Millisecond, nil); err != nil {
 		t.Fatal(err)
 	}
 	h.KernelEnd(sp)
@@ -305,7 +306,7 @@ func TestGPUHubHarvestDoesNotWait(t *testing.T) {
 	if took > 5*time.Millisecond {
 		t.Errorf("harvest took %v: it waited for the GPU", took)
 	}
-	if err := e.kit.Sync(e.kernel); err != nil {
+	if err := e.Kit.Sync(e.Kernel); err != nil {
 		t.Fatal(err)
 	}
 	h.Harvest()
@@ -317,7 +318,7 @@ func TestGPUHubHarvestDoesNotWait(t *testing.T) {
 // TestGPUHubTwoDevices: one process, a pool per GPU, spans carry the right
 // device. Skipped on a machine with one GPU.
 func TestGPUHubTwoDevices(t *testing.T) {
-	gpuOnly(t)
+	gputest.Only(t)
 	n, err := cuda.DeviceCount()
 	if err != nil {
 		t.Fatal(err)
@@ -325,13 +326,13 @@ func TestGPUHubTwoDevices(t *testing.T) {
 	if n < 2 {
 		t.Skipf("%d device(s)", n)
 	}
-	engines := []*engine{newEngine(t, 0), newEngine(t, 1)}
+	engines := []*gputest.Engine{gputest.NewEngine(t, 0), gputest.NewEngine(t, 1)}
 	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for d, e := range engines {
-		if err := h.Install(d, e.lane, cuda.Opener(d)); err != nil {
+		if err := h.Install(d, e.Lane, cuda.Opener(d)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -340,12 +341,12 @@ func TestGPUHubTwoDevices(t *testing.T) {
 		h.BeginStep()
 		h.LaneBegin(0)
 		for d, e := range engines {
-			if err := e.kit.Spin(e.lane, 20*time.Microsecond, nil); err != nil {
+			if err := e.Kit.Spin(e.Lane, 20*time.Microsecond, nil); err != nil {
 				t.Fatal(err)
 			}
 			// Device 1 runs kernels twice as long, so a mix-up shows.
-			sp := h.Device(d).KernelBegin(7, e.kernel)
-			if err := e.kit.Spin(e.kernel, time.Duration(d+1)*100*time.Microsecond, nil); err != nil {
+			sp := h.Device(d).KernelBegin(7, e.Kernel)
+			if err := e.Kit.Spin(e.Kernel, time.Duration(d+1)*100*time.Microsecond, nil); err != nil {
 				t.Fatal(err)
 			}
 			h.KernelEnd(sp)
@@ -353,8 +354,8 @@ func TestGPUHubTwoDevices(t *testing.T) {
 		h.LaneEnd(0)
 	}
 	for _, e := range engines {
-		_ = e.kit.Sync(e.lane)
-		_ = e.kit.Sync(e.kernel)
+		_ = e.Kit.Sync(e.Lane)
+		_ = e.Kit.Sync(e.Kernel)
 	}
 	h.Harvest()
 	s := h.Snapshot()

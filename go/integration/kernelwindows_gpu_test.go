@@ -13,6 +13,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudatest/gputest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
@@ -31,38 +32,38 @@ import (
 const windowGraphKernels = 100
 
 func TestGPUKernelWindows(t *testing.T) {
-	gpuOnly(t)
+	gputest.Only(t)
 	windows := 1000
 	if v, err := strconv.Atoi(os.Getenv("GPUSPANS_WINDOWS")); err == nil && v > 0 {
 		windows = v
 	}
 	runtime.LockOSThread() // the stepping thread is the launching thread
 	defer runtime.UnlockOSThread()
-	e := newEngine(t, 0)
-	counter, err := e.kit.NewCounter()
+	e := gputest.NewEngine(t, 0)
+	counter, err := e.Kit.NewCounter()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer counter.Free()
 	capture := func(n int) cudatest.GraphExec {
 		t.Helper()
-		if err := e.kit.CaptureBegin(e.kernel, cudatest.CaptureGlobal); err != nil {
+		if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < n; i++ {
-			if err := e.kit.Count(e.kernel, counter); err != nil {
+			if err := e.Kit.Count(e.Kernel, counter); err != nil {
 				t.Fatal(err)
 			}
 		}
-		g, err := e.kit.CaptureEnd(e.kernel)
+		g, err := e.Kit.CaptureEnd(e.Kernel)
 		if err != nil {
 			t.Fatalf("a capture broke: %v", err)
 		}
-		x, err := e.kit.Instantiate(g)
+		x, err := e.Kit.Instantiate(g)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.kit.DestroyGraphExec(x); _ = e.kit.DestroyGraph(g) })
+		t.Cleanup(func() { _ = e.Kit.DestroyGraphExec(x); _ = e.Kit.DestroyGraph(g) })
 		return x
 	}
 	before := capture(windowGraphKernels) // before CUPTI is first touched
@@ -76,7 +77,7 @@ func TestGPUKernelWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, e.lane, cuda.Opener(0)); err != nil {
+	if err := h.Install(0, e.Lane, cuda.Opener(0)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,7 +102,7 @@ func TestGPUKernelWindows(t *testing.T) {
 		h.LaneBegin(0)
 		n := uint64(0)
 		launch := func(x cudatest.GraphExec, kernels int) {
-			if err := e.kit.Launch(x, e.kernel); err != nil {
+			if err := e.Kit.Launch(x, e.Kernel); err != nil {
 				t.Fatalf("step %d: graph launch: %v", step, err)
 			}
 			n += uint64(kernels)
@@ -123,13 +124,13 @@ func TestGPUKernelWindows(t *testing.T) {
 			launch(x, 10)
 		}
 		for i := 0; i < 3; i++ { // eager kernels
-			if err := e.kit.Count(e.kernel, counter); err != nil {
+			if err := e.Kit.Count(e.Kernel, counter); err != nil {
 				t.Fatalf("step %d: launch: %v", step, err)
 			}
 			n++
 		}
 		h.LaneEnd(0)
-		if err := e.kit.Sync(e.kernel); err != nil { // the engine's per-step read-back
+		if err := e.Kit.Sync(e.Kernel); err != nil { // the engine's per-step read-back
 			t.Fatalf("step %d: %v", step, err)
 		}
 		launched += n
