@@ -147,8 +147,25 @@ pid_t ThisThread() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 
 // ThreadAlive: whether thread tid of this process still runs. A window
 // whose opener has exited has no launching thread left to race its close.
+// A thread that was just joined can still be signalled for a moment (the
+// kernel wakes its joiner before the task is gone), so a thread that looks
+// alive is asked again for up to 20 ms, a zombie counting as gone: only a
+// second thread's open, which turns windows off for good, pays the wait.
 bool ThreadAlive(pid_t tid) {
-  return syscall(SYS_tgkill, getpid(), tid, 0) == 0 || errno != ESRCH;
+  for (int i = 0; i < 40; i++) {
+    if (syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH) return false;
+    char path[64], stat[256] = {0};
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
+    FILE* f = fopen(path, "r");
+    if (f == nullptr) return false;
+    size_t n = fread(stat, 1, sizeof stat - 1, f);
+    fclose(f);
+    const char* state = strrchr(stat, ')');  // the name may hold spaces and parens
+    if (n == 0 || state == nullptr || state[1] == 0) return false;
+    if (state[2] == 'Z' || state[2] == 'X' || state[2] == 'x') return false;
+    usleep(500);
+  }
+  return true;
 }
 
 uint32_t Intern(Tracer& t, const char* name) {

@@ -21,6 +21,9 @@ import (
 // copied export cannot report another's name. It also holds the exports to
 // hub.h's declarations, both ways.
 func TestExportsNameThemselves(t *testing.T) {
+	if os.Getenv("TEST_SRCDIR") != "" {
+		t.Skip("under Bazel: the sources it reads are go test's (CI runs it there)")
+	}
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)

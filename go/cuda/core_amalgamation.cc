@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 33905f6e8c84f4bfe6e8ae5ef4716ae705ace4bd80290d470ad16e2163deb75f
+// sees only this file, rebuilds when they change: 9f23c06328a2da95e1aede7c76f4ee8aa6f2a322d636e6c72ff3727da74a2b34
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
