@@ -29,9 +29,12 @@ _U64 = (0, (1 << 64) - 1)
 def _int(what, value, bounds):
     """value as an int within bounds (a C type's range), or ValueError:
     ctypes would wrap it silently."""
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"gpuspans: {what} is {value}, want a finite number")
-    n = int(value)
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"gpuspans: {what} is {value}, want an integer")
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"gpuspans: {what} is {value!r}, want an integer") from None
     if not bounds[0] <= n <= bounds[1]:
         raise ValueError(f"gpuspans: {what} is {n}, outside {bounds[0]}..{bounds[1]}")
     return n
@@ -49,7 +52,8 @@ def _cstr(what, value):
 def _nanoseconds(what, seconds):
     ns = seconds * 1e9
     if isinstance(ns, float) and not math.isfinite(ns):
-        raise ValueError(f"gpuspans: {what} is {seconds}, want a finite number of seconds")
+        want = "a finite number of seconds" if not math.isfinite(seconds) else "at most about 292 years"
+        raise ValueError(f"gpuspans: {what} is {seconds}, want {want}")
     return _int(what + " in nanoseconds", int(ns), _I64)
 
 

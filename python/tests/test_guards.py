@@ -134,6 +134,12 @@ class RangeTest(unittest.TestCase):
             gpuspans.Hub(slots=2**32 + 8)
         with self.assertRaisesRegex(ValueError, "kernel_span_every"):
             gpuspans.Hub(kernel_span_every=2**32 + 1)
+        # Not integers: refused by name, never truncated or a bare int() error.
+        for bad in (7.5, float("nan"), float("inf"), "x", None):
+            with self.assertRaisesRegex(ValueError, "kernel_labels is .*want an integer"):
+                gpuspans.Hub(kernel_labels=bad)
+        with self.assertRaisesRegex(ValueError, "at most about 292 years"):
+            gpuspans.Hub(kernel_window_every=1e300)
         with gpuspans.Hub(level="kernel", kernel_span_every=1, quiet=True) as hub:
             with self.assertRaisesRegex(ValueError, "device is 4294967296"):
                 hub.install(2**32, sim=True)  # would have installed device 0
