@@ -148,11 +148,12 @@ pid_t ThisThread() { return static_cast<pid_t>(syscall(SYS_gettid)); }
 // ThreadAlive: whether thread tid of this process still runs. A window
 // whose opener has exited has no launching thread left to race its close.
 // A thread that was just joined can still be signalled for a moment (the
-// kernel wakes its joiner before the task is gone), so a thread that looks
-// alive is asked again for up to 20 ms, a zombie counting as gone: only a
-// second thread's open, which turns windows off for good, pays the wait.
-bool ThreadAlive(pid_t tid) {
-  for (int i = 0; i < 40; i++) {
+// kernel wakes its joiner before the task is gone), a zombie counting as
+// gone; with wait, one that looks alive is asked again for up to 20 ms. Only
+// a second thread's open waits: it turns windows off for good, where a
+// close refused as from the wrong thread is tried again at a later step.
+bool ThreadAlive(pid_t tid, bool wait) {
+  for (int i = 0; i < (wait ? 40 : 1); i++) {
     if (syscall(SYS_tgkill, getpid(), tid, 0) != 0 && errno == ESRCH) return false;
     char path[64], stat[256] = {0};
     snprintf(path, sizeof path, "/proc/self/task/%d/stat", static_cast<int>(tid));
@@ -163,7 +164,7 @@ bool ThreadAlive(pid_t tid) {
     const char* state = strrchr(stat, ')');  // the name may hold spaces and parens
     if (n == 0 || state == nullptr || state[1] == 0) return false;
     if (state[2] == 'Z' || state[2] == 'X' || state[2] == 'x') return false;
-    usleep(500);
+    if (wait) usleep(500);
   }
   return true;
 }
@@ -488,7 +489,7 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
   if (t.open && !t.window) {
     return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_window_open: the tracer is open already in this process");
   }
-  if (t.owner != 0 && t.owner != me && gs::ThreadAlive(t.owner)) {
+  if (t.owner != 0 && t.owner != me && gs::ThreadAlive(t.owner, true)) {
     char why[160];
     snprintf(why, sizeof why,
              "kernel windows were opened on two threads (%d, then %d): they need one launching thread in the "
@@ -630,7 +631,7 @@ extern "C" gs_status gs_tracer_close(gs_error* err) {
   if (!t.open) return GS_OK;
   if (t.window) {
     pid_t me = gs::ThisThread();
-    if (me != t.owner && gs::ThreadAlive(t.owner)) {
+    if (me != t.owner && gs::ThreadAlive(t.owner, false)) {
       return gs::SetError(err, GS_ERR_WRONG_THREAD, 0,
                           "gs_tracer_close: the kernel window was opened on thread %d and this is thread %d: "
                           "CUPTI detaches only on the launching thread",

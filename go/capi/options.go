@@ -11,6 +11,7 @@ import "C"
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -19,24 +20,50 @@ import (
 )
 
 // The options structs of the C ABI. Each starts with its size, so that it
-// can grow at the end (hub.h says the rule): a caller compiled against an
-// older header passes fewer bytes, and the fields it lacks read as zero,
-// their defaults.
+// can grow at the end (hub.h says the rule). A caller compiled against an
+// older header passes one of the sizes its struct has had, and the fields
+// it lacks read as zero, their defaults. Only those sizes are read: a size
+// in between could end inside a pointer, and reading through half of one
+// would crash the process, which no recover catches.
 
-// readSized copies the size bytes of a caller's struct named name at src
-// into dst, a zeroed struct of known bytes. It refuses a size of 0 (a
-// struct not made with its _init function) and one larger than known (a
-// caller built against a newer header, whose fields this library would
-// silently ignore).
-func readSized(name string, src unsafe.Pointer, size C.uint32_t, dst unsafe.Pointer, known uintptr) error {
+// A layout is one published size of an options struct and how many of its
+// bytes hold fields (the rest is tail padding, which a later field may
+// occupy and which so must not be read from an older caller).
+type layout struct{ size, fields uintptr }
+
+// The layouts each struct has been published with, oldest first; the last
+// is this library's own. A field added to a struct adds its new size here,
+// and the size before it stays readable.
+var (
+	hubOptionsLayouts  = []layout{{C.sizeof_gs_hub_options, C.sizeof_gs_hub_options}}
+	otlpOptionsLayouts = []layout{{C.sizeof_gs_hub_otlp_options, C.sizeof_gs_hub_otlp_options}}
+)
+
+// readSized copies the fields of a caller's struct named name at src, of
+// size bytes, into dst, a zeroed struct of this library's layout (the last
+// of layouts). It refuses a size of 0 (a struct not made with its _init
+// function), one past this library's (a caller built against a newer
+// header, whose fields it would silently ignore), and one of no published
+// layout.
+func readSized(name string, src unsafe.Pointer, size uint32, dst unsafe.Pointer, layouts []layout) error {
+	own := layouts[len(layouts)-1].size
 	switch {
 	case size == 0:
 		return fmt.Errorf("%s.size is 0: start the struct from %s_init(), which sets it to sizeof(%s)", name, name, name)
-	case uintptr(size) > known:
-		return fmt.Errorf("%s.size is %d, larger than the %d bytes of the %s this library knows: the caller was built against a newer gpuspans/hub.h than this library", name, uint32(size), known, name)
+	case uintptr(size) > own:
+		return fmt.Errorf("%s.size is %d, larger than the %d bytes of the %s this library knows: the caller was built against a newer gpuspans/hub.h than this library", name, size, own, name)
 	}
-	copy(unsafe.Slice((*byte)(dst), known), unsafe.Slice((*byte)(src), uintptr(size)))
-	return nil
+	for _, l := range layouts {
+		if l.size == uintptr(size) {
+			copy(unsafe.Slice((*byte)(dst), own), unsafe.Slice((*byte)(src), l.fields))
+			return nil
+		}
+	}
+	sizes := make([]string, len(layouts))
+	for i, l := range layouts {
+		sizes[i] = fmt.Sprint(l.size)
+	}
+	return fmt.Errorf("%s.size is %d, which no gpuspans/hub.h has given it (%s): set it with %s_init()", name, size, strings.Join(sizes, ", "), name)
 }
 
 // cName spells an Options field as gs_hub_options does: in snake case,
@@ -55,7 +82,7 @@ func hubOptions(p *C.gs_hub_options) (o gpuspans.Options, quiet bool, err error)
 		return o, false, nil
 	}
 	var c C.gs_hub_options
-	if err := readSized("gs_hub_options", unsafe.Pointer(p), p.size, unsafe.Pointer(&c), unsafe.Sizeof(c)); err != nil {
+	if err := readSized("gs_hub_options", unsafe.Pointer(p), uint32(p.size), unsafe.Pointer(&c), hubOptionsLayouts); err != nil {
 		return o, false, err
 	}
 	n := int(c.num_lanes)

@@ -31,7 +31,7 @@ func gs_hub_otlp_start(handle C.gs_hub, opts *C.gs_hub_otlp_options) C.gs_hub_st
 			return c.fail(statusInvalidArgument, "opts is NULL")
 		}
 		var co C.gs_hub_otlp_options
-		if err := readSized("gs_hub_otlp_options", unsafe.Pointer(opts), opts.size, unsafe.Pointer(&co), unsafe.Sizeof(co)); err != nil {
+		if err := readSized("gs_hub_otlp_options", unsafe.Pointer(opts), uint32(opts.size), unsafe.Pointer(&co), otlpOptionsLayouts); err != nil {
 			return c.fail(statusInvalidArgument, "%v", err)
 		}
 		var o otlp.Options // NULL strings: the environment's

@@ -190,8 +190,8 @@ func onHub(op string, handle C.gs_hub, f func(c call) C.gs_hub_status) (st C.gs_
 }
 
 // recoverTo turns a panic in an export named op into GS_HUB_ERR_INTERNAL
-// in *st; deferred first thing by every export that can reach Go code
-// beyond this package.
+// in *st: onHub defers it for the exports on a hub, and gs_hub_create and
+// gs_hub_close for themselves.
 func recoverTo(op string, e *hub, st *C.gs_hub_status) {
 	if r := recover(); r != nil {
 		*st = panicked(op, e, r)

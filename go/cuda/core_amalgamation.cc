@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 9f23c06328a2da95e1aede7c76f4ee8aa6f2a322d636e6c72ff3727da74a2b34
+// sees only this file, rebuilds when they change: e679440c9c89edebc24714657a200d4d07e9906e03de4f282d9a466e9de8f577
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

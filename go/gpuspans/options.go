@@ -310,10 +310,10 @@ func checkName(name string) error {
 }
 
 // Options returns the options the hub runs with now, every default filled
-// in, as New would take them to make a hub that starts the same way: the
-// level, arming period, kernel timing and window settings as last set,
-// the rest as New fixed them. Logf, Now, KernelTracer and StateMirror are
-// left nil.
+// in: the level, arming period, kernel timing and window settings as last
+// set, the rest as New fixed them. Logf, Now, KernelTracer and StateMirror
+// are left nil (New needs a KernelTracer again for a kernel timing other
+// than events).
 func (h *Hub) Options() Options {
 	var o Options
 	h.optionsInto(&o)
@@ -322,8 +322,12 @@ func (h *Hub) Options() Options {
 
 // optionsInto is Options reusing o.Lanes' array.
 func (h *Hub) optionsInto(o *Options) {
+	lanes := append(o.Lanes[:0], h.lanes...)
+	if lanes == nil {
+		lanes = []string{} // a hub of no lanes: nil would read as the default lanes
+	}
 	*o = Options{
-		Lanes:             append(o.Lanes[:0], h.lanes...),
+		Lanes:             lanes,
 		KernelSpanEvery:   h.KernelSpanEvery(),
 		Slots:             h.slots,
 		RecentSpans:       h.recentCap,

@@ -57,12 +57,12 @@ def _nanoseconds(what, seconds):
     return _int(what + " in nanoseconds", int(ns), _I64)
 
 
-def _window_ns(every):
+def _window_ns(what, every):
     """A kernel window period in seconds, as nanoseconds; its bounds are
     the library's (go/gpuspans.Options.KernelWindowEvery)."""
     if isinstance(every, bool) or not isinstance(every, (int, float)) or every != every:
-        raise ValueError(f"gpuspans: kernel window period {every!r}: want a number of seconds")
-    return _nanoseconds("kernel window period", every)
+        raise ValueError(f"gpuspans: {what} is {every!r}, want a number of seconds")
+    return _nanoseconds(what, every)
 
 
 def _level(value):

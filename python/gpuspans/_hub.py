@@ -95,7 +95,7 @@ class Hub:
         o.raw_kernel_spans = int(bool(raw_kernel_spans))
         o.quiet = int(bool(quiet))
         o.kernel_timing = _KERNEL_TIMINGS.index(kernel_timing)
-        o.kernel_window_every_ns = _window_ns(kernel_window_every)
+        o.kernel_window_every_ns = _window_ns("kernel_window_every", kernel_window_every)
         o.kernel_window_steps = _int("kernel_window_steps", kernel_window_steps, _I32)
         o.kernel_labels = _int("kernel_labels", kernel_labels, _I32)
         h = ctypes.c_uint64()
@@ -107,7 +107,9 @@ class Hub:
             gc.collect()
             _wait_closing(2.0)
             st = lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h))
-        self._check(st, hub=0)
+        # The library names the options as gs_hub_options does; the one
+        # spelt otherwise here is the period, in seconds, not _ns.
+        self._check(st, hub=0, rename=("kernel_window_every_ns", "kernel_window_every"))
         self._h = h.value
         self._finalizer = weakref.finalize(self, _close_handle, lib, self._h, os.getpid())
         self._finalizer.atexit = False  # the process is ending: nothing to free
@@ -189,13 +191,16 @@ class Hub:
 
     # Errors.
 
-    def _check(self, status, hub=None):
+    def _check(self, status, hub=None, rename=None):
         if status != _lib.OK:
             h = self._h if hub is None else hub
             buf = ctypes.create_string_buffer(4096)
             self._lib.gs_hub_last_error(h, buf, len(buf))
             name = self._lib.gs_hub_status_name(status).decode()
-            raise Error(status, name, buf.value.decode(errors="replace"))
+            msg = buf.value.decode(errors="replace")
+            if rename:
+                msg = msg.replace(*rename)
+            raise Error(status, name, msg)
 
     # Set-up.
 
@@ -295,7 +300,7 @@ class Hub:
     def set_kernel_windows(self, every: float = 0, steps: int = 0) -> None:
         """Sets the period of kernel windows in seconds (0.001 to 86400; 0:
         10 s) and the consecutive steps each collects (1 to 1024; 0: 1)."""
-        self._check(self._lib.gs_hub_set_kernel_windows(self._h, _window_ns(every), _int("kernel_window_steps", steps, _I32)))
+        self._check(self._lib.gs_hub_set_kernel_windows(self._h, _window_ns("every", every), _int("steps", steps, _I32)))
 
     def request_kernel_window(self) -> None:
         """Asks for a kernel window at the next step(), whatever the period:

@@ -110,7 +110,7 @@ class HubTest(unittest.TestCase):
             with gpuspans.Hub(level="kernel", kernel_timing="auto", kernel_window_every=2.5, kernel_window_steps=3, quiet=True) as hub:
                 w = hub.snapshot()["kernel_timing"]["windows"]
                 self.assertEqual((w["every_ns"], w["steps"], w["opened"]), (2_500_000_000, 3, 0))
-                for every, steps, what in ((0.0001, 1, "every is 100µs"), (86401, 1, "every is 24h0m1s"), (float("nan"), 1, "period"),
+                for every, steps, what in ((0.0001, 1, "every is 100µs"), (86401, 1, "every is 24h0m1s"), (float("nan"), 1, "every is nan"),
                                            (1, 1025, "steps is 1025"), (1, -1, "steps is -1")):
                     with self.assertRaisesRegex((ValueError, gpuspans.Error), what):
                         hub.set_kernel_windows(every, steps)

@@ -128,15 +128,18 @@ static void extreme_arguments(void) {
     o.kernel_window_every_ns = INT64_MAX;
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
 
-    // The size field: 0 (a struct not made by gs_hub_options_init) and
-    // sizes past what this library knows are refused by name, as a
-    // caller built against a newer header must learn; a shorter one (a
-    // caller built against an older header) is read up to its size, its
-    // missing fields taking their defaults, whatever lies beyond.
-    uint32_t sizes[] = {0, sizeof o + 1, sizeof o + 8, UINT32_MAX};
+    // The size field: 0 (a struct not made by gs_hub_options_init), sizes
+    // past what this library knows (a caller built against a newer header
+    // must learn), and sizes of no published layout (12 would end inside
+    // the lanes pointer) are refused by name. go/capi's
+    // TestReadSizedLayouts holds an older layout to being read.
+    uint32_t sizes[] = {0, 4, 12, offsetof(gs_hub_options, kernel_timing), sizeof o - 4, sizeof o + 1, sizeof o + 8,
+                        UINT32_MAX};
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
       o = gs_hub_options_init();
       o.size = sizes[i];
+      o.lanes = (const char* const*)(uintptr_t)0x10; /* never read: the size is refused first */
+      o.num_lanes = 1;
       EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&o, &h));
       char msg[512];
       gs_hub_last_error(0, msg, sizeof msg);
@@ -149,15 +152,11 @@ static void extreme_arguments(void) {
     memset(&longer, 0, sizeof longer);
     longer.o.size = sizeof longer; /* a newer caller's struct, its new fields zero */
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_create(&longer.o, &h));
-    o = gs_hub_options_init();
-    o.size = offsetof(gs_hub_options, kernel_timing); /* the fields through quiet */
-    o.quiet = 1;
-    o.kernel_timing = -7; /* past the caller's size: never read */
-    o.kernel_labels = INT32_MIN;
-    EXPECT(GS_HUB_OK, gs_hub_create(&o, &h));
-    EXPECT(GS_HUB_OK, gs_hub_close(h));
     gs_hub_otlp_options oo = gs_hub_otlp_options_init();
     oo.size = 0;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
+    oo.size = 12; /* inside the endpoint pointer */
+    oo.endpoint = (const char*)(uintptr_t)0x10;
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));
     oo.size = sizeof oo + 4;
     EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_otlp_start(hub, &oo));

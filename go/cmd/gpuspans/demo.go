@@ -180,11 +180,11 @@ func demoFlags(cfg *demo.Config) (fs *flag.FlagSet, token, tokenFile *string) {
 func hubFlags(fs *flag.FlagSet, o *gpuspans.Options) {
 	fs.TextVar(&o.Level, "level", o.Level, "telemetry `level` at start: off, step or kernel")
 	fs.TextVar(&o.KernelTiming, "kernel_timing", o.KernelTiming, "where kernel spans come from: events (event pairs around the demo's launches), auto (every kernel of kernel windows from CUPTI where it loads, else events), cupti, or attached (CUPTI attached throughout)")
-	fs.IntVar(&o.KernelSpanEvery, "kernel_span_every", o.KernelSpanEvery, "arm kernel spans on one step in this many")
-	fs.IntVar(&o.Slots, "slots", o.Slots, "span ring slots (event pairs) per device")
-	fs.Var((*durationFlag)(&o.KernelWindowEvery), "kernel_window_every", "with kernel_timing auto or cupti, the `period` of kernel windows (1ms..24h)")
-	fs.IntVar(&o.KernelWindowSteps, "kernel_window_steps", o.KernelWindowSteps, "steps each kernel window collects (1..1024)")
-	fs.IntVar(&o.KernelLabels, "kernel_labels", o.KernelLabels, "traced kernel names that get a label of their own, heaviest first; the rest are \"other\" (1..1024)")
+	fs.IntVar(&o.KernelSpanEvery, "kernel_span_every", o.KernelSpanEvery, "arm kernel spans on one step in this many (0: 16)")
+	fs.IntVar(&o.Slots, "slots", o.Slots, "span ring slots (event pairs) per device (0: 4096)")
+	fs.Var((*durationFlag)(&o.KernelWindowEvery), "kernel_window_every", "with kernel_timing auto or cupti, the `period` of kernel windows (1ms..24h; 0: 10s)")
+	fs.IntVar(&o.KernelWindowSteps, "kernel_window_steps", o.KernelWindowSteps, "steps each kernel window collects (1..1024; 0: 1)")
+	fs.IntVar(&o.KernelLabels, "kernel_labels", o.KernelLabels, "traced kernel names that get a label of their own, heaviest first; the rest are \"other\" (1..1024; 0: 32)")
 	fs.TextVar(&o.StartTimes, "start_times", o.StartTimes, "`when` spans are placed on the host clock: auto (while a reader reads them), never or always")
 	fs.BoolVar(&o.RawKernelSpans, "raw_kernel_spans", o.RawKernelSpans, "report kernel spans as their event pairs read them, the event offset not subtracted")
 }

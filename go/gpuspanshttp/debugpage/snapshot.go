@@ -134,9 +134,8 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 	return j
 }
 
-// kernelTimingJSON is Snapshot.KernelTiming, with the proto's names.
 // optionsJSON is gpuspans.Options with its defaults filled in, each field
-// named as gs_hub_options and Python's Hub keywords name it.
+// named as gs_hub_options names it.
 type optionsJSON struct {
 	Lanes               []string `json:"lanes"`
 	Level               string   `json:"level"`
@@ -151,6 +150,7 @@ type optionsJSON struct {
 	KernelLabels        int      `json:"kernel_labels"`
 }
 
+// kernelTimingJSON is Snapshot.KernelTiming, with the proto's names.
 type kernelTimingJSON struct {
 	Mode      string            `json:"mode"`
 	Tracing   bool              `json:"tracing"`

@@ -50,6 +50,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h> /* memset, for the _init functions */
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,11 +106,13 @@ enum {
 #define GS_HUB_MAX_HUBS 64
 
 /* Options of gs_hub_create, as go/gpuspans.Options: each zero means that
- * field's default. Start from gs_hub_options_init(), which sets size
- * and zeroes the rest. size is what lets the struct grow: fields are only ever
- * added at the end, a library reads only the size bytes its caller
- * compiled (fields past them take their defaults), and a size larger than
- * the library knows is refused, naming the struct, rather than ignored. */
+ * field's default. Start from gs_hub_options_init(), which sets size and
+ * zeroes the rest. size is what lets the struct grow: fields are only ever
+ * added at the end, and a library reads a struct of any size a hub.h has
+ * given it, the fields that caller's header lacked at their defaults. A
+ * size of 0, one larger than the library knows (a caller built against a
+ * newer header) or one no hub.h ever gave is refused, naming the struct,
+ * never read in part or ignored. */
 typedef struct gs_hub_options {
   uint32_t size;             /* sizeof(gs_hub_options) as the caller compiled it */
   int32_t num_lanes;         /* entries in lanes, 1..64 when lanes is set */
@@ -122,13 +125,13 @@ typedef struct gs_hub_options {
   int32_t raw_kernel_spans;  /* nonzero: do not subtract the event offset from kernel spans */
   int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr
                                 (gs_hub_set_log_callback sends them elsewhere) */
-  int32_t kernel_timing;     /* GS_HUB_KERNEL_TIMING_*: where kernel spans come from (0: events) */
+  int32_t kernel_timing;     /* GS_HUB_KERNEL_TIMING_*: where kernel spans come from (0: events); as
+                                gs_hub_set_kernel_timing right after create, so AUTO or CUPTI take
+                                CUPTI over from the subscriber a finished profiler left */
   int64_t kernel_window_every_ns; /* period of kernel windows (0: 10 s; 1 ms..24 h) */
   int32_t kernel_window_steps;    /* steps each kernel window collects (0: 1; at most 1024) */
   int32_t kernel_labels;          /* traced kernel names with a label of their own (0: 32; at most 1024) */
 } gs_hub_options;
-
-
 
 /* Where kernel spans come from (docs/design.md, kernel spans). Values are
  * part of the ABI. */
@@ -223,8 +226,6 @@ extern uint32_t* const gs_hub_words;
 
 #ifndef GS_HUB_TYPES_ONLY /* go/capi's own cgo preamble stops here */
 
-#include <string.h>
-
 /* gs_hub_options_init returns options with size set to this header's
  * sizeof(gs_hub_options) and every other field zero: all defaults. */
 static inline gs_hub_options gs_hub_options_init(void) {
@@ -265,8 +266,9 @@ size_t gs_hub_last_error(gs_hub hub, char* buf, size_t cap);
 
 /* gs_hub_create makes a hub configured by *opts (NULL: all defaults) and
  * stores its handle in *out. It touches no GPU. GS_HUB_ERR_INVALID_ARGUMENT
- * names the bad option (a bad lane name, a duplicate lane, a negative
- * kernel_span_every, a level out of range); GS_HUB_ERR_LIMIT when
+ * names the bad option as gs_hub_options spells it (a bad lane name, a
+ * duplicate lane, a negative kernel_span_every, a level out of range, a
+ * size of 0 or past this library's struct); GS_HUB_ERR_LIMIT when
  * GS_HUB_MAX_HUBS hubs are open. Thread-safe. */
 gs_hub_status gs_hub_create(const gs_hub_options* opts, gs_hub* out);
 
@@ -321,7 +323,8 @@ gs_hub_status gs_hub_register_kernel(gs_hub hub, uint64_t kernel, const char* na
 gs_hub_status gs_hub_lane_index(gs_hub hub, const char* name, int32_t* lane);
 
 /* gs_hub_set_kernel_timing chooses where kernel spans come from, from the
- * next step on (GS_HUB_KERNEL_TIMING_*). With AUTO or CUPTI, CUPTI is
+ * next step on (GS_HUB_KERNEL_TIMING_*; gs_hub_options.kernel_timing sets
+ * it at create). With AUTO or CUPTI, CUPTI is
  * attached only during kernel windows (gs_hub_set_kernel_windows: one step
  * every 10 s by default), each opened and closed inside gs_hub_begin_step
  * on its caller's thread, which must be the thread that launches the
@@ -343,8 +346,9 @@ gs_hub_status gs_hub_get_kernel_timing(gs_hub hub, int32_t* timing, int32_t* tra
 
 /* gs_hub_set_kernel_windows sets the period of kernel windows in ns
  * (1 ms..24 h; 0: 10 s) and the consecutive steps each collects (1..1024;
- * 0: 1), from the next window on. GS_HUB_ERR_INVALID_ARGUMENT names a value
- * out of bounds, and changes nothing. Thread-safe. */
+ * 0: 1), from the next window on (gs_hub_options sets both at create).
+ * GS_HUB_ERR_INVALID_ARGUMENT names a value out of bounds, and changes
+ * nothing. Thread-safe. */
 gs_hub_status gs_hub_set_kernel_windows(gs_hub hub, int64_t every_ns, int32_t steps);
 
 /* gs_hub_request_kernel_window asks for a kernel window at the next
