@@ -124,7 +124,7 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 		return fail(nil, statusLimit, "gs_hub_create: %d hubs are open already (GS_HUB_MAX_HUBS); close one first", maxHubs)
 	}
 	o.StateMirror = wordOf(slot)
-	h, err := newHub(o)
+	h, err := gpuspans.New(o)
 	if err != nil {
 		// New wrote nothing to the word: it fails before publishing. Its
 		// message names the field as gs_hub_options does.
@@ -146,19 +146,6 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 	table[slot].Store(e)
 	*out = C.gs_hub(e.handle)
 	return statusOK
-}
-
-// newHub is gpuspans.New as the C ABI makes its hubs: a kernel timing other
-// than events given at create is set as gs_hub_set_kernel_timing right after
-// it would set it, which takes CUPTI over from the subscriber a finished
-// profiler leaves behind (gpuspans.New leaves that to SetKernelTiming, for
-// a Go engine that starts beside a profiler still running).
-func newHub(o gpuspans.Options) (*gpuspans.Hub, error) {
-	h, err := gpuspans.New(o)
-	if err != nil || o.KernelTiming == gpuspans.KernelTimingEvents {
-		return h, err
-	}
-	return h, h.SetKernelTiming(o.KernelTiming) // New took the same value
 }
 
 //export gs_hub_close

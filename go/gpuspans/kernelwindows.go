@@ -140,7 +140,10 @@ type kernelWindows struct {
 // newKernelWindows makes the windows' state for resolved options.
 func newKernelWindows(o Options, logf func(string, ...interface{}), now func() time.Time) *kernelWindows {
 	w := &kernelWindows{opener: o.KernelTracer, logf: logf, now: now}
-	w.mode.Store(uint32(o.KernelTiming))
+	// As SetKernelTiming: asking for auto or cupti says a profiler that ran
+	// earlier in the process is done, so the first window takes CUPTI over
+	// from the subscriber it left.
+	w.setMode(o.KernelTiming)
 	w.every.Store(int64(o.KernelWindowEvery))
 	w.nsteps.Store(int64(o.KernelWindowSteps))
 	w.stats.OpenTime.Name, w.stats.CloseTime.Name = "open", "close"

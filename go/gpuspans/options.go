@@ -81,7 +81,9 @@ type Options struct {
 	// in kernel windows, KernelTimingAttached; docs/design.md, kernel
 	// spans, compares them). KernelTracer opens the tracer
 	// (cuda.TracerOpener) on the stepping thread, inside BeginStep at level
-	// Kernel; it is required for all but events.
+	// Kernel; it is required for all but events. Auto or cupti here is as
+	// SetKernelTiming right after New: the first window takes CUPTI over
+	// from the subscriber a profiler that ran earlier left.
 	KernelTiming KernelTiming
 	KernelTracer backend.TracerOpener
 	// KernelWindowEvery is the period of kernel windows (0:

@@ -368,6 +368,13 @@ func TestTracerFallsBackToEventPairs(t *testing.T) {
 // next window takes CUPTI over and clears it with its detach.
 func TestWindowStepsAsideForAProfiler(t *testing.T) {
 	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	// The first window (its take-over is New's: auto was asked for) opens
+	// and detaches; then a profiler attaches, and windows step aside.
+	h.BeginStep()
+	h.BeginStep()
+	if f.Attached() || gpuspanstest.Snapshot(t, h).KernelTiming.Windows.Opened != 1 {
+		t.Fatalf("the first window did not open and detach: %+v", gpuspanstest.Snapshot(t, h).KernelTiming)
+	}
 	f.OtherSubscriber(true)
 	for i := 0; i < 3; i++ {
 		_ = h.RequestKernelWindow()
@@ -379,7 +386,7 @@ func TestWindowStepsAsideForAProfiler(t *testing.T) {
 		h.KernelEnd(sp)
 	}
 	s := gpuspanstest.Snapshot(t, h)
-	if kw := s.KernelTiming.Windows; kw.Skipped != 3 || kw.Opened != 0 || !errors.Is(s.KernelTiming.Err, backend.ErrTracerBusy) {
+	if kw := s.KernelTiming.Windows; kw.Skipped != 3 || kw.Opened != 1 || !errors.Is(s.KernelTiming.Err, backend.ErrTracerBusy) { // none opened beside the profiler
 		t.Fatalf("with a profiler: %+v", s.KernelTiming)
 	}
 	if n := log.Count("kernel window skipped"); n != 1 {
@@ -409,8 +416,47 @@ func TestWindowStepsAsideForAProfiler(t *testing.T) {
 		t.Error("no window after the take-over's detach")
 	}
 	h.BeginStep()
-	if s := gpuspanstest.Snapshot(t, h); s.KernelTiming.Windows.Opened != 2 || s.KernelTiming.Windows.Skipped != 3 {
-		t.Errorf("windows %d opened, %d skipped; want 2 and 3", s.KernelTiming.Windows.Opened, s.KernelTiming.Windows.Skipped)
+	if s := gpuspanstest.Snapshot(t, h); s.KernelTiming.Windows.Opened != 3 || s.KernelTiming.Windows.Skipped != 3 {
+		t.Errorf("windows %d opened, %d skipped; want 3 and 3", s.KernelTiming.Windows.Opened, s.KernelTiming.Windows.Skipped)
+	}
+}
+
+// A hub created with auto after a profiler has finished takes CUPTI over
+// from the subscriber the profiler left (torch.profiler keeps it after it
+// stops), at its first window, on the stepping thread: every CUPTI call
+// there, no graph replayed while attached with collection off before the
+// finalize (GPU_FACTS' rules; the fake counts a break of either).
+func TestWindowTakesOverFromAFinishedProfiler(t *testing.T) {
+	f := cudatest.UseFakeCUPTI()
+	f.OtherSubscriber(true)
+	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	f.OtherSubscriber(true) // tracedHub made a fresh fake: the profiler's subscriber again
+	f.ExpectThread(cudatest.ThreadID())
+	for i := 0; i < 3; i++ {
+		h.BeginStep() // a window opens
+		if !f.Attached() || !f.Enabled() {
+			t.Fatalf("window %d: no window after a finished profiler: %+v", i, gpuspanstest.Snapshot(t, h).KernelTiming)
+		}
+		if st := f.GraphLaunch(); st != 0 {
+			t.Fatalf("window %d: a replay failed with %d", i, st)
+		}
+		h.BeginStep() // and closes
+		if f.Attached() {
+			t.Fatalf("window %d did not detach", i)
+		}
+		if st := f.GraphLaunch(); st != 0 {
+			t.Fatalf("after window %d: a replay failed with %d", i, st)
+		}
+		_ = h.RequestKernelWindow()
+	}
+	if n := f.StrayCalls(); n != 0 {
+		t.Errorf("%d CUPTI calls off the stepping thread", n)
+	}
+	if n := f.BadFinalizes(); n != 0 {
+		t.Errorf("%d finalizes after a replay with collection off", n)
+	}
+	if s := gpuspanstest.Snapshot(t, h).KernelTiming.Windows; s.Opened != 3 || s.Skipped != 0 {
+		t.Errorf("windows %d opened, %d skipped; want 3 and 0", s.Opened, s.Skipped)
 	}
 }
 

@@ -126,8 +126,8 @@ typedef struct gs_hub_options {
   int32_t quiet;             /* nonzero: do not log the rare events (pool failures, sticky errors) to stderr
                                 (gs_hub_set_log_callback sends them elsewhere) */
   int32_t kernel_timing;     /* GS_HUB_KERNEL_TIMING_*: where kernel spans come from (0: events); as
-                                gs_hub_set_kernel_timing right after create, so AUTO or CUPTI take
-                                CUPTI over from the subscriber a finished profiler left */
+                                gs_hub_set_kernel_timing right after create (AUTO or CUPTI take CUPTI
+                                over from the subscriber a finished profiler left) */
   int64_t kernel_window_every_ns; /* period of kernel windows (0: 10 s; 1 ms..24 h) */
   int32_t kernel_window_steps;    /* steps each kernel window collects (0: 1; at most 1024) */
   int32_t kernel_labels;          /* traced kernel names with a label of their own (0: 32; at most 1024) */
