@@ -22,7 +22,7 @@
 package main
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/include
+#cgo CFLAGS: -I${SRCDIR}/include -I${SRCDIR}/../../cuda/include
 #define GS_HUB_TYPES_ONLY
 #include "gpuspans/hub.h"
 */

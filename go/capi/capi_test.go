@@ -151,3 +151,28 @@ func TestCBench(t *testing.T) {
 	exe := compile(t, "gcc", library(t, "c-archive"), "hub_bench", "testdata/hub_bench.c")
 	run(t, exe, "20000")
 }
+
+// The C span path on the fake driver (testdata/spanpath_test.c), and the
+// same program with every lane call sent through Go: both pass, and every
+// outcome they count is the same.
+func TestSpanPath(t *testing.T) {
+	exe := compile(t, "gcc", library(t, "c-archive"), "spanpath_test", "-I../../cuda/include", "testdata/spanpath_test.c")
+	summaries := map[string][]string{}
+	for _, path := range []string{"c", "go"} {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), "GPUSPANS_SPAN_PATH="+path)
+		b, err := cmd.CombinedOutput()
+		t.Logf("GPUSPANS_SPAN_PATH=%s:\n%s", path, b)
+		if err != nil || !strings.Contains(string(b), "PASS") {
+			t.Fatalf("GPUSPANS_SPAN_PATH=%s: %v", path, err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "summary ") && !strings.Contains(line, "not compared") {
+				summaries[path] = append(summaries[path], line)
+			}
+		}
+	}
+	if c, g := strings.Join(summaries["c"], "\n"), strings.Join(summaries["go"], "\n"); c != g || c == "" {
+		t.Errorf("the paths counted differently:\nC:\n%s\nGo:\n%s", c, g)
+	}
+}

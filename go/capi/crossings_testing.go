@@ -7,7 +7,14 @@ package main
 */
 import "C"
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	// The fake CUDA driver, whose gs_testing_* functions (gpuspans_testing.h)
+	// the tests' library then exports: testdata/spanpath_test.c installs
+	// devices on it.
+	_ "github.com/gpuspans/gpuspans/go/cuda/cudatest"
+)
 
 // The test hooks, built only with -tags gpuspans_testing (the C and Python
 // tests' library): counting proves that a disabled path made no call.

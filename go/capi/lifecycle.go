@@ -20,6 +20,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/internal/optname"
+	"github.com/gpuspans/gpuspans/go/internal/spanring"
 )
 
 // The hub's life: creating and closing it, the devices it records from,
@@ -106,6 +107,10 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 	if err != nil {
 		return fail(nil, statusInvalidArgument, "gs_hub_create: %v", err)
 	}
+	cPath, err := spanPathChoice()
+	if err != nil {
+		return fail(nil, statusInvalidArgument, "gs_hub_create: %v", err)
+	}
 	// The handle is known only below; the sink reads it at delivery.
 	logs := newLogSink(0, quiet)
 	o.Logf = logs.logf(C.GS_HUB_LOG_WARNING) // the rare events: pool failures, sticky errors
@@ -143,7 +148,14 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 	e.closing, e.closeCancel = context.WithCancel(context.Background())
 	e.tokens.tag = (e.handle & 0xffff) << tokenHubShift
 	logs.handle = e.handle // before the hub is published: no callback can be set earlier
+	if cPath {
+		e.spans = newSpanPath(slot)
+		spanring.Attach(h, e.spans)
+	}
 	table[slot].Store(e)
+	if e.spans != nil {
+		e.spans.open(e.handle)
+	}
 	*out = C.gs_hub(e.handle)
 	return statusOK
 }
@@ -169,6 +181,9 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 	// meanwhile is closed by the second stopServing. Nothing runs on the
 	// hub after that but close itself.
 	e.closeCancel() // an OTLP stop on another thread stops sending
+	if e.spans != nil {
+		e.spans.shut() // lane calls in C leave; later ones go to Go, which refuses them
+	}
 	e.stopServing()
 	for e.calls.Load() != 0 {
 		time.Sleep(50 * time.Microsecond)
@@ -186,6 +201,9 @@ func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
 	drain(e.h, time.Second, nil)
 	_ = e.stopOTLP(time.Second) // sends what landed; a failure is counted and logged by the exporter
 	e.logs.close()              // delivers what is queued; the callback is not called after close
+	if e.spans != nil {
+		e.spans.release()
+	}
 	tableMu.Lock()
 	atomicStoreWord(e.word, 0)
 	table[e.handle%maxHubs].Store(nil)

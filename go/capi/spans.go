@@ -13,46 +13,53 @@ import (
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
-// The span calls: each checks its handle and calls the hub's method once.
-// They are the only crossings of a span, and the inline functions of the
-// header make them only when the state word says there is work.
+// The span calls' Go paths: each checks its handle and calls the hub's
+// method once. The inline functions of the header make a call only when
+// the state word says there is work; the lane calls go to spanpath.c,
+// which records in C and sends here only what it leaves to Go.
 
 //export gs_hub_begin_step_call
 func gs_hub_begin_step_call(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_begin_step", handle, func(c call) C.gs_hub_status {
 		c.e.h.BeginStep()
+		if c.e.spans != nil {
+			c.e.spans.tidy()
+		}
 		return statusOK
 	})
 }
 
-//export gs_hub_lane_begin_call
-func gs_hub_lane_begin_call(handle C.gs_hub, lane C.int32_t) C.gs_hub_status {
+//export gs_hub_lane_begin_go
+func gs_hub_lane_begin_go(handle C.gs_hub, lane C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_lane_begin", handle, func(c call) C.gs_hub_status {
 		c.e.h.LaneBegin(int(lane))
 		return statusOK
 	})
 }
 
-//export gs_hub_lane_end_call
-func gs_hub_lane_end_call(handle C.gs_hub, lane C.int32_t) C.gs_hub_status {
+//export gs_hub_lane_end_go
+func gs_hub_lane_end_go(handle C.gs_hub, lane C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_lane_end", handle, func(c call) C.gs_hub_status {
 		c.e.h.LaneEnd(int(lane))
 		return statusOK
 	})
 }
 
-//export gs_hub_next_lane_call
-func gs_hub_next_lane_call(handle C.gs_hub, from, to C.int32_t) C.gs_hub_status {
+//export gs_hub_next_lane_go
+func gs_hub_next_lane_go(handle C.gs_hub, from, to C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_next_lane", handle, func(c call) C.gs_hub_status {
 		c.e.h.NextLane(int(from), int(to))
 		return statusOK
 	})
 }
 
-//export gs_hub_next_step_call
-func gs_hub_next_step_call(handle C.gs_hub, last, first C.int32_t) C.gs_hub_status {
+//export gs_hub_next_step_go
+func gs_hub_next_step_go(handle C.gs_hub, last, first C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_next_step", handle, func(c call) C.gs_hub_status {
 		c.e.h.NextStep(int(last), int(first))
+		if c.e.spans != nil {
+			c.e.spans.tidy()
+		}
 		return statusOK
 	})
 }

@@ -58,6 +58,7 @@ type hub struct {
 	word   *uint32 // its state word in C memory
 	logs   *logSink
 	tokens tokenTable
+	spans  *spanPath    // the C span path's publisher; nil with GPUSPANS_SPAN_PATH=go
 	closed atomic.Bool  // set first thing by gs_hub_close
 	calls  atomic.Int64 // exports (and HTTP requests) running on the hub: gs_hub_close waits for 0
 	// closing is done once gs_hub_close begins: calls that would wait (an

@@ -53,18 +53,19 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/cuda/internal/bridge"
+	"github.com/gpuspans/gpuspans/go/internal/cudabridge"
 )
 
-// go/cuda/cudatest reaches the C pool and the error mapping through bridge.
+// go/cuda/cudatest reaches the C pool and the error mapping through cudabridge.
 func init() {
-	bridge.PoolPtr = func(pool any) uintptr {
+	cudabridge.PoolPtr = func(pool any) uintptr {
 		if p, ok := pool.(*Pool); ok && p != nil {
 			return uintptr(p.h)
 		}
 		return 0
 	}
-	bridge.ErrorOf = func(op string, e unsafe.Pointer) error { return errorOf(op, (*C.gs_error)(e)) }
+	cudabridge.ErrorOf = func(op string, e unsafe.Pointer) error { return errorOf(op, (*C.gs_error)(e)) }
+	cudabridge.RecordError = func(op string, status, cu int32) error { return recordError(op, C.gs_status(status), cu) }
 }
 
 // backend.HarvestItem is passed to C as gs_harvest_item without copying, so
@@ -229,7 +230,7 @@ func (p *Pool) Slots() int { return p.slots }
 func (p *Pool) Capturing(stream backend.Stream) (bool, error) {
 	r := C.gsgo_is_capturing(p.h, C.uint64_t(stream))
 	if st := C.gs_status(r >> 32 & 0xff); st != C.GS_OK {
-		return false, p.statusError("Capturing", st, int32(r))
+		return false, statusError("Capturing", st, int32(r))
 	}
 	return r>>40&1 == 1, nil
 }
@@ -245,10 +246,7 @@ func (p *Pool) RecordBegin(slot int, stream backend.Stream) error {
 	if r == 0 {
 		return nil
 	}
-	if C.gs_status(r>>32) == C.GS_ERR_CAPTURING {
-		return errCapturingBegin
-	}
-	return p.statusError("RecordBegin", C.gs_status(r>>32), int32(r))
+	return recordError("RecordBegin", C.gs_status(r>>32), int32(r))
 }
 
 // RecordEnd records slot's end event on stream, with RecordBegin's rules.
@@ -260,10 +258,7 @@ func (p *Pool) RecordEnd(slot int, stream backend.Stream) error {
 	if r == 0 {
 		return nil
 	}
-	if C.gs_status(r>>32) == C.GS_ERR_CAPTURING {
-		return errCapturingEnd
-	}
-	return p.statusError("RecordEnd", C.gs_status(r>>32), int32(r))
+	return recordError("RecordEnd", C.gs_status(r>>32), int32(r))
 }
 
 // RecordNext ends slot's span and begins next's at one event
@@ -279,10 +274,7 @@ func (p *Pool) RecordNext(slot, next int, stream backend.Stream) error {
 	if r == 0 {
 		return nil
 	}
-	if C.gs_status(r>>32) == C.GS_ERR_CAPTURING {
-		return errCapturingNext
-	}
-	return p.statusError("RecordNext", C.gs_status(r>>32), int32(r))
+	return recordError("RecordNext", C.gs_status(r>>32), int32(r))
 }
 
 // Harvest fills in items' outputs in one call to the core, never waiting
@@ -302,7 +294,7 @@ func (p *Pool) Harvest(items []backend.HarvestItem) error {
 	if st == C.GS_ERR_INVALID_ARGUMENT {
 		return &backend.DriverError{Op: "Harvest", Msg: fmt.Sprintf("%d items for %d slots, or a slot out of range", len(items), p.slots), Kind: backend.ErrBadSlot}
 	}
-	return p.statusError("Harvest", st, int32(r))
+	return statusError("Harvest", st, int32(r))
 }
 
 // Close releases the pool's events and context. While any recorded event
@@ -319,11 +311,27 @@ func (p *Pool) Close() error {
 	return nil
 }
 
+// recordError is the error of a record method named op for a core status
+// other than GS_OK: a capturing stream's preallocated one, or statusError's.
+func recordError(op string, st C.gs_status, cu int32) error {
+	if st == C.GS_ERR_CAPTURING {
+		switch op {
+		case "RecordBegin":
+			return errCapturingBegin
+		case "RecordEnd":
+			return errCapturingEnd
+		case "RecordNext":
+			return errCapturingNext
+		}
+	}
+	return statusError(op, st, cu)
+}
+
 func (p *Pool) badSlot(op string, slot int) error {
 	return &backend.DriverError{Op: op, Msg: fmt.Sprintf("slot %d outside 0..%d", slot, p.slots-1), Kind: backend.ErrBadSlot}
 }
 
-func (p *Pool) statusError(op string, st C.gs_status, cu int32) error {
+func statusError(op string, st C.gs_status, cu int32) error {
 	msg := C.GoString(C.gs_status_name(C.int32_t(st)))
 	if cu != 0 {
 		msg = driverMessage(cu)

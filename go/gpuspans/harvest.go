@@ -89,6 +89,7 @@ func (h *Hub) openPending() {
 		}
 		atomic.AddInt32(&h.pools, 1)
 		h.syncMirror()
+		h.publish()
 	}
 }
 
@@ -184,7 +185,7 @@ func (r *recorder) harvest() {
 		if i == n {
 			i = 0
 		}
-		w := r.slots[i].word.Load()
+		w := r.slots[i].Word.Load()
 		held := w >> slotPosShift // position+1 of the span that holds or last held the slot
 		if w&slotStateMask == slotOpen && r.leaked(i, held-1, step) {
 			continue
@@ -227,7 +228,7 @@ func (r *recorder) harvest() {
 	for k := range items {
 		it := &items[k]
 		sl := &r.slots[it.Slot]
-		pos := sl.word.Load()>>slotPosShift - 1
+		pos := sl.Word.Load()>>slotPosShift - 1
 		switch {
 		case dead || it.State == backend.Failed:
 			if !dead && !r.logged.Load() {
@@ -235,7 +236,7 @@ func (r *recorder) harvest() {
 			}
 			r.release(sl, pos, errored)
 		case it.State == backend.Done:
-			if sl.kind == KindKernel && r.offset > 0 && !h.raw {
+			if SpanKind(sl.Kind) == KindKernel && r.offset > 0 && !h.raw {
 				it.DurationNs = max(it.DurationNs-r.offset, 0)
 			}
 			h.land(r.device, sl, it)
@@ -277,8 +278,8 @@ func (r *recorder) leaked(i uint64, pos, step uint64) bool {
 		}
 	}
 	sl := &r.slots[i]
-	from := sl.from // read while the span is open: nobody writes it then
-	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
+	from := sl.From // read while the span is open: nobody writes it then
+	if !sl.Word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
 		return false // ended meanwhile
 	}
 	r.giveBack(from)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/internal/spanring"
 )
 
 // MaxBusyRetired is how many retired pools a hub keeps asking to close
@@ -102,6 +103,7 @@ type Hub struct {
 	want              uint32    // HarvestItem.WantStart for the harvest under way
 	win               winRing   // the recent windows (windows.go)
 	tl                tracerLanding
+	spanPath          spanring.Publisher // a span path outside Go, or nil (spanpath.go)
 }
 
 // wantStarts reports whether a harvest starting at now places spans.
@@ -432,6 +434,7 @@ func (h *Hub) replace(device int, r *recorder) {
 		}
 	}
 	h.set.Store(next)
+	h.publish()
 	if prev := old.byDevice[device]; prev != nil {
 		prev.retire()
 		h.sweep()

@@ -86,12 +86,12 @@ func (h *Hub) KeepStartTimes() {
 // Caller holds the harvest lock.
 func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 	d := h.devs[device]
-	if sl.kind == KindLane {
-		h.landSpan(device, &d.lanes[sl.key], seriesKey(device, false, int(sl.key)), sl.kind, sl.stream, sl.step, it.StartNs, it.DurationNs, 0)
+	if SpanKind(sl.Kind) == KindLane {
+		h.landSpan(device, &d.lanes[sl.Key], seriesKey(device, false, int(sl.Key)), SpanKind(sl.Kind), backend.Stream(sl.Stream), sl.Step, it.StartNs, it.DurationNs, 0)
 		return
 	}
-	idx := h.kernelIndex(sl.key)
-	h.landSpan(device, &d.kernels[idx], seriesKey(device, true, idx), sl.kind, sl.stream, sl.step, it.StartNs, it.DurationNs, 0)
+	idx := h.kernelIndex(sl.Key)
+	h.landSpan(device, &d.kernels[idx], seriesKey(device, true, idx), SpanKind(sl.Kind), backend.Stream(sl.Stream), sl.Step, it.StartNs, it.DurationNs, 0)
 }
 
 // landSpan adds a span to its aggregate a, to the open recent window as

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/internal/spanring"
 )
 
 // A recorder is one install on one device: a pool of event pairs and the ring
@@ -63,77 +64,53 @@ type openSeen struct {
 	step uint64
 }
 
-// Recorder status values, and the retired bit that may be set on any of them.
+// The ring's shared values (go/internal/spanring states the protocol that
+// a C span path follows too).
 const (
-	recPending   uint32 = 0
-	recOpen      uint32 = 1
-	recFailed    uint32 = 2
-	recDead      uint32 = 3
-	recStateMask uint32 = 0x3
-	recRetired   uint32 = 0x4
+	recPending   = spanring.StatusPending
+	recOpen      = spanring.StatusOpen
+	recFailed    = spanring.StatusFailed
+	recDead      = spanring.StatusDead
+	recStateMask = spanring.StatusStateMask
+	recRetired   = spanring.StatusRetired
+
+	laneReserving = spanring.LaneReserving
 )
 
-const laneReserving = ^uint64(0)
-
-// nextSealed is set in recorder.next when sweep finishes the recorder and
-// adds its count to the hub's total. A span path that loaded the recorder
-// before it was retired and hands out a position after that sees the bit and
-// gives up without counting anything, so the total stays exact. Positions
-// never reach it (2^62 spans).
-const nextSealed = uint64(1) << 62
+// nextSealed is set in recorder.next when sweep finishes the recorder
+// (seal).
+const nextSealed = spanring.NextSealed
 
 // errBox lets an error live in an atomic.Pointer.
 type errBox struct{ err error }
 
-// A slot is one event pair of the ring. Its word packs the position that
-// last claimed it (plus one; 0: never claimed) and its state. Positions only
-// grow in a slot's word, so a (position, state) pair names one span for good
-// and a stale token can never match a later span.
-//
-// The other fields are written by the slot's owner between claiming it
-// (free -> opening) and publishing it (-> open), and read by whoever sees
-// the published state, so the word's atomic operations order them.
-//
-// A span begun at the end event of the span before it (recorder.follow)
-// borrows that event: from names the lender, whose lent word keeps its
-// slot from being claimed again (slotLent once it landed) until the
-// borrower lands or is given up and gives the event back (giveBack).
-type slot struct {
-	word   atomic.Uint64
-	stream backend.Stream
-	key    uint64        // lane index or kernel handle
-	step   uint64        // the step the span began in
-	from   uint64        // position+1 of the span whose end event this one began at; 0: its own
-	lent   atomic.Uint32 // lentNone, lentWaiting or lentLanded
-	kind   SpanKind
-	_      [cacheLine - 45]byte // adjacent slots go to different goroutines
-}
+// A slot is one event pair of the ring, in memory a C span path may share
+// (go/internal/spanring describes its fields and protocol).
+type slot = spanring.Slot
 
-// Slot lent values: whether a later span began at the slot's end event.
+// Lent values: whether a later span began at the slot's end event.
 const (
-	lentNone    uint32 = 0 // no
-	lentWaiting uint32 = 1 // yes, and this span has not landed yet
-	lentLanded  uint32 = 2 // yes, this span landed: the slot waits in slotLent
+	lentNone    = spanring.LentNone
+	lentWaiting = spanring.LentWaiting
+	lentLanded  = spanring.LentLanded
 )
 
 // Slot states. A span moves free -> opening -> open -> closing -> closed ->
 // free; any step may fall back to free when a call fails or the recorder is
 // off.
 const (
-	slotFree    uint64 = 0 // no span; may be claimed
-	slotOpening uint64 = 1 // claimed; the begin event is being recorded
-	slotOpen    uint64 = 2 // the begin event is recorded; waiting for the end
-	slotClosing uint64 = 3 // the end event is being recorded
-	slotClosed  uint64 = 4 // both recorded; a harvest will land it
-	slotLent    uint64 = 5 // landed or released, its end event still a later span's begin
+	slotFree    = spanring.SlotFree
+	slotOpening = spanring.SlotOpening
+	slotOpen    = spanring.SlotOpen
+	slotClosing = spanring.SlotClosing
+	slotClosed  = spanring.SlotClosed
+	slotLent    = spanring.SlotLent
 
-	slotStateMask uint64 = 0x7
+	slotStateMask = spanring.StateMask
+	slotPosShift  = spanring.PosShift
 )
 
-// slotPosShift is where the position starts in a slot's word.
-const slotPosShift = 3
-
-func pack(pos, state uint64) uint64 { return (pos+1)<<slotPosShift | state }
+func pack(pos, state uint64) uint64 { return spanring.Pack(pos, state) }
 
 // openPool opens the pool and sizes the ring; on success the recorder turns
 // open. Called once, under the harvest lock.
@@ -265,7 +242,7 @@ func (r *recorder) begin(kind SpanKind, key uint64, stream backend.Stream) (uint
 		r.spanFailed(sl, pos, err)
 		return 0, false
 	}
-	sl.word.Store(pack(pos, slotOpen))
+	sl.Word.Store(pack(pos, slotOpen))
 	return pos, true
 }
 
@@ -279,15 +256,15 @@ func (r *recorder) claim(kind SpanKind, key uint64, stream backend.Stream) (uint
 		return 0, nil, false
 	}
 	sl := &r.slots[pos%n]
-	w := sl.word.Load()
+	w := sl.Word.Load()
 	if w&slotStateMask != slotFree || w>>slotPosShift > pos ||
-		!sl.word.CompareAndSwap(w, pack(pos, slotOpening)) {
+		!sl.Word.CompareAndSwap(w, pack(pos, slotOpening)) {
 		// Still in use by an older span, or taken by a newer one while this
 		// path was preempted: drop rather than wait.
 		r.drop(DropSlotBusy)
 		return 0, nil, false
 	}
-	sl.kind, sl.key, sl.stream, sl.step, sl.from = kind, key, stream, h.step.Load(), 0
+	sl.Kind, sl.Key, sl.Stream, sl.Step, sl.From = uint32(kind), key, uint64(stream), h.step.Load(), 0
 	if r.status.Load() != recOpen {
 		r.release(sl, pos, DropRetired)
 		return 0, nil, false
@@ -303,7 +280,7 @@ func (r *recorder) claim(kind SpanKind, key uint64, stream backend.Stream) (uint
 func (r *recorder) follow(prev uint64, kind SpanKind, key uint64, stream backend.Stream) (uint64, bool) {
 	n := uint64(len(r.slots))
 	ps := &r.slots[prev%n]
-	if r.chain == nil || !ps.word.CompareAndSwap(pack(prev, slotOpen), pack(prev, slotClosing)) {
+	if r.chain == nil || !ps.Word.CompareAndSwap(pack(prev, slotOpen), pack(prev, slotClosing)) {
 		r.end(prev)
 		return r.begin(kind, key, stream)
 	}
@@ -316,18 +293,18 @@ func (r *recorder) follow(prev uint64, kind SpanKind, key uint64, stream backend
 		r.endClaimed(ps, prev)
 		return 0, false
 	}
-	sl.from = prev + 1
-	ps.lent.Store(lentWaiting)
+	sl.From = prev + 1
+	ps.Lent.Store(lentWaiting)
 	if err := r.recordNext(int(prev%n), int(pos%n), stream); err != nil {
 		// Nothing was recorded: both spans fail alike.
-		sl.from = 0
-		ps.lent.Store(lentNone)
+		sl.From = 0
+		ps.Lent.Store(lentNone)
 		r.spanFailed(ps, prev, err)
 		r.spanFailed(sl, pos, err)
 		return 0, false
 	}
-	sl.word.Store(pack(pos, slotOpen))
-	ps.word.Store(pack(prev, slotClosed))
+	sl.Word.Store(pack(pos, slotOpen))
+	ps.Word.Store(pack(prev, slotClosed))
 	return pos, true
 }
 
@@ -337,7 +314,7 @@ func (r *recorder) follow(prev uint64, kind SpanKind, key uint64, stream backend
 // its slot keeps the pool open.
 func (r *recorder) end(pos uint64) bool {
 	sl := &r.slots[pos%uint64(len(r.slots))]
-	if !sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotClosing)) {
+	if !sl.Word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotClosing)) {
 		return false
 	}
 	r.endClaimed(sl, pos)
@@ -351,24 +328,24 @@ func (r *recorder) endClaimed(sl *slot, pos uint64) {
 		r.release(sl, pos, errored)
 		return
 	}
-	if err := r.recordEnd(int(pos%uint64(len(r.slots))), sl.stream); err != nil {
+	if err := r.recordEnd(int(pos%uint64(len(r.slots))), backend.Stream(sl.Stream)); err != nil {
 		r.spanFailed(sl, pos, err)
 		return
 	}
-	sl.word.Store(pack(pos, slotClosed))
+	sl.Word.Store(pack(pos, slotClosed))
 }
 
 // free frees the slot of the span at pos, which landed or will not land,
 // and gives back the event it borrowed. A slot whose end event a later span
 // still begins at waits in slotLent until that span gives it back.
 func (r *recorder) free(sl *slot, pos uint64) {
-	r.giveBack(sl.from)
-	sl.from = 0
-	if sl.lent.Load() == lentWaiting && sl.lent.CompareAndSwap(lentWaiting, lentLanded) {
-		sl.word.Store(pack(pos, slotLent))
+	r.giveBack(sl.From)
+	sl.From = 0
+	if sl.Lent.Load() == lentWaiting && sl.Lent.CompareAndSwap(lentWaiting, lentLanded) {
+		sl.Word.Store(pack(pos, slotLent))
 		return
 	}
-	sl.word.Store(pack(pos, slotFree))
+	sl.Word.Store(pack(pos, slotFree))
 }
 
 // giveBack returns a borrowed end event to the span at from-1 that lent it
@@ -379,11 +356,11 @@ func (r *recorder) giveBack(from uint64) {
 		return
 	}
 	l := &r.slots[(from-1)%uint64(len(r.slots))]
-	if l.lent.CompareAndSwap(lentWaiting, lentNone) {
+	if l.Lent.CompareAndSwap(lentWaiting, lentNone) {
 		return
 	}
-	if l.lent.CompareAndSwap(lentLanded, lentNone) {
-		l.word.Store(pack(from-1, slotFree))
+	if l.Lent.CompareAndSwap(lentLanded, lentNone) {
+		l.Word.Store(pack(from-1, slotFree))
 	}
 }
 
@@ -484,8 +461,8 @@ func (r *recorder) abandonLane(lane int) {
 	r.hub.openLanes.Add(-1)
 	pos := t - 1
 	sl := &r.slots[pos%uint64(len(r.slots))]
-	from := sl.from // read while the span is open: nobody writes it then
-	if sl.word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
+	from := sl.From // read while the span is open: nobody writes it then
+	if sl.Word.CompareAndSwap(pack(pos, slotOpen), pack(pos, slotFree)) {
 		r.giveBack(from)
 		r.drop(DropRetired)
 	}
@@ -577,7 +554,7 @@ func (r *recorder) seal() uint64 {
 func (r *recorder) inFlight() uint64 {
 	var n uint64
 	for i := range r.slots {
-		if st := r.slots[i].word.Load() & slotStateMask; st != slotFree && st != slotLent {
+		if st := r.slots[i].Word.Load() & slotStateMask; st != slotFree && st != slotLent {
 			n++
 		}
 	}

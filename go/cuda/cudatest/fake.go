@@ -7,7 +7,7 @@ package cudatest
 #include <stdlib.h>
 #include "gpuspans/gpuspans_testing.h"
 
-// The pool comes as an integer (bridge.PoolPtr); the C functions take no
+// The pool comes as an integer (cudabridge.PoolPtr); the C functions take no
 // action on a null one.
 static inline uint64_t gsgo_pool_event(uintptr_t h, uint32_t slot, int32_t end) {
   return gs_testing_pool_event((const gs_pool*)h, slot, end);
@@ -24,7 +24,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/cuda/internal/bridge"
+	"github.com/gpuspans/gpuspans/go/internal/cudabridge"
 )
 
 // FakeDriver steers the fake CUDA driver. Its methods, like the functions
@@ -61,7 +61,7 @@ func SetCaptureModeExchange(enabled bool) {
 // host clock (default 500 ms; d <= 0 restores it), so a test sees a
 // re-anchor without waiting. Safe from any goroutine.
 func SetAnchorInterval(p *cuda.Pool, d time.Duration) {
-	C.gsgo_set_anchor_interval(C.uintptr_t(bridge.PoolPtr(p)), C.int64_t(d))
+	C.gsgo_set_anchor_interval(C.uintptr_t(cudabridge.PoolPtr(p)), C.int64_t(d))
 }
 
 // FailOpen makes loading the fake library fail, as dlopen does without a
@@ -114,7 +114,7 @@ func (*FakeDriver) Force(p *cuda.Pool, slot int, end bool, ops FakeOp, code int3
 	if end {
 		e = 1
 	}
-	ev := C.gsgo_pool_event(C.uintptr_t(bridge.PoolPtr(p)), C.uint32_t(slot), e)
+	ev := C.gsgo_pool_event(C.uintptr_t(cudabridge.PoolPtr(p)), C.uint32_t(slot), e)
 	C.gs_testing_fake_force(ev, C.int32_t(ops), C.int32_t(code), C.int32_t(times))
 }
 

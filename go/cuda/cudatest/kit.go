@@ -17,7 +17,7 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/cuda/internal/bridge"
+	"github.com/gpuspans/gpuspans/go/internal/cudabridge"
 )
 
 // Kit is the GPU test kit: streams, a %globaltimer spin kernel that can
@@ -47,7 +47,7 @@ func NewKit(device int) (*Kit, error) {
 	var k *C.gs_kit
 	var e C.gs_error
 	if C.gs_kit_create(C.int32_t(device), &k, &e) != C.GS_OK {
-		return nil, bridge.ErrorOf("NewKit", unsafe.Pointer(&e))
+		return nil, cudabridge.ErrorOf("NewKit", unsafe.Pointer(&e))
 	}
 	return &Kit{k: k, device: device}, nil
 }
@@ -56,7 +56,7 @@ func NewKit(device int) (*Kit, error) {
 func kitCall(op string, call func(*C.gs_error) C.gs_status) error {
 	var e C.gs_error
 	if call(&e) != C.GS_OK {
-		return bridge.ErrorOf(op, unsafe.Pointer(&e))
+		return cudabridge.ErrorOf(op, unsafe.Pointer(&e))
 	}
 	return nil
 }
