@@ -8,9 +8,11 @@ Variants: none (no gpuspans); torch-events (torch.cuda.Event records where
 the lanes' boundaries are, as an engine timing itself would); off (a hub at
 level Off, every call made); lanes (level Kernel, lane_begin/lane_end, the
 compiled calls); lanes/ctypes (the same through ctypes, GPUSPANS_HOT=off);
-lanes/shared (next_lane and next_step: one event per boundary); and
-lanes/no-harvester, lanes/shared/no-harvester (step() lands the spans).
-Every other hub variant runs the background harvester. It reports, as markdown:
+lanes/shared (next_lane and next_step: one event per boundary);
+lanes/no-harvester, lanes/shared/no-harvester (step() lands the spans); and
+lanes/go, lanes/shared/go (GPUSPANS_SPAN_PATH=go: every lane call crosses
+into Go, as before the C span path). Every other hub variant runs the
+background harvester. It reports, as markdown:
 
 - tokens/s per variant (median of rounds) and against none, as the median
   of each round's ratio (the processes run one at a time, in an order that
@@ -18,6 +20,10 @@ Every other hub variant runs the background harvester. It reports, as markdown:
 - host time per step, and per call at its place in the loop, beside the
   driver's own cuEventRecord there (timed in C: evrecord.c) and
   torch.cuda.Event.record;
+- per step inside each process, steps with the variant's calls against
+  steps without any, alternating (none: the same steps both ways, the
+  comparison's own spread): what the calls cost a step, free of the
+  round-to-round noise between processes;
 - what landed: spans per lane, drops, and for shared boundaries that the
   lanes tile the step.
 
@@ -38,7 +44,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("none", "torch-events", "off", "lanes/ctypes", "lanes", "lanes/no-harvester", "lanes/shared",
-            "lanes/shared/no-harvester")
+            "lanes/shared/no-harvester", "lanes/go", "lanes/shared/go")
 LANES = ["prefill", "decode", "sample"]
 
 
@@ -103,6 +109,8 @@ class Engine:
             "lanes/no-harvester": self.step_lanes,
             "lanes/shared": self.step_shared,
             "lanes/shared/no-harvester": self.step_shared,
+            "lanes/go": self.step_lanes,
+            "lanes/shared/go": self.step_shared,
         }[variant]
 
     # One engine step each; the same work, the telemetry at the same places.
@@ -184,6 +192,25 @@ class Engine:
                 self.hub.lane_end(2)  # idle between rounds: the last lane ends with its work
             out["lane_share"] = (self.lane_ns() - before) / 1e9 / wall
         return out
+
+    def alternate(self, steps):
+        """Host time of steps with the variant's calls and of steps without
+        (step_none), alternating, in us: the p50 of each and the median of
+        the pairs' differences."""
+        t = time.perf_counter
+        with_calls, without, diffs = [], [], []
+        self.torch.cuda.synchronize()
+        for _ in range(steps // 2):
+            a = t()
+            self.body()
+            b = t()
+            self.step_none()
+            c = t()
+            with_calls.append((b - a) * 1e6)
+            without.append((c - b) * 1e6)
+            diffs.append(with_calls[-1] - without[-1])
+        return {"with": statistics.median(with_calls), "without": statistics.median(without),
+                "diff": statistics.median(diffs), "diff_q": [q(diffs, 0.25), q(diffs, 0.75)], "pairs": len(diffs)}
 
     def calls(self, steps):
         """Host time per call at its place in the loop, ns, each call timed
@@ -318,6 +345,8 @@ def child(args):
         cmd = line.split()
         if cmd[0] == "run":
             r = eng.run(int(cmd[1]))
+        elif cmd[0] == "alternate":
+            r = eng.alternate(int(cmd[1]))
         elif cmd[0] == "calls":
             r = eng.calls(int(cmd[1]))
         elif cmd[0] == "landed":
@@ -362,6 +391,8 @@ def main(argv=None):
         env = dict(os.environ)
         if v == "lanes/ctypes":
             env["GPUSPANS_HOT"] = "off"
+        if v.endswith("/go"):
+            env["GPUSPANS_SPAN_PATH"] = "go"
         procs[v] = subprocess.Popen(base + [v] + opts, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
 
     def ask(v, cmd):
@@ -391,6 +422,7 @@ def main(argv=None):
                 steps[v].append(res["step_p50_us"])
                 if "lane_share" in res:
                     shares[v].append(res["lane_share"])
+    alt = {v: ask(v, f"alternate {args.call_steps}") for v in variants}
     calls = {v: ask(v, f"calls {args.call_steps}") for v in variants}
     landed = {v: ask(v, "landed") for v in variants}
     for p in procs.values():
@@ -398,10 +430,10 @@ def main(argv=None):
         p.stdin.close()
         p.wait()
 
-    sys.stdout.write(report(args, describe, variants, rates, steps, calls, landed, shares))
+    sys.stdout.write(report(args, describe, variants, rates, steps, calls, landed, shares, alt))
 
 
-def report(args, describe, variants, rates, steps, calls, landed, shares=None):
+def report(args, describe, variants, rates, steps, calls, landed, shares=None, alt=None):
     """The markdown report of the rounds' rates and step times, the calls'
     costs and what landed, per variant."""
     out = []
@@ -420,6 +452,15 @@ def report(args, describe, variants, rates, steps, calls, landed, shares=None):
         w(f"| {v} | {statistics.median(rates[v]):,.0f} | {statistics.median(ratios):+.2%} | "
           f"{q(ratios, 0.25):+.2%} .. {q(ratios, 0.75):+.2%} | {sp:.1f} | {sp - none_step:+.1f} | "
           f"{f'{statistics.median(sh):.1%}' if sh else '-'} |\n")
+    if alt:
+        w("\nPer step inside each process, alternate steps with the variant's calls and without any "
+          f"({alt[variants[0]]['pairs']} pairs; none: the same steps both ways, the comparison's own spread), host us:\n\n")
+        w("| variant | step p50 with | step p50 without | median of pair differences | middle half | share of a step |\n")
+        w("| --- | ---: | ---: | ---: | --- | ---: |\n")
+        for v in variants:
+            a = alt[v]
+            w(f"| {v} | {a['with']:.1f} | {a['without']:.1f} | {a['diff']:+.2f} | {a['diff_q'][0]:+.2f} .. {a['diff_q'][1]:+.2f} | "
+              f"{a['diff'] / a['without']:+.3%} |\n")
     w("\nHost time per call at its place in the loop, us (p50 / p90), each call timed alone "
       "(the timer's own cost, row `timer`, included in each):\n\n")
     w("| variant | call | p50 | p90 |\n| --- | --- | ---: | ---: |\n")

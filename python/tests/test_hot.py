@@ -3,6 +3,7 @@ replace, and the shared lane boundaries (next_lane, next_step), on the
 simulated GPU. go/capi's TestPython compiles the extension and sets
 $GPUSPANS_HOT; without it the compiled half of each test is skipped."""
 
+import ctypes
 import gc
 import os
 import sys
@@ -244,6 +245,50 @@ class SharedBoundaryTest(unittest.TestCase):
                     self.assertEqual(lib.gs_hub_testing_crossings(), before)
                 finally:
                     lib.gs_hub_testing_count_crossings(0)
+
+
+class CSpanPathTest(unittest.TestCase):
+    """The lane calls on a CUDA device record in C (go/capi's spanpath.c),
+    here on the fake driver of the tests' library: no crossing into Go,
+    and every span its work."""
+
+    def setUp(self):
+        self.lib = lib = gpuspans.library()
+        if not hasattr(lib, "gs_testing_use_fake_driver"):
+            self.skipTest("the library has no fake driver: build it with -tags gpuspans_testing")
+        lib.gs_testing_use_fake_driver()
+        self.addCleanup(lib.gs_testing_use_real_driver)
+        lib.gs_testing_fake_stream_work.argtypes = [ctypes.c_uint64, ctypes.c_int64]
+        lib.gs_testing_fake_advance.argtypes = [ctypes.c_int64]
+
+    def test_lanes_in_c(self):
+        stream = 0x5100
+        work = {"prefill": 30000, "decode": 40000, "sample": 10000}
+        hub = hub_for(self, True, lanes=LANES, level="kernel")
+        hub.install(0, stream)
+        hub.step()  # opens the pool on the fake driver
+        lib = self.lib
+        lib.gs_hub_testing_count_crossings(1)
+        self.addCleanup(lib.gs_hub_testing_count_crossings, 0)
+        before = lib.gs_hub_testing_crossings()
+        hub.lane_begin("prefill")
+        for step in range(20):
+            lib.gs_testing_fake_stream_work(stream, work["prefill"])
+            hub.next_lane("prefill", "decode")
+            lib.gs_testing_fake_stream_work(stream, work["decode"])
+            hub.next_lane("decode", "sample")
+            lib.gs_testing_fake_stream_work(stream, work["sample"])
+            hub.lane_end("sample")
+            lib.gs_testing_fake_advance(200000)
+            if step < 19:
+                hub.lane_begin("prefill")
+        self.assertEqual(lib.gs_hub_testing_crossings(), before, "a lane call crossed into Go")
+        lib.gs_testing_fake_advance(10**9)
+        self.assertEqual(hub.drain(5.0), 0)
+        got = lanes(hub.snapshot())
+        for name, ns in work.items():
+            self.assertEqual(got[name], (20, 20 * ns), name)
+        hub.close()
 
 
 if __name__ == "__main__":

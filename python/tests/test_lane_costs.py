@@ -102,10 +102,10 @@ class LaneCostsTest(unittest.TestCase):
         return eng, dec
 
     def test_every_variant(self):
-        rates, steps, calls, landed = {}, {}, {}, {}
+        rates, steps, calls, landed, alt = {}, {}, {}, {}, {}
         for v in tlc.VARIANTS:
-            if v == "lanes/ctypes":
-                continue  # the process's own GPUSPANS_HOT decides; the loop is lanes'
+            if v == "lanes/ctypes" or v.endswith("/go"):
+                continue  # the process's own GPUSPANS_HOT or GPUSPANS_SPAN_PATH decides; the loop is lanes'
             with self.subTest(variant=v):
                 eng, dec = self.engine(v)
                 r = [eng.run(64) for _ in range(2)]
@@ -138,10 +138,24 @@ class LaneCostsTest(unittest.TestCase):
                     self.assertIn("lane_end(decode), after that crossing", calls[v])
                 if v == "off":
                     self.assertEqual(landed[v]["landed"], 0)
+                # Alternate steps, on an engine of its own: half with the
+                # variant's calls, half with none.
+                eng, dec = self.engine(v)
+                alt[v] = eng.alternate(16)
+                self.assertEqual(alt[v]["pairs"], 8)
+                self.assertEqual(dec.decodes, 16)
+                if eng.hub:
+                    if v.startswith("lanes"):
+                        eng.hub.drain(2.0)
+                        # 8 steps with calls (i = 0, 2, .. 14): decode and
+                        # sample each, prefill at i = 0 and 8.
+                        self.assertEqual(eng.hub.snapshot()["counters"]["begun"], 2 * 8 + 2)
+                    eng.hub.close()
         variants = list(rates)
         args = argparse.Namespace(steps=64, rounds=2, prefill_every=8)
         shares = {v: [0.9, 1.0] for v in variants if v.startswith("lanes")}
-        md = tlc.report(args, "Fake GPU", variants, rates, steps, calls, landed, shares)
+        md = tlc.report(args, "Fake GPU", variants, rates, steps, calls, landed, shares, alt)
+        self.assertIn("alternate steps with the variant's calls and without any (8 pairs", md)
         for v in variants:
             self.assertIn(f"| {v} |", md)
         self.assertIn("|start - end of the one before|: p50 0 ns, p99 0 ns, max 0 ns", md)
