@@ -23,6 +23,7 @@
 #define GS_SP_LENT_LANDED 2u
 #define GS_SP_LANE_RESERVING (~0ull)
 #define GS_SP_NEXT_SEALED (1ull << 62)
+#define GS_SP_STATUS_PENDING 0u
 #define GS_SP_STATUS_OPEN 1u
 #define GS_SP_STATUS_DEAD 3u
 #define GS_SP_STATUS_MASK 3u
@@ -71,6 +72,13 @@ typedef struct gs_sp_set {
   int64_t* open_lanes;
   uint64_t* lane_already_open;
   uint64_t* unknown_lane;
+  uint32_t* state;  /* the hub's level | armed | tracer word, GS_HUB_WORD_* bits */
+  int32_t* pools;
+  uint64_t* leak_clock;
+  uint64_t* armed_steps;
+  int64_t* every;
+  uint32_t* background;    /* nonzero while a background harvester runs */
+  uint32_t* kernel_timing; /* a GS_HUB_KERNEL_TIMING_* */
   int32_t nlanes;
   int32_t nrecs;
   gs_sp_rec recs[]; /* nrecs */
@@ -101,7 +109,9 @@ void gs_sp_span_failed(uint64_t hub, uint64_t set_id, int32_t rec, uint64_t pos,
 
 /* Go (spans.go): the span calls' Go paths, for what the C path leaves to
  * Go (no set, a recorder whose pool is not the core's, a lane out of
- * range, a bad handle). */
+ * range, a bad handle; a step without a background harvester, or with a
+ * kernel timing other than events). */
+gs_hub_status gs_hub_begin_step_go(gs_hub hub);
 gs_hub_status gs_hub_lane_begin_go(gs_hub hub, int32_t lane);
 gs_hub_status gs_hub_lane_end_go(gs_hub hub, int32_t lane);
 gs_hub_status gs_hub_next_lane_go(gs_hub hub, int32_t from, int32_t to);

@@ -15,16 +15,13 @@ import (
 
 // The span calls' Go paths: each checks its handle and calls the hub's
 // method once. The inline functions of the header make a call only when
-// the state word says there is work; the lane calls go to spanpath.c,
-// which records in C and sends here only what it leaves to Go.
+// the state word says there is work; the step and lane calls go to
+// spanpath.c, which sends here only what it leaves to Go.
 
-//export gs_hub_begin_step_call
-func gs_hub_begin_step_call(handle C.gs_hub) C.gs_hub_status {
+//export gs_hub_begin_step_go
+func gs_hub_begin_step_go(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_begin_step", handle, func(c call) C.gs_hub_status {
 		c.e.h.BeginStep()
-		if c.e.spans != nil {
-			c.e.spans.tidy()
-		}
 		return statusOK
 	})
 }
@@ -57,9 +54,6 @@ func gs_hub_next_lane_go(handle C.gs_hub, from, to C.int32_t) C.gs_hub_status {
 func gs_hub_next_step_go(handle C.gs_hub, last, first C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_next_step", handle, func(c call) C.gs_hub_status {
 		c.e.h.NextStep(int(last), int(first))
-		if c.e.spans != nil {
-			c.e.spans.tidy()
-		}
 		return statusOK
 	})
 }

@@ -187,6 +187,9 @@ func onHub(op string, handle C.gs_hub, f func(c call) C.gs_hub_status) (st C.gs_
 	}
 	defer e.exit()
 	defer recoverTo(op, e, &st)
+	if e.spans != nil {
+		e.spans.tidy() // a call into Go frees the C path's replaced sets
+	}
 	return f(call{e: e, op: op})
 }
 

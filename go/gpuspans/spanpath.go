@@ -50,5 +50,12 @@ func (h *Hub) publish() {
 		OpenLanes:       &h.openLanes,
 		LaneAlreadyOpen: &h.laneAlreadyOpen,
 		UnknownLane:     &h.unknownLane,
+		State:           &h.state,
+		Pools:           &h.pools,
+		LeakClock:       &h.leakClock,
+		ArmedSteps:      &h.armedSteps,
+		Every:           &h.every,
+		Background:      &h.background,
+		KernelTiming:    &h.kw.mode,
 	}, recs)
 }

@@ -92,8 +92,9 @@ class Engine:
         self.evrec = None
         if args.evrecord:
             self.evrec = ctypes.CDLL(args.evrecord)
-            self.evrec.evrecord_timed.restype = ctypes.c_int64
-            self.evrec.evrecord_timed.argtypes = [ctypes.c_uint64]
+            for fn in (self.evrec.evrecord_timed, self.evrec.evrecord_checked_timed):
+                fn.restype = ctypes.c_int64
+                fn.argtypes = [ctypes.c_uint64]
             torch.cuda.synchronize()
             st = self.evrec.evrecord_init()
             if st:
@@ -236,7 +237,10 @@ class Engine:
                     add("cuEventRecord before the replay (C)", self.evrec.evrecord_timed(self.stream))
                 d.decode()
                 if self.evrec:
-                    add("cuEventRecord after the replay (C)", self.evrec.evrecord_timed(self.stream))
+                    if i % 2:
+                        add("cuEventRecord after the replay (C)", self.evrec.evrecord_timed(self.stream))
+                    else:
+                        add("the core's checks and cuEventRecord after the replay (C)", self.evrec.evrecord_checked_timed(self.stream))
                 d.tok.cpu()
                 if self.evrec:
                     add("cuEventRecord after the read-back (C)", self.evrec.evrecord_timed(self.stream))
@@ -260,9 +264,13 @@ class Engine:
                 # call after the replay is measured apart; the boundary as
                 # two calls, so the two forms compare in one process; and
                 # the driver's own record there, in this process.
-                k = i % 4
+                k = i % 5
                 if k == 3 and self.evrec:
                     add("cuEventRecord after the replay (C), in this process", self.evrec.evrecord_timed(self.stream))
+                    h.next_lane(1, 2)
+                elif k == 4 and self.evrec:
+                    add("the core's checks and cuEventRecord after the replay (C), in this process",
+                        self.evrec.evrecord_checked_timed(self.stream))
                     h.next_lane(1, 2)
                 elif k == 1:
                     a = t(); h.lane_end(2); b = t(); add("lane_end(sample), not open: the crossing alone", b - a)
@@ -283,9 +291,13 @@ class Engine:
                 a = t(); h.lane_begin(1); b = t(); add("lane_begin(decode) before the replay", b - a)
                 d.decode()
                 # As above, in turn: prefill is not open (decode is).
-                k = i % 3
+                k = i % 4
                 if k == 2 and self.evrec:
                     add("cuEventRecord after the replay (C), in this process", self.evrec.evrecord_timed(self.stream))
+                    h.lane_end(1)
+                elif k == 3 and self.evrec:
+                    add("the core's checks and cuEventRecord after the replay (C), in this process",
+                        self.evrec.evrecord_checked_timed(self.stream))
                     h.lane_end(1)
                 elif k == 1:
                     a = t(); h.lane_end(0); b = t(); add("lane_end(prefill), not open: the crossing alone", b - a)

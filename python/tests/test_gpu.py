@@ -5,6 +5,7 @@ unless $GPUSPANS_GPU is set and torch sees a GPU (tools/gpu/run.sh runs it
 on the GPU machine)."""
 
 import os
+import time
 import unittest
 
 import gpuspans
@@ -36,6 +37,7 @@ class TorchLanesTest(unittest.TestCase):
         hub.install(torch.cuda.current_device(), stream)
         hub.start_harvester(0.001)
         hub.step()  # the pool opens
+        time.sleep(0.05)  # the harvester runs: steps stay in C
         lib = gpuspans.library()
         counting = hasattr(lib, "gs_hub_testing_crossings")
         cycles = {"prefill": 30000, "decode": 80000, "sample": 10000}
@@ -66,8 +68,9 @@ class TorchLanesTest(unittest.TestCase):
         if counting:
             crossed = lib.gs_hub_testing_crossings() - before
             lib.gs_hub_testing_count_crossings(0)
-            # One a step: next_step's step begin; the lane calls stay in C.
-            self.assertEqual(crossed, steps, "the lane calls crossed into Go")
+            # With a background harvester and kernel timing events, steps
+            # and lanes stay in C.
+            self.assertEqual(crossed, 0, "the step or lane calls crossed into Go")
         torch.cuda.synchronize()
         self.assertEqual(hub.drain(5.0), 0)
         want = {name: [] for name in LANES}

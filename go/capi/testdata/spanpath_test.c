@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "gpuspans/gpuspans_testing.h"
@@ -156,6 +157,58 @@ static void steady(void) {
   outcomes(hub, "separate");
   CHECK_OK(gs_hub_close(hub));
   printf("ok: 240 lane spans recorded %s, each its work\n", c_path ? "in C" : "through Go");
+}
+
+// With a background harvester and kernel timing events, the steps stay in
+// C too: counted and armed as Go arms them, so a whole engine step makes
+// no crossing; a level change, a kernel span, a kernel timing other than
+// events send steps to Go again.
+static void steps_in_c(void) {
+  gs_hub hub = make_hub(0);
+  CHECK_OK(gs_hub_set_kernel_span_every(hub, 4));
+  CHECK_OK(gs_hub_start_harvester(hub, 1000));
+  // Steps stay in C once the harvester's goroutine runs (a step or two).
+  for (int i = 0; c_path && i < 2000; i++) {
+    uint64_t c = crossings();
+    CHECK_OK(gs_hub_begin_step(hub));
+    if (crossings() == c) break;
+    usleep(1000);
+  }
+  const long step0 = num(snap(hub), "step");
+  uint64_t c0 = crossings();
+  int armed = 0;
+  for (int step = 0; step < 40; step++) {
+    CHECK_OK(gs_hub_next_step(hub, SAMPLE, DECODE));
+    armed += (gs_hub_word(hub) & GS_HUB_WORD_ARMED) != 0;
+    gs_testing_fake_stream_work(kStream, 40 * kUs);
+    CHECK_OK(gs_hub_next_lane(hub, DECODE, SAMPLE));
+    gs_testing_fake_stream_work(kStream, 10 * kUs);
+    gs_testing_fake_advance(100 * kUs);
+  }
+  CHECK_OK(gs_hub_lane_end(hub, SAMPLE));
+  lanes_crossed(c0, 81, "steps and lanes");
+  CHECK(armed == 10, "%d armed steps of 40, want 10 (1 in 4)", armed);
+  CHECK(num(snap(hub), "armed_steps") >= 10, "armed_steps %ld, want at least 10", num(json, "armed_steps"));
+  uint64_t c1 = crossings();
+  CHECK_OK(gs_hub_set_kernel_timing(hub, GS_HUB_KERNEL_TIMING_ATTACHED)); // windows are Go's: steps go there
+  uint64_t c2 = crossings();
+  CHECK_OK(gs_hub_begin_step(hub));
+  CHECK(crossings() - c2 == 1, "a step with kernel timing attached made %llu crossings, want 1",
+        (unsigned long long)(crossings() - c2));
+  CHECK_OK(gs_hub_set_kernel_timing(hub, GS_HUB_KERNEL_TIMING_EVENTS));
+  CHECK_OK(gs_hub_set_level(hub, GS_HUB_LEVEL_STEP));
+  for (int i = 0; i < 5; i++) CHECK_OK(gs_hub_begin_step(hub));
+  CHECK_OK(gs_hub_set_level(hub, GS_HUB_LEVEL_KERNEL));
+  (void)c1;
+  CHECK_OK(gs_hub_stop_harvester(hub));
+  drain(hub);
+  const char* j = snap(hub);
+  CHECK(num(j, "step") == step0 + 40 + 1 + 5, "step %ld, want %ld", num(j, "step"), step0 + 46);
+  CHECK(lane(j, "decode", "count") == 40 && lane(j, "decode", "min_ns") == 40 * kUs,
+        "decode: %ld spans, min %ld ns", lane(j, "decode", "count"), lane(j, "decode", "min_ns"));
+  outcomes(hub, "steps");
+  CHECK_OK(gs_hub_close(hub));
+  printf("ok: 40 steps with a harvester: stepped and armed %s\n", c_path ? "in C" : "through Go");
 }
 
 // Misuse and refusals are counted as on the Go path.
@@ -342,6 +395,7 @@ int main(void) {
   gs_testing_use_fake_driver();
   gs_hub_testing_count_crossings(1);
   steady();
+  steps_in_c();
   refusals();
   ring_and_retire();
   threads();

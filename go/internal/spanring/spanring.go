@@ -116,13 +116,25 @@ type Recorder struct {
 	Fail func(pos uint64, err error)
 }
 
-// Hub is the hub's words a lane span path writes, and its lane count.
+// Hub is the hub's words a span path writes or reads: for lane spans, and
+// for a step begin, which a path outside Go may make while a background
+// harvester runs and no kernel tracer can open (kernel timing events): it
+// then counts the step and arms it as gpuspans' beginStep does, and leaves
+// pools to the harvester to open.
 type Hub struct {
 	Lanes           int
-	Step            *atomic.Uint64 // read: the step a span begins in
+	Step            *atomic.Uint64 // the step counter: a span begins in its step
 	OpenLanes       *atomic.Int64  // lane spans open on any recorder
 	LaneAlreadyOpen *atomic.Uint64
 	UnknownLane     *atomic.Uint64
+
+	State        *uint32        // level | armed | tracer bits (gpuspans' Mirror* bits)
+	Pools        *int32         // pools open
+	LeakClock    *atomic.Uint64 // step begins with work, at any level
+	ArmedSteps   *atomic.Uint64
+	Every        *atomic.Int64  // KernelSpanEvery
+	Background   *atomic.Bool   // a RunHarvester runs
+	KernelTiming *atomic.Uint32 // the kernel timing asked for (gpuspans.KernelTiming)
 }
 
 // A Publisher is told, under the hub's harvest lock, what a span path
