@@ -11,7 +11,9 @@ compiled calls); lanes/ctypes (the same through ctypes, GPUSPANS_HOT=off);
 lanes/shared (next_lane and next_step: one event per boundary);
 lanes/no-harvester, lanes/shared/no-harvester (step() lands the spans); and
 lanes/go, lanes/shared/go (GPUSPANS_SPAN_PATH=go: every lane call crosses
-into Go, as before the C span path). Every other hub variant runs the
+into Go, as before the C span path); and records, records/shared (no hub:
+the driver's own cuEventRecord, from C, where lanes and shared lanes
+record: the floor, needs --evrecord). Every other hub variant runs the
 background harvester. It reports, as markdown:
 
 - tokens/s per variant (median of rounds) and against none, as the median
@@ -23,7 +25,9 @@ background harvester. It reports, as markdown:
 - per step inside each process, steps with the variant's calls against
   steps without any, alternating (none: the same steps both ways, the
   comparison's own spread): what the calls cost a step, free of the
-  round-to-round noise between processes;
+  round-to-round noise between processes; and the same in blocks of 25
+  steps, the hub's background harvester running only in the blocks with
+  calls, so that its cost counts too;
 - what landed: spans per lane, drops, and for shared boundaries that the
   lanes tile the step.
 
@@ -44,7 +48,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ("none", "torch-events", "off", "lanes/ctypes", "lanes", "lanes/no-harvester", "lanes/shared",
-            "lanes/shared/no-harvester", "lanes/go", "lanes/shared/go")
+            "lanes/shared/no-harvester", "lanes/go", "lanes/shared/go", "records", "records/shared")
 LANES = ["prefill", "decode", "sample"]
 
 
@@ -112,7 +116,11 @@ class Engine:
             "lanes/shared/no-harvester": self.step_shared,
             "lanes/go": self.step_lanes,
             "lanes/shared/go": self.step_shared,
+            "records": self.step_records,
+            "records/shared": self.step_records_shared,
         }[variant]
+        if variant.startswith("records") and not self.evrec:
+            raise SystemExit(f"{variant} needs --evrecord")
 
     # One engine step each; the same work, the telemetry at the same places.
 
@@ -168,6 +176,33 @@ class Engine:
         d.tok.cpu()
         self.i += 1
 
+    def step_records(self):
+        # The driver's records alone, where step_lanes' boundaries are.
+        d, rec, s = self.dec, self.evrec.evrecord_timed, self.stream
+        if self.i % self.args.prefill_every == 0:
+            rec(s)
+            d.start_batch()
+            rec(s)
+        rec(s)
+        d.decode()
+        rec(s)
+        rec(s)
+        d.tok.cpu()
+        rec(s)
+        self.i += 1
+
+    def step_records_shared(self):
+        # The driver's records alone, where step_shared's boundaries are.
+        d, rec, s = self.dec, self.evrec.evrecord_timed, self.stream
+        rec(s)
+        if self.i % self.args.prefill_every == 0:
+            d.start_batch()
+            rec(s)
+        d.decode()
+        rec(s)
+        d.tok.cpu()
+        self.i += 1
+
     def lane_ns(self):
         """The lanes' landed time so far, ns (all in flight landed first)."""
         self.hub.drain(2.0)
@@ -213,6 +248,41 @@ class Engine:
         return {"with": statistics.median(with_calls), "without": statistics.median(without),
                 "diff": statistics.median(diffs), "diff_q": [q(diffs, 0.25), q(diffs, 0.75)], "pairs": len(diffs)}
 
+    def blocks(self, steps, block=25):
+        """As alternate, in blocks of steps, the hub's background harvester
+        running in the blocks with calls and stopped in those without: what
+        the variant costs a step against no gpuspans at work, inside one
+        process. Per pair of blocks, the difference of their medians; us."""
+        t = time.perf_counter
+        harvester = self.hub is not None and not self.variant.endswith("no-harvester")
+        every = getattr(self.args, "harvest_every", 0.001)
+        diffs, with_calls, without = [], [], []
+        if harvester:
+            self.hub.stop_harvester()
+        self.torch.cuda.synchronize()
+        for _ in range(max(1, steps // (2 * block))):
+            if harvester:
+                self.hub.start_harvester(every)
+            a_times = []
+            for _ in range(block):
+                a = t()
+                self.body()
+                a_times.append((t() - a) * 1e6)
+            if harvester:
+                self.hub.stop_harvester()
+            b_times = []
+            for _ in range(block):
+                a = t()
+                self.step_none()
+                b_times.append((t() - a) * 1e6)
+            with_calls.append(statistics.median(a_times))
+            without.append(statistics.median(b_times))
+            diffs.append(with_calls[-1] - without[-1])
+        if harvester:
+            self.hub.start_harvester(every)
+        return {"with": statistics.median(with_calls), "without": statistics.median(without),
+                "diff": statistics.median(diffs), "diff_q": [q(diffs, 0.25), q(diffs, 0.75)], "pairs": len(diffs)}
+
     def calls(self, steps):
         """Host time per call at its place in the loop, ns, each call timed
         alone; with the timer's own cost."""
@@ -230,7 +300,7 @@ class Engine:
             b = t()
             add("timer", b - a)
             prefill = i % self.args.prefill_every == 0
-            if v == "none":
+            if v == "none" or v.startswith("records"):
                 if prefill:
                     d.start_batch()
                 if self.evrec:
@@ -359,6 +429,8 @@ def child(args):
             r = eng.run(int(cmd[1]))
         elif cmd[0] == "alternate":
             r = eng.alternate(int(cmd[1]))
+        elif cmd[0] == "blocks":
+            r = eng.blocks(int(cmd[1]))
         elif cmd[0] == "calls":
             r = eng.calls(int(cmd[1]))
         elif cmd[0] == "landed":
@@ -435,6 +507,7 @@ def main(argv=None):
                 if "lane_share" in res:
                     shares[v].append(res["lane_share"])
     alt = {v: ask(v, f"alternate {args.call_steps}") for v in variants}
+    blk = {v: ask(v, f"blocks {args.call_steps}") for v in variants}
     calls = {v: ask(v, f"calls {args.call_steps}") for v in variants}
     landed = {v: ask(v, "landed") for v in variants}
     for p in procs.values():
@@ -442,10 +515,10 @@ def main(argv=None):
         p.stdin.close()
         p.wait()
 
-    sys.stdout.write(report(args, describe, variants, rates, steps, calls, landed, shares, alt))
+    sys.stdout.write(report(args, describe, variants, rates, steps, calls, landed, shares, alt, blk))
 
 
-def report(args, describe, variants, rates, steps, calls, landed, shares=None, alt=None):
+def report(args, describe, variants, rates, steps, calls, landed, shares=None, alt=None, blk=None):
     """The markdown report of the rounds' rates and step times, the calls'
     costs and what landed, per variant."""
     out = []
@@ -471,6 +544,16 @@ def report(args, describe, variants, rates, steps, calls, landed, shares=None, a
         w("| --- | ---: | ---: | ---: | --- | ---: |\n")
         for v in variants:
             a = alt[v]
+            w(f"| {v} | {a['with']:.1f} | {a['without']:.1f} | {a['diff']:+.2f} | {a['diff_q'][0]:+.2f} .. {a['diff_q'][1]:+.2f} | "
+              f"{a['diff'] / a['without']:+.3%} |\n")
+    if blk:
+        w("\nPer step inside each process, alternate blocks of 25 steps: with the variant's calls and the hub's "
+          "background harvester running, and without calls with the harvester stopped "
+          f"({blk[variants[0]]['pairs']} pairs of blocks; the difference of each pair's medians), host us:\n\n")
+        w("| variant | step p50 with | step p50 without | median of block differences | middle half | share of a step |\n")
+        w("| --- | ---: | ---: | ---: | --- | ---: |\n")
+        for v in variants:
+            a = blk[v]
             w(f"| {v} | {a['with']:.1f} | {a['without']:.1f} | {a['diff']:+.2f} | {a['diff_q'][0]:+.2f} .. {a['diff_q'][1]:+.2f} | "
               f"{a['diff'] / a['without']:+.3%} |\n")
     w("\nHost time per call at its place in the loop, us (p50 / p90), each call timed alone "

@@ -102,10 +102,10 @@ class LaneCostsTest(unittest.TestCase):
         return eng, dec
 
     def test_every_variant(self):
-        rates, steps, calls, landed, alt = {}, {}, {}, {}, {}
+        rates, steps, calls, landed, alt, blk = {}, {}, {}, {}, {}, {}
         for v in tlc.VARIANTS:
-            if v == "lanes/ctypes" or v.endswith("/go"):
-                continue  # the process's own GPUSPANS_HOT or GPUSPANS_SPAN_PATH decides; the loop is lanes'
+            if v == "lanes/ctypes" or v.endswith("/go") or v.startswith("records"):
+                continue  # the process's own GPUSPANS_HOT or GPUSPANS_SPAN_PATH decides, or evrecord.so is needed
             with self.subTest(variant=v):
                 eng, dec = self.engine(v)
                 r = [eng.run(64) for _ in range(2)]
@@ -144,23 +144,50 @@ class LaneCostsTest(unittest.TestCase):
                 alt[v] = eng.alternate(16)
                 self.assertEqual(alt[v]["pairs"], 8)
                 self.assertEqual(dec.decodes, 16)
+                blk[v] = eng.blocks(100, block=25)
+                self.assertEqual(blk[v]["pairs"], 2)
+                self.assertEqual(dec.decodes, 16 + 100)
+                if eng.hub:
+                    self.assertEqual(eng.hub.snapshot()["options"]["level"], "off" if v == "off" else "kernel")
                 if eng.hub:
                     if v.startswith("lanes"):
                         eng.hub.drain(2.0)
                         # 8 steps with calls (i = 0, 2, .. 14): decode and
-                        # sample each, prefill at i = 0 and 8.
-                        self.assertEqual(eng.hub.snapshot()["counters"]["begun"], 2 * 8 + 2)
+                        # sample each, prefill at i = 0 and 8; then 2
+                        # blocks of 25 (i = 16..40 and 66..90): 100, and
+                        # prefill at 16, 24, 32, 40, 72, 80, 88.
+                        self.assertEqual(eng.hub.snapshot()["counters"]["begun"], 2 * 8 + 2 + 2 * 50 + 7)
                     eng.hub.close()
         variants = list(rates)
         args = argparse.Namespace(steps=64, rounds=2, prefill_every=8)
         shares = {v: [0.9, 1.0] for v in variants if v.startswith("lanes")}
-        md = tlc.report(args, "Fake GPU", variants, rates, steps, calls, landed, shares, alt)
+        md = tlc.report(args, "Fake GPU", variants, rates, steps, calls, landed, shares, alt, blk)
+        self.assertIn("alternate blocks of 25 steps", md)
         self.assertIn("alternate steps with the variant's calls and without any (8 pairs", md)
         for v in variants:
             self.assertIn(f"| {v} |", md)
         self.assertIn("|start - end of the one before|: p50 0 ns, p99 0 ns, max 0 ns", md)
         self.assertIn("| 95.0% |", md)
         self.assertIn("| none | timer |", md)
+
+    def test_records_where_the_lanes_are(self):
+        # records and records/shared: the driver's record at each boundary
+        # step_lanes and step_shared make, no hub.
+        class FakeRecord:
+            n = 0
+
+            def evrecord_timed(self, stream):
+                self.n += 1
+                return 1000
+
+        for body, per_step, prefill in (("step_records", 4, 2), ("step_records_shared", 2, 1)):
+            with self.subTest(body=body):
+                eng, dec = self.engine("none")
+                eng.evrec = FakeRecord()
+                for _ in range(16):
+                    getattr(eng, body)()
+                self.assertEqual(eng.evrec.n, 16 * per_step + 2 * prefill)
+                self.assertEqual(dec.decodes, 16)
 
     def test_bad_arguments(self):
         for argv, msg in [(["--rounds", "0"], "--rounds must be >= 1"), (["--variants", "none,loud"], "loud")]:
