@@ -9,9 +9,11 @@
 //
 // It is the one Go package besides go/cuda (and go/cuda/cudatest, test
 // support) that imports "C": exported Go functions can only live in a cgo
-// package main. It adds no C code of its
-// own beyond the array of state words (words.c), which must be C memory:
-// the header's inline span functions read it without calling into Go.
+// package main. Its own C code is the array of state words (words.c),
+// which must be C memory: the header's inline span functions read it
+// without calling into Go; and the span path (spanpath.c, published to by
+// spanpath.go), which records steps and lane spans on the hub's own ring
+// words without entering Go (docs/design.md, the C span path).
 //
 // Rules every export follows: handles are integers checked against a table
 // (never Go pointers handed to C), each call on a hub is counted while it

@@ -44,6 +44,19 @@ for t in "$SRC"/tests/*; do
     fail=$((fail + 1)); echo "FAIL $name ($((SECONDS - start)) s)" | tee -a "$SUM"
   fi
 done
+# The Python GPU tests (the C span path from torch), when the library and
+# the extension were built into out/python and carried (CONTRIBUTING.md).
+if [[ -f "$ROOT/out/python/libgpuspans.so" && -f "$ROOT/out/python/_hot.abi3.so" ]] &&
+  python3 -c 'import torch' 2>/dev/null; then
+  echo "=== python test_gpu" >>"$LOG"
+  start=$SECONDS
+  if (cd "$ROOT/python" && GPUSPANS_LIB=../out/python/libgpuspans.so GPUSPANS_HOT=../out/python/_hot.abi3.so \
+    PYTHONPATH=. timeout 300 python3 -m unittest -v tests.test_gpu) >>"$LOG" 2>&1; then
+    pass=$((pass + 1)); echo "PASS python test_gpu ($((SECONDS - start)) s)" | tee -a "$SUM"
+  else
+    fail=$((fail + 1)); echo "FAIL python test_gpu ($((SECONDS - start)) s)" | tee -a "$SUM"
+  fi
+fi
 if [[ -x "$SRC/bin/driver_bench" ]]; then
   echo "=== driver_bench" >>"$LOG"
   timeout 300 "$SRC/bin/driver_bench" 2>&1 | tee -a "$LOG" >>"$SUM"
