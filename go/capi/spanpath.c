@@ -1,14 +1,17 @@
-// The C span path: gs_hub_lane_begin_call, gs_hub_lane_end_call,
-// gs_hub_next_lane_call and gs_hub_next_step_call's lane part record lane
-// spans through the CUDA core without entering Go. A crossing from a
-// thread busy in an engine costs 0.4-1.2 us (more than the record it
-// wraps costs beyond the driver), so the calls an engine makes every step
-// stay in C. They follow go/internal/spanring's protocol on the recorders'
-// own words, step for step as go/gpuspans/recorder.go does: Go lands,
-// reclaims and retires what C begins, and the other way round. What is
-// rare goes to Go: a failed record (Go logs it or turns the device dead),
-// a lane out of range, a hub with no published set or with a recorder
-// whose pool is not the core's (a simulated device), and a bad handle.
+// The C span path: the functions behind hub.h's inline step and lane
+// calls (gs_hub_begin_step_call, gs_hub_lane_begin_call, _lane_end_call,
+// _next_lane_call, _next_step_call) record lane spans through the CUDA
+// core, and count and arm steps, without entering Go: a crossing from a
+// thread busy in an engine costs 0.4 to 3 us, more than all that a lane
+// boundary adds to the driver's record. They follow go/internal/spanring's
+// protocol on the hub's own words, step for step as go/gpuspans does (the
+// functions below are recorder.go's of the same name): Go lands, reclaims
+// and retires what C begins, and the other way round. What is rare goes to
+// Go: a failed record (Go logs it or turns the device dead), a lane out of
+// range, a hub with no published set or with a recorder whose pool is not
+// the core's (a simulated device), a bad handle, and a step with more to
+// do than count and arm (docs/design.md, the C span path).
+//
 // The whole header first, so that the definitions below are checked
 // against its declarations (spanpath.h's include of it is then a no-op).
 #include "gpuspans/hub.h"
@@ -45,8 +48,6 @@ typedef struct call {
 static inline gs_sp_slot* slot_of(const gs_sp_rec* r, uint64_t pos) {
   return &r->slots[pos % r->nslots];
 }
-
-// The functions below are recorder.go's of the same name.
 
 static void give_back(const gs_sp_rec* r, uint64_t from) {
   if (from == 0) return;

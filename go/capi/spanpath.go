@@ -10,7 +10,6 @@ import "C"
 
 import (
 	"fmt"
-	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -22,10 +21,10 @@ import (
 	"github.com/gpuspans/gpuspans/go/internal/spanring"
 )
 
-// The C span path (spanpath.c) records lane spans on the hub's own ring
-// words without entering Go. This file publishes those words to it, frees
-// what it published once no C call can hold it, and ends the spans whose
-// record failed there.
+// The C span path (spanpath.c) records steps and lane spans on the hub's
+// own words without entering Go. This file publishes those words to it,
+// frees what it published once no C call can hold it, and ends the spans
+// whose record failed there.
 
 // spanring.Slot and spanpath.h's gs_sp_slot, and the protocol's values, must
 // agree: each line fails to compile (constant index out of range) if not.
@@ -65,21 +64,31 @@ var (
 	_ = [1]int{}[unsafe.Sizeof(atomic.Bool{})-4] // C reads it as a uint32
 )
 
-// spanPathEnv chooses the lane span calls' path: "c" (the default) records
-// in C, "go" sends every call into Go, as before the C path existed.
+// spanPathEnv chooses the step and lane calls' path: "c" (the default)
+// records in C where it can, "go" sends every call into Go, as before the C
+// path existed.
 const spanPathEnv = "GPUSPANS_SPAN_PATH"
 
-// spanPathChoice is $GPUSPANS_SPAN_PATH read once: whether hubs publish to
-// the C path, or the error gs_hub_create returns for a value it does not
-// know.
+// spanPathChoice is $GPUSPANS_SPAN_PATH read once, at the first
+// gs_hub_create: whether hubs publish to the C path, or the error
+// gs_hub_create returns for a value it does not know. It is read with C's
+// getenv, so that a value set after the process started (Python's
+// os.environ) counts: Go's own environment is a copy made when the library
+// loaded.
 var spanPathChoice = sync.OnceValues(func() (bool, error) {
-	switch v := os.Getenv(spanPathEnv); v {
+	name := C.CString(spanPathEnv)
+	defer C.free(unsafe.Pointer(name))
+	var v string
+	if p := C.getenv(name); p != nil {
+		v = C.GoString(p)
+	}
+	switch v {
 	case "", "c":
 		return true, nil
 	case "go":
 		return false, nil
 	default:
-		return false, fmt.Errorf("%s is %q: want c (lane spans recorded in C, the default) or go", spanPathEnv, v)
+		return false, fmt.Errorf("%s is %q: want c (steps and lane spans recorded in C, the default) or go", spanPathEnv, v)
 	}
 })
 

@@ -537,23 +537,20 @@ def report(args, describe, variants, rates, steps, calls, landed, shares=None, a
         w(f"| {v} | {statistics.median(rates[v]):,.0f} | {statistics.median(ratios):+.2%} | "
           f"{q(ratios, 0.25):+.2%} .. {q(ratios, 0.75):+.2%} | {sp:.1f} | {sp - none_step:+.1f} | "
           f"{f'{statistics.median(sh):.1%}' if sh else '-'} |\n")
-    if alt:
-        w("\nPer step inside each process, alternate steps with the variant's calls and without any "
-          f"({alt[variants[0]]['pairs']} pairs; none: the same steps both ways, the comparison's own spread), host us:\n\n")
-        w("| variant | step p50 with | step p50 without | median of pair differences | middle half | share of a step |\n")
+    paired = (
+        (alt, "alternate steps with the variant's calls and without any ({n} pairs; none: the same steps both ways, "
+              "the comparison's own spread)", "pair"),
+        (blk, "alternate blocks of 25 steps: with the variant's calls and the hub's background harvester running, and "
+              "without calls with the harvester stopped ({n} pairs of blocks; the difference of each pair's medians)", "block"),
+    )
+    for table, what, unit in paired:
+        if not table:
+            continue
+        w(f"\nPer step inside each process, {what.format(n=table[variants[0]]['pairs'])}, host us:\n\n")
+        w(f"| variant | step p50 with | step p50 without | median of {unit} differences | middle half | share of a step |\n")
         w("| --- | ---: | ---: | ---: | --- | ---: |\n")
         for v in variants:
-            a = alt[v]
-            w(f"| {v} | {a['with']:.1f} | {a['without']:.1f} | {a['diff']:+.2f} | {a['diff_q'][0]:+.2f} .. {a['diff_q'][1]:+.2f} | "
-              f"{a['diff'] / a['without']:+.3%} |\n")
-    if blk:
-        w("\nPer step inside each process, alternate blocks of 25 steps: with the variant's calls and the hub's "
-          "background harvester running, and without calls with the harvester stopped "
-          f"({blk[variants[0]]['pairs']} pairs of blocks; the difference of each pair's medians), host us:\n\n")
-        w("| variant | step p50 with | step p50 without | median of block differences | middle half | share of a step |\n")
-        w("| --- | ---: | ---: | ---: | --- | ---: |\n")
-        for v in variants:
-            a = blk[v]
+            a = table[v]
             w(f"| {v} | {a['with']:.1f} | {a['without']:.1f} | {a['diff']:+.2f} | {a['diff_q'][0]:+.2f} .. {a['diff_q'][1]:+.2f} | "
               f"{a['diff'] / a['without']:+.3%} |\n")
     w("\nHost time per call at its place in the loop, us (p50 / p90), each call timed alone "

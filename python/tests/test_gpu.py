@@ -25,16 +25,22 @@ def gpu_torch(test):
     return torch
 
 
+def torch_hub(test, torch, stream):
+    """A hub at level Kernel on the current device, lane spans on stream,
+    closed when the test ends."""
+    hub = gpuspans.Hub(lanes=LANES, level="kernel", quiet=True)
+    test.addCleanup(hub.close)
+    hub.install(torch.cuda.current_device(), stream)
+    return hub
+
+
 class TorchLanesTest(unittest.TestCase):
     def test_shared_lanes_match_events(self):
         # Three lanes a step, shared boundaries, a torch event recorded
         # beside each boundary: each lane span reads what its event pair
         # reads, to the events' resolution.
         torch = gpu_torch(self)
-        hub = gpuspans.Hub(lanes=LANES, level="kernel", quiet=True)
-        self.addCleanup(hub.close)
-        stream = torch.cuda.current_stream()
-        hub.install(torch.cuda.current_device(), stream)
+        hub = torch_hub(self, torch, torch.cuda.current_stream())
         hub.start_harvester(0.001)
         hub.step()  # the pool opens
         time.sleep(0.05)  # the harvester runs: steps stay in C
@@ -95,10 +101,8 @@ class TorchLanesTest(unittest.TestCase):
         # Lane calls while torch captures the stream into a graph: nothing
         # recorded (counted as dropped, capturing), the graph replays.
         torch = gpu_torch(self)
-        hub = gpuspans.Hub(lanes=LANES, level="kernel", quiet=True)
-        self.addCleanup(hub.close)
         s = torch.cuda.Stream()
-        hub.install(torch.cuda.current_device(), s)
+        hub = torch_hub(self, torch, s)
         hub.step()
         x = torch.zeros(1024, device="cuda")
         g = torch.cuda.CUDAGraph()

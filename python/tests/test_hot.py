@@ -261,6 +261,24 @@ class CSpanPathTest(unittest.TestCase):
         lib.gs_testing_fake_stream_work.argtypes = [ctypes.c_uint64, ctypes.c_int64]
         lib.gs_testing_fake_advance.argtypes = [ctypes.c_int64]
 
+    def test_span_path_is_chosen_by_name(self):
+        # GPUSPANS_SPAN_PATH: a value the library does not know refuses
+        # every hub, naming it (TestSpanPath runs "c" and "go").
+        code, out, err, _ = run_child(
+            """
+            import os
+            os.environ["GPUSPANS_SPAN_PATH"] = "fast"  # after the start: the library reads it all the same
+            import gpuspans
+            try:
+                gpuspans.Hub(quiet=True)
+            except gpuspans.Error as e:
+                print("refused:", e)
+            print("ready")
+            """
+        )
+        self.assertEqual(code, 0, err)
+        self.assertIn('gs_hub_create: GPUSPANS_SPAN_PATH is "fast": want c', out)
+
     def test_lanes_in_c(self):
         stream = 0x5100
         work = {"prefill": 30000, "decode": 40000, "sample": 10000}

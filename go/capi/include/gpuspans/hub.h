@@ -43,9 +43,9 @@
  *   entering Go, and the step does too while a background harvester runs
  *   with kernel timing events; everything else calls into Go, about 0.1 us
  *   from a C thread in a tight loop and 0.4 to 3 us from a thread busy with
- *   other work. GPUSPANS_SPAN_PATH=go in the environment (read once) sends
- *   every call into Go; any other value than c or go makes gs_hub_create
- *   fail, naming it.
+ *   other work. GPUSPANS_SPAN_PATH=go in the environment (read with getenv
+ *   at the first gs_hub_create) sends every call into Go; any other value
+ *   than c or go makes gs_hub_create fail, naming it.
  * - Signals: the Go runtime in the library installs no handler for SIGINT,
  *   SIGTERM or SIGQUIT (nothing here calls os/signal), so the host keeps its
  *   own handling of Ctrl-C. It does handle SIGSEGV, SIGBUS, SIGFPE inside
