@@ -5,6 +5,7 @@
 // the two paths must agree span for span. With the C path, lane calls make
 // no crossing into Go.
 #include <pthread.h>
+#include <stdint.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,6 +227,23 @@ static void refusals(void) {
   CHECK_OK(gs_hub_lane_end(hub, -3));
   CHECK_OK(gs_hub_next_lane(hub, -1, 9));
 
+  // Extreme arguments, on every call behind the inline functions: nothing
+  // crashes, nothing is recorded, out-of-range lanes are counted by Go.
+  const int32_t bad[] = {INT32_MIN, -2, 3, INT32_MAX};
+  for (int i = 0; i < 4; i++) {
+    CHECK_OK(gs_hub_lane_begin_call(hub, bad[i]));
+    CHECK_OK(gs_hub_lane_end_call(hub, bad[i]));
+    CHECK_OK(gs_hub_next_lane_call(hub, bad[i], bad[3 - i]));
+  }
+  const gs_hub made_up[] = {0, hub + 1, hub ^ 0x8000000000000000ull, ~0ull};
+  for (int i = 0; i < 4; i++) {
+    CHECK(gs_hub_begin_step_call(made_up[i]) == GS_HUB_ERR_BAD_HANDLE, "begin_step on a bad handle");
+    CHECK(gs_hub_lane_begin_call(made_up[i], 0) == GS_HUB_ERR_BAD_HANDLE, "lane_begin on a bad handle");
+    CHECK(gs_hub_lane_end_call(made_up[i], 0) == GS_HUB_ERR_BAD_HANDLE, "lane_end on a bad handle");
+    CHECK(gs_hub_next_lane_call(made_up[i], 0, 1) == GS_HUB_ERR_BAD_HANDLE, "next_lane on a bad handle");
+    CHECK(gs_hub_next_step_call(made_up[i], 0, 1) == GS_HUB_ERR_BAD_HANDLE, "next_step on a bad handle");
+  }
+
   // A capturing stream: nothing recorded, a drop, no crossing.
   gs_testing_fake_set_capturing(kStream, 0);
   c0 = crossings();
@@ -244,8 +262,10 @@ static void refusals(void) {
   drain(hub);
   outcomes(hub, "refusals");
   const char* j = snap(hub);
-  CHECK(num(j, "lane_already_open_calls") == 2 && num(j, "unknown_lane_calls") == 2,
-        "already open %ld, unknown %ld; want 2 and 2", num(j, "lane_already_open_calls"), num(j, "unknown_lane_calls"));
+  // unknown: lane 7, next_lane(-1, 9), and of the extremes the 4 begins
+  // and the 2 next_lanes to a lane past the last (a negative to names none).
+  CHECK(num(j, "lane_already_open_calls") == 2 && num(j, "unknown_lane_calls") == 2 + 6,
+        "already open %ld, unknown %ld; want 2 and 8", num(j, "lane_already_open_calls"), num(j, "unknown_lane_calls"));
   CHECK(num(j, "dropped_capturing") == 2 && num(j, "errored") == 3, "capturing %ld, errored %ld; want 2 and 3",
         num(j, "dropped_capturing"), num(j, "errored"));
   CHECK_OK(gs_hub_close(hub));

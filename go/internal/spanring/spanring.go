@@ -63,8 +63,10 @@ const (
 	SlotLent    uint64 = 5 // landed or released, its end event still a later span's begin
 
 	StateMask uint64 = 0x7
-	PosShift         = 3 // where the position starts in a Word
 )
+
+// PosShift is where the position starts in a Word.
+const PosShift = 3
 
 // Pack is the Word of the span at pos in state.
 func Pack(pos, state uint64) uint64 { return (pos+1)<<PosShift | state }
