@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/internal/cudabridge"
 	"github.com/gpuspans/gpuspans/go/internal/spanring"
@@ -297,9 +296,5 @@ func gs_sp_span_failed(handle, setID C.uint64_t, rec C.int32_t, pos C.uint64_t, 
 	if int(op) >= 0 && int(op) < len(spanOps) {
 		name = spanOps[op]
 	}
-	var err error = &backend.DriverError{Op: name, Code: int32(cu), Msg: fmt.Sprintf("core status %d", int32(status))}
-	if cudabridge.RecordError != nil {
-		err = cudabridge.RecordError(name, int32(status), int32(cu))
-	}
-	r.Fail(uint64(pos), err)
+	r.Fail(uint64(pos), cudabridge.RecordError(name, int32(status), int32(cu))) // go/cuda sets it in any cgo build
 }

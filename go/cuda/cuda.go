@@ -56,7 +56,8 @@ import (
 	"github.com/gpuspans/gpuspans/go/internal/cudabridge"
 )
 
-// go/cuda/cudatest reaches the C pool and the error mapping through cudabridge.
+// go/cuda/cudatest and go/capi reach the C pool and the error mapping
+// through cudabridge.
 func init() {
 	cudabridge.PoolPtr = func(pool any) uintptr {
 		if p, ok := pool.(*Pool); ok && p != nil {
