@@ -1,6 +1,7 @@
 // A fake CUPTI for CPU tests: the activity API subset the tracer calls,
 // delivering synthesised kernel records through the tracer's own buffer
 // callbacks. gpuspans/tracer_testing.h has the hooks.
+#include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -21,18 +22,38 @@ namespace {
 // Real records are larger than the prefix we read; so are the fake's.
 constexpr size_t kStride = 200;
 
+// One queued activity record, of any kind, as CUPTI would lay it out.
+struct Rec {
+  uint8_t b[kStride];
+  uint32_t device() const {
+    CUpti_KernelRecordPrefix k;
+    memcpy(&k, b, sizeof k);
+    return k.kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? k.deviceId : 0;
+  }
+};
+template <typename T>
+Rec RecOf(const T& r) {
+  static_assert(sizeof(T) <= kStride, "record larger than the fake's stride");
+  Rec out;
+  memset(out.b, 0, kStride);
+  memcpy(out.b, &r, sizeof r);
+  return out;
+}
+
 struct FakeCupti {
   std::mutex mu;
   uint32_t version = 130001;
   bool fail_open = false;
   bool other = false;
   CUptiResult enable_result = CUPTI_SUCCESS;
-  bool enabled = false;
+  bool enabled = false;   // CONCURRENT_KERNEL
+  bool api_on[2] = {};    // DRIVER, RUNTIME
+  int thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   int64_t enables = 0, disables = 0;
   int64_t clock_offset = 0;  // Unix ns minus the fake's timestamp
   CUpti_BuffersCallbackRequestFunc req = nullptr;
   CUpti_BuffersCallbackCompleteFunc done = nullptr;
-  std::vector<CUpti_KernelRecordPrefix> queued;
+  std::vector<Rec> queued;
   std::deque<std::string> names;  // the records' name pointers stay valid
   uint32_t drop_device = 0;
   uint64_t drop = 0;     // reported at the next completion
@@ -43,9 +64,12 @@ struct FakeCupti {
   int64_t finalizes = 0;
   // The rules of kernel windows (gpuspans/tracer.h), as the fake can see
   // them: CUPTI attached from RegisterCallbacks to Finalize; a graph
-  // replayed while attached with collection off breaks the next finalize.
+  // replayed while attached with collection off, or by another thread than
+  // the one that attached, breaks the next finalize.
   bool attached = false;
+  int64_t attach_tid = 0;
   bool replayed_off = false;
+  bool replayed_foreign = false;
   int64_t bad_finalizes = 0;
   int64_t expect_tid = 0;  // 0: any thread
   int64_t stray_calls = 0;  // CUPTI calls of ours from another thread than expect_tid
@@ -79,22 +103,40 @@ CUptiResult GetTimestamp(uint64_t* ts) {
   *ts = static_cast<uint64_t>(HostNowNs() - F().clock_offset);
   return CUPTI_SUCCESS;
 }
+// ApiSlot is kind's place in api_on; -1 for a kind not an API one.
+int ApiSlot(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_DRIVER ? 0 : kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 1 : -1;
+}
+// enables and disables count CONCURRENT_KERNEL's switches alone.
 CUptiResult Enable(CUpti_ActivityKind kind) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
-  if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return 1;
   Stray(f);
+  if (int i = ApiSlot(kind); i >= 0) {
+    f.api_on[i] = true;
+    return CUPTI_SUCCESS;
+  }
+  if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return 1;
   f.enables++;
   if (f.enable_result != CUPTI_SUCCESS) return f.enable_result;
   f.enabled = true;
   return CUPTI_SUCCESS;
 }
-CUptiResult Disable(CUpti_ActivityKind) {
+CUptiResult Disable(CUpti_ActivityKind kind) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
   Stray(f);
+  if (int i = ApiSlot(kind); i >= 0) {
+    f.api_on[i] = false;
+    return CUPTI_SUCCESS;
+  }
   f.disables++;
   f.enabled = false;
+  return CUPTI_SUCCESS;
+}
+CUptiResult SetThreadIdType(int type) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().thread_id_type = type;
   return CUPTI_SUCCESS;
 }
 CUptiResult RegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done) {
@@ -102,6 +144,7 @@ CUptiResult RegisterCallbacks(CUpti_BuffersCallbackRequestFunc req, CUpti_Buffer
   Stray(F());
   F().req = req;
   F().done = done;
+  if (!F().attached) F().attach_tid = static_cast<int64_t>(syscall(SYS_gettid));
   F().attached = true;
   return CUPTI_SUCCESS;
 }
@@ -161,9 +204,11 @@ CUptiResult Finalize() {
   std::lock_guard<std::mutex> l(f.mu);
   Stray(f);
   f.finalizes++;
-  if (f.replayed_off) f.bad_finalizes++;
-  f.replayed_off = false;
+  if (f.replayed_off || f.replayed_foreign) f.bad_finalizes++;
+  f.replayed_off = f.replayed_foreign = false;
   f.attached = false;
+  f.api_on[0] = f.api_on[1] = false;
+  f.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   f.other = false;  // a finalize clears every subscriber, another client's too
   f.enabled = false;
   f.subscriber = nullptr;
@@ -175,7 +220,7 @@ CUptiResult Finalize() {
 
 int64_t Deliver(int32_t per_buffer) {
   FakeCupti& f = F();
-  std::vector<CUpti_KernelRecordPrefix> recs;
+  std::vector<Rec> recs;
   CUpti_BuffersCallbackRequestFunc req;
   CUpti_BuffersCallbackCompleteFunc done;
   uint32_t drop_device;
@@ -199,14 +244,14 @@ int64_t Deliver(int32_t per_buffer) {
     if (!buf) {
       // No buffer: CUPTI drops these records and says so at the next completion.
       std::lock_guard<std::mutex> l(f.mu);
-      f.drop_device = recs.empty() ? drop_device : recs[i].deviceId;
+      f.drop_device = recs.empty() ? drop_device : recs[i].device();
       f.drop += n;
       i += n;
       continue;
     }
     if (n > size / kStride) n = size / kStride;
     memset(buf, 0, n * kStride);
-    for (size_t k = 0; k < n; k++) memcpy(buf + k * kStride, &recs[i + k], sizeof(recs[i + k]));
+    for (size_t k = 0; k < n; k++) memcpy(buf + k * kStride, recs[i + k].b, kStride);
     i += n;
     written += n;
     done(ContextOf(drop_device), 0, buf, size, n * kStride);
@@ -236,6 +281,7 @@ void* FakeCuptiSymbol(void*, const char* name) {
       {"cuptiUnsubscribe", reinterpret_cast<void*>(&Unsubscribe)},
       {"cuptiEnableDomain", reinterpret_cast<void*>(&EnableDomain)},
       {"cuptiFinalize", reinterpret_cast<void*>(&Finalize)},
+      {"cuptiSetThreadIdType", reinterpret_cast<void*>(&SetThreadIdType)},
   };
   for (const Entry& e : kTable) {
     if (strcmp(e.name, name) == 0) return e.fn;
@@ -259,6 +305,8 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.fail_open = f.other = false;
     f.enable_result = CUPTI_SUCCESS;
     f.enabled = false;
+    f.api_on[0] = f.api_on[1] = false;
+    f.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
     f.enables = f.disables = 0;
     f.clock_offset = 0;
     f.queued.clear();
@@ -266,7 +314,8 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.subscriber = nullptr;
     f.domain_on = false;
     f.finalizes = 0;
-    f.attached = f.replayed_off = false;
+    f.attached = f.replayed_off = f.replayed_foreign = false;
+    f.attach_tid = 0;
     f.bad_finalizes = 0;
     f.expect_tid = 0;
     f.stray_calls = 0;
@@ -299,8 +348,36 @@ extern "C" int32_t gs_testing_cupti_kernel(uint32_t device, uint32_t stream, int
   r.name = f.names.back().c_str();
   r.graphId = graph;
   r.graphNodeId = graph ? f.correlation : 0;
-  f.queued.push_back(r);
+  f.queued.push_back(gs::RecOf(r));
   return 1;
+}
+
+namespace gs {
+namespace {
+// ApiCall queues the API record of a call by the calling thread when its
+// kind's collection is on. Caller holds f.mu.
+void ApiCall(FakeCupti& f, CUpti_ActivityKind kind, uint32_t cbid) {
+  int i = ApiSlot(kind);
+  if (i < 0 || !f.api_on[i]) return;
+  CUpti_ActivityAPI a;
+  memset(&a, 0, sizeof a);
+  a.kind = kind;
+  a.cbid = cbid;
+  a.start = a.end = static_cast<uint64_t>(HostNowNs() - f.clock_offset);
+  a.processId = static_cast<uint32_t>(getpid());
+  a.threadId = f.thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+                   ? static_cast<uint32_t>(syscall(SYS_gettid))
+                   : static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));
+  a.correlationId = ++f.correlation;
+  f.queued.push_back(RecOf(a));
+}
+}  // namespace
+}  // namespace gs
+
+extern "C" void gs_testing_cupti_kernel_launch(void) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  gs::ApiCall(f, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
 }
 
 extern "C" void gs_testing_cupti_drop(uint32_t device, uint64_t n) {
@@ -337,6 +414,8 @@ extern "C" int32_t gs_testing_cupti_graph_launch(void) {
   std::lock_guard<std::mutex> l(f.mu);
   if (f.bad_finalizes > 0) return 719;  // CUDA_ERROR_LAUNCH_FAILED, as seen on the H200
   if (f.attached && !f.enabled) f.replayed_off = true;
+  if (f.attached && f.attach_tid != static_cast<int64_t>(syscall(SYS_gettid))) f.replayed_foreign = true;
+  gs::ApiCall(f, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000);
   return 0;
 }
 

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,7 +48,8 @@ namespace {
   X(cuptiGetDeviceId)        \
   X(cuptiSubscribe)          \
   X(cuptiUnsubscribe)        \
-  X(cuptiFinalize)
+  X(cuptiFinalize)           \
+  X(cuptiSetThreadIdType)
 
 struct Cupti {
 #define GS_CUPTI_FIELD(name) PFN_##name name;
@@ -135,6 +137,13 @@ struct Tracer {
   std::atomic<uint64_t> buffers{0}, buffers_refused{0}, flushes{0};
   std::atomic<uint32_t> enabled{0};
   std::atomic<uint64_t> windows{0}, detaches{0};  // for the process, never reset
+  // The launch watch, in windows: CUPTI's API records of launches, by
+  // thread. own_*: the window's thread, as those records name it (gettid,
+  // or pthread_self cut to 32 bits where CUPTI kept its default type).
+  std::atomic<uint32_t> own_tid{0}, own_pthread{0};
+  std::atomic<bool> watching{false};
+  std::atomic<uint64_t> foreign_launches{0}, foreign_graph_launches{0};
+  std::atomic<uint32_t> foreign_thread{0};  // the first thread seen replaying a graph
   std::atomic<uint64_t> dropped_by_device[GS_TRACER_MAX_DEVICES]{};
 };
 
@@ -167,6 +176,55 @@ bool ThreadAlive(pid_t tid, bool wait) {
     if (wait) usleep(500);
   }
   return true;
+}
+
+// LaunchKind sorts an API record: 2 a graph replay, 1 a kernel launch, 0
+// anything else.
+int LaunchKind(const CUpti_ActivityAPI& a) {
+  if (a.kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+    switch (a.cbid) {
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
+      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
+        return 2;
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+        return 1;
+    }
+    return 0;
+  }
+  switch (a.cbid) {
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
+      return 2;
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
+    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
+      return 1;
+  }
+  return 0;
+}
+
+// Watch counts a window's launches made by other threads than its own.
+void Watch(Tracer& t, const CUpti_ActivityAPI& a) {
+  if (!t.watching.load() || a.threadId == t.own_tid.load() || a.threadId == t.own_pthread.load()) return;
+  switch (LaunchKind(a)) {
+    case 2: {
+      uint32_t none = 0;
+      t.foreign_thread.compare_exchange_strong(none, a.threadId);
+      t.foreign_graph_launches++;
+      break;
+    }
+    case 1:
+      t.foreign_launches++;
+      break;
+  }
 }
 
 uint32_t Intern(Tracer& t, const char* name) {
@@ -241,6 +299,10 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
   size_t n = 0;
   CUpti_Activity* rec = nullptr;
   while (buffer && valid > 0 && api.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    if (rec->kind == CUPTI_ACTIVITY_KIND_DRIVER || rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+      Watch(t, *reinterpret_cast<const CUpti_ActivityAPI*>(rec));
+      continue;
+    }
     if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_KernelRecordPrefix*>(rec);
     gs_kernel_record& r = batch[n++];
@@ -338,9 +400,10 @@ gs_status Start(Tracer& t, gs_error* err) {
   // Counters are per open (gpuspans/tracer.h): a hub that opens the tracer
   // again must not count an earlier open's drops as its own.
   for (auto* c : {&t.records, &t.cupti_dropped, &t.ring_dropped, &t.names_overflow, &t.buffers,
-                  &t.buffers_refused, &t.flushes}) {
+                  &t.buffers_refused, &t.flushes, &t.foreign_launches, &t.foreign_graph_launches}) {
     c->store(0);
   }
+  t.foreign_thread = 0;
   for (auto& c : t.dropped_by_device) c.store(0);
   return GS_OK;
 }
@@ -398,26 +461,53 @@ void NoWindows(Tracer& t, const char* why) {
   t.no_windows_why = why;
 }
 
-// CloseWindow ends a window on the calling thread: collection off, every
-// record delivered, CUPTI detached. Nothing in between launches: the caller
-// is the only launching thread, and it is here. Caller holds t.mu.
-gs_status CloseWindow(Tracer& t, gs_error* err) {
+// The activity kinds of the launch watch: every API call of the process
+// while a window collects, each record naming the calling thread.
+constexpr CUpti_ActivityKind kWatchKinds[] = {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_RUNTIME};
+
+// StopCollecting turns a window's collection and launch watch off and has
+// every record delivered. Caller holds t.mu.
+gs_status StopCollecting(Tracer& t, gs_error* err) {
   gs_status st = GS_OK;
   CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  for (CUpti_ActivityKind k : kWatchKinds) t.api.cuptiActivityDisable(k);
   t.enabled = 0;
   t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  t.window_offset = SampleOffset(t.api);
+  t.watching = false;
   Forget(t);
-  r = t.api.cuptiFinalize();
+  return st;
+}
+
+// CloseWindow ends a window on the calling thread: collection off, every
+// record delivered, CUPTI detached. The caller is the window's launching
+// thread, and it is here. Another thread that replayed a CUDA graph during
+// the window (the launch watch saw it) may replay one during the detach,
+// which lost the process's CUDA context on an H200 (error 719 on every
+// thread, for good): then CUPTI stays attached, as attached tracing
+// leaves it, and windows stay off. Caller holds t.mu.
+gs_status CloseWindow(Tracer& t, gs_error* err) {
+  gs_status st = StopCollecting(t, err);
+  t.window_offset = SampleOffset(t.api);
+  t.open = false;
+  t.window = false;
+  if (uint64_t n = t.foreign_graph_launches.load()) {
+    char why[240];
+    snprintf(why, sizeof why,
+             "thread %u replayed %llu CUDA graphs in thread %d's kernel window: a detach beside another thread's "
+             "replays loses the CUDA context, so CUPTI stays attached and windows are off (several launching "
+             "threads: use attached)",
+             t.foreign_thread.load(), static_cast<unsigned long long>(n), static_cast<int>(t.owner));
+    NoWindows(t, why);
+    return SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_close: %s", why);
+  }
+  CUptiResult r = t.api.cuptiFinalize();
   if (r == CUPTI_SUCCESS) {
     t.detaches++;
   } else {
     NoWindows(t, "a kernel window's cuptiFinalize failed, so CUPTI stays attached and a detach could break a CUDA graph");
     if (st == GS_OK) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiFinalize");
   }
-  t.open = false;
-  t.window = false;
   return st;
 }
 
@@ -511,12 +601,28 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
     return gs::SetError(err, GS_ERR_NO_DRIVER, 0, "loading CUPTI: symbol cuptiFinalize is missing (kernel windows detach with it)");
   }
   if ((st = gs::Start(t, err)) == GS_OK && (st = gs::Register(t, api, err)) == GS_OK) {
+    // The watch names threads by gettid where CUPTI lets us choose.
+    if (api.cuptiSetThreadIdType) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    t.own_tid = static_cast<uint32_t>(me);
+    t.own_pthread = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));
+    t.watching = true;
     CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) st = gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+    for (CUpti_ActivityKind k : gs::kWatchKinds) {
+      if (st != GS_OK) break;
+      // No watch, no safe detach beside another thread's graphs: no window.
+      if ((r = api.cuptiActivityEnable(k)) != CUPTI_SUCCESS) {
+        st = gs::CuptiError(api, err, GS_ERR_DRIVER, r,
+                            k == CUPTI_ACTIVITY_KIND_DRIVER ? "cuptiActivityEnable(DRIVER)" : "cuptiActivityEnable(RUNTIME)");
+      }
+    }
   }
   if (st != GS_OK) {
-    // CUPTI may be initialised by now, with collection never on: a finalize
-    // is safe, and gives the process back as it was.
+    // CUPTI may be initialised by now, and collecting since an instant: a
+    // finalize gives the process back as it was.
+    t.watching = false;
+    for (CUpti_ActivityKind k : gs::kWatchKinds) api.cuptiActivityDisable(k);
+    api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (api.cuptiFinalize() == CUPTI_SUCCESS) {
       t.detaches++;
     } else {
@@ -609,6 +715,8 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
   out->detaches = t.detaches;
   out->windows = t.windows;
   out->enabled = t.enabled;
+  out->foreign_launches = t.foreign_launches;
+  out->foreign_graph_launches = t.foreign_graph_launches;
   {
     std::lock_guard<std::mutex> l(t.name_mu);
     out->names = static_cast<uint32_t>(t.names.size());
@@ -662,12 +770,7 @@ extern "C" gs_status gs_tracer_abandon(gs_error* err) {
   std::lock_guard<std::mutex> l(t.mu);
   if (!t.open || !t.window) return GS_OK;
   gs::NoWindows(t, "a kernel window was abandoned (its thread never stepped again), so CUPTI stays attached and a detach could break a CUDA graph");
-  gs_status st = GS_OK;
-  CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-  if (r != CUPTI_SUCCESS) st = gs::CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
-  t.enabled = 0;
-  t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  gs::Forget(t);
+  gs_status st = gs::StopCollecting(t, err);
   t.open = false;
   t.window = false;
   return st;

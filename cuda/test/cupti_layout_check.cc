@@ -44,6 +44,33 @@ static_assert(int{CUPTI_ERROR_MAX_LIMIT_REACHED} == int{ours::CUPTI_ERROR_MAX_LI
 static_assert(int{CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED} ==
                   int{ours::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED},
               "subscribers");
+#define SAME_API_OFFSET(field) \
+  static_assert(offsetof(CUpti_ActivityAPI, field) == offsetof(ours::CUpti_ActivityAPI, field), #field)
+SAME_API_OFFSET(kind);
+SAME_API_OFFSET(cbid);
+SAME_API_OFFSET(threadId);
+static_assert(sizeof(CUpti_ActivityAPI) == sizeof(ours::CUpti_ActivityAPI), "API record size");
+#define SAME_VALUE(name) static_assert(int{name} == int{ours::name}, #name)
+SAME_VALUE(CUPTI_ACTIVITY_KIND_DRIVER);
+SAME_VALUE(CUPTI_ACTIVITY_KIND_RUNTIME);
+SAME_VALUE(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
+SAME_VALUE(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx);
+SAME_VALUE(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060);
+SAME_VALUE(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060);
 static_assert(int{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} == int{ours::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED}, "flush forced");
 
 int main() {

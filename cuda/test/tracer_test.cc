@@ -332,6 +332,59 @@ void WindowRefusalsDetach() {
   CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
 }
 
+// Another thread's CUDA graph replays during a window: the close delivers
+// the records but does not detach (a detach beside such replays lost the
+// CUDA context on an H200), names the thread, and keeps windows off; the
+// window's own replays and another thread's eager launches are no reason.
+void WindowBesideForeignGraphReplaysStaysAttached() {
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  CHECK_EQ(gs_testing_cupti_graph_launch(), 0);  // the window's own thread
+  gs_testing_cupti_kernel_launch();
+  int64_t other = 0;
+  std::thread([&] {
+    other = gs_testing_thread_id();
+    CHECK_EQ(gs_testing_cupti_graph_launch(), 0);
+    gs_testing_cupti_kernel_launch();
+  }).join();
+  CHECK_EQ(gs_testing_cupti_kernel(0, 1, 10, 20, "k", 0), 1);
+  gs_error err;
+  CHECK_EQ(gs_tracer_close(&err), GS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, ("thread " + std::to_string(other) + " replayed 1 CUDA graphs").c_str()) != nullptr);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 0);
+  CHECK_EQ(gs_testing_cupti_attached(), 1);
+  CHECK_EQ(gs_testing_cupti_enabled(), 0);
+  gs_kernel_record r[4];
+  CHECK_EQ(gs_tracer_read(r, 4), 1);  // delivered all the same
+  gs_tracer_stats s;
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.foreign_graph_launches, 1);
+  CHECK_EQ(s.foreign_launches, 1);
+  // The process goes on attached: replays keep working, on any thread.
+  std::thread([] { CHECK_EQ(gs_testing_cupti_graph_launch(), 0); }).join();
+  CHECK_EQ(gs_testing_cupti_graph_launch(), 0);
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(err.message, "replayed 1 CUDA graphs") != nullptr);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+
+  // Eager launches from another thread alone: the window detaches.
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  std::thread([] { gs_testing_cupti_kernel_launch(); }).join();
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.foreign_launches, 1);
+  CHECK_EQ(s.foreign_graph_launches, 0);
+  // A replay by another thread outside windows is not seen, and not a
+  // reason: only a replay during a detach breaks it (tracer.h).
+  std::thread([] { CHECK_EQ(gs_testing_cupti_graph_launch(), 0); }).join();
+  WindowOpen();
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+}
+
 }  // namespace
 
 int main() {
@@ -351,6 +404,7 @@ int main() {
       {"WindowRefusalsDetach", WindowRefusalsDetach},
       {"WindowsFromTwoThreadsRefused", WindowsFromTwoThreadsRefused},
       {"NoWindowAfterAttached", NoWindowAfterAttached},
+      {"WindowBesideForeignGraphReplaysStaysAttached", WindowBesideForeignGraphReplaysStaysAttached},
   };
   int passed = 0, failed = 0;
   for (auto& t : tests) {

@@ -149,6 +149,12 @@ var (
 	// ErrWrongThread: a kernel window's Close from a thread other than the
 	// one that opened it, while that one lives; nothing was done.
 	ErrWrongThread = errors.New("gpuspans: a kernel window closes only on the thread that opened it")
+	// ErrLeftAttached: a kernel window's Close did not detach CUPTI because
+	// another thread replayed CUDA graphs during the window (a detach beside
+	// such replays loses the CUDA context): CUPTI stays attached for the
+	// rest of the process, and windows are off. The window's records were
+	// delivered.
+	ErrLeftAttached = errors.New("gpuspans: a kernel window was left attached beside another thread's CUDA graph replays")
 )
 
 // DriverError is a failed driver call.

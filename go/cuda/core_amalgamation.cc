@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: e679440c9c89edebc24714657a200d4d07e9906e03de4f282d9a466e9de8f577
+// sees only this file, rebuilds when they change: 7ecf32ef4711e23ea83d69a63f67956f4b57f8b9a57c73db7b474694244300ea
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

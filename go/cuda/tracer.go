@@ -165,8 +165,9 @@ func (t *Tracer) Stats() backend.TracerStats {
 
 // Close ends the open (gs_tracer_close): a window detaches CUPTI, on its
 // own thread only (an error wrapping backend.ErrWrongThread elsewhere, and
-// the tracer stays open); attached, CUPTI is given back but stays
-// attached. Later calls do nothing.
+// the tracer stays open), unless another thread replayed CUDA graphs
+// during it (an error wrapping backend.ErrLeftAttached); attached, CUPTI is
+// given back but stays attached. Later calls do nothing.
 func (t *Tracer) Close() error {
 	if t.closed.Load() {
 		return nil
@@ -178,6 +179,13 @@ func (t *Tracer) Close() error {
 			return err
 		}
 		t.closed.Store(true)
+		if t.mode != backend.TracerAttached {
+			var s C.gs_tracer_stats
+			C.gs_tracer_get_stats(&s)
+			if s.foreign_graph_launches > 0 {
+				err.(*backend.DriverError).Kind = backend.ErrLeftAttached
+			}
+		}
 		return err
 	}
 	t.closed.Store(true)

@@ -29,6 +29,9 @@ import (
 //     attached for the rest of the process, windows off.
 //  3. Collection stays on from a window's open to its close: the window
 //     never toggles it.
+//  4. A window in which another thread replayed a CUDA graph is not
+//     detached (the tracer watches launches and refuses:
+//     backend.ErrLeftAttached): CUPTI stays attached, windows are off.
 
 // maxCloseRefusals is how many BeginSteps in a row may find the window's
 // thread gone elsewhere before the window is abandoned.
@@ -53,8 +56,11 @@ type KernelWindowStats struct {
 	// Opened counts windows opened; Skipped windows due but not opened
 	// because another CUPTI client held it (a profiler: kernel spans came
 	// from event pairs meanwhile); Abandoned windows left attached because
-	// their thread never stepped again.
-	Opened, Skipped, Abandoned uint64
+	// their thread never stepped again; LeftAttached windows left attached
+	// because another thread replayed CUDA graphs during them (a detach
+	// then could lose the process's CUDA context). Windows are off after
+	// one of either.
+	Opened, Skipped, Abandoned, LeftAttached uint64
 	// OpenTime and CloseTime are histograms of what opening and closing a
 	// window cost the stepping thread (Name "open", "close").
 	OpenTime, CloseTime Aggregate
@@ -341,19 +347,23 @@ func (w *kernelWindows) closeWindow() bool {
 		w.abandon(fmt.Errorf("%d steps in a row began on another thread than the window's (%v): kernel windows need one stepping thread (in Go, runtime.LockOSThread on the stepping goroutine)", w.refusals, err))
 		return true
 	}
-	w.finishWindow(cost)
+	w.finishWindow(cost, err)
 	if err != nil {
 		w.fallBack(w.timing(), err)
 	}
 	return true
 }
 
-// finishWindow publishes the close of the open window. Stepping thread.
-func (w *kernelWindows) finishWindow(cost time.Duration) {
+// finishWindow publishes the close of the open window, which err ended.
+// Stepping thread.
+func (w *kernelWindows) finishWindow(cost time.Duration, err error) {
 	w.setTracer(nil)
 	w.cur.Steps = w.inWin
 	w.cur.CloseTime = cost
 	w.mu.Lock()
+	if errors.Is(err, backend.ErrLeftAttached) {
+		w.stats.LeftAttached++
+	}
 	w.stats.Open = false
 	w.stats.CloseTime.observe(int64(cost))
 	w.recent[w.cur.Seq%recentWindows] = w.cur
@@ -365,7 +375,7 @@ func (w *kernelWindows) finishWindow(cost time.Duration) {
 // and turns windows off. Stepping thread, or CloseKernelTracer.
 func (w *kernelWindows) abandon(why error) {
 	_ = callTracerAbandon(w.t)
-	w.finishWindow(0)
+	w.finishWindow(0, nil)
 	w.mu.Lock()
 	w.stats.Abandoned++
 	w.mu.Unlock()
@@ -387,7 +397,7 @@ func (w *kernelWindows) closeNow(broken bool) {
 			w.abandon(fmt.Errorf("closed from another thread than the window's: %w", err))
 			return
 		}
-		w.finishWindow(time.Since(start))
+		w.finishWindow(time.Since(start), err)
 		if err != nil && !broken {
 			w.logf("gpuspans: closing the kernel window: %v", err)
 		}

@@ -759,3 +759,83 @@ func TestWindowsOfTwoHubsOnTwoThreads(t *testing.T) {
 		t.Errorf("%d bad finalizes; attached %v", f.BadFinalizes(), f.Attached())
 	}
 }
+
+// Another thread replaying CUDA graphs in a tight loop beside auto windows,
+// as a second engine thread would: the first window sees its replays, is
+// left attached rather than detached (a detach beside them lost the CUDA
+// context on an H200), and windows stay off, named in the snapshot, the
+// log and a counter. No replay on either thread ever fails.
+func TestWindowsBesideAnotherThreadsGraphReplays(t *testing.T) {
+	h, f, log := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	if err := h.SetKernelWindows(time.Millisecond, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	replayer := make(chan int64, 1)
+	failed := make(chan int, 1)
+	var replays int
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		replayer <- cudatest.ThreadID()
+		for ctx.Err() == nil {
+			if code := f.GraphLaunch(); code != 0 {
+				failed <- code
+				return
+			}
+			replays++
+		}
+	}()
+	tid := <-replayer
+	for i := 0; i < 2000; i++ {
+		h.BeginStep()
+		if code := f.GraphLaunch(); code != 0 {
+			t.Fatalf("step %d: the stepping thread's replay failed with %d: the CUDA context is lost", i, code)
+		}
+		now := fakeNow()
+		f.Kernel(0, 1, now+10, now+500, "k", 3)
+		for fakeNow() < now+20_000 { // 20 us steps, a window due every 1 ms
+		}
+	}
+	cancel()
+	wg.Wait()
+	select {
+	case code := <-failed:
+		t.Fatalf("the other thread's replay failed with %d after %d replays: the CUDA context is lost", code, replays)
+	default:
+	}
+	h.Harvest()
+	if n := f.BadFinalizes(); n != 0 {
+		t.Errorf("%d finalizes beside another thread's replays", n)
+	}
+	if !f.Attached() {
+		t.Error("CUPTI detached beside another thread's graph replays")
+	}
+	s := gpuspanstest.Snapshot(t, h)
+	gpuspanstest.CheckAccounting(t, &s)
+	kt := s.KernelTiming
+	if kt.Windows.Opened == 0 || kt.Windows.LeftAttached != 1 || kt.Tracing {
+		t.Errorf("windows: %d opened, %d left attached, tracing %v: want windows until one is left attached, then none",
+			kt.Windows.Opened, kt.Windows.LeftAttached, kt.Tracing)
+	}
+	for i := 0; i < 10; i++ {
+		time.Sleep(2 * time.Millisecond) // a window due at each step
+		h.BeginStep()
+	}
+	if s2 := gpuspanstest.Snapshot(t, h); s2.KernelTiming.Windows.Opened != kt.Windows.Opened {
+		t.Errorf("%d windows opened after one was left attached", s2.KernelTiming.Windows.Opened-kt.Windows.Opened)
+	}
+	want := fmt.Sprintf("thread %d replayed", tid)
+	if kt.Err == nil || !errors.Is(kt.Err, backend.ErrLeftAttached) || !strings.Contains(kt.Err.Error(), want) {
+		t.Errorf("snapshot's reason %v: want one wrapping ErrLeftAttached and naming %q", kt.Err, want)
+	}
+	if log.Count(want) != 1 {
+		t.Errorf("log names the replaying thread (%q) %d times, want once:\n%s", want, log.Count(want), strings.Join(log.Lines(), "\n"))
+	}
+	if kt.Windows.Kernels == 0 {
+		t.Error("the window's kernels did not land")
+	}
+}

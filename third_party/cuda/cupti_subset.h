@@ -26,7 +26,41 @@ enum {
 };
 
 typedef int CUpti_ActivityKind;
-enum { CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10 };
+enum {
+  CUPTI_ACTIVITY_KIND_DRIVER = 4,  /* CUpti_ActivityAPI records of driver API calls */
+  CUPTI_ACTIVITY_KIND_RUNTIME = 5, /* the same of runtime API calls */
+  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10,
+};
+
+/* cuptiSetThreadIdType's types: what CUpti_ActivityAPI.threadId holds. */
+enum {
+  CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT = 0, /* pthread_self(), cut to 32 bits */
+  CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM = 1,  /* gettid() */
+};
+
+/* The callback ids (cupti_driver_cbid.h, cupti_runtime_cbid.h) of the
+ * calls that replay a CUDA graph. */
+enum {
+  CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch = 514,
+  CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz = 515,
+  CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 = 311,
+  CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000 = 312,
+};
+/* ... and of those that launch one kernel. */
+enum {
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel = 307,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz = 442,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel = 477,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz = 478,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx = 652,
+  CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz = 653,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000 = 211,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000 = 214,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000 = 269,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000 = 270,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060 = 430,
+  CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060 = 431,
+};
 
 enum { CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
 
@@ -100,6 +134,26 @@ GS_CUPTI_OFFSET(graphId, 156);
 static_assert(sizeof(CUpti_KernelRecordPrefix) == 160, "prefix size");
 #endif
 
+/* A DRIVER or RUNTIME record (CUpti_ActivityAPI, unchanged since CUDA 4):
+ * one API call, made by threadId (by default what pthread_self() returns,
+ * cut to 32 bits). */
+typedef struct CUpti_ActivityAPI {
+  CUpti_ActivityKind kind; /*  0 */
+  uint32_t cbid;           /*  4 */
+  uint64_t start;          /*  8 */
+  uint64_t end;            /* 16 */
+  uint32_t processId;      /* 24 */
+  uint32_t threadId;       /* 28 */
+  uint32_t correlationId;  /* 32 */
+  uint32_t returnValue;    /* 36 */
+} CUpti_ActivityAPI;
+
+#ifdef __cplusplus
+static_assert(offsetof(CUpti_ActivityAPI, cbid) == 4, "cbid");
+static_assert(offsetof(CUpti_ActivityAPI, threadId) == 28, "threadId");
+static_assert(sizeof(CUpti_ActivityAPI) == 40, "CUpti_ActivityAPI size");
+#endif
+
 typedef struct CUpti_Subscriber_st* CUpti_SubscriberHandle;
 typedef void (*CUpti_CallbackFunc)(void* userdata, int domain, uint32_t cbid, const void* cbdata);
 
@@ -127,6 +181,7 @@ typedef CUptiResult (*PFN_cuptiSubscribe)(CUpti_SubscriberHandle* subscriber,
 typedef CUptiResult (*PFN_cuptiUnsubscribe)(CUpti_SubscriberHandle subscriber);
 typedef CUptiResult (*PFN_cuptiEnableDomain)(uint32_t enable, CUpti_SubscriberHandle subscriber, int domain);
 typedef CUptiResult (*PFN_cuptiFinalize)(void);
+typedef CUptiResult (*PFN_cuptiSetThreadIdType)(int type);
 
 #ifdef __cplusplus
 }

@@ -17,8 +17,10 @@
  *   its launches, while no other thread launches; collection stays on
  *   from open to close. The tracer enforces what it can see: a close from
  *   another thread is refused while the opener lives, collection cannot be
- *   turned off inside a window, and no CUPTI call of ours runs on another
- *   thread while a window is open.
+ *   turned off inside a window, no CUPTI call of ours runs on another
+ *   thread while a window is open, and a window watches which threads
+ *   launch (CUPTI's DRIVER and RUNTIME records): one in which another
+ *   thread replayed a CUDA graph is not detached (gs_tracer_close).
  * - Attached (gs_tracer_open .. gs_tracer_close): collection switched by
  *   gs_tracer_enable from any thread; CUPTI stays attached to the process
  *   for good (every launch pays about 1 us, a graph launch about 0.3-0.6 us
@@ -78,6 +80,10 @@ typedef struct gs_tracer_stats {
   uint64_t windows;         /* kernel windows opened, in the process's life */
   uint32_t names;           /* distinct names interned */
   uint32_t enabled;         /* collection is on now */
+  /* The launch watch of a window (gs_tracer_window_open): launches other
+   * threads made while it collected, kernels and CUDA graph replays. */
+  uint64_t foreign_launches;
+  uint64_t foreign_graph_launches;
   /* Records lost (CUPTI's and the ring's) by device. */
   uint64_t dropped_by_device[GS_TRACER_MAX_DEVICES];
 } gs_tracer_stats;
@@ -172,7 +178,14 @@ int64_t gs_tracer_clock_offset_ns(void);
  * clients (a profiler may subscribe) but still attached. A window: on its
  * own thread (GS_ERR_WRONG_THREAD, and nothing done, on another while that
  * one lives), collection off, a forced flush, and cuptiFinalize, all
- * without a launch between them: 3-4 ms on an H200. Records still in the
+ * without a launch between them: 3-4 ms on an H200. A window in which
+ * another thread replayed a CUDA graph (foreign_graph_launches) is not
+ * detached: a detach beside another thread's graph replays lost the
+ * process's CUDA context on an H200 (error 719 on every thread). Its
+ * records are delivered, CUPTI stays attached for the rest of the process
+ * as after gs_tracer_open, windows stay off, and the close returns
+ * GS_ERR_INVALID_ARGUMENT naming the thread. A thread that replays graphs
+ * only outside windows is not seen: it must not replay during a detach. Records still in the
  * ring stay readable until the next open. GS_OK when not open. NULL err is
  * fine. Thread-safe; not capture-safe. */
 gs_status gs_tracer_close(gs_error* err);

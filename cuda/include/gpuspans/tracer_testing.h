@@ -69,14 +69,23 @@ void gs_testing_cupti_calls(int64_t* enables, int64_t* disables);
 /* gs_testing_cupti_finalizes reports how often cuptiFinalize was called. */
 int64_t gs_testing_cupti_finalizes(void);
 
-/* gs_testing_cupti_graph_launch plays a CUDA graph replay: one made while
- * CUPTI is attached with collection off breaks the next cuptiFinalize, as on
- * the H200 (gs_testing_cupti_bad_finalizes counts them), and every replay
- * after such a finalize returns 719 (CUDA_ERROR_LAUNCH_FAILED); 0 otherwise. */
+/* gs_testing_cupti_graph_launch plays a CUDA graph replay by the calling
+ * thread: one made while CUPTI is attached with collection off, or by
+ * another thread than the one that attached it, breaks the next
+ * cuptiFinalize, as on the H200 (gs_testing_cupti_bad_finalizes counts
+ * them), and every replay after such a finalize returns 719
+ * (CUDA_ERROR_LAUNCH_FAILED); 0 otherwise. While RUNTIME activity is on it
+ * queues the replay's API record (cudaGraphLaunch), naming the thread as
+ * cuptiSetThreadIdType last said (pthread_self by default). */
 int32_t gs_testing_cupti_graph_launch(void);
 
+/* gs_testing_cupti_kernel_launch plays an eager kernel launch by the
+ * calling thread: while DRIVER activity is on it queues its API record
+ * (cuLaunchKernel). */
+void gs_testing_cupti_kernel_launch(void);
+
 /* gs_testing_cupti_bad_finalizes counts finalizes that followed a replay
- * made while attached with collection off. */
+ * made while attached with collection off, or by another thread. */
 int64_t gs_testing_cupti_bad_finalizes(void);
 
 /* gs_testing_cupti_attached reports whether CUPTI is attached (callbacks

@@ -88,12 +88,18 @@ func cbool(b bool) C.int32_t {
 }
 
 // GraphLaunch plays a CUDA graph replay on this thread: one made while CUPTI
-// is attached with collection off breaks the next finalize, as on the H200
-// (BadFinalizes counts them); replays after such a finalize fail with 719.
+// is attached with collection off, or by another thread than the one that
+// attached it, breaks the next finalize, as on the H200 (BadFinalizes
+// counts them); replays after such a finalize fail with 719. A window's
+// launch watch sees it.
 func (*FakeCUPTI) GraphLaunch() int { return int(C.gs_testing_cupti_graph_launch()) }
 
+// KernelLaunch plays an eager kernel launch on this thread, as a window's
+// launch watch sees it.
+func (*FakeCUPTI) KernelLaunch() { C.gs_testing_cupti_kernel_launch() }
+
 // BadFinalizes counts finalizes that followed a replay made while attached
-// with collection off.
+// with collection off, or by another thread.
 func (*FakeCUPTI) BadFinalizes() int64 { return int64(C.gs_testing_cupti_bad_finalizes()) }
 
 // Attached reports whether CUPTI is attached now.

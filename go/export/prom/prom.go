@@ -190,6 +190,7 @@ type Collector struct {
 	kernelTiming, tracerFallback *prometheus.Desc
 	windows, windowsSkipped      *prometheus.Desc
 	windowsAbandoned, windowCost *prometheus.Desc
+	windowsLeftAttached          *prometheus.Desc
 	windowKernels, lastKernels   *prometheus.Desc
 
 	mu   sync.Mutex
@@ -247,12 +248,13 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		kernelTiming:   d("kernel_timing_info", "Where kernel spans come from: mode as asked (events, auto, cupti) and source now (cupti: every kernel from the tracer; events: event pairs around wrapped launches); always 1.", "mode", "source"),
 		tracerFallback: d("kernel_tracer_fallbacks_total", "Times the kernel tracer (CUPTI) was given up for event pairs: it could not load, was refused, or another profiler held it. The reason is in the log and on the live page. Appears at the first."),
 
-		windows:          d("kernel_windows_total", "Kernel windows opened: CUPTI attached for a few steps, then detached. Appears at the first."),
-		windowsSkipped:   d("kernel_windows_skipped_total", "Kernel windows due but not opened because another CUPTI client (a profiler) held it; kernel spans came from event pairs meanwhile. Appears at the first."),
-		windowsAbandoned: d("kernel_windows_abandoned_total", "Kernel windows left attached because their thread stopped stepping; windows are off after one. Appears at the first."),
-		windowCost:       d("kernel_window_seconds", "What opening (CUPTI's attach) and closing (flush and detach) a kernel window cost the stepping thread. Appears at the first window.", "phase"),
-		windowKernels:    d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
-		lastKernels:      d("kernel_window_last_kernels", "Kernels the newest finished kernel window landed. Appears at the first."),
+		windows:             d("kernel_windows_total", "Kernel windows opened: CUPTI attached for a few steps, then detached. Appears at the first."),
+		windowsSkipped:      d("kernel_windows_skipped_total", "Kernel windows due but not opened because another CUPTI client (a profiler) held it; kernel spans came from event pairs meanwhile. Appears at the first."),
+		windowsAbandoned:    d("kernel_windows_abandoned_total", "Kernel windows left attached because their thread stopped stepping; windows are off after one. Appears at the first."),
+		windowsLeftAttached: d("kernel_windows_left_attached_total", "Kernel windows left attached because another thread replayed CUDA graphs during them (a detach then could lose the CUDA context); windows are off after one. Appears at the first."),
+		windowCost:          d("kernel_window_seconds", "What opening (CUPTI's attach) and closing (flush and detach) a kernel window cost the stepping thread. Appears at the first window.", "phase"),
+		windowKernels:       d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
+		lastKernels:         d("kernel_window_last_kernels", "Kernels the newest finished kernel window landed. Appears at the first."),
 
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
@@ -276,7 +278,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.unknownLane, c.laneOpen, c.badEnd, c.installFailures, c.stickyDisables,
 		c.poolPanics, c.harvestFailures, c.abandoned,
 		c.level, c.levelInfo, c.every, c.kernelTiming, c.tracerFallback,
-		c.windows, c.windowsSkipped, c.windowsAbandoned, c.windowCost, c.windowKernels, c.lastKernels,
+		c.windows, c.windowsSkipped, c.windowsAbandoned, c.windowsLeftAttached, c.windowCost, c.windowKernels, c.lastKernels,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
@@ -360,6 +362,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	lazy(c.windowsSkipped, s.KernelTiming.Windows.Skipped)
 	lazy(c.windowsAbandoned, s.KernelTiming.Windows.Abandoned)
+	lazy(c.windowsLeftAttached, s.KernelTiming.Windows.LeftAttached)
 	counter(c.steps, s.Step)
 	lazy(c.armedSteps, s.ArmedSteps)
 	counter(c.harvests, k.Harvests)

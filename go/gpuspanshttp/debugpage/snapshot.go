@@ -171,6 +171,7 @@ type kernelWindowsJSON struct {
 	Opened           uint64           `json:"opened"`
 	Skipped          uint64           `json:"skipped"`
 	Abandoned        uint64           `json:"abandoned"`
+	LeftAttached     uint64           `json:"left_attached"`
 	Kernels          uint64           `json:"kernels"`
 	OpenNs           [3]int64         `json:"open_ns"`  // p50, p99, max
 	CloseNs          [3]int64         `json:"close_ns"` // p50, p99, max
@@ -197,7 +198,7 @@ func costJSON(a *gpuspans.Aggregate) [3]int64 {
 
 func kernelWindows(w *gpuspans.KernelWindowStats) kernelWindowsJSON {
 	j := kernelWindowsJSON{EveryNs: int64(w.Every), Steps: w.Steps, Open: w.Open, Opened: w.Opened, Skipped: w.Skipped,
-		Abandoned: w.Abandoned, Kernels: w.Kernels, OpenNs: costJSON(&w.OpenTime), CloseNs: costJSON(&w.CloseTime),
+		Abandoned: w.Abandoned, LeftAttached: w.LeftAttached, Kernels: w.Kernels, OpenNs: costJSON(&w.OpenTime), CloseNs: costJSON(&w.CloseTime),
 		KernelsPerWindow: append([]uint64(nil), w.KernelsPerWindow[:]...),
 		Last: kernelWindowJSON{Seq: w.Last.Seq, FirstStep: w.Last.FirstStep, Steps: w.Last.Steps, Kernels: w.Last.Kernels,
 			OpenNs: int64(w.Last.OpenTime), CloseNs: int64(w.Last.CloseTime)}}
