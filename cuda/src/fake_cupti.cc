@@ -14,6 +14,7 @@
 #include "cupti_subset.h"
 #include "cupti_loader.h"
 #include "driver.h"
+#include "gpuspans/tracer.h"
 #include "gpuspans/tracer_testing.h"
 
 namespace gs {
@@ -70,6 +71,7 @@ struct FakeCupti {
   int64_t attach_tid = 0;
   bool replayed_off = false;
   bool replayed_foreign = false;
+  int64_t inflight = 0;  // replays under way: a disable or finalize now overlaps one
   int64_t bad_finalizes = 0;
   int64_t expect_tid = 0;  // 0: any thread
   int64_t stray_calls = 0;  // CUPTI calls of ours from another thread than expect_tid
@@ -132,6 +134,7 @@ CUptiResult Disable(CUpti_ActivityKind kind) {
   }
   f.disables++;
   f.enabled = false;
+  if (f.attached && f.inflight > 0) f.replayed_off = true;
   return CUPTI_SUCCESS;
 }
 CUptiResult SetThreadIdType(int type) {
@@ -204,7 +207,7 @@ CUptiResult Finalize() {
   std::lock_guard<std::mutex> l(f.mu);
   Stray(f);
   f.finalizes++;
-  if (f.replayed_off || f.replayed_foreign) f.bad_finalizes++;
+  if (f.replayed_off || f.replayed_foreign || f.inflight > 0) f.bad_finalizes++;
   f.replayed_off = f.replayed_foreign = false;
   f.attached = false;
   f.api_on[0] = f.api_on[1] = false;
@@ -316,6 +319,7 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.finalizes = 0;
     f.attached = f.replayed_off = f.replayed_foreign = false;
     f.attach_tid = 0;
+    f.inflight = 0;
     f.bad_finalizes = 0;
     f.expect_tid = 0;
     f.stray_calls = 0;
@@ -409,14 +413,34 @@ extern "C" int64_t gs_testing_cupti_finalizes(void) {
   return F().finalizes;
 }
 
-extern "C" int32_t gs_testing_cupti_graph_launch(void) {
+extern "C" int32_t gs_testing_cupti_graph_launch_for(int64_t hold_ns) {
   FakeCupti& f = F();
+  bool guarded = gs::InLaunchGuard();
+  {
+    std::lock_guard<std::mutex> l(f.mu);
+    if (f.bad_finalizes > 0) return 719;  // CUDA_ERROR_LAUNCH_FAILED, as seen on the H200
+    if (f.attached && !f.enabled) f.replayed_off = true;
+    // Unguarded replays of another thread beside a window lost the context
+    // on the H200; guarded ones are held off the attach and detach, which
+    // the in-flight count checks.
+    if (f.attached && !guarded && f.attach_tid != static_cast<int64_t>(syscall(SYS_gettid))) f.replayed_foreign = true;
+    gs::ApiCall(f, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000);
+    f.inflight++;
+  }
+  for (int64_t end = gs::HostNowNs() + hold_ns; gs::HostNowNs() < end;) {
+  }
   std::lock_guard<std::mutex> l(f.mu);
-  if (f.bad_finalizes > 0) return 719;  // CUDA_ERROR_LAUNCH_FAILED, as seen on the H200
-  if (f.attached && !f.enabled) f.replayed_off = true;
-  if (f.attached && f.attach_tid != static_cast<int64_t>(syscall(SYS_gettid))) f.replayed_foreign = true;
-  gs::ApiCall(f, CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000);
+  f.inflight--;
   return 0;
+}
+
+extern "C" int32_t gs_testing_cupti_graph_launch(void) { return gs_testing_cupti_graph_launch_for(0); }
+
+extern "C" int32_t gs_testing_cupti_guarded_graph_launch(int64_t hold_ns) {
+  gs_launch_guard_enter();
+  int32_t rc = gs_testing_cupti_graph_launch_for(hold_ns);
+  gs_launch_guard_exit();
+  return rc;
 }
 
 extern "C" int64_t gs_testing_cupti_bad_finalizes(void) {

@@ -142,8 +142,24 @@ struct Tracer {
   // or pthread_self cut to 32 bits where CUPTI kept its default type).
   std::atomic<uint32_t> own_tid{0}, own_pthread{0};
   std::atomic<bool> watching{false};
-  std::atomic<uint64_t> foreign_launches{0}, foreign_graph_launches{0};
-  std::atomic<uint32_t> foreign_thread{0};  // the first thread seen replaying a graph
+  std::atomic<uint64_t> foreign_launches{0};
+  // Graph launches of other threads in this window, by thread: those the
+  // records show, by the runtime's and the driver's calls (one replay may
+  // show as both), and those passed through the launch guard. Past
+  // kMaxWatched threads nothing is told apart (overflow).
+  struct Launcher {
+    uint32_t tid, pthread;
+    uint64_t runtime, driver, guarded;
+  };
+  static constexpr size_t kMaxWatched = 64;
+  std::mutex watch_mu;
+  Launcher launchers[kMaxWatched];
+  size_t nlaunchers = 0;
+  bool overflow = false;
+  // Set at the close from the above: graph launches not passed through the
+  // guard, and the first thread that made one.
+  std::atomic<uint64_t> foreign_graph_launches{0};
+  std::atomic<uint32_t> foreign_thread{0};
   std::atomic<uint64_t> dropped_by_device[GS_TRACER_MAX_DEVICES]{};
 };
 
@@ -176,6 +192,89 @@ bool ThreadAlive(pid_t tid, bool wait) {
     if (wait) usleep(500);
   }
   return true;
+}
+
+// The launch guard (gpuspans/tracer.h): threads other than the stepping
+// thread pass their CUDA graph launches through it, and a window's detach
+// holds new ones off and waits for those in flight, so none overlaps it.
+struct Guard {
+  std::atomic<int64_t> inflight{0};
+  std::atomic<bool> closing{false};
+  std::atomic<uint64_t> launches{0}, waits{0};
+  std::mutex mu;  // closing's waiters, and the threads below
+  std::condition_variable cv;
+};
+
+Guard& G() {
+  static Guard* g = new Guard;  // leaked: guarded launches may outlive static destructors
+  return *g;
+}
+
+// LauncherOf finds the thread whose records name it id (either form), or
+// adds it; null past the bound. Caller holds t.watch_mu.
+Tracer::Launcher* LauncherOf(Tracer& t, uint32_t tid, uint32_t pthread) {
+  for (size_t i = 0; i < t.nlaunchers; i++) {
+    Tracer::Launcher& l = t.launchers[i];
+    if (l.tid == tid || l.pthread == pthread || l.tid == pthread || l.pthread == tid) return &l;
+  }
+  if (t.nlaunchers == Tracer::kMaxWatched) {
+    t.overflow = true;
+    return nullptr;
+  }
+  Tracer::Launcher& l = t.launchers[t.nlaunchers++];
+  l = Tracer::Launcher{tid, pthread, 0, 0, 0};
+  return &l;
+}
+
+// Unguarded sets foreign_graph_launches and foreign_thread from the
+// window's launchers, once every record is in. Caller holds t.mu.
+void Unguarded(Tracer& t) {
+  std::lock_guard<std::mutex> l(t.watch_mu);
+  uint64_t n = t.overflow ? 1 : 0;
+  uint32_t first = 0;
+  for (size_t i = 0; i < t.nlaunchers; i++) {
+    const Tracer::Launcher& x = t.launchers[i];
+    uint64_t seen = x.runtime > x.driver ? x.runtime : x.driver;
+    if (seen > x.guarded) {
+      n += seen - x.guarded;
+      if (first == 0) first = x.tid;
+    }
+  }
+  t.foreign_graph_launches = n;
+  t.foreign_thread = first;
+}
+
+// kQuiesceWait bounds how long a detach waits for guarded launches in
+// flight (a graph launch takes microseconds on the host) before it gives
+// up for this step.
+constexpr auto kQuiesceWait = std::chrono::milliseconds(20);
+
+void Unquiesce();
+
+// Quiesce holds new guarded launches off and waits for those in flight;
+// false (nothing held) when some are still in flight after kQuiesceWait.
+bool Quiesce() {
+  Guard& g = G();
+  g.closing.store(true);
+  auto deadline = std::chrono::steady_clock::now() + kQuiesceWait;
+  while (g.inflight.load() > 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      Unquiesce();
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// Unquiesce lets guarded launches go on.
+void Unquiesce() {
+  Guard& g = G();
+  {
+    std::lock_guard<std::mutex> l(g.mu);
+    g.closing.store(false);
+  }
+  g.cv.notify_all();
 }
 
 // LaunchKind sorts an API record: 2 a graph replay, 1 a kernel launch, 0
@@ -216,9 +315,10 @@ void Watch(Tracer& t, const CUpti_ActivityAPI& a) {
   if (!t.watching.load() || a.threadId == t.own_tid.load() || a.threadId == t.own_pthread.load()) return;
   switch (LaunchKind(a)) {
     case 2: {
-      uint32_t none = 0;
-      t.foreign_thread.compare_exchange_strong(none, a.threadId);
-      t.foreign_graph_launches++;
+      std::lock_guard<std::mutex> l(t.watch_mu);
+      if (Tracer::Launcher* x = LauncherOf(t, a.threadId, a.threadId)) {
+        (a.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? x->runtime : x->driver)++;
+      }
       break;
     }
     case 1:
@@ -404,6 +504,11 @@ gs_status Start(Tracer& t, gs_error* err) {
     c->store(0);
   }
   t.foreign_thread = 0;
+  {
+    std::lock_guard<std::mutex> l(t.watch_mu);
+    t.nlaunchers = 0;
+    t.overflow = false;
+  }
   for (auto& c : t.dropped_by_device) c.store(0);
   return GS_OK;
 }
@@ -487,7 +592,17 @@ gs_status StopCollecting(Tracer& t, gs_error* err) {
 // thread, for good): then CUPTI stays attached, as attached tracing
 // leaves it, and windows stay off. Caller holds t.mu.
 gs_status CloseWindow(Tracer& t, gs_error* err) {
+  if (!Quiesce()) {
+    return SetError(err, GS_ERR_BUSY, 0,
+                    "gs_tracer_close: a guarded launch on another thread was still in flight after %lld ms: the "
+                    "window collects on and closes at a later step",
+                    static_cast<long long>(kQuiesceWait.count()));
+  }
+  struct Release {
+    ~Release() { Unquiesce(); }
+  } release;
   gs_status st = StopCollecting(t, err);
+  Unguarded(t);
   t.window_offset = SampleOffset(t.api);
   t.open = false;
   t.window = false;
@@ -600,6 +715,17 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
   if (!api.cuptiFinalize) {
     return gs::SetError(err, GS_ERR_NO_DRIVER, 0, "loading CUPTI: symbol cuptiFinalize is missing (kernel windows detach with it)");
   }
+  // CUPTI is attached with collection off for an instant here: no guarded
+  // launch may run meanwhile (a replay then breaks a later detach).
+  if (!gs::Quiesce()) {
+    return gs::SetError(err, GS_ERR_BUSY, 0,
+                        "gs_tracer_window_open: a guarded launch on another thread was still in flight after %lld "
+                        "ms: the window opens at a later step",
+                        static_cast<long long>(gs::kQuiesceWait.count()));
+  }
+  struct Release {
+    ~Release() { gs::Unquiesce(); }
+  } release;
   if ((st = gs::Start(t, err)) == GS_OK && (st = gs::Register(t, api, err)) == GS_OK) {
     // The watch names threads by gettid where CUPTI lets us choose.
     if (api.cuptiSetThreadIdType) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
@@ -717,6 +843,8 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
   out->enabled = t.enabled;
   out->foreign_launches = t.foreign_launches;
   out->foreign_graph_launches = t.foreign_graph_launches;
+  out->guarded_launches = gs::G().launches;
+  out->guard_waits = gs::G().waits;
   {
     std::lock_guard<std::mutex> l(t.name_mu);
     out->names = static_cast<uint32_t>(t.names.size());
@@ -774,4 +902,46 @@ extern "C" gs_status gs_tracer_abandon(gs_error* err) {
   t.open = false;
   t.window = false;
   return st;
+}
+
+namespace gs {
+namespace {
+thread_local int g_guard_depth = 0;
+}  // namespace
+bool InLaunchGuard() { return g_guard_depth > 0; }
+}  // namespace gs
+
+extern "C" void gs_launch_guard_enter(void) {
+  gs::Guard& g = gs::G();
+  gs::g_guard_depth++;
+  g.launches++;
+  for (bool waited = false;;) {
+    g.inflight.fetch_add(1);
+    if (!g.closing.load()) {
+      // A window's open and close quiesce the guard, so a launch that
+      // enters while it watches is all inside its collection.
+      Tracer& t = gs::T();
+      if (t.watching.load()) {
+        static thread_local uint32_t tid = static_cast<uint32_t>(gs::ThisThread());
+        std::lock_guard<std::mutex> l(t.watch_mu);
+        if (Tracer::Launcher* x =
+                gs::LauncherOf(t, tid, static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self())))) {
+          x->guarded++;
+        }
+      }
+      return;
+    }
+    g.inflight.fetch_sub(1);  // a detach is under way: wait for its end
+    if (!waited) {
+      waited = true;
+      g.waits++;
+    }
+    std::unique_lock<std::mutex> l(g.mu);
+    g.cv.wait_for(l, std::chrono::milliseconds(1), [&] { return !g.closing.load(); });
+  }
+}
+
+extern "C" void gs_launch_guard_exit(void) {
+  gs::g_guard_depth--;
+  gs::G().inflight.fetch_sub(1);
 }

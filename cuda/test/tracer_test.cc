@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -385,6 +387,66 @@ void WindowBesideForeignGraphReplaysStaysAttached() {
   CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
 }
 
+// Another thread replaying graphs through the launch guard, each replay in
+// flight for 50 us, beside windows opened and closed in a loop: no detach
+// overlaps a replay, no window stays attached, and replays that met a
+// detach waited for it.
+void GuardedReplaysNeverOverlapADetach() {
+  gs_testing_use_fake_cupti();
+  gs_tracer_stats before;
+  gs_tracer_get_stats(&before);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::atomic<int64_t> replays{0};
+  std::thread replayer([&] {
+    while (!stop.load()) {
+      if (gs_testing_cupti_guarded_graph_launch(50000) != 0) failures++;
+      replays++;
+    }
+  });
+  while (replays.load() == 0) std::this_thread::yield();
+  for (int i = 0; i < 200; i++) {
+    WindowOpen();
+    std::this_thread::sleep_for(std::chrono::microseconds(100));  // the window's step
+    CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  }
+  stop = true;
+  replayer.join();
+  CHECK_EQ(failures.load(), 0);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 200);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+  CHECK_EQ(gs_testing_cupti_attached(), 0);
+  gs_tracer_stats s;
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.foreign_graph_launches, 0);
+  CHECK(s.guarded_launches > before.guarded_launches);
+  CHECK(s.guard_waits > before.guard_waits);
+}
+
+// A guarded replay still in flight when a window closes: the close waits up
+// to its bound, then refuses (GS_ERR_BUSY) and leaves the window open and
+// collecting; it closes once the replay is done.
+void CloseWaitsForAGuardedReplay() {
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  std::atomic<bool> started{false};
+  std::thread replayer([&] {
+    gs_launch_guard_enter();
+    started = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    gs_launch_guard_exit();
+  });
+  while (!started.load()) std::this_thread::yield();
+  gs_error err;
+  CHECK_EQ(gs_tracer_close(&err), GS_ERR_BUSY);
+  CHECK(strstr(err.message, "still in flight") != nullptr);
+  CHECK_EQ(gs_testing_cupti_enabled(), 1);
+  replayer.join();
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+  CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
+}
+
 }  // namespace
 
 int main() {
@@ -405,6 +467,8 @@ int main() {
       {"WindowsFromTwoThreadsRefused", WindowsFromTwoThreadsRefused},
       {"NoWindowAfterAttached", NoWindowAfterAttached},
       {"WindowBesideForeignGraphReplaysStaysAttached", WindowBesideForeignGraphReplaysStaysAttached},
+      {"GuardedReplaysNeverOverlapADetach", GuardedReplaysNeverOverlapADetach},
+      {"CloseWaitsForAGuardedReplay", CloseWaitsForAGuardedReplay},
   };
   int passed = 0, failed = 0;
   for (auto& t : tests) {

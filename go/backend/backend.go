@@ -144,7 +144,8 @@ var (
 	// usable, or of a version whose records this build cannot read.
 	ErrNoTracer = errors.New("gpuspans: kernel tracer (CUPTI) not available")
 	// ErrTracerBusy: another client (a profiler, or another hub) holds the
-	// process's kernel tracer.
+	// process's kernel tracer, or a window's open or close met a launch
+	// passed through the launch guard that did not end in time.
 	ErrTracerBusy = errors.New("gpuspans: kernel tracer (CUPTI) in use by another client")
 	// ErrWrongThread: a kernel window's Close from a thread other than the
 	// one that opened it, while that one lives; nothing was done.

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 7ecf32ef4711e23ea83d69a63f67956f4b57f8b9a57c73db7b474694244300ea
+// sees only this file, rebuilds when they change: 098aa3268522d1fb1b73e33de51a18d0638a8aba45d96577b4c82082dfee3a59
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

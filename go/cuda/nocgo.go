@@ -77,6 +77,9 @@ var errNoCgoTracer = fmt.Errorf("gpuspans/cuda: built without cgo: %w", backend.
 // OpenTracer fails: this build has no cgo.
 func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) { return nil, errNoCgoTracer }
 
+// GuardLaunch runs launch: without cgo no kernel window ever opens.
+func GuardLaunch(launch func()) { launch() }
+
 // TracerOpener returns an opener that fails: this build has no cgo.
 func TracerOpener(path string) backend.TracerOpener {
 	return func(backend.TracerMode) (backend.KernelTracer, error) { return nil, errNoCgoTracer }

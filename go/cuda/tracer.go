@@ -12,6 +12,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync/atomic"
 	"unsafe"
 
@@ -71,6 +72,23 @@ func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) {
 		return nil, tracerError("OpenTracer", &e)
 	}
 	return &Tracer{mode: mode}, nil
+}
+
+// GuardLaunch runs launch, a CUDA graph replay (or any launch) made by a
+// goroutine other than the one that steps the hub, inside the launch guard
+// (gs_launch_guard_enter): no kernel window attaches or detaches CUPTI
+// while it runs, and its replays do not keep CUPTI attached after a window
+// (cuda/include/gpuspans/tracer.h). The goroutine stays on its thread
+// meanwhile. A thread that launched graphs through the guard is trusted to
+// launch them all through it. launch must not step a hub. Costs two atomic
+// adds and a load, and a wait of a few milliseconds when a window opens or
+// closes meanwhile.
+func GuardLaunch(launch func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	C.gs_launch_guard_enter()
+	defer C.gs_launch_guard_exit()
+	launch()
 }
 
 // TracerOpener returns a backend.TracerOpener that calls OpenTracer(path, mode).
@@ -165,7 +183,8 @@ func (t *Tracer) Stats() backend.TracerStats {
 
 // Close ends the open (gs_tracer_close): a window detaches CUPTI, on its
 // own thread only (an error wrapping backend.ErrWrongThread elsewhere, and
-// the tracer stays open), unless another thread replayed CUDA graphs
+// the tracer stays open), once no guarded launch is in flight (an error
+// wrapping backend.ErrTracerBusy after 20 ms, and it stays open), unless another thread replayed CUDA graphs
 // during it (an error wrapping backend.ErrLeftAttached); attached, CUPTI is
 // given back but stays attached. Later calls do nothing.
 func (t *Tracer) Close() error {
@@ -175,8 +194,8 @@ func (t *Tracer) Close() error {
 	var e C.gs_error
 	if C.gs_tracer_close(&e) != C.GS_OK {
 		err := tracerError("CloseTracer", &e)
-		if errors.Is(err, backend.ErrWrongThread) {
-			return err
+		if errors.Is(err, backend.ErrWrongThread) || errors.Is(err, backend.ErrTracerBusy) {
+			return err // still open: tried again later
 		}
 		t.closed.Store(true)
 		if t.mode != backend.TracerAttached {

@@ -24,9 +24,11 @@ import (
 //     BeginStep acts. The harvest only reads records, which makes no CUPTI
 //     call (backend.KernelTracer).
 //  2. A window closes only on the thread that opened it: the tracer refuses
-//     otherwise (backend.ErrWrongThread), and after maxCloseRefusals
-//     refusals in a row the window is abandoned: collection off, CUPTI
-//     attached for the rest of the process, windows off.
+//     otherwise (backend.ErrWrongThread), or while another thread's
+//     guarded launch does not end (backend.ErrTracerBusy), and after
+//     maxCloseRefusals refusals in a row the window is abandoned:
+//     collection off, CUPTI attached for the rest of the process, windows
+//     off.
 //  3. Collection stays on from a window's open to its close: the window
 //     never toggles it.
 //  4. A window in which another thread replayed a CUDA graph is not
@@ -339,12 +341,12 @@ func (w *kernelWindows) closeWindow() bool {
 	start := time.Now()
 	err := callTracerClose(w.t)
 	cost := time.Since(start)
-	if errors.Is(err, backend.ErrWrongThread) {
+	if errors.Is(err, backend.ErrWrongThread) || errors.Is(err, backend.ErrTracerBusy) {
 		w.refusals++
 		if w.refusals < maxCloseRefusals {
 			return false
 		}
-		w.abandon(fmt.Errorf("%d steps in a row began on another thread than the window's (%v): kernel windows need one stepping thread (in Go, runtime.LockOSThread on the stepping goroutine)", w.refusals, err))
+		w.abandon(fmt.Errorf("the window's close was refused %d steps in a row (%v): kernel windows need one stepping thread (in Go, runtime.LockOSThread on the stepping goroutine), and launches of other threads through the launch guard that end", w.refusals, err))
 		return true
 	}
 	w.finishWindow(cost, err)
@@ -393,8 +395,8 @@ func (w *kernelWindows) closeNow(broken bool) {
 	if w.tmode == backend.TracerWindow {
 		start := time.Now()
 		err := callTracerClose(w.t)
-		if errors.Is(err, backend.ErrWrongThread) {
-			w.abandon(fmt.Errorf("closed from another thread than the window's: %w", err))
+		if errors.Is(err, backend.ErrWrongThread) || errors.Is(err, backend.ErrTracerBusy) {
+			w.abandon(fmt.Errorf("closed from another thread than the window's, or beside a guarded launch that did not end: %w", err))
 			return
 		}
 		w.finishWindow(time.Since(start), err)

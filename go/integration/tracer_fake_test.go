@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -744,19 +745,27 @@ func TestWindowsOfTwoHubsOnTwoThreads(t *testing.T) {
 		close(turns[i])
 	}
 	wg.Wait()
+	// Hub 1's window is refused. Hub 0's next one is refused too, unless its
+	// window was open while hub 1's thread replayed: then that one is left
+	// attached rather than detached beside the replays.
 	for i, h := range hubs {
 		h.Harvest()
 		s := gpuspanstest.Snapshot(t, h)
 		gpuspanstest.CheckAccounting(t, &s)
-		if s.KernelTiming.Tracing || !strings.Contains(fmt.Sprint(s.KernelTiming.Err), "opened on two threads") {
+		why := fmt.Sprint(s.KernelTiming.Err)
+		leftAttached := i == 0 && errors.Is(s.KernelTiming.Err, backend.ErrLeftAttached) && strings.Contains(why, "replayed 5 CUDA graphs")
+		if s.KernelTiming.Tracing || !(leftAttached || strings.Contains(why, "opened on two threads")) {
 			t.Errorf("hub %d: %+v, want windows off, naming the two threads", i, s.KernelTiming)
 		}
-		if logs[i].Count("opened on two threads") != 1 {
-			t.Errorf("hub %d logged %q", i, logs[i].Lines())
+		if n := len(logs[i].Lines()); n != 1 {
+			t.Errorf("hub %d logged %q, want one line", i, logs[i].Lines())
+		}
+		if i == 0 && leftAttached != f.Attached() {
+			t.Errorf("hub 0's window left attached: %v, CUPTI attached: %v", leftAttached, f.Attached())
 		}
 	}
-	if f.BadFinalizes() != 0 || f.Attached() {
-		t.Errorf("%d bad finalizes; attached %v", f.BadFinalizes(), f.Attached())
+	if f.BadFinalizes() != 0 {
+		t.Errorf("%d bad finalizes", f.BadFinalizes())
 	}
 }
 
@@ -773,22 +782,24 @@ func TestWindowsBesideAnotherThreadsGraphReplays(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	replayer := make(chan int64, 1)
 	failed := make(chan int, 1)
-	var replays int
+	var replays atomic.Int64
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		replayer <- cudatest.ThreadID()
 		for ctx.Err() == nil {
 			if code := f.GraphLaunch(); code != 0 {
 				failed <- code
 				return
 			}
-			replays++
+			if replays.Add(1) == 1 {
+				replayer <- cudatest.ThreadID() // replaying without pause from here on
+			}
 		}
 	}()
+	defer func() { cancel(); wg.Wait() }() // no replay outlives the test
 	tid := <-replayer
 	for i := 0; i < 2000; i++ {
 		h.BeginStep()
@@ -797,14 +808,18 @@ func TestWindowsBesideAnotherThreadsGraphReplays(t *testing.T) {
 		}
 		now := fakeNow()
 		f.Kernel(0, 1, now+10, now+500, "k", 3)
-		for fakeNow() < now+20_000 { // 20 us steps, a window due every 1 ms
+		// 20 us steps, a window due every 1 ms; the other thread replays
+		// during each, however the two cores are shared. (One that stops
+		// for a whole window and replays during its detach is not seen:
+		// gpuspans/tracer.h.)
+		for n := replays.Load(); fakeNow() < now+20_000 || (replays.Load() < n+2 && fakeNow() < now+1e9); {
 		}
 	}
 	cancel()
 	wg.Wait()
 	select {
 	case code := <-failed:
-		t.Fatalf("the other thread's replay failed with %d after %d replays: the CUDA context is lost", code, replays)
+		t.Fatalf("the other thread's replay failed with %d after %d replays: the CUDA context is lost", code, replays.Load())
 	default:
 	}
 	h.Harvest()
@@ -837,5 +852,58 @@ func TestWindowsBesideAnotherThreadsGraphReplays(t *testing.T) {
 	}
 	if kt.Windows.Kernels == 0 {
 		t.Error("the window's kernels did not land")
+	}
+}
+
+// Another thread replaying CUDA graphs through the launch guard, each replay
+// in flight for 20 us, beside auto windows every millisecond: every window
+// opens and detaches without overlapping a replay, none is left attached.
+func TestWindowsBesideGuardedGraphReplays(t *testing.T) {
+	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
+	if err := h.SetKernelWindows(time.Millisecond, 1); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	failed := make(chan int, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			code := 0
+			cuda.GuardLaunch(func() { code = f.GraphLaunchFor(20 * time.Microsecond) })
+			if code != 0 {
+				failed <- code
+				return
+			}
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }() // no replay outlives the test
+	for i := 0; i < 2000; i++ {
+		h.BeginStep()
+		if code := f.GraphLaunch(); code != 0 {
+			t.Fatalf("step %d: the stepping thread's replay failed with %d: the CUDA context is lost", i, code)
+		}
+		now := fakeNow()
+		f.Kernel(0, 1, now+10, now+500, "k", 3)
+		for fakeNow() < now+20_000 {
+		}
+	}
+	cancel()
+	wg.Wait()
+	select {
+	case code := <-failed:
+		t.Fatalf("a guarded replay failed with %d: the CUDA context is lost", code)
+	default:
+	}
+	if n := f.BadFinalizes(); n != 0 {
+		t.Errorf("%d finalizes overlapped a guarded replay", n)
+	}
+	s := gpuspanstest.Snapshot(t, h)
+	gpuspanstest.CheckAccounting(t, &s)
+	w := s.KernelTiming.Windows
+	if w.Opened < 10 || w.LeftAttached != 0 || w.Abandoned != 0 || s.KernelTiming.Err != nil {
+		t.Errorf("windows: %d opened, %d left attached, %d abandoned, error %v: want at least 10 windows, each detached",
+			w.Opened, w.LeftAttached, w.Abandoned, s.KernelTiming.Err)
 	}
 }

@@ -83,7 +83,11 @@ typedef struct gs_tracer_stats {
   /* The launch watch of a window (gs_tracer_window_open): launches other
    * threads made while it collected, kernels and CUDA graph replays. */
   uint64_t foreign_launches;
-  uint64_t foreign_graph_launches;
+  uint64_t foreign_graph_launches; /* unguarded ones: gs_launch_guard_enter */
+  /* Launches passed through the launch guard in the process's life, and
+   * those of them that waited for a window's detach. */
+  uint64_t guarded_launches;
+  uint64_t guard_waits;
   /* Records lost (CUPTI's and the ring's) by device. */
   uint64_t dropped_by_device[GS_TRACER_MAX_DEVICES];
 } gs_tracer_stats;
@@ -196,6 +200,21 @@ gs_status gs_tracer_close(gs_error* err);
  * stays attached for the rest of the process, and windows stay off. GS_OK
  * when no window is open. Thread-safe. */
 gs_status gs_tracer_abandon(gs_error* err);
+
+/* gs_launch_guard_enter and gs_launch_guard_exit bracket a CUDA graph
+ * launch (or any launch) made by a thread other than the one that steps
+ * the hub, so that no kernel window's detach overlaps it: the detach holds
+ * new guarded launches off (enter waits, a detach takes 3-4 ms on an H200)
+ * and waits for those in flight (up to 20 ms, then the window closes at a
+ * later step). Guarded replays in a window do not keep CUPTI attached
+ * (gs_tracer_close): a window counts, by thread, the graph launches its
+ * records show and those that passed the guard, and any surplus of the
+ * former is unguarded. Enter costs two atomic adds and loads, and while a
+ * window collects a short lock; exit an atomic add. Pair every enter with
+ * an exit on the same thread; never hold the guard across a call that
+ * steps a hub. Thread-safe; capture-safe. */
+void gs_launch_guard_enter(void);
+void gs_launch_guard_exit(void);
 
 #ifdef __cplusplus
 }

@@ -79,6 +79,17 @@ int64_t gs_testing_cupti_finalizes(void);
  * cuptiSetThreadIdType last said (pthread_self by default). */
 int32_t gs_testing_cupti_graph_launch(void);
 
+/* gs_testing_cupti_graph_launch_for is gs_testing_cupti_graph_launch in
+ * flight for hold_ns: a disable or finalize meanwhile breaks the next
+ * finalize, as a replay with collection off does. A replay inside the
+ * launch guard (gs_launch_guard_enter) by another thread is not, by
+ * itself, a reason for a finalize to break. */
+int32_t gs_testing_cupti_graph_launch_for(int64_t hold_ns);
+
+/* gs_testing_cupti_guarded_graph_launch is gs_testing_cupti_graph_launch_for
+ * inside the launch guard. */
+int32_t gs_testing_cupti_guarded_graph_launch(int64_t hold_ns);
+
 /* gs_testing_cupti_kernel_launch plays an eager kernel launch by the
  * calling thread: while DRIVER activity is on it queues its API record
  * (cuLaunchKernel). */

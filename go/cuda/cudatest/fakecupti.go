@@ -9,7 +9,10 @@ package cudatest
 */
 import "C"
 
-import "unsafe"
+import (
+	"time"
+	"unsafe"
+)
 
 // FakeCUPTI steers the fake CUPTI that cuda.OpenTracer loads after
 // UseFakeCUPTI. Its methods must not run concurrently with each other or
@@ -93,6 +96,14 @@ func cbool(b bool) C.int32_t {
 // counts them); replays after such a finalize fail with 719. A window's
 // launch watch sees it.
 func (*FakeCUPTI) GraphLaunch() int { return int(C.gs_testing_cupti_graph_launch()) }
+
+// GraphLaunchFor is GraphLaunch with the replay in flight for hold: a
+// disable or finalize meanwhile breaks the next finalize. A replay inside
+// the launch guard (cuda.GuardLaunch) is not, by itself, a reason for a
+// finalize to break.
+func (*FakeCUPTI) GraphLaunchFor(hold time.Duration) int {
+	return int(C.gs_testing_cupti_graph_launch_for(C.int64_t(hold)))
+}
 
 // KernelLaunch plays an eager kernel launch on this thread, as a window's
 // launch watch sees it.

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 920d1e256d95ad4dd5902a6d79cd5e908e03f158b5586519f1469b58395a7c6e
+// sees only this file, rebuilds when they change: b160a222402a2a9056bdfd6738e02468a43e618290370fbfb2092dada719a7c4
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
