@@ -465,3 +465,5 @@ extern "C" int64_t gs_testing_cupti_stray_calls(void) {
 }
 
 extern "C" int64_t gs_testing_thread_id(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }
+
+extern "C" int32_t gs_testing_in_launch_guard(void) { return gs::InLaunchGuard() ? 1 : 0; }

@@ -210,6 +210,15 @@ Guard& G() {
   return *g;
 }
 
+// A child forked while a window's attach or detach held the guard has no
+// thread left to release it.
+__attribute__((constructor)) void ResetGuardInForks() {
+  pthread_atfork(nullptr, nullptr, [] {
+    G().closing.store(false);
+    G().inflight.store(0);
+  });
+}
+
 // LauncherOf finds the thread whose records name it id (either form), or
 // adds it; null past the bound. Caller holds t.watch_mu.
 Tracer::Launcher* LauncherOf(Tracer& t, uint32_t tid, uint32_t pthread) {

@@ -117,6 +117,20 @@ func TestCShared(t *testing.T) {
 	}
 }
 
+// Fork (testdata/fork_test.c): a child forked with a hub open, bare or with
+// a harvester, OTLP and a server running, gets every call back at once and
+// never enters Go; the parent's hub works on and leaves no descriptor.
+func TestFork(t *testing.T) {
+	for _, mode := range []string{"c-archive", "c-shared"} {
+		t.Run(mode, func(t *testing.T) {
+			exe := compile(t, "gcc", library(t, mode), "fork_test", "testdata/fork_test.c")
+			if out := run(t, exe); !strings.Contains(out, "PASS") {
+				t.Error("fork_test did not pass")
+			}
+		})
+	}
+}
+
 // A hostile caller (testdata/hostile_test.c): every export with extreme
 // arguments, close racing serve and drain, tokens given to the wrong hub.
 // Under go test -race it also runs against a library built with -race, so

@@ -18,8 +18,8 @@ import (
 // Control: the level, kernel timing and windows, the arming period, and
 // harvests.
 
-//export gs_hub_set_level
-func gs_hub_set_level(handle C.gs_hub, level C.int32_t) C.gs_hub_status {
+//export gs_hub_set_level_go
+func gs_hub_set_level_go(handle C.gs_hub, level C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_set_level", handle, func(c call) C.gs_hub_status {
 		if level < 0 || level > C.GS_HUB_LEVEL_KERNEL {
 			return c.fail(statusInvalidArgument, "level %d, want GS_HUB_LEVEL_OFF (0), _STEP (1) or _KERNEL (2)", int(level))
@@ -31,8 +31,8 @@ func gs_hub_set_level(handle C.gs_hub, level C.int32_t) C.gs_hub_status {
 	})
 }
 
-//export gs_hub_get_level
-func gs_hub_get_level(handle C.gs_hub, level *C.int32_t) C.gs_hub_status {
+//export gs_hub_get_level_go
+func gs_hub_get_level_go(handle C.gs_hub, level *C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_get_level", handle, func(c call) C.gs_hub_status {
 		if level == nil {
 			return c.fail(statusInvalidArgument, "level is NULL")
@@ -42,8 +42,8 @@ func gs_hub_get_level(handle C.gs_hub, level *C.int32_t) C.gs_hub_status {
 	})
 }
 
-//export gs_hub_set_kernel_timing
-func gs_hub_set_kernel_timing(handle C.gs_hub, timing C.int32_t) C.gs_hub_status {
+//export gs_hub_set_kernel_timing_go
+func gs_hub_set_kernel_timing_go(handle C.gs_hub, timing C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_set_kernel_timing", handle, func(c call) C.gs_hub_status {
 		if timing < 0 || timing > C.GS_HUB_KERNEL_TIMING_ATTACHED {
 			return c.fail(statusInvalidArgument, "timing %d, want GS_HUB_KERNEL_TIMING_EVENTS (0), _AUTO (1), _CUPTI (2) or _ATTACHED (3)", int(timing))
@@ -55,8 +55,8 @@ func gs_hub_set_kernel_timing(handle C.gs_hub, timing C.int32_t) C.gs_hub_status
 	})
 }
 
-//export gs_hub_get_kernel_timing
-func gs_hub_get_kernel_timing(handle C.gs_hub, timing, tracing *C.int32_t) C.gs_hub_status {
+//export gs_hub_get_kernel_timing_go
+func gs_hub_get_kernel_timing_go(handle C.gs_hub, timing, tracing *C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_get_kernel_timing", handle, func(c call) C.gs_hub_status {
 		s := c.e.h.KernelTimingStatus()
 		if timing != nil {
@@ -72,8 +72,8 @@ func gs_hub_get_kernel_timing(handle C.gs_hub, timing, tracing *C.int32_t) C.gs_
 	})
 }
 
-//export gs_hub_set_kernel_windows
-func gs_hub_set_kernel_windows(handle C.gs_hub, everyNs C.int64_t, steps C.int32_t) C.gs_hub_status {
+//export gs_hub_set_kernel_windows_go
+func gs_hub_set_kernel_windows_go(handle C.gs_hub, everyNs C.int64_t, steps C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_set_kernel_windows", handle, func(c call) C.gs_hub_status {
 		if err := c.e.h.SetKernelWindows(time.Duration(everyNs), int(steps)); err != nil {
 			return c.fail(statusInvalidArgument, "%v", err)
@@ -82,8 +82,8 @@ func gs_hub_set_kernel_windows(handle C.gs_hub, everyNs C.int64_t, steps C.int32
 	})
 }
 
-//export gs_hub_request_kernel_window
-func gs_hub_request_kernel_window(handle C.gs_hub) C.gs_hub_status {
+//export gs_hub_request_kernel_window_go
+func gs_hub_request_kernel_window_go(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_request_kernel_window", handle, func(c call) C.gs_hub_status {
 		if err := c.e.h.RequestKernelWindow(); err != nil {
 			return c.fail(statusInvalidArgument, "%v", err)
@@ -92,8 +92,8 @@ func gs_hub_request_kernel_window(handle C.gs_hub) C.gs_hub_status {
 	})
 }
 
-//export gs_hub_set_kernel_span_every
-func gs_hub_set_kernel_span_every(handle C.gs_hub, n C.int32_t) C.gs_hub_status {
+//export gs_hub_set_kernel_span_every_go
+func gs_hub_set_kernel_span_every_go(handle C.gs_hub, n C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_set_kernel_span_every", handle, func(c call) C.gs_hub_status {
 		if err := c.e.h.SetKernelSpanEvery(int(n)); err != nil {
 			return c.fail(statusInvalidArgument, "%v", err)
@@ -102,16 +102,16 @@ func gs_hub_set_kernel_span_every(handle C.gs_hub, n C.int32_t) C.gs_hub_status 
 	})
 }
 
-//export gs_hub_harvest
-func gs_hub_harvest(handle C.gs_hub) C.gs_hub_status {
+//export gs_hub_harvest_go
+func gs_hub_harvest_go(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_harvest", handle, func(c call) C.gs_hub_status {
 		c.e.h.Harvest()
 		return statusOK
 	})
 }
 
-//export gs_hub_start_harvester
-func gs_hub_start_harvester(handle C.gs_hub, intervalUs C.int64_t) C.gs_hub_status {
+//export gs_hub_start_harvester_go
+func gs_hub_start_harvester_go(handle C.gs_hub, intervalUs C.int64_t) C.gs_hub_status {
 	return onHub("gs_hub_start_harvester", handle, func(c call) C.gs_hub_status {
 		if intervalUs < 1 || intervalUs > 1_000_000 {
 			return c.fail(statusInvalidArgument, "interval_us %d, want 1..1000000", int64(intervalUs))
@@ -132,8 +132,8 @@ func gs_hub_start_harvester(handle C.gs_hub, intervalUs C.int64_t) C.gs_hub_stat
 	})
 }
 
-//export gs_hub_stop_harvester
-func gs_hub_stop_harvester(handle C.gs_hub) C.gs_hub_status {
+//export gs_hub_stop_harvester_go
+func gs_hub_stop_harvester_go(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_stop_harvester", handle, func(c call) C.gs_hub_status {
 		c.e.stopHarvester()
 		return statusOK
@@ -153,8 +153,8 @@ func (e *hub) stopHarvester() {
 	}
 }
 
-//export gs_hub_drain
-func gs_hub_drain(handle C.gs_hub, timeoutMs C.int32_t, inFlight *C.uint64_t) C.gs_hub_status {
+//export gs_hub_drain_go
+func gs_hub_drain_go(handle C.gs_hub, timeoutMs C.int32_t, inFlight *C.uint64_t) C.gs_hub_status {
 	return onHub("gs_hub_drain", handle, func(c call) C.gs_hub_status {
 		if timeoutMs < 0 {
 			return c.fail(statusInvalidArgument, "timeout_ms is %d, want >= 0", int(timeoutMs))

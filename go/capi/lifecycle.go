@@ -40,6 +40,7 @@ var statusNames = func() map[int32]*C.char {
 		statusListen:          "GS_HUB_ERR_LISTEN",
 		statusLimit:           "GS_HUB_ERR_LIMIT",
 		statusInternal:        "GS_HUB_ERR_INTERNAL",
+		statusForked:          "GS_HUB_ERR_FORKED",
 		-1:                    "GS_HUB_STATUS_UNKNOWN",
 	} {
 		m[st] = C.CString(name)
@@ -47,8 +48,8 @@ var statusNames = func() map[int32]*C.char {
 	return m
 }()
 
-//export gs_hub_status_name
-func gs_hub_status_name(st C.int32_t) (name *C.char) {
+//export gs_hub_status_name_go
+func gs_hub_status_name_go(st C.int32_t) (name *C.char) {
 	cross()
 	defer func() {
 		if r := recover(); r != nil {
@@ -62,8 +63,8 @@ func gs_hub_status_name(st C.int32_t) (name *C.char) {
 	return statusNames[-1]
 }
 
-//export gs_hub_last_error
-func gs_hub_last_error(handle C.gs_hub, buf *C.char, capacity C.size_t) (n C.size_t) {
+//export gs_hub_last_error_go
+func gs_hub_last_error_go(handle C.gs_hub, buf *C.char, capacity C.size_t) (n C.size_t) {
 	cross()
 	defer func() {
 		if r := recover(); r != nil {
@@ -96,8 +97,8 @@ func gs_hub_last_error(handle C.gs_hub, buf *C.char, capacity C.size_t) (n C.siz
 // hub's slot (and handle's low bits) is reused as late as possible.
 var slotCursor int
 
-//export gs_hub_create
-func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
+//export gs_hub_create_go
+func gs_hub_create_go(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 	cross()
 	defer recoverTo("gs_hub_create", nil, &st)
 	if out == nil {
@@ -160,8 +161,8 @@ func gs_hub_create(opts *C.gs_hub_options, out *C.gs_hub) (st C.gs_hub_status) {
 	return statusOK
 }
 
-//export gs_hub_close
-func gs_hub_close(handle C.gs_hub) (st C.gs_hub_status) {
+//export gs_hub_close_go
+func gs_hub_close_go(handle C.gs_hub) (st C.gs_hub_status) {
 	cross()
 	e := lookup(handle)
 	if e == nil {
@@ -233,8 +234,8 @@ func checkDevice(c call, device C.int32_t) (int, C.gs_hub_status) {
 	return int(device), statusOK
 }
 
-//export gs_hub_install_cuda
-func gs_hub_install_cuda(handle C.gs_hub, device C.int32_t, stream C.uint64_t) C.gs_hub_status {
+//export gs_hub_install_cuda_go
+func gs_hub_install_cuda_go(handle C.gs_hub, device C.int32_t, stream C.uint64_t) C.gs_hub_status {
 	return onHub("gs_hub_install_cuda", handle, func(c call) C.gs_hub_status {
 		dev, st := checkDevice(c, device)
 		if st != statusOK {
@@ -251,8 +252,8 @@ func gs_hub_install_cuda(handle C.gs_hub, device C.int32_t, stream C.uint64_t) C
 	})
 }
 
-//export gs_hub_install_sim
-func gs_hub_install_sim(handle C.gs_hub, device C.int32_t, stream C.uint64_t, offsetNs C.int64_t) C.gs_hub_status {
+//export gs_hub_install_sim_go
+func gs_hub_install_sim_go(handle C.gs_hub, device C.int32_t, stream C.uint64_t, offsetNs C.int64_t) C.gs_hub_status {
 	return onHub("gs_hub_install_sim", handle, func(c call) C.gs_hub_status {
 		dev, st := checkDevice(c, device)
 		if st != statusOK {
@@ -273,8 +274,8 @@ func gs_hub_install_sim(handle C.gs_hub, device C.int32_t, stream C.uint64_t, of
 	})
 }
 
-//export gs_hub_sim_launch
-func gs_hub_sim_launch(handle C.gs_hub, device C.int32_t, stream C.uint64_t, durationNs C.int64_t) C.gs_hub_status {
+//export gs_hub_sim_launch_go
+func gs_hub_sim_launch_go(handle C.gs_hub, device C.int32_t, stream C.uint64_t, durationNs C.int64_t) C.gs_hub_status {
 	return onHub("gs_hub_sim_launch", handle, func(c call) C.gs_hub_status {
 		if durationNs < 0 {
 			return c.fail(statusInvalidArgument, "duration_ns is %d, want >= 0", int64(durationNs))
@@ -290,8 +291,8 @@ func gs_hub_sim_launch(handle C.gs_hub, device C.int32_t, stream C.uint64_t, dur
 	})
 }
 
-//export gs_hub_uninstall
-func gs_hub_uninstall(handle C.gs_hub, device C.int32_t) C.gs_hub_status {
+//export gs_hub_uninstall_go
+func gs_hub_uninstall_go(handle C.gs_hub, device C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_uninstall", handle, func(c call) C.gs_hub_status {
 		dev, st := checkDevice(c, device)
 		if st != statusOK {
@@ -314,8 +315,8 @@ func goString(c call, arg string, s *C.char) (string, C.gs_hub_status) {
 	return C.GoString(s), statusOK
 }
 
-//export gs_hub_register_kernel
-func gs_hub_register_kernel(handle C.gs_hub, kernel C.uint64_t, name *C.char) C.gs_hub_status {
+//export gs_hub_register_kernel_go
+func gs_hub_register_kernel_go(handle C.gs_hub, kernel C.uint64_t, name *C.char) C.gs_hub_status {
 	return onHub("gs_hub_register_kernel", handle, func(c call) C.gs_hub_status {
 		n, st := goString(c, "name", name)
 		if st != statusOK {
@@ -328,8 +329,8 @@ func gs_hub_register_kernel(handle C.gs_hub, kernel C.uint64_t, name *C.char) C.
 	})
 }
 
-//export gs_hub_lane_index
-func gs_hub_lane_index(handle C.gs_hub, name *C.char, lane *C.int32_t) C.gs_hub_status {
+//export gs_hub_lane_index_go
+func gs_hub_lane_index_go(handle C.gs_hub, name *C.char, lane *C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_lane_index", handle, func(c call) C.gs_hub_status {
 		n, st := goString(c, "name", name)
 		if st != statusOK {

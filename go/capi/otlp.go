@@ -24,8 +24,8 @@ import (
 
 var _ = [1]struct{}{}[C.sizeof_gs_hub_link-24]
 
-//export gs_hub_otlp_start
-func gs_hub_otlp_start(handle C.gs_hub, opts *C.gs_hub_otlp_options) C.gs_hub_status {
+//export gs_hub_otlp_start_go
+func gs_hub_otlp_start_go(handle C.gs_hub, opts *C.gs_hub_otlp_options) C.gs_hub_status {
 	return onHub("gs_hub_otlp_start", handle, func(c call) C.gs_hub_status {
 		if opts == nil {
 			return c.fail(statusInvalidArgument, "opts is NULL")
@@ -67,8 +67,8 @@ func gs_hub_otlp_start(handle C.gs_hub, opts *C.gs_hub_otlp_options) C.gs_hub_st
 	})
 }
 
-//export gs_hub_otlp_stop
-func gs_hub_otlp_stop(handle C.gs_hub, timeoutMs C.int32_t) C.gs_hub_status {
+//export gs_hub_otlp_stop_go
+func gs_hub_otlp_stop_go(handle C.gs_hub, timeoutMs C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_otlp_stop", handle, func(c call) C.gs_hub_status {
 		if timeoutMs < 0 {
 			return c.fail(statusInvalidArgument, "timeout_ms %d is negative", int(timeoutMs))
@@ -96,8 +96,8 @@ func (e *hub) stopOTLP(d time.Duration) error {
 	return exp.Close(ctx)
 }
 
-//export gs_hub_get_step
-func gs_hub_get_step(handle C.gs_hub, step *C.uint64_t) C.gs_hub_status {
+//export gs_hub_get_step_go
+func gs_hub_get_step_go(handle C.gs_hub, step *C.uint64_t) C.gs_hub_status {
 	return onHub("gs_hub_get_step", handle, func(c call) C.gs_hub_status {
 		if step == nil {
 			return c.fail(statusInvalidArgument, "step is NULL")
@@ -107,8 +107,8 @@ func gs_hub_get_step(handle C.gs_hub, step *C.uint64_t) C.gs_hub_status {
 	})
 }
 
-//export gs_hub_link_step
-func gs_hub_link_step(handle C.gs_hub, step C.uint64_t, links *C.gs_hub_link, n C.size_t) C.gs_hub_status {
+//export gs_hub_link_step_go
+func gs_hub_link_step_go(handle C.gs_hub, step C.uint64_t, links *C.gs_hub_link, n C.size_t) C.gs_hub_status {
 	return onHub("gs_hub_link_step", handle, func(c call) C.gs_hub_status {
 		if n > otlp.MaxLinks {
 			return c.fail(statusInvalidArgument, "n is %d, more than %d", uint64(n), otlp.MaxLinks)

@@ -30,8 +30,8 @@ var _ = [C.GS_HUB_SPAN_NAME_CAP - gpuspans.MaxNameLen - 1]struct{}{}
 var _ = [1]struct{}{}[C.GS_HUB_SPAN_LANE^C.int(gpuspans.KindLane)]
 var _ = [1]struct{}{}[C.GS_HUB_SPAN_KERNEL^C.int(gpuspans.KindKernel)]
 
-//export gs_hub_metrics
-func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.size_t) C.gs_hub_status {
+//export gs_hub_metrics_go
+func gs_hub_metrics_go(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.size_t) C.gs_hub_status {
 	return onHub("gs_hub_metrics", handle, func(c call) C.gs_hub_status {
 		if length == nil {
 			return c.fail(statusInvalidArgument, "len is NULL")
@@ -76,8 +76,8 @@ func gs_hub_metrics(handle C.gs_hub, buf *C.char, capacity C.size_t, length *C.s
 	})
 }
 
-//export gs_hub_set_metrics
-func gs_hub_set_metrics(handle C.gs_hub, flags, classicBuckets C.int32_t) C.gs_hub_status {
+//export gs_hub_set_metrics_go
+func gs_hub_set_metrics_go(handle C.gs_hub, flags, classicBuckets C.int32_t) C.gs_hub_status {
 	return onHub("gs_hub_set_metrics", handle, func(c call) C.gs_hub_status {
 		if flags&^C.GS_HUB_METRICS_KERNEL_HISTOGRAMS != 0 {
 			return c.fail(statusInvalidArgument, "unknown flags %#x", int(flags))
@@ -105,8 +105,8 @@ func (e *hub) promOptions() prom.Options {
 	}
 }
 
-//export gs_hub_recent_spans
-func gs_hub_recent_spans(handle C.gs_hub, afterSeq C.uint64_t, out *C.gs_hub_span, capacity C.size_t, n *C.size_t) C.gs_hub_status {
+//export gs_hub_recent_spans_go
+func gs_hub_recent_spans_go(handle C.gs_hub, afterSeq C.uint64_t, out *C.gs_hub_span, capacity C.size_t, n *C.size_t) C.gs_hub_status {
 	return onHub("gs_hub_recent_spans", handle, func(c call) C.gs_hub_status {
 		if n == nil {
 			return c.fail(statusInvalidArgument, "n is NULL")
@@ -151,8 +151,8 @@ func gs_hub_recent_spans(handle C.gs_hub, afterSeq C.uint64_t, out *C.gs_hub_spa
 	})
 }
 
-//export gs_hub_keep_start_times
-func gs_hub_keep_start_times(handle C.gs_hub) C.gs_hub_status {
+//export gs_hub_keep_start_times_go
+func gs_hub_keep_start_times_go(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_keep_start_times", handle, func(c call) C.gs_hub_status {
 		c.e.h.KeepStartTimes()
 		return statusOK

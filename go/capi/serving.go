@@ -62,8 +62,8 @@ func keys[V any](m map[int]V) []int {
 	return out
 }
 
-//export gs_hub_snapshot
-func gs_hub_snapshot(handle C.gs_hub, format C.int32_t, buf unsafe.Pointer, capacity C.size_t, length *C.size_t) C.gs_hub_status {
+//export gs_hub_snapshot_go
+func gs_hub_snapshot_go(handle C.gs_hub, format C.int32_t, buf unsafe.Pointer, capacity C.size_t, length *C.size_t) C.gs_hub_status {
 	return onHub("gs_hub_snapshot", handle, func(c call) C.gs_hub_status {
 		if length == nil {
 			return c.fail(statusInvalidArgument, "len is NULL")
@@ -99,8 +99,8 @@ func gs_hub_snapshot(handle C.gs_hub, format C.int32_t, buf unsafe.Pointer, capa
 	})
 }
 
-//export gs_hub_serve
-func gs_hub_serve(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *C.char, boundCap C.size_t) C.gs_hub_status {
+//export gs_hub_serve_go
+func gs_hub_serve_go(handle C.gs_hub, addr, token *C.char, flags C.int32_t, bound *C.char, boundCap C.size_t) C.gs_hub_status {
 	return onHub("gs_hub_serve", handle, func(c call) C.gs_hub_status {
 		a, st := goString(c, "addr", addr)
 		if st != statusOK {
@@ -177,8 +177,8 @@ func (e *hub) guard(h http.Handler) http.Handler {
 	})
 }
 
-//export gs_hub_stop_serving
-func gs_hub_stop_serving(handle C.gs_hub) C.gs_hub_status {
+//export gs_hub_stop_serving_go
+func gs_hub_stop_serving_go(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_stop_serving", handle, func(c call) C.gs_hub_status {
 		c.e.stopServing()
 		return statusOK

@@ -17,6 +17,7 @@
 #include "gpuspans/hub.h"
 
 #include "gpuspans/gpuspans.h"
+#include "exports.h"
 #include "spanpath.h"
 
 gs_sp_hub gs_sp_hubs[GS_HUB_MAX_HUBS] __attribute__((aligned(64)));
@@ -309,6 +310,7 @@ static inline int on(gs_hub hub, const gs_sp_set* s, int32_t i, call* c) {
 static inline int is_open(const call* c) { return LOAD(c->r->status) == GS_SP_STATUS_OPEN; }
 
 gs_hub_status gs_hub_lane_begin_call(gs_hub hub, int32_t lane) {
+  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_lane_begin_call");
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_lane_begin_go(hub, lane);
@@ -329,6 +331,7 @@ gs_hub_status gs_hub_lane_begin_call(gs_hub hub, int32_t lane) {
 }
 
 gs_hub_status gs_hub_lane_end_call(gs_hub hub, int32_t lane) {
+  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_lane_end_call");
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_lane_end_go(hub, lane);
@@ -343,6 +346,7 @@ gs_hub_status gs_hub_lane_end_call(gs_hub hub, int32_t lane) {
 }
 
 gs_hub_status gs_hub_next_lane_call(gs_hub hub, int32_t from, int32_t to) {
+  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_next_lane_call");
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_next_lane_go(hub, from, to);
@@ -416,6 +420,7 @@ static int step(const gs_sp_set* s, gs_hub hub) {
 }
 
 gs_hub_status gs_hub_begin_step_call(gs_hub hub) {
+  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_begin_step_call");
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_begin_step_go(hub);
@@ -428,6 +433,7 @@ gs_hub_status gs_hub_begin_step_call(gs_hub hub) {
 // BeginStep and then NextLane; without the C path, one call into Go does
 // both.
 gs_hub_status gs_hub_next_step_call(gs_hub hub, int32_t last, int32_t first) {
+  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_next_step_call");
   gs_sp_hub* h;
   if (!enter(hub, &h)) return gs_hub_next_step_go(hub, last, first);
   leave(h);

@@ -58,8 +58,8 @@ func gs_hub_next_step_go(handle C.gs_hub, last, first C.int32_t) C.gs_hub_status
 	})
 }
 
-//export gs_hub_kernel_begin_call
-func gs_hub_kernel_begin_call(handle C.gs_hub, device C.int32_t, kernel, stream C.uint64_t) (tok C.uint64_t) {
+//export gs_hub_kernel_begin_go
+func gs_hub_kernel_begin_go(handle C.gs_hub, device C.int32_t, kernel, stream C.uint64_t) (tok C.uint64_t) {
 	// The token is the result; a failure (0) is recorded as the others'.
 	onHub("gs_hub_kernel_begin", handle, func(c call) C.gs_hub_status {
 		if device < -1 || device >= gpuspans.MaxDevices {
@@ -71,8 +71,8 @@ func gs_hub_kernel_begin_call(handle C.gs_hub, device C.int32_t, kernel, stream 
 	return tok
 }
 
-//export gs_hub_kernel_end_call
-func gs_hub_kernel_end_call(handle C.gs_hub, token C.uint64_t) C.gs_hub_status {
+//export gs_hub_kernel_end_go
+func gs_hub_kernel_end_go(handle C.gs_hub, token C.uint64_t) C.gs_hub_status {
 	return onHub("gs_hub_kernel_end", handle, func(c call) C.gs_hub_status {
 		if !c.e.tokens.mine(uint64(token)) {
 			return c.fail(statusInvalidArgument, "token %d is not a kernel span open on this hub: it carries another hub's tag (from another hub, or made up)", uint64(token))

@@ -35,6 +35,7 @@ const (
 	statusListen          = C.GS_HUB_ERR_LISTEN
 	statusLimit           = C.GS_HUB_ERR_LIMIT
 	statusInternal        = C.GS_HUB_ERR_INTERNAL
+	statusForked          = C.GS_HUB_ERR_FORKED
 )
 
 // maxHubs is GS_HUB_MAX_HUBS; a handle is gen*maxHubs + slot, gen >= 1, so

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 098aa3268522d1fb1b73e33de51a18d0638a8aba45d96577b4c82082dfee3a59
+// sees only this file, rebuilds when they change: 4d561508a432d8cb14a6fbc4f0ae19e45bcac2a2729eb4415359e5de2a0e8179
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -52,8 +52,9 @@ static inline int kernel_level(uint32_t w) { return (w & GS_HUB_WORD_LEVEL) == G
 static PyObject* index_name; /* "index", interned */
 
 /* lane converts a lane argument into *out: an int in int32 range, a Lane
- * or one of the hub's lane names directly, anything else through
- * lane_index. -1 with an exception set on failure. */
+ * whose index is one, or one of the hub's lane names directly, anything
+ * else through lane_index, the ctypes path's own rule, so that both raise
+ * alike. -1 with an exception set on failure. */
 static int lane(Hot* h, PyObject* arg, int32_t* out) {
   PyObject* found = NULL;
   if ((PyObject*)Py_TYPE(arg) == h->lane_type) {
@@ -64,13 +65,19 @@ static int lane(Hot* h, PyObject* arg, int32_t* out) {
     Py_XINCREF(found);
   }
   if (found) {
-    long long v = PyLong_AsLongLong(found);
+    long long v = 0;
+    int ok = 0;
+    if (PyLong_CheckExact(found)) {
+      int overflow = 0;
+      v = PyLong_AsLongLongAndOverflow(found, &overflow);
+      ok = !overflow && !(v == -1 && PyErr_Occurred()) && v >= INT32_MIN && v <= INT32_MAX;
+    }
     Py_DECREF(found);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    if (v >= INT32_MIN && v <= INT32_MAX) {
+    if (ok) {
       *out = (int32_t)v;
       return 0;
     }
+    PyErr_Clear();
   }
   if (PyLong_CheckExact(arg)) {
     int overflow = 0;

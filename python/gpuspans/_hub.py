@@ -17,7 +17,7 @@ import time
 import weakref
 from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _lib, _process, _spans  # _process._hot: library() sets it, so read it there
+from . import _graphs, _lib, _process, _spans  # _process._hot: library() sets it, so read it there
 from ._args import _I32, _U64, Level, StreamLike, _cstr, _int, _level, _nanoseconds, _stream, _window_ns
 from ._errors import Error
 from ._logs import _LOG_CALLBACK
@@ -26,6 +26,9 @@ from ._spans import _NO_SPAN, _SPAN_KINDS, Lane, SimGPU, Span, _KernelSpan
 
 # Hub.kernel_timing's names, by GS_HUB_KERNEL_TIMING_* value.
 _KERNEL_TIMINGS = ("events", "auto", "cupti", "attached")
+# Those that open kernel windows, so that torch's graph replays go through
+# the launch guard (_graphs).
+_WINDOW_TIMINGS = ("auto", "cupti")
 
 # The start-time modes, in the order of GS_HUB_START_TIMES_* (their values).
 _START_TIMES = ("auto", "never", "always")
@@ -54,7 +57,13 @@ class Hub:
     and defaults, set at create as the C ABI's gs_hub_options sets it.
 
     Kernel windows attach CUPTI inside step(), so call step() on the thread
-    that launches the engine's kernels, and no other.
+    that launches the engine's kernels, and no other. Other threads may
+    replay CUDA graphs with torch.cuda.CUDAGraph.replay: with kernel timing
+    auto or cupti, every replay passes through the library's launch guard
+    (import torch before making the hub), so that no window attaches or
+    detaches during one. A replay from another thread by other means (a C++
+    extension's cudaGraphLaunch) seen in a window keeps CUPTI attached and
+    windows off for the process, logged (gpuspans/hub.h).
     """
 
     def __init__(
@@ -111,6 +120,8 @@ class Hub:
         # spelt otherwise here is the period, in seconds, not _ns.
         self._check(st, hub=0, rename=("kernel_window_every_ns", "kernel_window_every"))
         self._h = h.value
+        if kernel_timing in _WINDOW_TIMINGS:
+            _graphs.guard_torch_replays(lib)
         self._finalizer = weakref.finalize(self, _close_handle, lib, self._h, os.getpid())
         self._finalizer.atexit = False  # the process is ending: nothing to free
         _hubs.add(self)
@@ -288,6 +299,8 @@ class Hub:
         except ValueError:
             raise ValueError(f"gpuspans: kernel_timing {value!r}: want one of {', '.join(_KERNEL_TIMINGS)}") from None
         self._check(self._lib.gs_hub_set_kernel_timing(self._h, mode))
+        if value in _WINDOW_TIMINGS:
+            _graphs.guard_torch_replays(self._lib)
 
     @property
     def tracing_kernels(self) -> bool:
@@ -376,12 +389,16 @@ class Hub:
         return -1 if lane is None else self._lane_index(lane)
 
     def _lane_index(self, lane):
+        # The one rule of both span paths: the compiled one takes what it
+        # can check itself and calls this for everything else.
+        if isinstance(lane, Lane):
+            lane = lane.index  # a Lane's index is the caller's to change: checked as any int
+            if type(lane) is not int:
+                raise TypeError(f"gpuspans: a Lane's index {lane!r} is not an int")
         if type(lane) is int:
             if -(1 << 31) <= lane < 1 << 31:
                 return lane  # out of range but int32: the hub ignores and counts it
             raise ValueError(f"gpuspans: lane {lane} is not a lane index")
-        if isinstance(lane, Lane):
-            return lane.index
         return self.lane(lane).index
 
     def kernel_begin(self, kernel: Union[int, str], stream: StreamLike = None, device: int = -1) -> int:

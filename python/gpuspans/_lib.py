@@ -20,6 +20,7 @@ ERR_TOO_SMALL = 3
 ERR_LISTEN = 4
 ERR_LIMIT = 5
 ERR_INTERNAL = 6
+ERR_FORKED = 7
 
 MAX_HUBS = 64
 WORD_STRIDE = 16
@@ -175,6 +176,8 @@ def load(path=None):
         "gs_hub_next_step_call": (i32, [u64, i32, i32]),
         "gs_hub_kernel_begin_call": (u64, [u64, i32, u64, u64]),
         "gs_hub_kernel_end_call": (i32, [u64, u64]),
+        "gs_launch_guard_enter": (None, []),
+        "gs_launch_guard_exit": (None, []),
     }
     # Only in a library built for tests (go build -tags gpuspans_testing).
     testing = {

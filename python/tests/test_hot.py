@@ -311,3 +311,53 @@ class CSpanPathTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class HostileArgumentsTest(unittest.TestCase):
+    """One outcome per argument on both paths: every span call with a set of
+    hostile lane arguments (ints at and past int32's edges, floats, names
+    good and bad, None, bytes, objects, and Lanes whose index the caller
+    changed to each of those), the same result or exception type from the
+    compiled calls and from ctypes'."""
+
+    VALUES = [0, 1, 2, 3, 99, -1, -3, 2**31 - 1, 2**31, -(2**31), -(2**31) - 1, 2**40, -(2**40), 2**63, 2**64,
+              -(2**64), True, False, 1.0, 1.5, float("nan"), float("inf"), "prefill", "decode", "sample", "other",
+              "nope", "", "de\x00code", None, b"decode", bytearray(b"x"), object(), [], (), {}, 1j]
+
+    def outcomes(self, compiled):
+        hub = hub_for(self, compiled, lanes=LANES, level="kernel", kernel_span_every=1)
+        hub.install(0, sim=True)
+        hub.step()
+        args = list(self.VALUES)
+        for v in self.VALUES:
+            lane = _spans.Lane(hub, 1, "decode")
+            lane.index = v
+            args.append(lane)
+        calls = [("lane_begin", lambda a: hub.lane_begin(a)), ("lane_end", lambda a: hub.lane_end(a)),
+                 ("next_lane from", lambda a: hub.next_lane(a, "sample")),
+                 ("next_lane to", lambda a: hub.next_lane("prefill", a)),
+                 ("next_step last", lambda a: hub.next_step(a, None)),
+                 ("next_step first", lambda a: hub.next_step(None, a))]
+        out = {}
+        for i, a in enumerate(args):
+            for name, call in calls:
+                try:
+                    out[(i, name)] = ("ok", call(a))
+                except Exception as e:  # noqa: BLE001: the outcome is what is compared
+                    out[(i, name)] = ("raises", type(e).__name__)
+        for lane in LANES:
+            hub.lane_end(lane)
+        self.assertEqual(hub.drain(5.0), 0)
+        counters = hub.snapshot()["counters"]
+        return out, {k: v for k, v in counters.items() if not k.startswith("harvest")}
+
+    def test_one_outcome_per_argument(self):
+        want, want_counters = self.outcomes(False)
+        got, got_counters = self.outcomes(True)
+        self.assertGreaterEqual(len(want), 400)
+        differ = {k: (want[k], got[k]) for k in want if want[k] != got[k]}
+        self.assertEqual(differ, {}, f"{len(differ)} of {len(want)} outcomes differ (argument index, call): (ctypes, compiled)")
+        self.assertEqual(got_counters, want_counters)
+        # A Lane whose index is no int32 is refused by both, never wrapped.
+        lane_at = len(self.VALUES) + self.VALUES.index(2**40)
+        self.assertEqual(want[(lane_at, "lane_begin")], ("raises", "ValueError"))

@@ -2,9 +2,13 @@
 GPUSPANS_LIB=path/libgpuspans.so PYTHONPATH=python python3 -m unittest discover -s python/tests -t python
 """
 
+import ctypes
 import json
 import os
+import sys
+import threading
 import time
+import types
 import unittest
 import urllib.error
 import urllib.request
@@ -298,3 +302,51 @@ class HubTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+
+class GraphReplayGuardTest(unittest.TestCase):
+    """torch.cuda.CUDAGraph.replay through the launch guard, with a stand-in
+    torch module: a hub made or set to auto or cupti wraps it once, and every
+    replay then runs inside the guard, on any thread, leaving it when the
+    replay raises."""
+
+    def setUp(self):
+        lib = gpuspans._process.library()
+        if not hasattr(lib, "gs_testing_in_launch_guard"):
+            self.skipTest("needs the library built with -tags gpuspans_testing")
+        lib.gs_testing_in_launch_guard.restype = ctypes.c_int32
+        self.lib = lib
+        inside = self.inside = []
+
+        class CUDAGraph:
+            def replay(self, fail=False):
+                inside.append(lib.gs_testing_in_launch_guard())
+                if fail:
+                    raise RuntimeError("replay failed")
+                return "replayed"
+
+        self.graph = CUDAGraph
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = types.SimpleNamespace(cuda=types.SimpleNamespace(CUDAGraph=CUDAGraph))
+        self.addCleanup(lambda: sys.modules.__setitem__("torch", saved) if saved else sys.modules.pop("torch", None))
+
+    def test_events_leaves_replay_alone(self):
+        with gpuspans.Hub(quiet=True):
+            self.assertEqual(self.graph().replay(), "replayed")
+        self.assertEqual(self.inside, [0])
+
+    def test_auto_guards_every_replay_on_any_thread(self):
+        with gpuspans.Hub(quiet=True) as hub:
+            hub.kernel_timing = "auto"
+            wrapped = self.graph.replay
+            with gpuspans.Hub(quiet=True, kernel_timing="cupti"):
+                self.assertIs(self.graph.replay, wrapped, "a second hub wrapped replay again")
+            self.assertEqual(self.graph().replay(), "replayed")
+            t = threading.Thread(target=self.graph().replay)
+            t.start()
+            t.join()
+            with self.assertRaisesRegex(RuntimeError, "replay failed"):
+                self.graph().replay(fail=True)
+        self.assertEqual(self.inside, [1, 1, 1])
+        self.assertEqual(self.lib.gs_testing_in_launch_guard(), 0, "a failed replay left the guard held")

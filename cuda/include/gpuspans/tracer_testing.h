@@ -110,6 +110,10 @@ int32_t gs_testing_cupti_attached(void);
 void gs_testing_cupti_expect_thread(int64_t tid);
 int64_t gs_testing_cupti_stray_calls(void);
 
+/* gs_testing_in_launch_guard reports whether the calling thread is inside
+ * the launch guard (gs_launch_guard_enter). */
+int32_t gs_testing_in_launch_guard(void);
+
 /* gs_testing_thread_id is the calling thread's kernel id (gettid). */
 int64_t gs_testing_thread_id(void);
 

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: b160a222402a2a9056bdfd6738e02468a43e618290370fbfb2092dada719a7c4
+// sees only this file, rebuilds when they change: 311e97b2748e336eb50e638e14bfab9fd38b623d8a0141829b9d8c5db053c15f
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"

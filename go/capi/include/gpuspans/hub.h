@@ -51,6 +51,18 @@
  *   own handling of Ctrl-C. It does handle SIGSEGV, SIGBUS, SIGFPE inside
  *   Go code, and uses SIGURG (preemption); see Go's os/signal documentation
  *   on c-archive and c-shared.
+ * - Fork: the Go runtime inside the library does not survive fork (only
+ *   the forking thread is copied: the harvester, the server, the OTLP
+ *   exporter and the runtime's own threads are not, and a lock one of them
+ *   held stays held), so in a process forked after the library was loaded
+ *   no call enters Go. There the inline span calls make no call (the fork
+ *   clears every state word), and every function returns at once, having
+ *   done nothing: GS_HUB_ERR_FORKED (gs_hub_kernel_begin_call: token 0;
+ *   gs_hub_last_error: the reason, naming the call and both pids),
+ *   gs_hub_close included, without waiting for a harvester that is gone;
+ *   the hub's memory stays until the child exits or execs. The parent's
+ *   hubs are untouched. A child that needs telemetry execs, or makes its
+ *   hubs in a process that has not loaded the library.
  */
 #ifndef GPUSPANS_HUB_H_
 #define GPUSPANS_HUB_H_
@@ -71,7 +83,8 @@ typedef enum gs_hub_status {
   GS_HUB_ERR_TOO_SMALL = 3,        /* the caller's buffer is too small; *len says what is needed */
   GS_HUB_ERR_LISTEN = 4,           /* the HTTP address cannot be served (in use, or refused by the token rules) */
   GS_HUB_ERR_LIMIT = 5,            /* GS_HUB_MAX_HUBS hubs are open already */
-  GS_HUB_ERR_INTERNAL = 6          /* a bug: a panic was recovered; the message says where */
+  GS_HUB_ERR_INTERNAL = 6,         /* a bug: a panic was recovered; the message says where */
+  GS_HUB_ERR_FORKED = 7            /* the process is a fork of the one that loaded the library: see Fork */
 } gs_hub_status;
 
 /* A hub handle. */
@@ -350,6 +363,26 @@ gs_hub_status gs_hub_lane_index(gs_hub hub, const char* name, int32_t* lane);
  * fallback). Either pointer may be NULL. Thread-safe; no CUPTI call. */
 gs_hub_status gs_hub_set_kernel_timing(gs_hub hub, int32_t timing);
 gs_hub_status gs_hub_get_kernel_timing(gs_hub hub, int32_t* timing, int32_t* tracing);
+
+/* Other threads' CUDA graph replays beside kernel windows. A window's
+ * detach while another thread replays a graph lost the whole process's
+ * CUDA context on an H200 (error 719 on every thread, for good). So a
+ * window watches which threads launch (CUPTI's API records), and one in
+ * which another thread replayed a graph outside the launch guard is not
+ * detached: CUPTI stays attached for the rest of the process (every launch
+ * pays about 1 us), windows are off, and the log, the snapshot and
+ * gpuspans_kernel_windows_left_attached_total say so, naming the thread. A
+ * thread that replays only between windows is not seen, so an engine
+ * whose other threads launch graphs passes each of those launches through
+ * the guard: gs_launch_guard_enter before, gs_launch_guard_exit after, on
+ * that thread. A window's attach and detach then hold guarded launches
+ * off (a few milliseconds, once a window period) and wait for those in
+ * flight, and its watch counts them as guarded. Enter and exit cost an
+ * atomic add or two; never hold the guard across a gs_hub_begin_step.
+ * Implemented in the CUDA core (gpuspans/tracer.h), with no call into Go;
+ * thread-safe. */
+void gs_launch_guard_enter(void);
+void gs_launch_guard_exit(void);
 
 /* gs_hub_set_kernel_windows sets the period of kernel windows in ns
  * (1 ms..24 h; 0: 10 s) and the consecutive steps each collects (1..1024;
