@@ -484,7 +484,7 @@ class Hub:
 
     def set_metrics(self, kernel_histograms: bool = False, classic_buckets: int = 1) -> None:
         """Sets which series the hub's Prometheus families hold (the
-        README's series budget). By default lane histograms only: 1 series
+        series budget in docs/operations.md). By default lane histograms only: 1 series
         each where Prometheus scrapes native histograms, 28 as classic
         buckets; kernel_histograms adds as much per kernel. classic_buckets
         is the classic buckets per doubling of duration: 1 (25 from 1 us to

@@ -36,6 +36,12 @@ tools/genproto.sh --check
 step "the amalgamations (go/cuda, go/cuda/cudatest) current with cuda/"
 tools/amalgamate.sh --check
 
+step "markdown: every relative link and anchor resolves"
+python3 tools/ci/links.py --self-test
+python3 tools/ci/links.py || fail "broken links in the Markdown above"
+# README.md is the front page; the guides under docs/ hold the rest.
+(($(wc -l <README.md) <= 200)) || fail "README.md has $(wc -l <README.md) lines: at most 200 (move the rest into docs/)"
+
 step "gofmt"
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
 [[ -z "$unformatted" ]] || fail "gofmt would change: $unformatted"

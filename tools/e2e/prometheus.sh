@@ -6,7 +6,7 @@
 # storing the classic buckets (Debian's 2.42 has no
 # scrape_classic_histograms to keep both in one).
 #
-# First the series budget (README, go/export/prom's package documentation):
+# First the series budget (docs/operations.md, go/export/prom's package documentation):
 # a demo with the defaults and one with 64 kernels and --kernel_histograms
 # are scraped until steady, and each server's count of their gpuspans_*
 # series (count({job=...}), through the API) must stay within the budget;

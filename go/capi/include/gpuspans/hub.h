@@ -476,7 +476,7 @@ gs_hub_status gs_hub_stop_serving(gs_hub hub);
 gs_hub_status gs_hub_metrics(gs_hub hub, char* buf, size_t cap, size_t* len);
 
 /* gs_hub_set_metrics sets which series hub's Prometheus families hold (the
- * series budget: README's observability section, go/export/prom). flags
+ * series budget: docs/operations.md, go/export/prom). flags
  * are GS_HUB_METRICS_*; by default only lane histograms, 1 series each
  * where Prometheus scrapes native histograms and 28 where it stores classic
  * buckets, and GS_HUB_METRICS_KERNEL_HISTOGRAMS costs as much again per
