@@ -2,6 +2,8 @@ module github.com/gpuspans/gpuspans
 
 go 1.26.0
 
+toolchain go1.26.8
+
 require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

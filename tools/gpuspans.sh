@@ -33,7 +33,8 @@ if [[ ! -x "$bin" ]]; then
   go version >/dev/null
   say "step 2/3: the Go modules the command imports"
   go list -deps ./go/cmd/gpuspans >/dev/null
-  say "step 3/3: compiling (the C++ core, the standard library's packages, ~300 Go packages)"
+  say "step 3/3: compiling (the C++ core, the standard library's packages, ~300 Go packages): about 100 s"
+  say "on 2 cores, with no output until it is done"
 fi
 # An up-to-date binary is left as it is (go build compares build IDs), in
 # about a second; a new one is renamed into place, never half-written.

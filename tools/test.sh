@@ -41,8 +41,8 @@ if [[ ! -d bazel-out/ ]]; then
   say "twice (for Go tests and binaries, and -shared for the C archive), ~760 actions in all, then runs"
   say "the tests: about 8 minutes on 2 cores, 0.93 GB of disk (README.md, \"Two commands\"). Later runs"
   say "take seconds."
-  say "step 1/2: fetching and analysing (1 to 2 minutes; Bazel repeats 'Analyzing: N targets' meanwhile)"
-  bazel build --nobuild --show_progress_rate_limit=20 //...
+  say "step 1/2: fetching and analysing (2 to 3 minutes, with no output until it is done)"
+  bazel build --nobuild --noshow_progress //...
   say "step 2/2: building and testing (about 6.5 minutes); Bazel's lines read [done / total actions];"
   say "GoStdlib is a standard library (2 to 3 minutes), GoCompilePkg a Go package, CppCompile a C++ file"
 fi

@@ -67,6 +67,15 @@ kill -INT "$demo_pid"
 wait "$demo_pid" || { say "FAIL: the demo did not exit cleanly on Ctrl-C"; exit 1; }
 demo_pid=""
 check "run command, fresh clone to serving demo" "$(secs "$t0" "$t1")" "$demo_budget" s
+# The pinned Go builds the command whichever way it is built: the run
+# command's, and a plain `go build` with the host Go (go.mod's toolchain line).
+for how in run plain; do
+  b=out/bin/gpuspans
+  [[ "$how" == plain ]] && { b="$dir/plain-gpuspans"; go build -o "$b" ./go/cmd/gpuspans; }
+  v="$(go version -m "$b" | head -1 | awk '{print $2}')"
+  [[ "$v" == go1.26.8 ]] || { say "FAIL: the $how build of the command was built with $v, not go1.26.8"; exit 1; }
+  say "the $how build of the command: $v"
+done
 
 t2="$(now)"
 if ! tools/test.sh >"$dir/test.log" 2>&1; then
