@@ -114,7 +114,8 @@ CUptiResult Enable(CUpti_ActivityKind kind) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
   Stray(f);
-  if (int i = ApiSlot(kind); i >= 0) {
+  int i = ApiSlot(kind);
+  if (i >= 0) {
     f.api_on[i] = true;
     return CUPTI_SUCCESS;
   }
@@ -128,7 +129,8 @@ CUptiResult Disable(CUpti_ActivityKind kind) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
   Stray(f);
-  if (int i = ApiSlot(kind); i >= 0) {
+  int i = ApiSlot(kind);
+  if (i >= 0) {
     f.api_on[i] = false;
     return CUPTI_SUCCESS;
   }

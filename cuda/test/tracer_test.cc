@@ -405,18 +405,32 @@ void GuardedReplaysNeverOverlapADetach() {
     }
   });
   while (replays.load() == 0) std::this_thread::yield();
-  for (int i = 0; i < 200; i++) {
-    WindowOpen();
+  // 200 windows at least, and on until a replay has met a detach (bounded:
+  // a loaded machine may starve the replaying thread for a while).
+  int windows = 0;
+  gs_tracer_stats s;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    // An open or close that met a guarded replay still running after 20 ms
+    // (its thread descheduled inside the guard) is refused: tried again,
+    // as a hub tries at its next step.
+    gs_status st;
+    while ((st = gs_tracer_window_open(nullptr, 0, nullptr)) == GS_ERR_BUSY) {
+    }
+    CHECK_EQ(st, GS_OK);
     std::this_thread::sleep_for(std::chrono::microseconds(100));  // the window's step
-    CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
-  }
+    while ((st = gs_tracer_close(nullptr)) == GS_ERR_BUSY) {
+    }
+    CHECK_EQ(st, GS_OK);
+    windows++;
+    gs_tracer_get_stats(&s);
+  } while ((windows < 200 || s.guard_waits == before.guard_waits) && std::chrono::steady_clock::now() < deadline);
   stop = true;
   replayer.join();
   CHECK_EQ(failures.load(), 0);
-  CHECK_EQ(gs_testing_cupti_finalizes(), 200);
+  CHECK_EQ(gs_testing_cupti_finalizes(), windows);
   CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
   CHECK_EQ(gs_testing_cupti_attached(), 0);
-  gs_tracer_stats s;
   gs_tracer_get_stats(&s);
   CHECK_EQ(s.foreign_graph_launches, 0);
   CHECK(s.guarded_launches > before.guarded_launches);
@@ -429,11 +443,11 @@ void GuardedReplaysNeverOverlapADetach() {
 void CloseWaitsForAGuardedReplay() {
   gs_testing_use_fake_cupti();
   WindowOpen();
-  std::atomic<bool> started{false};
+  std::atomic<bool> started{false}, release{false};
   std::thread replayer([&] {
     gs_launch_guard_enter();
     started = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     gs_launch_guard_exit();
   });
   while (!started.load()) std::this_thread::yield();
@@ -441,6 +455,7 @@ void CloseWaitsForAGuardedReplay() {
   CHECK_EQ(gs_tracer_close(&err), GS_ERR_BUSY);
   CHECK(strstr(err.message, "still in flight") != nullptr);
   CHECK_EQ(gs_testing_cupti_enabled(), 1);
+  release = true;
   replayer.join();
   CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
   CHECK_EQ(gs_testing_cupti_finalizes(), 1);

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 311e97b2748e336eb50e638e14bfab9fd38b623d8a0141829b9d8c5db053c15f
+// sees only this file, rebuilds when they change: 1c02a359d1024c905b7f0c79e2273dc68e62d1874f71415ca498c73f9a0f113f
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
