@@ -2,6 +2,7 @@ package prom
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -19,8 +20,8 @@ import (
 // histograms on and with classic buckets only. tools/e2e/prometheus.sh
 // checks the same numbers against a real Prometheus's count of the demo.
 const (
-	budgetNative          = 25
-	budgetClassic         = 80
+	budgetNative          = 30
+	budgetClassic         = 85
 	budgetKernelsNative   = 100  // with Options.KernelHistograms and 64 kernels
 	budgetKernelsClassic  = 2000 // the same, classic
 	eagerPerDevice        = 6
@@ -53,6 +54,11 @@ func storedSeries(t *testing.T, c *Collector) (native, classic int, names map[st
 					b-- // an explicit +Inf bucket (one holding an exemplar)
 				}
 				classic += b + 2 // the bounds' _bucket, +Inf, _sum, _count: one counted already
+			}
+			if sm := m.GetSummary(); mf.GetType() == dto.MetricType_SUMMARY {
+				n := len(sm.GetQuantile()) + 1 // each quantile, _sum, _count: one counted already
+				native += n
+				classic += n
 			}
 		}
 	}
@@ -112,8 +118,8 @@ func TestSeriesBudget(t *testing.T) {
 	// Every step was armed: armed_steps_total is there too, beside the
 	// eager series.
 	const others = eagerPerDevice + eagerPerHub + 1
-	// The recent percentiles: 3 per lane.
-	const recent = 2 * len(recentQuantiles)
+	// The recent quantiles' summaries: 3 quantiles, _count and _sum per lane.
+	const recent = 2 * (len(recentQuantiles) + 2)
 	for _, tc := range []struct {
 		name                   string
 		opts                   Options
@@ -195,5 +201,51 @@ func TestNoZeroSeries(t *testing.T) {
 	}
 	if strings.Contains(g, "gpuspans_spans_errored_total") || strings.Contains(g, "gpuspans_pool_panics_total") {
 		t.Errorf("a counter at zero: %s", g)
+	}
+}
+
+// TestReadmeBudget holds the series budget that examples/observability's
+// README and docs/operations.md state to the exporter's: the formulas'
+// terms per lane and per GPU, and the budgets. Beside the sources only
+// (go test; Bazel's sandbox has no README).
+func TestReadmeBudget(t *testing.T) {
+	if os.Getenv("TEST_SRCDIR") != "" {
+		t.Skip("under Bazel: the documents it reads are go test's (CI runs it there)")
+	}
+	read := func(path string) string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	perLane := 1 + len(recentQuantiles) + 2 // the histogram; the summary's quantiles, _count and _sum
+	eager := eagerPerDevice + eagerPerHub
+	readme := read("../../../examples/observability/README.md")
+	for _, want := range []string{
+		fmt.Sprintf("native `%dL + %d`", perLane, eager),
+		fmt.Sprintf("classic `L*(B+%d) + %d`", 3+perLane-1, eager),
+		fmt.Sprintf("(budgets %d and %d)", budgetNative, budgetClassic),
+	} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("examples/observability/README.md does not say %q", want)
+		}
+	}
+	ops := read("../../../docs/operations.md")
+	if want := fmt.Sprintf("(budget %d) | ", budgetNative); !strings.Contains(ops, want) {
+		t.Errorf("docs/operations.md does not say %q", want)
+	}
+	if want := fmt.Sprintf("(budget %d) |\n", budgetClassic); !strings.Contains(ops, want) {
+		t.Errorf("docs/operations.md does not say %q", want)
+	}
+	// The package documentation's formulas, and its example's numbers.
+	doc := read("prom.go")
+	for _, want := range []string{
+		fmt.Sprintf("L + %dL + %d per device + %d per hub   = %d for 2 lanes and one GPU", perLane-1, eagerPerDevice, eagerPerHub, 2*perLane+eager),
+		fmt.Sprintf("L*(B+3) + %dL + %d + %d                = %d", perLane-1, eagerPerDevice, eagerPerHub, 2*(defaultClassicBounds+3)+2*(perLane-1)+eager),
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the package documentation does not say %q", want)
+		}
 	}
 }

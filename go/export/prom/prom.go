@@ -29,10 +29,11 @@
 // A fleet pays per GPU, with L lanes (2 in the demo), B classic bounds (25
 // by default) and the series below:
 //
-//	native histograms:  L + 3L + 6 per device + 7 per hub   = 21 for 2 lanes and one GPU
-//	classic buckets:    L*(B+3) + 3L + 6 + 7                = 75
+//	native histograms:  L + 5L + 6 per device + 7 per hub   = 25 for 2 lanes and one GPU
+//	classic buckets:    L*(B+3) + 5L + 6 + 7                = 79
 //
-// The 3L are the recent quantiles below.
+// The 5L are the recent quantiles' summaries below (3 quantiles, _count
+// and _sum).
 // The 6 per device are spans_begun_total, spans_landed_total,
 // spans_in_flight, device_up, device_info and event_offset_seconds; the 7
 // per hub level, level_info, kernel_span_every, kernel_timing_info,
@@ -58,13 +59,14 @@
 //
 // # Recent quantiles
 //
-// gpuspans_lane_recent_duration_seconds{device, lane, percentile} is the
-// 50th, 90th and 99th percentile of a lane's spans landed in the last minute
+// gpuspans_lane_recent_duration_seconds{device, lane} is a summary: the
+// 0.5, 0.9 and 0.99 quantile of a lane's spans landed in the last minute
 // (the hub's recent windows begun within it: 50 to 60 s of spans), from
 // the windows' schema-5 buckets: within 1.1% of the spans' own quantile,
 // whatever buckets Prometheus stores, so a classic-only server gets a
-// p99 it can alert on. A gauge, not a summary: a summary's _sum and
-// _count would cost 2 more series per lane, and the windows keep no sums.
+// p99 it can alert on, as quantile="0.5|0.9|0.99"; its _count and _sum
+// are, as a summary's, the lane's totals since the hub began (the lane
+// histogram's too).
 // Like a summary it is per device and does not aggregate: a quantile
 // across GPUs comes from the histograms (histogram_quantile over sum by
 // (le)). A lane with no span in the last minute has none.
@@ -224,7 +226,7 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),
-		laneRecent:     d("lane_recent_duration_seconds", "Percentiles (50, 90, 99) of a serve lane's GPU time per step over the last minute, within 1.1%, per device: not to be averaged across devices (histogram_quantile over lane_duration_seconds is). Absent for a lane with no span in the last minute.", "device", "lane", "percentile"),
+		laneRecent:     d("lane_recent_duration_seconds", "A serve lane's GPU time per step: quantiles 0.5, 0.9 and 0.99 over the last minute, within 1.1%, per device, not to be averaged across devices (histogram_quantile over lane_duration_seconds is); count and sum since the start. Absent for a lane with no span in the last minute.", "device", "lane"),
 
 		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight.", "device"),
 		landed:   d("spans_landed_total", "Spans harvested with a duration.", "device"),
@@ -299,7 +301,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.histogram(ch, c.laneDuration, a, c.exemplars)
 		}
 	}
-	c.recent(ch)
+	c.recent(ch, s.Lanes)
 	if c.kernels {
 		for i := range s.Kernels {
 			if a := &s.Kernels[i]; a.Count > 0 {
@@ -376,15 +378,14 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 // recentSpan is how far back gpuspans_lane_recent_duration_seconds reaches.
 const recentSpan = time.Minute
 
-// recentQuantiles are its quantiles and their percentile labels.
-var recentQuantiles = [...]struct {
-	q     float64
-	label string
-}{{0.5, "50"}, {0.9, "90"}, {0.99, "99"}}
+// recentQuantiles are its quantiles.
+var recentQuantiles = [...]float64{0.5, 0.9, 0.99}
 
-// recent sends each lane's quantiles over the windows of the last
-// recentSpan (gpuspans.WindowsWithin, as the live page's last-minute column).
-func (c *Collector) recent(ch chan<- prometheus.Metric) {
+// recent sends, for each lane with spans in the last recentSpan, a summary:
+// its quantiles over the windows of that minute (gpuspans.WindowsWithin,
+// as the live page's last-minute column), and, as a summary's count and
+// sum are, the lane's totals since the hub began (lanes, the snapshot's).
+func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggregate) {
 	type key struct {
 		device int
 		lane   string
@@ -409,10 +410,21 @@ func (c *Collector) recent(ch chan<- prometheus.Metric) {
 		if a.Count == 0 {
 			continue
 		}
-		dev := strconv.Itoa(kk.device)
-		for _, q := range recentQuantiles {
-			ch <- prometheus.MustNewConstMetric(c.laneRecent, prometheus.GaugeValue, a.Quantile(q.q).Seconds(), dev, kk.lane, q.label)
+		var total *gpuspans.Aggregate
+		for i := range lanes {
+			if lanes[i].Device == kk.device && lanes[i].Name == kk.lane {
+				total = &lanes[i]
+				break
+			}
 		}
+		if total == nil { // landed in a window, so in the aggregates: never here
+			continue
+		}
+		qs := make(map[float64]float64, len(recentQuantiles))
+		for _, q := range recentQuantiles {
+			qs[q] = a.Quantile(q).Seconds()
+		}
+		ch <- prometheus.MustNewConstSummary(c.laneRecent, total.Count, total.Sum.Seconds(), qs, strconv.Itoa(kk.device), kk.lane)
 	}
 }
 

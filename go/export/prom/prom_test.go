@@ -125,17 +125,22 @@ func TestCollect(t *testing.T) {
 # TYPE gpuspans_lane_duration_seconds histogram
 ` + bucketLines(lane, `device="0",lane="prefill"`, l, 150*us, 48*us) +
 		bucketLines(lane, `device="0",lane="decode"`, l, 3*us, 2*us) + `
-# HELP gpuspans_lane_recent_duration_seconds Percentiles (50, 90, 99) of a serve lane's GPU time per step over the last minute, within 1.1%, per device: not to be averaged across devices (histogram_quantile over lane_duration_seconds is). Absent for a lane with no span in the last minute.
-# TYPE gpuspans_lane_recent_duration_seconds gauge
+# HELP gpuspans_lane_recent_duration_seconds A serve lane's GPU time per step: quantiles 0.5, 0.9 and 0.99 over the last minute, within 1.1%, per device, not to be averaged across devices (histogram_quantile over lane_duration_seconds is); count and sum since the start. Absent for a lane with no span in the last minute.
+# TYPE gpuspans_lane_recent_duration_seconds summary
 ` +
 		// The geometric middles of the schema-5 buckets holding 48 and
-		// 150 us, 2 and 3 us: the spans of ranks 1 and 2.
-		`gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",percentile="50"} 4.7577e-05
-gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",percentile="90"} 0.000149961
-gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",percentile="99"} 0.000149961
-gpuspans_lane_recent_duration_seconds{device="0",lane="decode",percentile="50"} 2.013e-06
-gpuspans_lane_recent_duration_seconds{device="0",lane="decode",percentile="90"} 2.973e-06
-gpuspans_lane_recent_duration_seconds{device="0",lane="decode",percentile="99"} 2.973e-06
+		// 150 us, 2 and 3 us: the spans of ranks 1 and 2; the count and
+		// sum are the lanes' own.
+		`gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",quantile="0.5"} 4.7577e-05
+gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",quantile="0.9"} 0.000149961
+gpuspans_lane_recent_duration_seconds{device="0",lane="prefill",quantile="0.99"} 0.000149961
+gpuspans_lane_recent_duration_seconds_sum{device="0",lane="prefill"} 0.000198
+gpuspans_lane_recent_duration_seconds_count{device="0",lane="prefill"} 2
+gpuspans_lane_recent_duration_seconds{device="0",lane="decode",quantile="0.5"} 2.013e-06
+gpuspans_lane_recent_duration_seconds{device="0",lane="decode",quantile="0.9"} 2.973e-06
+gpuspans_lane_recent_duration_seconds{device="0",lane="decode",quantile="0.99"} 2.973e-06
+gpuspans_lane_recent_duration_seconds_sum{device="0",lane="decode"} 5e-06
+gpuspans_lane_recent_duration_seconds_count{device="0",lane="decode"} 2
 `
 	kernels := `
 # HELP gpuspans_kernel_duration_seconds GPU time of one kernel launch, on steps armed for kernel spans.

@@ -3,6 +3,7 @@ package prom
 import (
 	"math"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -45,7 +46,8 @@ func (r *recentHub) steps(n int, d func(i int) time.Duration) {
 	}
 }
 
-// recent gathers the decode lane's recent percentiles: percentile -> seconds.
+// recent gathers the decode lane's recent quantiles: quantile label
+// ("0.99") -> seconds.
 func recent(t *testing.T, h *gpuspans.Hub) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -65,12 +67,16 @@ func recent(t *testing.T, h *gpuspans.Hub) map[string]float64 {
 				l[p.GetName()] = p.GetValue()
 			}
 			if l["lane"] == "decode" && l["device"] == "0" {
-				out[l["percentile"]] = m.GetGauge().GetValue()
+				for _, q := range m.GetSummary().GetQuantile() {
+					out[qlabel(q.GetQuantile())] = q.GetValue()
+				}
 			}
 		}
 	}
 	return out
 }
+
+func qlabel(q float64) string { return strconv.FormatFloat(q, 'g', -1, 64) }
 
 // exactQuantile is the q-quantile of ds by rank, as the windows define it.
 func exactQuantile(ds []time.Duration, q float64) float64 {
@@ -95,22 +101,22 @@ func TestRecentQuantiles(t *testing.T) {
 	}
 	got := recent(t, r.h)
 	for _, q := range recentQuantiles {
-		want := exactQuantile(last, q.q)
-		if v, ok := got[q.label]; !ok || math.Abs(v/want-1) > 0.011 {
-			t.Errorf("quantile %s: %v s, want %v within 1.1%% (%v)", q.label, v, want, got)
+		want := exactQuantile(last, q)
+		if v, ok := got[qlabel(q)]; !ok || math.Abs(v/want-1) > 0.011 {
+			t.Errorf("quantile %v: %v s, want %v within 1.1%% (%v)", q, v, want, got)
 		}
 	}
 
 	// A +20% regression: after a minute the p99 reads it in full, and
 	// after 30 s it already reads most of it (at least +15%).
 	slow := func(i int) time.Duration { return base(i) * 12 / 10 }
-	before := got["99"]
+	before := got["0.99"]
 	r.steps(3000, slow)
-	if v := recent(t, r.h)["99"]; v/before-1 < 0.15 {
+	if v := recent(t, r.h)["0.99"]; v/before-1 < 0.15 {
 		t.Errorf("30 s into a +20%% regression the p99 reads %+.1f%%", (v/before-1)*100)
 	}
 	r.steps(3000, slow)
-	if v := recent(t, r.h)["99"]; math.Abs(v/before-1.2) > 0.025 {
+	if v := recent(t, r.h)["0.99"]; math.Abs(v/before-1.2) > 0.025 {
 		t.Errorf("a minute into a +20%% regression the p99 reads %+.1f%%, want +20%%", (v/before-1)*100)
 	}
 
