@@ -398,6 +398,7 @@ func (h *Hub) Install(device int, stream backend.Stream, open backend.Opener) er
 			d.kernels[i] = Aggregate{Device: device, Name: name}
 		}
 		h.devs[device] = d
+		h.win.addLanes(device, len(h.lanes))
 	}
 	i := len(h.recs)
 	for i > 0 && h.recs[i-1].device > device {

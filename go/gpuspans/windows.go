@@ -7,10 +7,14 @@ import (
 )
 
 // Recent windows: the hub keeps what landed in each of its last NumWindows
-// windows of WindowLength, whoever reads them, in a ring made at New and
-// never grown (docs/design.md, section 10). A window holds, per lane and
-// kernel of every device, the spans landed in it as a sparse histogram of
-// the aggregates' own buckets, and the hub's span outcomes counted in it.
+// windows of WindowLength, whoever reads them, in a ring made at New (and,
+// for each device's lanes, at its first Install) and never grown
+// (docs/design.md, section 10). A window holds, per lane and kernel of
+// every device, the spans landed in it as a sparse histogram of the
+// aggregates' own buckets, and the hub's span outcomes counted in it. Each
+// lane of each installed device has cells of its own (LaneWindowCells), so
+// that no number of lanes, devices or kernels crowds one out; kernels share
+// WindowCells.
 const (
 	// WindowLength is how long a window lasts. The open window closes at
 	// the first harvest at least WindowLength after it opened (harvests
@@ -20,13 +24,13 @@ const (
 	// NumWindows is how many closed windows a hub keeps besides the open
 	// one: 5 minutes of them.
 	NumWindows = 30
-	// WindowCells is how many (lane or kernel, bucket) counts a window
-	// holds. A window that would fill more than three quarters of them
+	// WindowCells is how many (kernel, bucket) counts a window holds (and
+	// lane ones, for a ring made without New). A window that would fill more than three quarters of them
 	// merges its buckets pairwise, as Prometheus lowers a native
 	// histogram's schema, halving its resolution (quantiles within 2.2%,
 	// then 4.4%, ...); spans past schema 0 with no cell left are counted in
-	// Window.Lost. A lane or kernel takes a cell per bucket its spans hit
-	// in the window: a few dozen for spans that vary by 25% either way.
+	// Window.Lost. A kernel takes a cell per bucket its spans hit in the
+	// window: a few dozen for spans that vary by 25% either way.
 	WindowCells = 1024
 	// WindowRingBytes is the ring's memory, allocated by New: NumWindows+1
 	// windows (the open one too) of WindowCells 8-byte cells and their
@@ -34,6 +38,19 @@ const (
 	// to the types' sizes.
 	WindowRingBytes = (NumWindows+1)*winBufBytes + WindowCells*8
 	winBufBytes     = WindowCells*8 + 136
+	// LaneWindowCells is how many buckets a lane of a device holds in a
+	// window: 4 doublings at Schema 5 (spans from a quarter to 4 times
+	// its median), twice as many at each lower schema, which a lane whose
+	// spans spread wider takes on its own (its quantiles within 2.2%,
+	// 4.4%, ...), never losing a span. Its quantiles read the recent
+	// percentiles of the Prometheus exporter, per lane and device.
+	LaneWindowCells = 128
+	// LaneWindowBytes is what each lane of each installed device adds to
+	// the ring, allocated at the device's first Install: NumWindows+1
+	// windows of LaneWindowCells counts. 16 KiB: 48 KiB for 3 lanes, 8 MiB
+	// for 64 lanes on 8 devices. A test holds it to the type's size.
+	LaneWindowBytes = (NumWindows + 1) * laneHistBytes
+	laneHistBytes   = LaneWindowCells*4 + 16
 )
 
 // Window is what landed in one recent window: a copy, owned by the caller.
@@ -41,12 +58,14 @@ type Window struct {
 	Start time.Time // when the window opened (Options.Now's clock)
 	End   time.Time // when it closed; for the open one, when it was read
 	Open  bool      // the window still open: it grows until it closes
-	// Schema is the native-histogram schema of the buckets of Lanes and
-	// Kernels: Schema (5), the aggregates' own, unless the window had more
-	// distinct buckets than WindowCells holds and merged them.
+	// Schema is the native-histogram schema of the buckets of Kernels:
+	// Schema (5), the aggregates' own, unless the window had more distinct
+	// buckets than WindowCells holds and merged them. Each of Lanes has
+	// its own (WindowAggregate.Schema).
 	Schema int
-	// Lost counts spans landed in the window that it had no cell left for:
-	// they are in the aggregates, not in Lanes or Kernels.
+	// Lost counts kernel spans landed in the window that it had no cell
+	// left for: they are in the aggregates, not in Kernels. No lane span is
+	// lost.
 	Lost uint64
 	// Span outcomes counted while the window was open, by every device:
 	// as Counters' fields of the same names.
@@ -69,7 +88,7 @@ type WindowAggregate struct {
 	// being the window's; the last key of schema 5 also holds longer ones.
 	Keys   []int
 	Counts []uint64
-	Schema int // the window's
+	Schema int // a kernel's: the window's; a lane's: its own
 }
 
 // Quantile estimates the q-quantile (0 < q < 1) of the spans: the
@@ -184,12 +203,28 @@ type winBuf struct {
 	cells      [WindowCells]cell
 }
 
+// laneHist is one lane's spans of one device in one window: counts of
+// LaneWindowCells consecutive bucket keys from base, at schema
+// Schema-shift, and the zero bucket's.
+type laneHist struct {
+	shift  uint32
+	zero   uint32
+	n      uint32 // spans in counts
+	base   int32  // the key of counts[0]
+	counts [LaneWindowCells]uint32
+}
+
 // winRing is the hub's recent windows, guarded by the harvest lock.
 type winRing struct {
 	bufs    []winBuf // NumWindows+1, as a ring: the open one is bufs[cur]
 	cur     int
 	closed  int                // closed windows held, up to NumWindows
 	scratch *[WindowCells]cell // to merge buckets in
+	// lanes are each installed device's lane windows, window-major:
+	// lanes[dev][buf*nlanes+lane] is lane's of bufs[buf]. A device with
+	// none (a ring made without New) keeps its lanes in the cells.
+	lanes  [MaxDevices][]laneHist
+	nlanes int
 	// The hub's span outcomes when the open window opened.
 	begun, landed, errored uint64
 	dropped                [NumDropReasons]uint64
@@ -205,9 +240,24 @@ func lowKey(shift uint) int {
 	return (MinBucketKey + 1<<shift - 1) >> shift
 }
 
+// addLanes gives device's lanes their windows. Caller holds the harvest
+// lock.
+func (w *winRing) addLanes(device, nlanes int) {
+	if w.lanes[device] == nil && nlanes > 0 {
+		w.nlanes = nlanes
+		w.lanes[device] = make([]laneHist, len(w.bufs)*nlanes)
+	}
+}
+
 // add counts a span of bucket i (-1: the zero bucket) for the series of
 // key s (seriesKey). Caller holds the harvest lock. Allocates nothing.
 func (w *winRing) add(s uint32, i int) {
+	if s&cellKernel == 0 {
+		if ls := w.lanes[s>>22&(MaxDevices-1)]; ls != nil {
+			ls[w.cur*w.nlanes+int(s>>cellBits&(1<<11-1))].add(i)
+			return
+		}
+	}
 	b := &w.bufs[w.cur]
 	for {
 		k := s
@@ -223,6 +273,75 @@ func (w *winRing) add(s uint32, i int) {
 		}
 		w.coarsen(b)
 	}
+}
+
+// add counts a span of the aggregates' bucket i (-1: the zero bucket),
+// sliding the counts or lowering the histogram's schema until the span's
+// bucket is in reach.
+func (l *laneHist) add(i int) {
+	if i < 0 {
+		l.zero = satAdd(l.zero, 1)
+		return
+	}
+	k5 := int32(MinBucketKey + i)
+	for {
+		k := (k5 + 1<<l.shift - 1) >> l.shift // ceil(k5 / 2^shift)
+		if l.n == 0 {
+			l.base = k - LaneWindowCells/2
+		} else if k < l.base || k >= l.base+LaneWindowCells {
+			lo, hi := l.span()
+			lo, hi = min(lo, k), max(hi, k)
+			if hi-lo >= LaneWindowCells && l.shift < Schema {
+				l.coarsen()
+				continue
+			}
+			l.rebase(lo - max(LaneWindowCells-1-(hi-lo), 0)/2)
+		}
+		j := min(max(k-l.base, 0), LaneWindowCells-1) // past schema 0: the edge bucket
+		l.counts[j] = satAdd(l.counts[j], 1)
+		l.n++
+		return
+	}
+}
+
+// span returns the lowest and highest keys with a count (l.n > 0).
+func (l *laneHist) span() (lo, hi int32) {
+	lo, hi = math.MaxInt32, math.MinInt32
+	for j, c := range l.counts {
+		if c != 0 {
+			lo, hi = min(lo, l.base+int32(j)), max(hi, l.base+int32(j))
+		}
+	}
+	return lo, hi
+}
+
+// rebase moves the counts so that counts[0] holds key base; a key out of
+// reach joins the edge bucket (past schema 0 only).
+func (l *laneHist) rebase(base int32) {
+	var c [LaneWindowCells]uint32
+	for j, n := range l.counts {
+		if n != 0 {
+			d := min(max(l.base+int32(j)-base, 0), LaneWindowCells-1)
+			c[d] = satAdd(c[d], n)
+		}
+	}
+	l.counts, l.base = c, base
+}
+
+// coarsen halves the resolution: schema one lower, key k to ceil(k/2).
+// The counts, in reach before, stay in reach from their lowest key.
+func (l *laneHist) coarsen() {
+	lo, _ := l.span()
+	var c [LaneWindowCells]uint32
+	base := (lo + 1) >> 1
+	for j, n := range l.counts {
+		if n != 0 {
+			d := (l.base+int32(j)+1)>>1 - base
+			c[d] = satAdd(c[d], n)
+		}
+	}
+	l.counts, l.base = c, base
+	l.shift++
 }
 
 // inc adds one to key's cell, taking a free cell if it has none; false
@@ -316,6 +435,11 @@ func (h *Hub) roll(now time.Time) {
 		w.closed++
 	}
 	n := &w.bufs[w.cur]
+	for _, ls := range w.lanes {
+		if ls != nil {
+			clear(ls[w.cur*w.nlanes : (w.cur+1)*w.nlanes])
+		}
+	}
 	n.cells = [WindowCells]cell{}
 	n.start, n.end = now, time.Time{}
 	n.shift, n.used, n.lost = 0, 0, 0
@@ -424,7 +548,35 @@ func (h *Hub) Windows() []Window {
 				a.Counts = append(a.Counts, uint64(c.count))
 			}
 		}
+		w.laneAggregates(&win, (w.cur-j+len(w.bufs))%len(w.bufs), h.lanes)
 		out = append(out, win)
 	}
 	return out
+}
+
+// laneAggregates appends to win.Lanes the lanes with spans in window buf,
+// in a Snapshot's order, after any the cells held (a ring made without
+// New). Caller holds the harvest lock.
+func (w *winRing) laneAggregates(win *Window, buf int, names []string) {
+	for dev, ls := range w.lanes {
+		if ls == nil {
+			continue
+		}
+		for lane, l := range ls[buf*w.nlanes : (buf+1)*w.nlanes] {
+			a := WindowAggregate{Device: dev, Schema: Schema - int(l.shift), ZeroCount: uint64(l.zero), Count: uint64(l.zero)}
+			if lane < len(names) {
+				a.Name = names[lane]
+			}
+			for j, c := range l.counts {
+				if c != 0 {
+					a.Keys = append(a.Keys, int(l.base)+j)
+					a.Counts = append(a.Counts, uint64(c))
+					a.Count += uint64(c)
+				}
+			}
+			if a.Count > 0 {
+				win.Lanes = append(win.Lanes, a)
+			}
+		}
+	}
 }

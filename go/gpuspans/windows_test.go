@@ -2,6 +2,7 @@ package gpuspans
 
 import (
 	"math"
+	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -240,11 +241,61 @@ func TestWindowCoarsens(t *testing.T) {
 	}
 }
 
+// TestLaneWindowSpread: a lane's window cells slide and lower their schema
+// for spans spread wider than they reach, in any order, and keep every span
+// and that schema's quantile bound.
+func TestLaneWindowSpread(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		spread float64 // the slowest span over the fastest
+		schema int
+	}{{"4x", 3.9, Schema}, {"100x", 100, Schema - 1}, {"10,000x", 1e4, Schema - 2}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l laneHist
+			var a Aggregate
+			var ds []time.Duration
+			for i := 0; i < 5000; i++ {
+				// A pseudo-random order, so that the counts slide both ways.
+				f := float64((i*7919)%5000) / 4999
+				d := time.Duration(20e3 * math.Pow(tc.spread, f)) // from 20 us
+				ds = append(ds, d)
+				l.add(a.observe(int64(d)))
+			}
+			l.add(-1) // and one in the zero bucket
+			var w winRing
+			w.nlanes = 1
+			w.lanes[3] = []laneHist{l}
+			var win Window
+			w.laneAggregates(&win, 0, []string{"decode"})
+			if len(win.Lanes) != 1 {
+				t.Fatalf("%d lanes", len(win.Lanes))
+			}
+			wa := win.Lanes[0]
+			if wa.Count != 5001 || wa.ZeroCount != 1 || wa.Device != 3 || wa.Name != "decode" || wa.Schema != tc.schema {
+				t.Fatalf("%d spans (%d zero), device %d %q, schema %d; want 5001 (1), 3 decode, schema %d",
+					wa.Count, wa.ZeroCount, wa.Device, wa.Name, wa.Schema, tc.schema)
+			}
+			sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+			bound := math.Exp2(1/math.Exp2(float64(wa.Schema))/2) - 1 // half a bucket
+			for _, q := range []float64{0.5, 0.9, 0.99} {
+				got, exact := wa.Quantile(q), ds[int(math.Ceil(q*5001))-2] // one zero span below them all
+				if e := math.Abs(float64(got)/float64(exact) - 1); e > bound+1e-9 {
+					t.Errorf("p%v: %v, exact %v: %.2f%% off, bound %.2f%%", q*100, got, exact, 100*e, 100*bound)
+				}
+			}
+		})
+	}
+}
+
 // TestWindowRingFixed: the ring is what WindowRingBytes says, made by New,
-// and landing, rolling and closing windows allocate nothing.
+// and each installed device's lanes what LaneWindowBytes says, made by its
+// first Install; landing, rolling and closing windows allocate nothing.
 func TestWindowRingFixed(t *testing.T) {
 	if got := unsafe.Sizeof(winBuf{}); got != winBufBytes {
 		t.Errorf("a window is %d bytes, winBufBytes says %d", got, winBufBytes)
+	}
+	if got := uintptr(NumWindows+1) * unsafe.Sizeof(laneHist{}); got != LaneWindowBytes {
+		t.Errorf("a lane's windows are %d bytes, LaneWindowBytes says %d", got, LaneWindowBytes)
 	}
 	h, gpu, clock, s := windowHub(t)
 	if got := uintptr(cap(h.win.bufs))*unsafe.Sizeof(winBuf{}) + unsafe.Sizeof(*h.win.scratch); got != WindowRingBytes {
