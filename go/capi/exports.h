@@ -39,6 +39,7 @@ gs_hub_status gs_hub_serve_go(gs_hub hub, const char* addr, const char* token, i
 gs_hub_status gs_hub_stop_serving_go(gs_hub hub);
 gs_hub_status gs_hub_metrics_go(gs_hub hub, char* buf, size_t cap, size_t* len);
 gs_hub_status gs_hub_set_metrics_go(gs_hub hub, int32_t flags, int32_t classic_buckets);
+gs_hub_status gs_hub_set_metric_labels_go(gs_hub hub, const char* const* names, const char* const* values, size_t n);
 gs_hub_status gs_hub_recent_spans_go(gs_hub hub, uint64_t after_seq, gs_hub_span* out, size_t cap, size_t* n);
 gs_hub_status gs_hub_keep_start_times_go(gs_hub hub);
 gs_hub_status gs_hub_set_log_callback_go(gs_hub hub, gs_hub_log_fn fn, void* user);

@@ -203,6 +203,11 @@ gs_hub_status gs_hub_set_metrics(gs_hub hub, int32_t flags, int32_t classic_buck
   return gs_hub_set_metrics_go(hub, flags, classic_buckets);
 }
 
+gs_hub_status gs_hub_set_metric_labels(gs_hub hub, const char* const* names, const char* const* values, size_t n) {
+  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_set_metric_labels");
+  return gs_hub_set_metric_labels_go(hub, names, values, n);
+}
+
 gs_hub_status gs_hub_recent_spans(gs_hub hub, uint64_t after_seq, gs_hub_span* out, size_t cap, size_t* n) {
   if (gs_capi_forked()) return gs_capi_refuse("gs_hub_recent_spans");
   return gs_hub_recent_spans_go(hub, after_seq, out, cap, n);

@@ -42,14 +42,15 @@ func gs_hub_metrics_go(handle C.gs_hub, buf *C.char, capacity C.size_t, length *
 		// asked for text: classic histograms only, as text carries no native
 		// ones.
 		c.e.mu.Lock()
-		opts := c.e.promOptions()
+		opts, labels := c.e.promOptions(), c.e.constLabels
 		c.e.mu.Unlock()
 		opts.NoNativeHistograms = true
 		reg := prometheus.NewRegistry()
-		if err := reg.Register(prom.NewCollector(c.e.h, opts)); err != nil {
+		ours := prometheus.WrapRegistererWith(labels, reg)
+		if err := ours.Register(prom.NewCollector(c.e.h, opts)); err != nil {
 			return c.fail(statusInternal, "registering the collector: %v", err)
 		}
-		if err := reg.Register(otlpCollector{c.e}); err != nil {
+		if err := ours.Register(otlpCollector{c.e}); err != nil {
 			return c.fail(statusInternal, "registering the collector: %v", err)
 		}
 		rec := httptest.NewRecorder()
@@ -91,6 +92,39 @@ func gs_hub_set_metrics_go(handle C.gs_hub, flags, classicBuckets C.int32_t) C.g
 		}
 		c.e.mu.Lock()
 		c.e.metricsFlags, c.e.classicBuckets = flags, n
+		c.e.mu.Unlock()
+		return statusOK
+	})
+}
+
+//export gs_hub_set_metric_labels_go
+func gs_hub_set_metric_labels_go(handle C.gs_hub, names, values **C.char, n C.size_t) C.gs_hub_status {
+	return onHub("gs_hub_set_metric_labels", handle, func(c call) C.gs_hub_status {
+		if n > prom.MaxConstLabels {
+			return c.fail(statusInvalidArgument, "n is %d: at most %d labels", uint64(n), prom.MaxConstLabels)
+		}
+		if n > 0 && (names == nil || values == nil) {
+			return c.fail(statusInvalidArgument, "n is %d but names or values is NULL", uint64(n))
+		}
+		labels := prometheus.Labels{}
+		if n > 0 {
+			vs := unsafe.Slice(values, int(n))
+			for i, name := range unsafe.Slice(names, int(n)) {
+				if name == nil || vs[i] == nil {
+					return c.fail(statusInvalidArgument, "names[%d] or values[%d] is NULL", i, i)
+				}
+				k := C.GoString(name)
+				if _, dup := labels[k]; dup {
+					return c.fail(statusInvalidArgument, "label %q given twice", truncate(k, 100))
+				}
+				labels[k] = C.GoString(vs[i])
+			}
+		}
+		if err := prom.CheckConstLabels(labels); err != nil {
+			return c.fail(statusInvalidArgument, "%s", truncate(err.Error(), 300))
+		}
+		c.e.mu.Lock()
+		c.e.constLabels = labels
 		c.e.mu.Unlock()
 		return statusOK
 	})

@@ -155,6 +155,7 @@ func gs_hub_serve_go(handle C.gs_hub, addr, token *C.char, flags C.int32_t, boun
 			Logf:         c.e.logs.logf(C.GS_HUB_LOG_INFO), // changes made through the control endpoints
 			Collectors:   []prometheus.Collector{otlpCollector{c.e}},
 			Prom:         promOpts,
+			ConstLabels:  c.e.constLabels,
 		})
 		srv := gpuspanshttp.NewServer(c.e.guard(h), nil)
 		go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed at Close

@@ -19,6 +19,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/gpuspans/gpuspans/go/backend/sim"
@@ -78,6 +79,7 @@ type hub struct {
 	// What the Prometheus families hold (gs_hub_set_metrics).
 	metricsFlags   C.int32_t
 	classicBuckets int
+	constLabels    prometheus.Labels // gs_hub_set_metric_labels
 	// The background harvester, while one runs: its cancel and the
 	// channel its goroutine closes when it returns.
 	harvestStop context.CancelFunc

@@ -84,6 +84,11 @@ type Options struct {
 	// buckets, exemplars (an OTLP exporter's). The zero value is prom's
 	// default.
 	Prom prom.Options
+	// ConstLabels go on every series of the hub's collector and of
+	// Collectors (not the Go runtime's and the process's): a model name,
+	// say. prom.CheckConstLabels says which are allowed; New panics on
+	// others, as MustRegister does.
+	ConstLabels prometheus.Labels
 }
 
 // protectedMux registers handlers behind control.Protect.
@@ -112,8 +117,12 @@ func New(hub *gpuspans.Hub, o Options) http.Handler {
 			collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		)
 	}
-	reg.MustRegister(prom.NewCollector(hub, o.Prom))
-	reg.MustRegister(o.Collectors...)
+	if err := prom.CheckConstLabels(o.ConstLabels); err != nil {
+		panic("gpuspanshttp.New: " + err.Error())
+	}
+	ours := prometheus.WrapRegistererWith(o.ConstLabels, reg)
+	ours.MustRegister(prom.NewCollector(hub, o.Prom))
+	ours.MustRegister(o.Collectors...)
 	mux := http.NewServeMux()
 	reads := control.Mux(mux)
 	if o.ProtectReads {

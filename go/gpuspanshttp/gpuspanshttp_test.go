@@ -1,6 +1,7 @@
 package gpuspanshttp
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -123,6 +124,47 @@ func TestEngineRegistry(t *testing.T) {
 	if strings.Contains(string(body), "process_cpu_seconds_total") {
 		t.Error("New registered a process collector on the engine's registry")
 	}
+}
+
+// Options.ConstLabels go on every series of the hub's families and of
+// Collectors, and on no Go runtime or process series; bad ones panic,
+// naming the label.
+func TestConstLabels(t *testing.T) {
+	hub, err := gpuspans.New(gpuspans.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuspans_otlp_exports_total", Help: "Exports."})
+	srv := httptest.NewServer(New(hub, Options{ConstLabels: prometheus.Labels{"model_name": "llama"}, Collectors: []prometheus.Collector{extra}}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		labelled := strings.Contains(line, `model_name="llama"`)
+		if ours := strings.HasPrefix(line, "gpuspans_"); ours != labelled {
+			t.Errorf("labelled %v: %s", labelled, line)
+		}
+		if labelled {
+			n++
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d labelled series:\n%s", n, body)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), `"lane"`) {
+			t.Errorf("a clashing label: recovered %v", r)
+		}
+	}()
+	New(hub, Options{ConstLabels: prometheus.Labels{"lane": "x"}})
 }
 
 // /metrics answers OpenMetrics (where exemplars travel) when asked, and

@@ -15,7 +15,7 @@ import os
 import threading
 import time
 import weakref
-from typing import Any, ContextManager, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _graphs, _lib, _process, _spans  # _process._hot: library() sets it, so read it there
 from ._args import _I32, _U64, Level, StreamLike, _cstr, _int, _level, _nanoseconds, _stream, _window_ns
@@ -493,6 +493,21 @@ class Hub:
         serve() from its next start."""
         flags = _lib.METRICS_KERNEL_HISTOGRAMS if kernel_histograms else 0
         self._check(self._lib.gs_hub_set_metrics(self._h, flags, _int("classic_buckets", classic_buckets, (1, 8))))
+
+    def set_metric_labels(self, labels: Optional[Mapping[str, str]] = None) -> None:
+        """Puts constant labels on every series of the hub's Prometheus
+        families, as an engine labels all its metrics with its model:
+        hub.set_metric_labels({"model_name": "llama-3-70b"}). None or {}
+        removes them. metrics_text() and gpuspans.prometheus follow at once,
+        serve() from its next start. At most 16; a name is a Prometheus label
+        name, not beginning with "__", not one of the families' own (device,
+        lane, kernel, quantile, le, reason, ...) nor job or instance; a
+        value non-empty, at most 1,024 bytes. gpuspans.Error names what is
+        wrong, and nothing changes. They add no series."""
+        items = list((labels or {}).items())
+        names = (ctypes.c_char_p * max(len(items), 1))(*[_cstr("label name", k) for k, _ in items])
+        values = (ctypes.c_char_p * max(len(items), 1))(*[_cstr(f"label {k}'s value", v) for k, v in items])
+        self._check(self._lib.gs_hub_set_metric_labels(self._h, names, values, len(items)))
 
     def recent_spans(self, after_seq: int = 0, limit: int = 8192) -> List[Span]:
         """The spans still in the hub's ring of recent spans whose seq is

@@ -161,6 +161,7 @@ def load(path=None):
         "gs_hub_stop_serving": (i32, [u64]),
         "gs_hub_metrics": (i32, [u64, ctypes.c_void_p, sz, p(sz)]),
         "gs_hub_set_metrics": (i32, [u64, i32, i32]),
+        "gs_hub_set_metric_labels": (i32, [u64, p(ctypes.c_char_p), p(ctypes.c_char_p), sz]),
         "gs_hub_recent_spans": (i32, [u64, u64, p(Span), sz, p(sz)]),
         "gs_hub_keep_start_times": (i32, [u64]),
         "gs_hub_set_log_callback": (i32, [u64, LOG_FN, ctypes.c_void_p]),

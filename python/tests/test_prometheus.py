@@ -113,6 +113,29 @@ class PrometheusTest(unittest.TestCase):
         self.assertGreater(len(ours), 3 * 196)
         self.assertIn(("gpuspans_kernel_duration_seconds_count", (("device", "0"), ("kernel", "attention"))), ours)
 
+    def test_constant_labels_on_every_series(self):
+        hub = self.hub()
+        hub.set_metric_labels({"model_name": "llama-3-70b"})
+        reg = prometheus_client.CollectorRegistry()
+        gpuspans.prometheus.register(hub, reg)
+        got = samples(prometheus_client.generate_latest(reg).decode())
+        self.assertGreater(len(got), 20)
+        for name, labels in got:
+            self.assertIn(("model_name", "llama-3-70b"), labels, name)
+        with urllib.request.urlopen(f"http://{hub.serve('127.0.0.1:0')}/metrics", timeout=5) as r:
+            served = samples(r.read().decode())
+        for name, labels in served:
+            self.assertEqual(("model_name", "llama-3-70b") in labels, name.startswith("gpuspans_"), name)
+        for bad, why in [({"lane": "x"}, '"lane"'), ({"1x": "v"}, '"1x"'), ({"model": ""}, "empty"),
+                         ({f"l{i}": "v" for i in range(17)}, "at most 16")]:
+            with self.assertRaises(gpuspans.Error) as e:
+                hub.set_metric_labels(bad)
+            self.assertIn(why, str(e.exception))
+        with self.assertRaises(ValueError):
+            hub.set_metric_labels({"model": "a\0b"})
+        hub.set_metric_labels(None)
+        self.assertNotIn("model_name", prometheus_client.generate_latest(reg).decode())
+
     def test_set_metrics_refuses_what_it_does_not_know(self):
         hub = self.hub()
         for bad in (3, 5):

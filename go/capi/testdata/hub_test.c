@@ -243,6 +243,38 @@ int main(void) {
   }
   CHECK_OK(gs_hub_set_metrics(hub, 0, 0));
 
+  // Constant labels on every series of the families; refused by name when
+  // they would clash or mislead, leaving the last ones in place.
+  {
+    const char* names[] = {"model_name", "region"};
+    const char* values[] = {"llama-3-70b", "eu"};
+    CHECK_OK(gs_hub_set_metric_labels(hub, names, values, 2));
+    const char* lane[] = {"lane"};
+    CHECK(gs_hub_set_metric_labels(hub, lane, values, 1) == GS_HUB_ERR_INVALID_ARGUMENT &&
+              strstr(last_error(hub), "gs_hub_set_metric_labels: constant label name \"lane\"") != NULL,
+          "a clashing label: %s", last_error(hub));
+    CHECK(gs_hub_set_metric_labels(hub, NULL, values, 1) == GS_HUB_ERR_INVALID_ARGUMENT, "NULL names");
+    CHECK(gs_hub_set_metric_labels(hub, names, values, 17) == GS_HUB_ERR_INVALID_ARGUMENT &&
+              strstr(last_error(hub), "at most 16") != NULL,
+          "17 labels: %s", last_error(hub));
+    static char text[1 << 20];
+    size_t n = 0;
+    CHECK_OK(gs_hub_metrics(hub, text, sizeof text, &n));
+    int labelled = 0, bare = 0;
+    for (char* line = strtok(text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+      if (line[0] == '#') continue;
+      if (strstr(line, "model_name=\"llama-3-70b\"") && strstr(line, "region=\"eu\"")) {
+        labelled++;
+      } else {
+        bare++;
+        fprintf(stderr, "unlabelled: %s\n", line);
+      }
+    }
+    CHECK(labelled > 10 && bare == 0, "%d series labelled, %d not", labelled, bare);
+    CHECK_OK(gs_hub_set_metric_labels(hub, NULL, NULL, 0));
+    printf("ok: constant labels: on all %d series of the metrics text, clashes refused\n", labelled);
+  }
+
   // Unarmed steps at Kernel: the kernel calls make no crossing.
   CHECK_OK(gs_hub_set_kernel_span_every(hub, 1000000));
   CHECK_OK(gs_hub_begin_step(hub)); // step 21 disarms

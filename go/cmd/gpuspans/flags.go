@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 )
@@ -108,6 +109,34 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) (pos 
 // durationFlag is a time.Duration flag whose error says what a duration
 // looks like: time.ParseDuration's "missing unit in duration" does not
 // say which units there are.
+// labelsFlag is a list of name=value, as --metric_labels takes it.
+type labelsFlag map[string]string
+
+func (l *labelsFlag) String() string {
+	var parts []string
+	for k, v := range *l {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func (l *labelsFlag) Set(v string) error {
+	m := map[string]string{}
+	for _, part := range strings.Split(v, ",") {
+		k, val, ok := strings.Cut(part, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q: want name=value", part)
+		}
+		if _, dup := m[k]; dup {
+			return fmt.Errorf("label %s given twice", k)
+		}
+		m[k] = val
+	}
+	*l = m
+	return nil
+}
+
 type durationFlag time.Duration
 
 func (d *durationFlag) String() string { return time.Duration(*d).String() }

@@ -431,6 +431,10 @@ func TestDemoFlagValues(t *testing.T) {
 		{"--otlp_sample_every=0", 1, "otlp_sample_every 0: want 1..1048576"},
 		{"--requests=100000", 1, "requests 100000: want 1..1024"},
 		{"--kernel_timing=nvtx", 2, `kernel timing "nvtx": want events, auto, cupti or attached`},
+		{"--metric_labels=model_name=llama,region=eu", 0, ""},
+		{"--metric_labels=lane=x", 1, `metric_labels: constant label name "lane"`},
+		{"--metric_labels=model", 2, `"model": want name=value`},
+		{"--metric_labels=model=", 1, "metric_labels: constant label model: empty value"},
 	} {
 		code, out, errOut := runCmd(append([]string{"demo", "--backend=sim", "--steps=2", "--trace=", "--listen="}, strings.Fields(c.flag)...)...)
 		if code != c.code || !strings.Contains(errOut, c.want) {

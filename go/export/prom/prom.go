@@ -86,6 +86,7 @@ package prom
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,6 +120,67 @@ type Options struct {
 	// Exemplars attaches to each lane histogram the exemplar it gives for
 	// its device and lane, if any (otlp.Exporter is one); nil attaches none.
 	Exemplars Exemplars
+}
+
+// MaxConstLabels is how many constant labels CheckConstLabels admits.
+const MaxConstLabels = 16
+
+// reservedLabels are the label names gpuspans' own families use, and the
+// target labels Prometheus sets: a constant label taking one would clash.
+var reservedLabels = map[string]bool{
+	"device": true, "lane": true, "kernel": true, "quantile": true, "le": true, "reason": true, "state": true,
+	"uuid": true, "pci_bus_id": true, "name": true, "mode": true, "source": true, "phase": true, "level": true,
+	"job": true, "instance": true,
+}
+
+// CheckConstLabels reports what is wrong with labels meant for every
+// series of the hub's families, as an engine puts a model name on all its
+// metrics (vLLM's model_name): at most MaxConstLabels, each name a
+// Prometheus label name that neither begins with "__" nor is one of the
+// families' own labels (device, lane, kernel, quantile, le, reason, ...)
+// or a target label (job, instance), each value non-empty valid UTF-8 of
+// at most 1,024 bytes. A Go engine that registers NewCollector itself
+// puts such labels on with prometheus.WrapRegistererWith (the
+// client_golang convention); gpuspanshttp.Options.ConstLabels, the C ABI's
+// gs_hub_set_metric_labels, Python's Hub.set_metric_labels and the demo's
+// --metric_labels do it for the HTTP surface they serve. Constant labels
+// add no series: each series carries them.
+func CheckConstLabels(labels map[string]string) error {
+	if len(labels) > MaxConstLabels {
+		return fmt.Errorf("%d constant labels: at most %d", len(labels), MaxConstLabels)
+	}
+	names := make([]string, 0, len(labels))
+	for n := range labels {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		v := labels[n]
+		switch {
+		case !validLabelName(n):
+			return fmt.Errorf("constant label name %q: want letters, digits and underscores, not starting with a digit", n)
+		case strings.HasPrefix(n, "__"):
+			return fmt.Errorf("constant label name %q: names beginning with __ are Prometheus's", n)
+		case reservedLabels[n]:
+			return fmt.Errorf("constant label name %q: gpuspans' families or Prometheus's targets use it", n)
+		case v == "":
+			return fmt.Errorf("constant label %s: empty value (Prometheus reads it as no label)", n)
+		case !utf8.ValidString(v):
+			return fmt.Errorf("constant label %s: value is not valid UTF-8", n)
+		case len(v) > 1024:
+			return fmt.Errorf("constant label %s: value of %d bytes, at most 1024", n, len(v))
+		}
+	}
+	return nil
+}
+
+func validLabelName(n string) bool {
+	for i, c := range n {
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return n != ""
 }
 
 // Classic bucket resolutions Options.ClassicBuckets takes, in buckets per

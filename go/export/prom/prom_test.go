@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -410,5 +411,56 @@ gpuspans_harvest_failures_total 1
 	}
 	if s := h.Snapshot(); s.Counters.Dropped[gpuspans.DropLeaked] != 1 {
 		t.Errorf("counters %+v", s.Counters)
+	}
+}
+
+// CheckConstLabels refuses, by name, what would clash or mislead, and every
+// label of the families' own is reserved.
+func TestCheckConstLabels(t *testing.T) {
+	if err := CheckConstLabels(map[string]string{"model_name": "llama-3-70b", "region": "eu", "_x1": "é"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckConstLabels(nil); err != nil {
+		t.Fatal(err)
+	}
+	many := map[string]string{}
+	for i := 0; i <= MaxConstLabels; i++ {
+		many[fmt.Sprintf("l%d", i)] = "v"
+	}
+	for _, tc := range []struct {
+		labels map[string]string
+		want   string
+	}{
+		{map[string]string{"1x": "v"}, `"1x"`},
+		{map[string]string{"model-name": "v"}, `"model-name"`},
+		{map[string]string{"": "v"}, `""`},
+		{map[string]string{"__name__": "v"}, "__"},
+		{map[string]string{"lane": "v"}, `"lane"`},
+		{map[string]string{"instance": "v"}, `"instance"`},
+		{map[string]string{"model": ""}, "empty"},
+		{map[string]string{"model": "\xff"}, "UTF-8"},
+		{map[string]string{"model": strings.Repeat("x", 1025)}, "1025 bytes"},
+		{many, "at most 16"},
+	} {
+		if err := CheckConstLabels(tc.labels); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error naming %s", tc.labels, err, tc.want)
+		}
+	}
+	// Every variable label of the collector's families is reserved.
+	h := busyHub(t)
+	ch := make(chan *prometheus.Desc, 256)
+	NewCollector(h, Options{KernelHistograms: true}).Describe(ch)
+	close(ch)
+	re := regexp.MustCompile(`variableLabels: \{([^}]*)\}`)
+	for d := range ch {
+		m := re.FindStringSubmatch(d.String())
+		if m == nil {
+			t.Fatalf("cannot read the labels of %s", d)
+		}
+		for _, l := range strings.Split(m[1], ",") {
+			if l != "" && !reservedLabels[l] {
+				t.Errorf("%s: label %q is not reserved", d, l)
+			}
+		}
 	}
 }

@@ -488,6 +488,17 @@ gs_hub_status gs_hub_metrics(gs_hub hub, char* buf, size_t cap, size_t* len);
  * unknown flag or bucket count, and changes nothing. Thread-safe. */
 gs_hub_status gs_hub_set_metrics(gs_hub hub, int32_t flags, int32_t classic_buckets);
 
+/* gs_hub_set_metric_labels puts n constant labels, names[i]=values[i], on
+ * every series of hub's Prometheus families (and the OTLP exporter's), as
+ * an engine labels all its metrics with its model: gs_hub_metrics from its
+ * next call, gs_hub_serve from its next start. n = 0 removes them. At most
+ * 16; a name is a Prometheus label name not beginning with "__" and not one
+ * of the families' own (device, lane, kernel, quantile, le, reason, ...)
+ * nor job or instance; a value non-empty UTF-8 of at most 1,024 bytes.
+ * GS_HUB_ERR_INVALID_ARGUMENT names what is wrong, and changes nothing.
+ * They add no series. Thread-safe. */
+gs_hub_status gs_hub_set_metric_labels(gs_hub hub, const char* const* names, const char* const* values, size_t n);
+
 /* gs_hub_recent_spans writes to out, oldest first, up to cap of the spans
  * still in the hub's ring of recent spans (gs_hub_options.recent_spans)
  * whose seq is above after_seq, and their number to *n (0: none new). Poll

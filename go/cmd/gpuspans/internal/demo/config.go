@@ -40,6 +40,9 @@ type Config struct {
 	// per doubling of its histograms (prom.Options.ClassicBuckets).
 	KernelHistograms bool
 	ClassicBuckets   int
+	// MetricLabels go on every gpuspans series /metrics serves
+	// (gpuspanshttp.Options.ConstLabels): a model name, say.
+	MetricLabels map[string]string
 
 	// TracePath is the timeline trace written on exit; "" writes none. A
 	// "*" in its last element makes a new file at start, the "*" replaced
@@ -181,6 +184,9 @@ func (c *Config) Validate() error {
 	}
 	if err := prom.CheckClassicBuckets(c.ClassicBuckets); err != nil {
 		return fmt.Errorf("classic_buckets %d: want 1, 2, 4 or 8", c.ClassicBuckets)
+	}
+	if err := prom.CheckConstLabels(c.MetricLabels); err != nil {
+		return fmt.Errorf("metric_labels: %w", err)
 	}
 	if _, _, err := c.otlpOptions(); err != nil {
 		return err // it names the flag's option or the variable, after "otlp:"

@@ -244,8 +244,9 @@ func (r *demoRun) serveHTTP() {
 	cfg, con, ln := &r.cfg, r.con, r.ln
 	extra, promOpts := r.metrics()
 	h := NewHandler(r.hub, HandlerOptions{
-		Options: gpuspanshttp.Options{Backend: r.gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Collectors: extra, Prom: promOpts},
-		Engine:  r.eng,
+		Options: gpuspanshttp.Options{Backend: r.gpu.Describe(), Token: cfg.Token, ProtectReads: cfg.ProtectReads, Logf: con.Printf, Collectors: extra, Prom: promOpts,
+			ConstLabels: cfg.MetricLabels},
+		Engine: r.eng,
 	})
 	srv := newServer(h, con)
 	r.srv = srv
