@@ -17,7 +17,7 @@ import time
 import weakref
 from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
-from . import _graphs, _lib, _process, _spans  # _process._hot: library() sets it, so read it there
+from . import _graphs, _lib, _process  # _process._hot: library() sets it, so read it there
 from ._args import _I32, _U64, Level, StreamLike, _cstr, _int, _level, _nanoseconds, _stream, _window_ns
 from ._errors import Error
 from ._logs import _LOG_CALLBACK
@@ -674,7 +674,3 @@ class Hub:
     def __repr__(self):
         return f"<gpuspans.Hub {self._h} lanes={list(self.lanes)}>"
 
-
-# Lane's and SimGPU's annotations name Hub, which _spans cannot import at
-# run time (this module imports it): typing.get_type_hints finds it there.
-_spans.Hub = Hub

@@ -3,16 +3,25 @@ spans' context managers, and SimGPU."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from . import _lib
 from ._args import StreamLike, _nanoseconds, _stream
 from ._errors import Error
 
-if TYPE_CHECKING:
-    # _hub imports this module; at run time it puts Hub here itself, for
-    # typing.get_type_hints (see the end of _hub.py).
-    from ._hub import Hub
+
+class Hub(Protocol):
+    """What Lane and SimGPU use of their hub: gpuspans.Hub is one. Named
+    here, not imported, as _hub imports this module."""
+
+    _h: int
+    _lib: Any
+
+    def lane_begin(self, lane: Any) -> None: ...
+
+    def lane_end(self, lane: Any) -> None: ...
+
+    def _check(self, status: int) -> None: ...
 
 
 class Span(NamedTuple):

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "gpuspans/hub.h"
+#include "gpuspans/hub_testing.h"
 #include "check.h"
 
 // NOT_INTERNAL checks that a call returned without a recovered panic.

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "gpuspans/hub.h"
+#include "gpuspans/hub_testing.h"
 #include "check.h"
 
 #define CHECK_OK(call)                                                              \

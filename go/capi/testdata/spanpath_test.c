@@ -15,6 +15,7 @@
 #include "check.h"
 #include "gpuspans/gpuspans_testing.h"
 #include "gpuspans/hub.h"
+#include "gpuspans/hub_testing.h"
 
 #define CHECK_OK(call)                                                                         \
   do {                                                                                         \

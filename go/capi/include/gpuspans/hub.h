@@ -678,16 +678,6 @@ static inline gs_hub_status gs_hub_kernel_end(gs_hub hub, uint64_t token) {
   return gs_hub_kernel_end_call(hub, token);
 }
 
-#ifdef GS_HUB_TESTING
-/* Only in a library built for tests (go build -tags gpuspans_testing; the
- * shipped library has neither): gs_hub_testing_count_crossings(1) makes
- * every exported function count its calls, and gs_hub_testing_crossings
- * returns the count (since the library loaded); so a test can prove that a
- * disabled path made no call. Thread-safe. */
-void gs_hub_testing_count_crossings(int32_t on);
-uint64_t gs_hub_testing_crossings(void);
-#endif
-
 #endif /* GS_HUB_TYPES_ONLY */
 
 #ifdef __cplusplus

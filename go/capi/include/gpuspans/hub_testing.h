@@ -1,0 +1,29 @@
+/*
+ * The C ABI's test hooks: only in a library built for tests (go build
+ * -tags gpuspans_testing; the shipped library has neither), declared apart
+ * from gpuspans/hub.h so that nothing built against the shipped header can
+ * name them. The fake CUDA driver's and CUPTI's hooks, which the same build
+ * exports, are the core's (cuda/include/gpuspans/gpuspans_testing.h,
+ * tracer_testing.h).
+ */
+#ifndef GPUSPANS_HUB_TESTING_H_
+#define GPUSPANS_HUB_TESTING_H_
+
+#include "gpuspans/hub.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* gs_hub_testing_count_crossings(1) makes every exported function count
+ * its calls, and gs_hub_testing_crossings returns the count (since the
+ * library loaded); so a test can prove that a disabled path made no call.
+ * Thread-safe. */
+void gs_hub_testing_count_crossings(int32_t on);
+uint64_t gs_hub_testing_crossings(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPUSPANS_HUB_TESTING_H_ */
