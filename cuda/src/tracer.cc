@@ -1,7 +1,10 @@
 // The kernel tracer: CUPTI's activity records of every kernel, parsed into a
 // bounded ring on CUPTI's thread (and, attached, our flush thread), read in
-// batches by the control plane. gpuspans/tracer.h has the contract. One
-// file (over 600 lines) because CUPTI's callbacks, the ring they fill and
+// batches by the control plane; and, for kernel windows, the launch watch
+// (other threads' launches in a window's API records) and the launch guard
+// (other threads' launches held off a window's attach and detach).
+// gpuspans/tracer.h has the contract. One file (over 600 lines) because
+// CUPTI's callbacks, the ring they fill, the watch's counts, the guard and
 // the open and close they race share one state and its lock order; names
 // are kernel_name.cc's.
 #include "gpuspans/tracer.h"

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 4d561508a432d8cb14a6fbc4f0ae19e45bcac2a2729eb4415359e5de2a0e8179
+// sees only this file, rebuilds when they change: f6df96e9fda40a14f98f9ec31371bb5abef07b4d7a46aad747188a9041027297
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
