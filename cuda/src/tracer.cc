@@ -598,10 +598,11 @@ gs_status StopCollecting(Tracer& t, gs_error* err) {
 
 // CloseWindow ends a window on the calling thread: collection off, every
 // record delivered, CUPTI detached. The caller is the window's launching
-// thread, and it is here. Another thread that replayed a CUDA graph during
-// the window (the launch watch saw it) may replay one during the detach,
-// which lost the process's CUDA context on an H200 (error 719 on every
-// thread, for good): then CUPTI stays attached, as attached tracing
+// thread, and it is here; guarded launches of other threads are held off
+// (Quiesce). Another thread that replayed a CUDA graph outside the guard
+// during the window (the launch watch saw it) may replay one during the
+// detach, which lost the process's CUDA context on an H200 (error 719 on
+// every thread, for good): then CUPTI stays attached, as attached tracing
 // leaves it, and windows stay off. Caller holds t.mu.
 gs_status CloseWindow(Tracer& t, gs_error* err) {
   if (!Quiesce()) {
