@@ -110,20 +110,30 @@ func TestEngineRegistry(t *testing.T) {
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "engine_requests_total", Help: "Requests."}))
 	srv := httptest.NewServer(New(hub, Options{Registry: reg}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := get(t, srv.URL+"/metrics")
 	for _, want := range []string{"engine_requests_total 0", "gpuspans_level ", "go_goroutines "} {
-		if !strings.Contains(string(body), want) {
+		if !strings.Contains(body, want) {
 			t.Errorf("/metrics has no %q", want)
 		}
 	}
-	if strings.Contains(string(body), "process_cpu_seconds_total") {
+	if strings.Contains(body, "process_cpu_seconds_total") {
 		t.Error("New registered a process collector on the engine's registry")
 	}
+}
+
+// get returns the body of a GET of url.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(body)
 }
 
 // Options.ConstLabels go on every series of the hub's families and of
@@ -137,14 +147,9 @@ func TestConstLabels(t *testing.T) {
 	extra := prometheus.NewCounter(prometheus.CounterOpts{Name: "gpuspans_otlp_exports_total", Help: "Exports."})
 	srv := httptest.NewServer(New(hub, Options{ConstLabels: prometheus.Labels{"model_name": "llama"}, Collectors: []prometheus.Collector{extra}}))
 	defer srv.Close()
-	resp, err := http.Get(srv.URL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	body := get(t, srv.URL+"/metrics")
 	n := 0
-	for _, line := range strings.Split(string(body), "\n") {
+	for _, line := range strings.Split(body, "\n") {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}

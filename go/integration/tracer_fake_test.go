@@ -769,6 +769,66 @@ func TestWindowsOfTwoHubsOnTwoThreads(t *testing.T) {
 	}
 }
 
+// replayer is another thread replaying CUDA graphs without pause.
+type replayer struct {
+	tid     int64        // its thread
+	replays atomic.Int64 // replays made
+	failed  atomic.Int64 // the first failed replay's code
+	stop    func()       // ends it and waits for it; the test's cleanup too
+}
+
+// startReplayer starts a goroutine, locked to its thread, calling replay
+// without pause until stop, and returns once it has replayed once.
+func startReplayer(t *testing.T, replay func() int) *replayer {
+	r := new(replayer)
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan int64, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		for ctx.Err() == nil {
+			if code := replay(); code != 0 {
+				r.failed.CompareAndSwap(0, int64(code))
+				started <- cudatest.ThreadID() // in case it never replayed
+				return
+			}
+			if r.replays.Add(1) == 1 {
+				started <- cudatest.ThreadID()
+			}
+		}
+	}()
+	r.stop = func() { cancel(); wg.Wait() }
+	t.Cleanup(r.stop) // no replay outlives the test
+	r.tid = <-started
+	return r
+}
+
+// stepBeside runs n steps of 20 us, a window due every millisecond, each
+// replaying the stepping thread's own graph and lasting until r has
+// replayed twice, however the two cores are shared. (A thread that stops
+// for a whole window and replays during its detach is not seen:
+// gpuspans/tracer.h.)
+func stepBeside(t *testing.T, h *gpuspans.Hub, f *cudatest.FakeCUPTI, r *replayer, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		h.BeginStep()
+		if code := f.GraphLaunch(); code != 0 {
+			t.Fatalf("step %d: the stepping thread's replay failed with %d: the CUDA context is lost", i, code)
+		}
+		now := fakeNow()
+		f.Kernel(0, 1, now+10, now+500, "k", 3)
+		for k := r.replays.Load(); fakeNow() < now+20_000 || (r.replays.Load() < k+2 && r.failed.Load() == 0 && fakeNow() < now+1e9); {
+		}
+	}
+	r.stop()
+	if code := r.failed.Load(); code != 0 {
+		t.Fatalf("the other thread's replay failed with %d after %d replays: the CUDA context is lost", code, r.replays.Load())
+	}
+}
+
 // Another thread replaying CUDA graphs in a tight loop beside auto windows,
 // as a second engine thread would: the first window sees its replays, is
 // left attached rather than detached (a detach beside them lost the CUDA
@@ -779,49 +839,8 @@ func TestWindowsBesideAnotherThreadsGraphReplays(t *testing.T) {
 	if err := h.SetKernelWindows(time.Millisecond, 1); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	replayer := make(chan int64, 1)
-	failed := make(chan int, 1)
-	var replays atomic.Int64
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		for ctx.Err() == nil {
-			if code := f.GraphLaunch(); code != 0 {
-				failed <- code
-				return
-			}
-			if replays.Add(1) == 1 {
-				replayer <- cudatest.ThreadID() // replaying without pause from here on
-			}
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }() // no replay outlives the test
-	tid := <-replayer
-	for i := 0; i < 2000; i++ {
-		h.BeginStep()
-		if code := f.GraphLaunch(); code != 0 {
-			t.Fatalf("step %d: the stepping thread's replay failed with %d: the CUDA context is lost", i, code)
-		}
-		now := fakeNow()
-		f.Kernel(0, 1, now+10, now+500, "k", 3)
-		// 20 us steps, a window due every 1 ms; the other thread replays
-		// during each, however the two cores are shared. (One that stops
-		// for a whole window and replays during its detach is not seen:
-		// gpuspans/tracer.h.)
-		for n := replays.Load(); fakeNow() < now+20_000 || (replays.Load() < n+2 && fakeNow() < now+1e9); {
-		}
-	}
-	cancel()
-	wg.Wait()
-	select {
-	case code := <-failed:
-		t.Fatalf("the other thread's replay failed with %d after %d replays: the CUDA context is lost", code, replays.Load())
-	default:
-	}
+	r := startReplayer(t, f.GraphLaunch)
+	stepBeside(t, h, f, r, 2000)
 	h.Harvest()
 	if n := f.BadFinalizes(); n != 0 {
 		t.Errorf("%d finalizes beside another thread's replays", n)
@@ -843,7 +862,7 @@ func TestWindowsBesideAnotherThreadsGraphReplays(t *testing.T) {
 	if s2 := gpuspanstest.Snapshot(t, h); s2.KernelTiming.Windows.Opened != kt.Windows.Opened {
 		t.Errorf("%d windows opened after one was left attached", s2.KernelTiming.Windows.Opened-kt.Windows.Opened)
 	}
-	want := fmt.Sprintf("thread %d replayed", tid)
+	want := fmt.Sprintf("thread %d replayed", r.tid)
 	if kt.Err == nil || !errors.Is(kt.Err, backend.ErrLeftAttached) || !strings.Contains(kt.Err.Error(), want) {
 		t.Errorf("snapshot's reason %v: want one wrapping ErrLeftAttached and naming %q", kt.Err, want)
 	}
@@ -863,39 +882,11 @@ func TestWindowsBesideGuardedGraphReplays(t *testing.T) {
 	if err := h.SetKernelWindows(time.Millisecond, 1); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	failed := make(chan int, 1)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for ctx.Err() == nil {
-			code := 0
-			cuda.GuardLaunch(func() { code = f.GraphLaunchFor(20 * time.Microsecond) })
-			if code != 0 {
-				failed <- code
-				return
-			}
-		}
-	}()
-	defer func() { cancel(); wg.Wait() }() // no replay outlives the test
-	for i := 0; i < 2000; i++ {
-		h.BeginStep()
-		if code := f.GraphLaunch(); code != 0 {
-			t.Fatalf("step %d: the stepping thread's replay failed with %d: the CUDA context is lost", i, code)
-		}
-		now := fakeNow()
-		f.Kernel(0, 1, now+10, now+500, "k", 3)
-		for fakeNow() < now+20_000 {
-		}
-	}
-	cancel()
-	wg.Wait()
-	select {
-	case code := <-failed:
-		t.Fatalf("a guarded replay failed with %d: the CUDA context is lost", code)
-	default:
-	}
+	r := startReplayer(t, func() (code int) {
+		cuda.GuardLaunch(func() { code = f.GraphLaunchFor(20 * time.Microsecond) })
+		return code
+	})
+	stepBeside(t, h, f, r, 2000)
 	if n := f.BadFinalizes(); n != 0 {
 		t.Errorf("%d finalizes overlapped a guarded replay", n)
 	}

@@ -46,34 +46,11 @@ func (r *recentHub) steps(n int, d func(i int) time.Duration) {
 	}
 }
 
-// recent gathers the decode lane's recent quantiles: quantile label
-// ("0.99") -> seconds.
+// recent gathers the decode lane's recent quantiles on device 0: quantile
+// label ("0.99") -> seconds.
 func recent(t *testing.T, h *gpuspans.Hub) map[string]float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(NewCollector(h, Options{}))
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "gpuspans_lane_recent_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["lane"] == "decode" && l["device"] == "0" {
-				for _, q := range m.GetSummary().GetQuantile() {
-					out[qlabel(q.GetQuantile())] = q.GetValue()
-				}
-			}
-		}
-	}
-	return out
+	return recentAll(t, h)["0/decode"]
 }
 
 func qlabel(q float64) string { return strconv.FormatFloat(q, 'g', -1, 64) }
