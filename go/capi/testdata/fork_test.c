@@ -77,6 +77,8 @@ static int child(gs_hub hub) {
   CHECK(st == GS_HUB_ERR_FORKED, "close = %s", gs_hub_status_name(st));
   CHECK(took < 100, "close took %.1f ms in the child", took);
   printf("  child: close returned in %.3f ms\n", took);
+  fflush(stdout);  // the child leaves with _exit, which flushes nothing
+  fflush(stderr);
   return failures == 0 ? 0 : 1;
 }
 
