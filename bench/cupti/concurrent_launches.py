@@ -120,6 +120,8 @@ def run_case(case, seconds, every):
         "left_attached": w["left_attached"],
         "abandoned": w["abandoned"],
         "last_window_kernels": w["last"]["kernels"],
+        "open_ns_p50_p99_max": w["open_ns"],
+        "close_ns_p50_p99_max": w["close_ns"],
         "reason": snap["kernel_timing"].get("reason", ""),
         "errors": errors,
     }

@@ -8,6 +8,8 @@
 // against when it runs.
 #include <cupti_activity.h>
 #include <cupti_callbacks.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 #include <cupti_result.h>
 #include <cupti_version.h>
 #include <stddef.h>
