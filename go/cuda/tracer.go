@@ -78,11 +78,10 @@ func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) {
 // goroutine other than the one that steps the hub, inside the launch guard
 // (gs_launch_guard_enter): no kernel window attaches or detaches CUPTI
 // while it runs, and its replays do not keep CUPTI attached after a window
-// (cuda/include/gpuspans/tracer.h). The goroutine stays on its thread
-// meanwhile. A thread that launched graphs through the guard is trusted to
-// launch them all through it. launch must not step a hub. Costs two atomic
-// adds and a load, and a wait of a few milliseconds when a window opens or
-// closes meanwhile.
+// (cuda/include/gpuspans/tracer.h: a window counts a thread's graph
+// launches against its guarded ones). The goroutine stays on its thread
+// meanwhile. launch must not step a hub. Costs two atomic adds and a load,
+// and a wait of a few milliseconds when a window opens or closes meanwhile.
 func GuardLaunch(launch func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -184,9 +183,10 @@ func (t *Tracer) Stats() backend.TracerStats {
 // Close ends the open (gs_tracer_close): a window detaches CUPTI, on its
 // own thread only (an error wrapping backend.ErrWrongThread elsewhere, and
 // the tracer stays open), once no guarded launch is in flight (an error
-// wrapping backend.ErrTracerBusy after 20 ms, and it stays open), unless another thread replayed CUDA graphs
-// during it (an error wrapping backend.ErrLeftAttached); attached, CUPTI is
-// given back but stays attached. Later calls do nothing.
+// wrapping backend.ErrTracerBusy after 20 ms, and it stays open), unless
+// another thread replayed CUDA graphs outside the guard during it (an
+// error wrapping backend.ErrLeftAttached); attached, CUPTI is given back
+// but stays attached. Later calls do nothing.
 func (t *Tracer) Close() error {
 	if t.closed.Load() {
 		return nil

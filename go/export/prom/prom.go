@@ -467,19 +467,13 @@ func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggrega
 			l.AddTo(a)
 		}
 	}
+	totals := make(map[key]*gpuspans.Aggregate, len(lanes))
+	for i := range lanes {
+		totals[key{lanes[i].Device, lanes[i].Name}] = &lanes[i]
+	}
 	for _, kk := range order {
-		a := merged[kk]
-		if a.Count == 0 {
-			continue
-		}
-		var total *gpuspans.Aggregate
-		for i := range lanes {
-			if lanes[i].Device == kk.device && lanes[i].Name == kk.lane {
-				total = &lanes[i]
-				break
-			}
-		}
-		if total == nil { // landed in a window, so in the aggregates: never here
+		a, total := merged[kk], totals[kk]
+		if a.Count == 0 || total == nil { // landed in a window, so in the aggregates: total is there
 			continue
 		}
 		qs := make(map[float64]float64, len(recentQuantiles))
