@@ -102,10 +102,14 @@ func (h *Hub) harvestLocked() {
 	if h.wantStarts(start) {
 		h.want = 1
 	}
+	if h.kw.opener != nil {
+		h.tl.copySteps(h.kw)
+	}
 	for _, r := range h.recs {
 		r.harvest()
 	}
 	h.harvestTracer()
+	h.analyseWindows()
 	h.sweep()
 	h.harvests++
 	h.harvestTime += h.now().Sub(start)
@@ -202,7 +206,13 @@ func (r *recorder) harvest() {
 			tail = held - 1
 		}
 		if w&slotStateMask == slotClosed {
-			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: h.want})
+			want := h.want
+			// A lane span of a kernel window's step is placed on the host
+			// clock, always: GPU time joins it with the window's kernels.
+			if sl := &r.slots[i]; want == 0 && SpanKind(sl.Kind) == KindLane && h.tl.windowOfStep(sl.Step) != 0 {
+				want = 1
+			}
+			items = append(items, backend.HarvestItem{Slot: uint32(i), WantStart: want})
 		}
 	}
 	r.tail = tail

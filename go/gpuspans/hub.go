@@ -103,6 +103,7 @@ type Hub struct {
 	want              uint32    // HarvestItem.WantStart for the harvest under way
 	win               winRing   // the recent windows (windows.go)
 	tl                tracerLanding
+	gt                gpuTimes
 	spanPath          spanring.Publisher // a span path outside Go, or nil (spanpath.go)
 }
 

@@ -41,6 +41,13 @@ type Span struct {
 	// (the tracer's); 0 for other spans. Stream is the tracer's stream id
 	// for traced kernels (docs/design.md, kernel spans).
 	Graph uint32
+	// GPUTimed: a lane span of a kernel window's step, measured against
+	// the window's kernels (Hub.GPUTime): BusyNs of its DurationNs some
+	// kernel of the device ran, IdleNs none did. Such spans reach the
+	// recent ring once their window is analysed, a harvest or two after
+	// its close.
+	GPUTimed       bool
+	BusyNs, IdleNs int64
 }
 
 // RecentSpans appends to dst, oldest first, the spans still in the recent
@@ -87,7 +94,12 @@ func (h *Hub) KeepStartTimes() {
 func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 	d := h.devs[device]
 	if SpanKind(sl.Kind) == KindLane {
-		h.landSpan(device, &d.lanes[sl.Key], seriesKey(device, false, int(sl.Key)), SpanKind(sl.Kind), backend.Stream(sl.Stream), sl.Step, it.StartNs, it.DurationNs, 0)
+		a := &d.lanes[sl.Key]
+		h.observeSpan(device, a, seriesKey(device, false, int(sl.Key)), it.DurationNs)
+		s := Span{Kind: KindLane, Name: a.Name, Device: device, Stream: backend.Stream(sl.Stream), Step: sl.Step, StartNs: it.StartNs, DurationNs: it.DurationNs}
+		if !h.holdLane(device, sl.Key, &s) {
+			h.pushRecent(&s)
+		}
 		return
 	}
 	idx := h.kernelIndex(sl.Key)
@@ -98,9 +110,21 @@ func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 // the series of key series (seriesKey) and to the recent ring. Caller
 // holds the harvest lock.
 func (h *Hub) landSpan(device int, a *Aggregate, series uint32, kind SpanKind, stream backend.Stream, step uint64, startNs, durNs int64, graph uint32) {
+	h.observeSpan(device, a, series, durNs)
+	s := Span{Kind: kind, Name: a.Name, Device: device, Stream: stream, Step: step, StartNs: startNs, DurationNs: durNs, Graph: graph}
+	h.pushRecent(&s)
+}
+
+// observeSpan counts a landed span in its aggregate and the open recent
+// window. Caller holds the harvest lock.
+func (h *Hub) observeSpan(device int, a *Aggregate, series uint32, durNs int64) {
 	h.win.add(series, a.observe(durNs))
 	h.devc[device].landed++
+}
 
+// pushRecent puts s in the recent ring, numbering it. Caller holds the
+// harvest lock.
+func (h *Hub) pushRecent(s *Span) {
 	if h.recent == nil {
 		h.recent = make([]Span, h.recentCap)
 	}
@@ -110,17 +134,8 @@ func (h *Hub) landSpan(device int, a *Aggregate, series uint32, kind SpanKind, s
 	if e.Seq > h.recentRead {
 		h.recentOverwritten++
 	}
-	*e = Span{
-		Seq:        h.recentSeq,
-		Kind:       kind,
-		Name:       a.Name,
-		Device:     device,
-		Stream:     stream,
-		Step:       step,
-		StartNs:    startNs,
-		DurationNs: durNs,
-		Graph:      graph,
-	}
+	*e = *s
+	e.Seq = h.recentSeq
 }
 
 // kernelMemo remembers handles' aggregate indexes, direct-mapped: a

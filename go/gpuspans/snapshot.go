@@ -179,6 +179,9 @@ type Snapshot struct {
 	Kernels   []Aggregate    // by installed device, then registration order ([0] is OtherKernel), empty ones included
 	// KernelTiming is where kernel spans come from now.
 	KernelTiming KernelTimingStatus
+	// GPUTime is what kernel windows measured of where the GPU's time
+	// went (Hub.GPUTime).
+	GPUTime GPUTime
 	// Options are the options the hub runs with now (Hub.Options).
 	Options Options
 }
@@ -279,6 +282,7 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 	c.HarvestTime = h.harvestTime
 	c.RecentOverwritten = h.recentOverwritten
 	s.KernelTiming = h.kernelTimingStatus()
+	h.gpuTimeInto(&s.GPUTime)
 
 	s.Lanes = s.Lanes[:0]
 	s.Kernels = s.Kernels[:0]

@@ -263,19 +263,9 @@ func (h *Hub) harvestTracer() {
 	t, opens, base, closed := w.pub, w.opens, w.dropBase, w.closedSeq
 	// Closed already: its close delivered every record before it said so.
 	wasClosed := !w.openNow.Load()
-	// Only the steps recorded since the last harvest are copied; win keeps
-	// the newest tracedSteps.
-	from := max(l.copied, w.sn-min(w.sn, tracedSteps))
-	for i := from; i < w.sn; i++ {
-		l.win = append(l.win, w.steps[i%tracedSteps])
-	}
-	l.copied = w.sn
 	w.mu.Unlock()
 	if t == nil || opens == l.broken {
 		return
-	}
-	if len(l.win) > 2*tracedSteps {
-		l.win = l.win[:copy(l.win, l.win[len(l.win)-tracedSteps:])]
 	}
 	if opens != l.opens {
 		l.opens, l.dropped, l.offsetAt = opens, base, time.Time{}
@@ -334,6 +324,21 @@ func (h *Hub) harvestTracer() {
 	}
 }
 
+// copySteps copies the armed steps recorded since the last harvest; win
+// keeps the newest tracedSteps. Caller holds h.mu.
+func (l *tracerLanding) copySteps(w *kernelWindows) {
+	w.mu.Lock()
+	from := max(l.copied, w.sn-min(w.sn, tracedSteps))
+	for i := from; i < w.sn; i++ {
+		l.win = append(l.win, w.steps[i%tracedSteps])
+	}
+	l.copied = w.sn
+	w.mu.Unlock()
+	if len(l.win) > 2*tracedSteps {
+		l.win = l.win[:copy(l.win, l.win[len(l.win)-tracedSteps:])]
+	}
+}
+
 // tracerFailed stops reading the tracer of open and has the next BeginStep
 // give it up. Caller holds h.mu.
 func (h *Hub) tracerFailed(open uint64, err error) {
@@ -361,6 +366,7 @@ func (h *Hub) finishWindows(closed uint64) {
 		w.stats.Last = rec
 	}
 	l.reported = closed
+	h.gt.windowsFinished(closed)
 }
 
 // landTraced lands a batch of records of installed devices. A kernel's
@@ -436,6 +442,10 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 				k.seq, k.n = st.win, 0
 			}
 			k.n++
+			if h.holdKernel(st.win, dev, idx, st.step, r) {
+				h.observeSpan(dev, &h.devs[dev].kernels[idx], seriesKey(dev, true, idx), max(r.EndNs-r.StartNs, 0))
+				continue
+			}
 		}
 		h.landSpan(dev, &h.devs[dev].kernels[idx], seriesKey(dev, true, idx), KindKernel, backend.Stream(r.Stream), st.step, r.StartNs+l.offset, max(r.EndNs-r.StartNs, 0), r.Graph)
 	}

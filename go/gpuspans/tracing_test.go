@@ -41,6 +41,10 @@ func TestTracedKernelsCarryTheirStep(t *testing.T) {
 			}
 			now = now.Add(time.Millisecond)
 		}
+		// A window's kernels reach the recent ring after its close.
+		if err := h.CloseKernelTracer(); err != nil {
+			t.Fatal(err)
+		}
 		h.Harvest()
 		got := map[uint64]bool{}
 		for _, sp := range h.RecentSpans(0, nil) {

@@ -76,16 +76,20 @@ func (g *GPU) NewStream() backend.Stream {
 }
 
 // Launch queues d of work on s: it starts when s is free (now, or when the
-// work before it ends). On a stream being captured it runs nothing, as a
-// captured launch only adds a graph node.
-func (g *GPU) Launch(s backend.Stream, d time.Duration) {
+// work before it ends), and Launch returns when it will run, in Unix ns on
+// the GPU's clock, as a kernel tracer would report it. On a stream being
+// captured it runs nothing, as a captured launch only adds a graph node,
+// and returns zeros.
+func (g *GPU) Launch(s backend.Stream, d time.Duration) (startNs, endNs int64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.streamLocked(s)
 	if st.capturing {
-		return
+		return 0, 0
 	}
-	st.busyUntil = g.reachLocked(st) + int64(d)
+	startNs = g.reachLocked(st)
+	st.busyUntil = startNs + int64(d)
+	return startNs, st.busyUntil
 }
 
 // BeginCapture starts capturing s into a graph.

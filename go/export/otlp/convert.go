@@ -24,6 +24,11 @@ const (
 	AttrKernel   = attribute.Key("gpuspans.kernel")
 	AttrStep     = attribute.Key("gpuspans.step")
 	AttrGraph    = attribute.Key("gpuspans.graph") // a traced kernel's CUDA graph, when replayed from one
+	// AttrBusy and AttrIdle split a kernel window's lane span into the
+	// time some kernel of the device ran and the rest, in ns
+	// (gpuspans.Span.GPUTimed); other spans have neither.
+	AttrBusy = attribute.Key("gpuspans.gpu.busy_ns")
+	AttrIdle = attribute.Key("gpuspans.gpu.idle_ns")
 	// AttrKernelFullName is a traced kernel's whole demangled name, where
 	// its label (AttrKernel) is shorter (gpuspans.Hub.KernelFullName).
 	AttrKernelFullName = attribute.Key("gpuspans.kernel.full_name")
@@ -172,6 +177,9 @@ func (a *assembler) sendStep(step uint64, spans []gpuspans.Span) {
 			if s.Kind == gpuspans.KindLane {
 				g.name = "lane " + s.Name
 				g.attrs = append(attrs, AttrLane.String(s.Name))
+				if s.GPUTimed {
+					g.attrs = append(g.attrs, AttrBusy.Int64(s.BusyNs), AttrIdle.Int64(s.IdleNs))
+				}
 				g.links, g.droppedLinks = links, excess
 				lanes = append(lanes, lane{s.Device, s.StartNs, s.StartNs + dur, sc})
 			} else {

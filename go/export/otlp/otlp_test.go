@@ -792,6 +792,11 @@ func TestTracedKernels(t *testing.T) {
 		clock.Advance(time.Millisecond)
 	}
 	h.BeginStep()
+	// A window's spans reach exporters after its close.
+	if err := h.CloseKernelTracer(); err != nil {
+		t.Fatal(err)
+	}
+	h.Harvest()
 	for i := 0; i < 100 && h.Snapshot().Counters.InFlight > 0; i++ {
 		h.Harvest()
 	}
@@ -813,6 +818,9 @@ func TestTracedKernels(t *testing.T) {
 		parent := byID[hex.EncodeToString(k.ParentSpanId)]
 		if parent == nil || !strings.HasPrefix(parent.Name, "lane ") {
 			t.Errorf("traced kernel %v: parent %v, want its lane", k.Name, parent)
+		} else if a := attrMap(parent.Attributes); a[string(AttrBusy)] != "40000" || a[string(AttrIdle)] != "10000" {
+			// The lane's 50 us held the kernel's 40 us.
+			t.Errorf("a window's lane span: attributes %v, want %s 40000 and %s 10000", a, AttrBusy, AttrIdle)
 		}
 		if a := attrMap(k.Attributes); a[string(AttrGraph)] != "7" {
 			t.Errorf("traced kernel: attributes %v, want %s 7", a, AttrGraph)

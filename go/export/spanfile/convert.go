@@ -24,6 +24,9 @@ func SpanToProto(s gpuspans.Span) *gpuspansv1.Span {
 		StartUnixNs: s.StartNs,
 		DurationNs:  s.DurationNs,
 		Graph:       s.Graph,
+		GpuTimed:    s.GPUTimed,
+		BusyNs:      s.BusyNs,
+		IdleNs:      s.IdleNs,
 	}
 	if s.StartNs != 0 {
 		p.EndUnixNs = s.StartNs + s.DurationNs
@@ -49,6 +52,9 @@ func SpanFromProto(p *gpuspansv1.Span) (gpuspans.Span, error) {
 		StartNs:    p.GetStartUnixNs(),
 		DurationNs: p.GetDurationNs(),
 		Graph:      p.GetGraph(),
+		GPUTimed:   p.GetGpuTimed(),
+		BusyNs:     p.GetBusyNs(),
+		IdleNs:     p.GetIdleNs(),
 	}, nil
 }
 
@@ -89,6 +95,7 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 		Devices:      make([]*gpuspansv1.DeviceStatus, len(s.Devices)),
 		Lanes:        aggregatesToProto(s.Lanes),
 		Kernels:      aggregatesToProto(s.Kernels),
+		GpuTime:      gpuTimeToProto(&s.GPUTime),
 	}
 	if !taken.IsZero() {
 		p.TakenUnixNs = taken.UnixNano()
@@ -374,4 +381,35 @@ func stateFromString(s string) (gpuspans.DeviceState, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown device state %q", s)
+}
+
+// gpuTimeToProto converts what kernel windows measured; nil before the
+// first window was analysed.
+func gpuTimeToProto(g *gpuspans.GPUTime) *gpuspansv1.GpuTime {
+	if g.Windows == 0 && g.Skipped == 0 {
+		return nil
+	}
+	p := &gpuspansv1.GpuTime{Windows: g.Windows, Skipped: g.Skipped, Late: g.Late, Unplaced: g.Unplaced,
+		AnalysisNs: uint64(g.AnalysisTime), Gaps: aggregatesToProto(g.Gaps)}
+	for _, l := range g.Lanes {
+		pl := &gpuspansv1.LaneGpuTime{Device: int32(l.Device), Lane: l.Lane, Spans: l.Spans, TimeNs: int64(l.Time),
+			BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy)}
+		for _, k := range l.Kernels {
+			pl.Kernels = append(pl.Kernels, &gpuspansv1.KernelShare{Kernel: k.Kernel, TimeNs: int64(k.Time), Share: k.Share})
+		}
+		p.Lanes = append(p.Lanes, pl)
+	}
+	for _, s := range g.Steps {
+		p.Steps = append(p.Steps, &gpuspansv1.StepGpuTime{Device: int32(s.Device), Step: s.Step, StartUnixNs: s.StartNs,
+			ExtentNs: int64(s.Extent), BusyNs: int64(s.Busy), Kernels: uint32(s.Kernels)})
+	}
+	for _, x := range g.LargestGaps {
+		p.LargestGaps = append(p.LargestGaps, &gpuspansv1.KernelGap{Device: int32(x.Device), Lane: x.Lane, Step: x.Step,
+			StartUnixNs: x.StartNs, DurationNs: int64(x.Duration), Before: x.Before, After: x.After})
+	}
+	for _, m := range g.Moved {
+		p.Moved = append(p.Moved, &gpuspansv1.KernelMove{Device: int32(m.Device), Lane: m.Lane, Kernel: m.Kernel,
+			RecentNs: int64(m.Recent), BaselineNs: int64(m.Baseline)})
+	}
+	return p
 }

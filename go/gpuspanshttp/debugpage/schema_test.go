@@ -37,6 +37,13 @@ var pageOnly = map[string]bool{
 	// carries them too; span files keep what they describe, the spans.
 	"kernel_timing.reads_cut": true,
 	"kernel_timing.windows":   true,
+	// The latest window's timelines, for the page to draw, and each
+	// lane's recent busy ratio (recent_busy_ns / recent_time_ns).
+	"gpu_time.timelines":          true,
+	"gpu_time.lanes[].busy_ratio": true,
+	"gpu_time.gaps[].p50_ns":      true,
+	"gpu_time.gaps[].p90_ns":      true,
+	"gpu_time.gaps[].p99_ns":      true,
 }
 
 // protoOnly are the schema's fields that the live page leaves out.

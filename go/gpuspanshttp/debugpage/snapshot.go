@@ -29,6 +29,8 @@ type snapshotJSON struct {
 	Kernels         []aggregateJSON  `json:"kernels"`
 	KernelTiming    kernelTimingJSON `json:"kernel_timing"`
 	Options         optionsJSON      `json:"options"` // page-only: gpuspans.Options as the hub runs with them
+	// GPUTime is absent before the first kernel window was analysed.
+	GPUTime *gpuTimeJSON `json:"gpu_time,omitempty"`
 	// RecentWindows are the hub's recent windows, oldest first, the open
 	// one last (page-only; only from MarshalSnapshotWindows).
 	RecentWindows []windowJSON `json:"recent_windows,omitempty"`
@@ -114,6 +116,7 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 	if s.KernelTiming.Err != nil {
 		j.KernelTiming.Reason = s.KernelTiming.Err.Error()
 	}
+	j.GPUTime = gpuTime(&s.GPUTime)
 	if !now.IsZero() {
 		j.TakenUnixNs = now.UnixNano()
 	}
@@ -297,4 +300,125 @@ func windowsJSON(ws []gpuspans.Window) []windowJSON {
 		})
 	}
 	return out
+}
+
+// gpuTimeJSON is Snapshot.GPUTime, with the proto's names (GpuTime), plus
+// the latest window's timelines for the page.
+type gpuTimeJSON struct {
+	Windows     uint64          `json:"windows"`
+	Skipped     uint64          `json:"skipped"`
+	Late        uint64          `json:"late"`
+	Unplaced    uint64          `json:"unplaced"`
+	AnalysisNs  uint64          `json:"analysis_ns"`
+	Lanes       []laneGPUJSON   `json:"lanes"`
+	Gaps        []aggregateJSON `json:"gaps"`
+	Steps       []stepGPUJSON   `json:"steps"`
+	LargestGaps []gapJSON       `json:"largest_gaps"`
+	Moved       []moveJSON      `json:"moved"`
+	Timelines   []timelineJSON  `json:"timelines"` // page-only
+}
+
+type laneGPUJSON struct {
+	Device       int         `json:"device"`
+	Lane         string      `json:"lane"`
+	Spans        uint64      `json:"spans"`
+	TimeNs       int64       `json:"time_ns"`
+	BusyNs       int64       `json:"busy_ns"`
+	IdleNs       int64       `json:"idle_ns"`
+	RecentTimeNs int64       `json:"recent_time_ns"`
+	RecentBusyNs int64       `json:"recent_busy_ns"`
+	BusyRatio    float64     `json:"busy_ratio"` // page-only: recent_busy_ns / recent_time_ns
+	Kernels      []shareJSON `json:"kernels"`
+}
+
+type shareJSON struct {
+	Kernel string  `json:"kernel"`
+	TimeNs int64   `json:"time_ns"`
+	Share  float64 `json:"share"`
+}
+
+type stepGPUJSON struct {
+	Device      int    `json:"device"`
+	Step        uint64 `json:"step"`
+	StartUnixNs int64  `json:"start_unix_ns"`
+	ExtentNs    int64  `json:"extent_ns"`
+	BusyNs      int64  `json:"busy_ns"`
+	Kernels     int    `json:"kernels"`
+}
+
+type gapJSON struct {
+	Device      int    `json:"device"`
+	Lane        string `json:"lane"`
+	Step        uint64 `json:"step"`
+	StartUnixNs int64  `json:"start_unix_ns"`
+	DurationNs  int64  `json:"duration_ns"`
+	Before      string `json:"before"`
+	After       string `json:"after"`
+}
+
+type moveJSON struct {
+	Device     int    `json:"device"`
+	Lane       string `json:"lane"`
+	Kernel     string `json:"kernel"`
+	RecentNs   int64  `json:"recent_ns"`
+	BaselineNs int64  `json:"baseline_ns"`
+}
+
+type timelineJSON struct {
+	Device  int                  `json:"device"`
+	Step    uint64               `json:"step"`
+	Cut     int                  `json:"cut"`
+	Lanes   []timelineLaneJSON   `json:"lanes"`
+	Kernels []timelineKernelJSON `json:"kernels"`
+}
+
+type timelineLaneJSON struct {
+	Lane        string `json:"lane"`
+	StartUnixNs int64  `json:"start_unix_ns"`
+	EndUnixNs   int64  `json:"end_unix_ns"`
+	BusyNs      int64  `json:"busy_ns"`
+}
+
+type timelineKernelJSON struct {
+	Stream      uint32 `json:"stream"`
+	Kernel      string `json:"kernel"`
+	StartUnixNs int64  `json:"start_unix_ns"`
+	EndUnixNs   int64  `json:"end_unix_ns"`
+}
+
+func gpuTime(g *gpuspans.GPUTime) *gpuTimeJSON {
+	if g.Windows == 0 && g.Skipped == 0 {
+		return nil
+	}
+	j := &gpuTimeJSON{Windows: g.Windows, Skipped: g.Skipped, Late: g.Late, Unplaced: g.Unplaced, AnalysisNs: uint64(g.AnalysisTime),
+		Lanes: []laneGPUJSON{}, Gaps: aggregates(g.Gaps), Steps: []stepGPUJSON{}, LargestGaps: []gapJSON{}, Moved: []moveJSON{}, Timelines: []timelineJSON{}}
+	for i := range g.Lanes {
+		l := &g.Lanes[i]
+		lj := laneGPUJSON{Device: l.Device, Lane: l.Lane, Spans: l.Spans, TimeNs: int64(l.Time), BusyNs: int64(l.Busy), IdleNs: int64(l.Idle),
+			RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy), BusyRatio: l.BusyRatio(), Kernels: []shareJSON{}}
+		for _, k := range l.Kernels {
+			lj.Kernels = append(lj.Kernels, shareJSON{Kernel: k.Kernel, TimeNs: int64(k.Time), Share: k.Share})
+		}
+		j.Lanes = append(j.Lanes, lj)
+	}
+	for _, s := range g.Steps {
+		j.Steps = append(j.Steps, stepGPUJSON{Device: s.Device, Step: s.Step, StartUnixNs: s.StartNs, ExtentNs: int64(s.Extent), BusyNs: int64(s.Busy), Kernels: s.Kernels})
+	}
+	for _, x := range g.LargestGaps {
+		j.LargestGaps = append(j.LargestGaps, gapJSON{Device: x.Device, Lane: x.Lane, Step: x.Step, StartUnixNs: x.StartNs, DurationNs: int64(x.Duration), Before: x.Before, After: x.After})
+	}
+	for _, m := range g.Moved {
+		j.Moved = append(j.Moved, moveJSON{Device: m.Device, Lane: m.Lane, Kernel: m.Kernel, RecentNs: int64(m.Recent), BaselineNs: int64(m.Baseline)})
+	}
+	for _, t := range g.Timelines {
+		tj := timelineJSON{Device: t.Device, Step: t.Step, Cut: t.Cut, Lanes: []timelineLaneJSON{}, Kernels: []timelineKernelJSON{}}
+		for _, l := range t.Lanes {
+			tj.Lanes = append(tj.Lanes, timelineLaneJSON{Lane: l.Lane, StartUnixNs: l.StartNs, EndUnixNs: l.EndNs, BusyNs: int64(l.Busy)})
+		}
+		for _, k := range t.Kernels {
+			tj.Kernels = append(tj.Kernels, timelineKernelJSON{Stream: k.Stream, Kernel: k.Kernel, StartUnixNs: k.StartNs, EndUnixNs: k.EndNs})
+		}
+		j.Timelines = append(j.Timelines, tj)
+	}
+	return j
 }

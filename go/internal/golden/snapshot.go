@@ -46,5 +46,27 @@ func FullSnapshot() gpuspans.Snapshot {
 		Identity: backend.Identity{UUID: "GPU-00000000-0000-0000-0000-000000000003", PCIBusID: "00000000:19:00.0", Name: "NVIDIA H200"},
 	}
 	s.PerDevice = []gpuspans.DeviceCounters{{Device: 3, Begun: 1, Landed: 2}}
+	s.GPUTime = FullGPUTime()
 	return s
+}
+
+// FullGPUTime is a GPUTime with every field set.
+func FullGPUTime() gpuspans.GPUTime {
+	const t0 = 1_700_000_000_000_000_000
+	gaps := gpuspans.Aggregate{Device: 3, Name: "gap"}
+	gaps.Observe(40 * time.Microsecond)
+	gaps.Observe(50 * time.Microsecond)
+	return gpuspans.GPUTime{
+		Windows: 12, Skipped: 1, Late: 2, Unplaced: 3, AnalysisTime: 900 * time.Microsecond,
+		Lanes: []gpuspans.LaneGPUTime{{Device: 3, Lane: "decode", Spans: 12, Time: 5040 * time.Microsecond,
+			Busy: 3960 * time.Microsecond, Idle: 1080 * time.Microsecond, RecentTime: 420 * time.Microsecond, RecentBusy: 330 * time.Microsecond,
+			Kernels: []gpuspans.KernelShare{{Kernel: "gemm", Time: 200 * time.Microsecond, Share: 0.6}, {Kernel: "other", Time: 130 * time.Microsecond, Share: 0.4}}}},
+		Gaps:        []gpuspans.Aggregate{gaps},
+		Steps:       []gpuspans.StepGPUTime{{Device: 3, Step: 99, StartNs: t0, Extent: 520 * time.Microsecond, Busy: 380 * time.Microsecond, Kernels: 5}},
+		LargestGaps: []gpuspans.KernelGap{{Device: 3, Lane: "decode", Step: 99, StartNs: t0 + 300_000, Duration: 50 * time.Microsecond, Before: "gemm", After: "other"}},
+		Moved:       []gpuspans.KernelMove{{Device: 3, Lane: "decode", Kernel: "gemm", Recent: 200 * time.Microsecond, Baseline: 100 * time.Microsecond}},
+		Timelines: []gpuspans.Timeline{{Device: 3, Step: 99, Cut: 1,
+			Lanes:   []gpuspans.TimelineLane{{Lane: "decode", StartNs: t0 + 100_000, EndNs: t0 + 520_000, Busy: 330 * time.Microsecond}},
+			Kernels: []gpuspans.TimelineKernel{{Stream: 7, Kernel: "gemm", StartNs: t0 + 100_000, EndNs: t0 + 300_000}, {Stream: 7, Kernel: "other", StartNs: t0 + 350_000, EndNs: t0 + 480_000}}}},
+	}
 }

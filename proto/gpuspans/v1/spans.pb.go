@@ -166,7 +166,13 @@ type Span struct {
 	DurationNs int64 `protobuf:"varint,9,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
 	// The tracer's id of the CUDA graph a kernel was replayed from; 0 for
 	// other spans. For such kernels stream is the tracer's stream id.
-	Graph         uint32 `protobuf:"varint,10,opt,name=graph,proto3" json:"graph,omitempty"`
+	Graph uint32 `protobuf:"varint,10,opt,name=graph,proto3" json:"graph,omitempty"`
+	// A lane span of a kernel window's step, measured against the window's
+	// kernels: of duration_ns, busy_ns some kernel of the device ran and
+	// idle_ns none did. False (and both 0) for every other span: not known.
+	GpuTimed      bool  `protobuf:"varint,11,opt,name=gpu_timed,json=gpuTimed,proto3" json:"gpu_timed,omitempty"`
+	BusyNs        int64 `protobuf:"varint,12,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	IdleNs        int64 `protobuf:"varint,13,opt,name=idle_ns,json=idleNs,proto3" json:"idle_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -267,6 +273,27 @@ func (x *Span) GetDurationNs() int64 {
 func (x *Span) GetGraph() uint32 {
 	if x != nil {
 		return x.Graph
+	}
+	return 0
+}
+
+func (x *Span) GetGpuTimed() bool {
+	if x != nil {
+		return x.GpuTimed
+	}
+	return false
+}
+
+func (x *Span) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *Span) GetIdleNs() int64 {
+	if x != nil {
+		return x.IdleNs
 	}
 	return 0
 }
@@ -904,8 +931,11 @@ type Snapshot struct {
 	// counters' span outcomes split by device, one per device ever installed.
 	DeviceCounters []*DeviceCounters `protobuf:"bytes,9,rep,name=device_counters,json=deviceCounters,proto3" json:"device_counters,omitempty"`
 	KernelTiming   *KernelTiming     `protobuf:"bytes,12,opt,name=kernel_timing,json=kernelTiming,proto3" json:"kernel_timing,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// What kernel windows measured of where the GPU's time went; absent
+	// before the first window was analysed.
+	GpuTime       *GpuTime `protobuf:"bytes,13,opt,name=gpu_time,json=gpuTime,proto3" json:"gpu_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Snapshot) Reset() {
@@ -1015,6 +1045,567 @@ func (x *Snapshot) GetKernelTiming() *KernelTiming {
 	return nil
 }
 
+func (x *Snapshot) GetGpuTime() *GpuTime {
+	if x != nil {
+		return x.GpuTime
+	}
+	return nil
+}
+
+// Where the GPU's time went inside lane spans, from kernel windows
+// (docs/design.md, GPU time): busy is the union of the device's kernel
+// intervals inside a span, idle the rest of its event time.
+type GpuTime struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Windows analysed, and those skipped (too many records).
+	Windows uint64 `protobuf:"varint,1,opt,name=windows,proto3" json:"windows,omitempty"`
+	Skipped uint64 `protobuf:"varint,2,opt,name=skipped,proto3" json:"skipped,omitempty"`
+	// Lane spans of a window that landed after its analysis, or that could
+	// not be placed on the host clock: not measured.
+	Late     uint64 `protobuf:"varint,3,opt,name=late,proto3" json:"late,omitempty"`
+	Unplaced uint64 `protobuf:"varint,4,opt,name=unplaced,proto3" json:"unplaced,omitempty"`
+	// The harvest's time spent analysing, nanoseconds in total.
+	AnalysisNs uint64         `protobuf:"varint,5,opt,name=analysis_ns,json=analysisNs,proto3" json:"analysis_ns,omitempty"`
+	Lanes      []*LaneGpuTime `protobuf:"bytes,6,rep,name=lanes,proto3" json:"lanes,omitempty"`
+	// Per device: the gaps between consecutive kernels inside lane spans,
+	// as a histogram (name "gap").
+	Gaps []*Aggregate `protobuf:"bytes,7,rep,name=gaps,proto3" json:"gaps,omitempty"`
+	// Of the latest window analysed: its steps and largest gaps.
+	Steps       []*StepGpuTime `protobuf:"bytes,8,rep,name=steps,proto3" json:"steps,omitempty"`
+	LargestGaps []*KernelGap   `protobuf:"bytes,9,rep,name=largest_gaps,json=largestGaps,proto3" json:"largest_gaps,omitempty"`
+	// Kernels whose time per lane span grew most against the baseline.
+	Moved         []*KernelMove `protobuf:"bytes,10,rep,name=moved,proto3" json:"moved,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GpuTime) Reset() {
+	*x = GpuTime{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GpuTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GpuTime) ProtoMessage() {}
+
+func (x *GpuTime) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GpuTime.ProtoReflect.Descriptor instead.
+func (*GpuTime) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GpuTime) GetWindows() uint64 {
+	if x != nil {
+		return x.Windows
+	}
+	return 0
+}
+
+func (x *GpuTime) GetSkipped() uint64 {
+	if x != nil {
+		return x.Skipped
+	}
+	return 0
+}
+
+func (x *GpuTime) GetLate() uint64 {
+	if x != nil {
+		return x.Late
+	}
+	return 0
+}
+
+func (x *GpuTime) GetUnplaced() uint64 {
+	if x != nil {
+		return x.Unplaced
+	}
+	return 0
+}
+
+func (x *GpuTime) GetAnalysisNs() uint64 {
+	if x != nil {
+		return x.AnalysisNs
+	}
+	return 0
+}
+
+func (x *GpuTime) GetLanes() []*LaneGpuTime {
+	if x != nil {
+		return x.Lanes
+	}
+	return nil
+}
+
+func (x *GpuTime) GetGaps() []*Aggregate {
+	if x != nil {
+		return x.Gaps
+	}
+	return nil
+}
+
+func (x *GpuTime) GetSteps() []*StepGpuTime {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *GpuTime) GetLargestGaps() []*KernelGap {
+	if x != nil {
+		return x.LargestGaps
+	}
+	return nil
+}
+
+func (x *GpuTime) GetMoved() []*KernelMove {
+	if x != nil {
+		return x.Moved
+	}
+	return nil
+}
+
+// One lane on one device, as measured by every window.
+type LaneGpuTime struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Device int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Lane   string                 `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
+	Spans  uint64                 `protobuf:"varint,3,opt,name=spans,proto3" json:"spans,omitempty"`
+	TimeNs int64                  `protobuf:"varint,4,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
+	BusyNs int64                  `protobuf:"varint,5,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	IdleNs int64                  `protobuf:"varint,6,opt,name=idle_ns,json=idleNs,proto3" json:"idle_ns,omitempty"`
+	// Over the lane's latest windows: busy ratio = recent_busy_ns / recent_time_ns.
+	RecentTimeNs int64 `protobuf:"varint,7,opt,name=recent_time_ns,json=recentTimeNs,proto3" json:"recent_time_ns,omitempty"`
+	RecentBusyNs int64 `protobuf:"varint,8,opt,name=recent_busy_ns,json=recentBusyNs,proto3" json:"recent_busy_ns,omitempty"`
+	// The kernels with the most time inside the lane in its latest window.
+	Kernels       []*KernelShare `protobuf:"bytes,9,rep,name=kernels,proto3" json:"kernels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LaneGpuTime) Reset() {
+	*x = LaneGpuTime{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LaneGpuTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LaneGpuTime) ProtoMessage() {}
+
+func (x *LaneGpuTime) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LaneGpuTime.ProtoReflect.Descriptor instead.
+func (*LaneGpuTime) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *LaneGpuTime) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
+}
+
+func (x *LaneGpuTime) GetSpans() uint64 {
+	if x != nil {
+		return x.Spans
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetTimeNs() int64 {
+	if x != nil {
+		return x.TimeNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetIdleNs() int64 {
+	if x != nil {
+		return x.IdleNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetRecentTimeNs() int64 {
+	if x != nil {
+		return x.RecentTimeNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetRecentBusyNs() int64 {
+	if x != nil {
+		return x.RecentBusyNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetKernels() []*KernelShare {
+	if x != nil {
+		return x.Kernels
+	}
+	return nil
+}
+
+type KernelShare struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kernel        string                 `protobuf:"bytes,1,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	TimeNs        int64                  `protobuf:"varint,2,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
+	Share         float64                `protobuf:"fixed64,3,opt,name=share,proto3" json:"share,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelShare) Reset() {
+	*x = KernelShare{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelShare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelShare) ProtoMessage() {}
+
+func (x *KernelShare) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelShare.ProtoReflect.Descriptor instead.
+func (*KernelShare) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *KernelShare) GetKernel() string {
+	if x != nil {
+		return x.Kernel
+	}
+	return ""
+}
+
+func (x *KernelShare) GetTimeNs() int64 {
+	if x != nil {
+		return x.TimeNs
+	}
+	return 0
+}
+
+func (x *KernelShare) GetShare() float64 {
+	if x != nil {
+		return x.Share
+	}
+	return 0
+}
+
+// An idle gap between consecutive kernels inside a lane span.
+type KernelGap struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Device      int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Lane        string                 `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
+	Step        uint64                 `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	StartUnixNs int64                  `protobuf:"varint,4,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	DurationNs  int64                  `protobuf:"varint,5,opt,name=duration_ns,json=durationNs,proto3" json:"duration_ns,omitempty"`
+	// The kernel that ended last before it, and the one that ended it.
+	Before        string `protobuf:"bytes,6,opt,name=before,proto3" json:"before,omitempty"`
+	After         string `protobuf:"bytes,7,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelGap) Reset() {
+	*x = KernelGap{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelGap) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelGap) ProtoMessage() {}
+
+func (x *KernelGap) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelGap.ProtoReflect.Descriptor instead.
+func (*KernelGap) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *KernelGap) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *KernelGap) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
+}
+
+func (x *KernelGap) GetStep() uint64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *KernelGap) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *KernelGap) GetDurationNs() int64 {
+	if x != nil {
+		return x.DurationNs
+	}
+	return 0
+}
+
+func (x *KernelGap) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+func (x *KernelGap) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+// One window step on one device: its extent and the time kernels ran in it.
+type StepGpuTime struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Device        int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Step          uint64                 `protobuf:"varint,2,opt,name=step,proto3" json:"step,omitempty"`
+	StartUnixNs   int64                  `protobuf:"varint,3,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	ExtentNs      int64                  `protobuf:"varint,4,opt,name=extent_ns,json=extentNs,proto3" json:"extent_ns,omitempty"`
+	BusyNs        int64                  `protobuf:"varint,5,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	Kernels       uint32                 `protobuf:"varint,6,opt,name=kernels,proto3" json:"kernels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StepGpuTime) Reset() {
+	*x = StepGpuTime{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StepGpuTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StepGpuTime) ProtoMessage() {}
+
+func (x *StepGpuTime) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StepGpuTime.ProtoReflect.Descriptor instead.
+func (*StepGpuTime) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *StepGpuTime) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *StepGpuTime) GetStep() uint64 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *StepGpuTime) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *StepGpuTime) GetExtentNs() int64 {
+	if x != nil {
+		return x.ExtentNs
+	}
+	return 0
+}
+
+func (x *StepGpuTime) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *StepGpuTime) GetKernels() uint32 {
+	if x != nil {
+		return x.Kernels
+	}
+	return 0
+}
+
+// A kernel's time per lane span, now and at the baseline.
+type KernelMove struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Device        int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Lane          string                 `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
+	Kernel        string                 `protobuf:"bytes,3,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	RecentNs      int64                  `protobuf:"varint,4,opt,name=recent_ns,json=recentNs,proto3" json:"recent_ns,omitempty"`
+	BaselineNs    int64                  `protobuf:"varint,5,opt,name=baseline_ns,json=baselineNs,proto3" json:"baseline_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelMove) Reset() {
+	*x = KernelMove{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelMove) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelMove) ProtoMessage() {}
+
+func (x *KernelMove) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelMove.ProtoReflect.Descriptor instead.
+func (*KernelMove) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *KernelMove) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *KernelMove) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
+}
+
+func (x *KernelMove) GetKernel() string {
+	if x != nil {
+		return x.Kernel
+	}
+	return ""
+}
+
+func (x *KernelMove) GetRecentNs() int64 {
+	if x != nil {
+		return x.RecentNs
+	}
+	return 0
+}
+
+func (x *KernelMove) GetBaselineNs() int64 {
+	if x != nil {
+		return x.BaselineNs
+	}
+	return 0
+}
+
 // One device's share of Counters' span outcomes, with the same identity:
 // begun = landed + the drops + in_flight + errored.
 type DeviceCounters struct {
@@ -1035,7 +1626,7 @@ type DeviceCounters struct {
 
 func (x *DeviceCounters) Reset() {
 	*x = DeviceCounters{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1638,7 @@ func (x *DeviceCounters) String() string {
 func (*DeviceCounters) ProtoMessage() {}
 
 func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1651,7 @@ func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceCounters.ProtoReflect.Descriptor instead.
 func (*DeviceCounters) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DeviceCounters) GetDevice() int32 {
@@ -1147,7 +1738,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1750,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1763,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Header) GetSchema() string {
@@ -1208,7 +1799,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1220,7 +1811,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1233,7 +1824,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -1296,7 +1887,7 @@ var File_proto_gpuspans_v1_spans_proto protoreflect.FileDescriptor
 
 const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\n" +
-	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\x96\x02\n" +
+	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\xe5\x02\n" +
 	"\x04Span\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12)\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x15.gpuspans.v1.SpanKindR\x04kind\x12\x12\n" +
@@ -1309,7 +1900,10 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\vduration_ns\x18\t \x01(\x03R\n" +
 	"durationNs\x12\x14\n" +
 	"\x05graph\x18\n" +
-	" \x01(\rR\x05graph\"t\n" +
+	" \x01(\rR\x05graph\x12\x1b\n" +
+	"\tgpu_timed\x18\v \x01(\bR\bgpuTimed\x12\x17\n" +
+	"\abusy_ns\x18\f \x01(\x03R\x06busyNs\x12\x17\n" +
+	"\aidle_ns\x18\r \x01(\x03R\x06idleNs\"t\n" +
 	"\tSpanBatch\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12&\n" +
 	"\x0fwritten_unix_ns\x18\x02 \x01(\x03R\rwrittenUnixNs\x12'\n" +
@@ -1367,7 +1961,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1c\n" +
 	"\tfallbacks\x18\x04 \x01(\x04R\tfallbacks\x12\x18\n" +
 	"\arecords\x18\x05 \x01(\x04R\arecords\x12\x16\n" +
-	"\x06labels\x18\x06 \x01(\rR\x06labels\"\x99\x04\n" +
+	"\x06labels\x18\x06 \x01(\rR\x06labels\"\xca\x04\n" +
 	"\bSnapshot\x12\"\n" +
 	"\rtaken_unix_ns\x18\x01 \x01(\x03R\vtakenUnixNs\x12(\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x12.gpuspans.v1.LevelR\x05level\x12*\n" +
@@ -1381,8 +1975,60 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	" \x03(\v2\x16.gpuspans.v1.AggregateR\x05lanes\x120\n" +
 	"\akernels\x18\v \x03(\v2\x16.gpuspans.v1.AggregateR\akernels\x12D\n" +
 	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCounters\x12>\n" +
-	"\rkernel_timing\x18\f \x01(\v2\x19.gpuspans.v1.KernelTimingR\fkernelTimingJ\x04\b\b\x10\tR\n" +
-	"aggregates\"\xe6\x02\n" +
+	"\rkernel_timing\x18\f \x01(\v2\x19.gpuspans.v1.KernelTimingR\fkernelTiming\x12/\n" +
+	"\bgpu_time\x18\r \x01(\v2\x14.gpuspans.v1.GpuTimeR\agpuTimeJ\x04\b\b\x10\tR\n" +
+	"aggregates\"\x84\x03\n" +
+	"\aGpuTime\x12\x18\n" +
+	"\awindows\x18\x01 \x01(\x04R\awindows\x12\x18\n" +
+	"\askipped\x18\x02 \x01(\x04R\askipped\x12\x12\n" +
+	"\x04late\x18\x03 \x01(\x04R\x04late\x12\x1a\n" +
+	"\bunplaced\x18\x04 \x01(\x04R\bunplaced\x12\x1f\n" +
+	"\vanalysis_ns\x18\x05 \x01(\x04R\n" +
+	"analysisNs\x12.\n" +
+	"\x05lanes\x18\x06 \x03(\v2\x18.gpuspans.v1.LaneGpuTimeR\x05lanes\x12*\n" +
+	"\x04gaps\x18\a \x03(\v2\x16.gpuspans.v1.AggregateR\x04gaps\x12.\n" +
+	"\x05steps\x18\b \x03(\v2\x18.gpuspans.v1.StepGpuTimeR\x05steps\x129\n" +
+	"\flargest_gaps\x18\t \x03(\v2\x16.gpuspans.v1.KernelGapR\vlargestGaps\x12-\n" +
+	"\x05moved\x18\n" +
+	" \x03(\v2\x17.gpuspans.v1.KernelMoveR\x05moved\"\x9a\x02\n" +
+	"\vLaneGpuTime\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\x12\x14\n" +
+	"\x05spans\x18\x03 \x01(\x04R\x05spans\x12\x17\n" +
+	"\atime_ns\x18\x04 \x01(\x03R\x06timeNs\x12\x17\n" +
+	"\abusy_ns\x18\x05 \x01(\x03R\x06busyNs\x12\x17\n" +
+	"\aidle_ns\x18\x06 \x01(\x03R\x06idleNs\x12$\n" +
+	"\x0erecent_time_ns\x18\a \x01(\x03R\frecentTimeNs\x12$\n" +
+	"\x0erecent_busy_ns\x18\b \x01(\x03R\frecentBusyNs\x122\n" +
+	"\akernels\x18\t \x03(\v2\x18.gpuspans.v1.KernelShareR\akernels\"T\n" +
+	"\vKernelShare\x12\x16\n" +
+	"\x06kernel\x18\x01 \x01(\tR\x06kernel\x12\x17\n" +
+	"\atime_ns\x18\x02 \x01(\x03R\x06timeNs\x12\x14\n" +
+	"\x05share\x18\x03 \x01(\x01R\x05share\"\xbe\x01\n" +
+	"\tKernelGap\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\x04R\x04step\x12\"\n" +
+	"\rstart_unix_ns\x18\x04 \x01(\x03R\vstartUnixNs\x12\x1f\n" +
+	"\vduration_ns\x18\x05 \x01(\x03R\n" +
+	"durationNs\x12\x16\n" +
+	"\x06before\x18\x06 \x01(\tR\x06before\x12\x14\n" +
+	"\x05after\x18\a \x01(\tR\x05after\"\xad\x01\n" +
+	"\vStepGpuTime\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
+	"\x04step\x18\x02 \x01(\x04R\x04step\x12\"\n" +
+	"\rstart_unix_ns\x18\x03 \x01(\x03R\vstartUnixNs\x12\x1b\n" +
+	"\textent_ns\x18\x04 \x01(\x03R\bextentNs\x12\x17\n" +
+	"\abusy_ns\x18\x05 \x01(\x03R\x06busyNs\x12\x18\n" +
+	"\akernels\x18\x06 \x01(\rR\akernels\"\x8e\x01\n" +
+	"\n" +
+	"KernelMove\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\x12\x16\n" +
+	"\x06kernel\x18\x03 \x01(\tR\x06kernel\x12\x1b\n" +
+	"\trecent_ns\x18\x04 \x01(\x03R\brecentNs\x12\x1f\n" +
+	"\vbaseline_ns\x18\x05 \x01(\x03R\n" +
+	"baselineNs\"\xe6\x02\n" +
 	"\x0eDeviceCounters\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05begun\x18\x02 \x01(\x04R\x05begun\x12\x16\n" +
@@ -1427,7 +2073,7 @@ func file_proto_gpuspans_v1_spans_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_gpuspans_v1_spans_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 	(SpanKind)(0),          // 0: gpuspans.v1.SpanKind
 	(Level)(0),             // 1: gpuspans.v1.Level
@@ -1438,9 +2084,15 @@ var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 	(*Counters)(nil),       // 6: gpuspans.v1.Counters
 	(*KernelTiming)(nil),   // 7: gpuspans.v1.KernelTiming
 	(*Snapshot)(nil),       // 8: gpuspans.v1.Snapshot
-	(*DeviceCounters)(nil), // 9: gpuspans.v1.DeviceCounters
-	(*Header)(nil),         // 10: gpuspans.v1.Header
-	(*Record)(nil),         // 11: gpuspans.v1.Record
+	(*GpuTime)(nil),        // 9: gpuspans.v1.GpuTime
+	(*LaneGpuTime)(nil),    // 10: gpuspans.v1.LaneGpuTime
+	(*KernelShare)(nil),    // 11: gpuspans.v1.KernelShare
+	(*KernelGap)(nil),      // 12: gpuspans.v1.KernelGap
+	(*StepGpuTime)(nil),    // 13: gpuspans.v1.StepGpuTime
+	(*KernelMove)(nil),     // 14: gpuspans.v1.KernelMove
+	(*DeviceCounters)(nil), // 15: gpuspans.v1.DeviceCounters
+	(*Header)(nil),         // 16: gpuspans.v1.Header
+	(*Record)(nil),         // 17: gpuspans.v1.Record
 }
 var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	0,  // 0: gpuspans.v1.Span.kind:type_name -> gpuspans.v1.SpanKind
@@ -1450,16 +2102,23 @@ var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	5,  // 4: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
 	4,  // 5: gpuspans.v1.Snapshot.lanes:type_name -> gpuspans.v1.Aggregate
 	4,  // 6: gpuspans.v1.Snapshot.kernels:type_name -> gpuspans.v1.Aggregate
-	9,  // 7: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
+	15, // 7: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
 	7,  // 8: gpuspans.v1.Snapshot.kernel_timing:type_name -> gpuspans.v1.KernelTiming
-	3,  // 9: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
-	8,  // 10: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
-	10, // 11: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	9,  // 9: gpuspans.v1.Snapshot.gpu_time:type_name -> gpuspans.v1.GpuTime
+	10, // 10: gpuspans.v1.GpuTime.lanes:type_name -> gpuspans.v1.LaneGpuTime
+	4,  // 11: gpuspans.v1.GpuTime.gaps:type_name -> gpuspans.v1.Aggregate
+	13, // 12: gpuspans.v1.GpuTime.steps:type_name -> gpuspans.v1.StepGpuTime
+	12, // 13: gpuspans.v1.GpuTime.largest_gaps:type_name -> gpuspans.v1.KernelGap
+	14, // 14: gpuspans.v1.GpuTime.moved:type_name -> gpuspans.v1.KernelMove
+	11, // 15: gpuspans.v1.LaneGpuTime.kernels:type_name -> gpuspans.v1.KernelShare
+	3,  // 16: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
+	8,  // 17: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
+	16, // 18: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_proto_gpuspans_v1_spans_proto_init() }
@@ -1467,7 +2126,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 	if File_proto_gpuspans_v1_spans_proto != nil {
 		return
 	}
-	file_proto_gpuspans_v1_spans_proto_msgTypes[9].OneofWrappers = []any{
+	file_proto_gpuspans_v1_spans_proto_msgTypes[15].OneofWrappers = []any{
 		(*Record_Spans)(nil),
 		(*Record_Snapshot)(nil),
 		(*Record_Header)(nil),
@@ -1478,7 +2137,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_gpuspans_v1_spans_proto_rawDesc), len(file_proto_gpuspans_v1_spans_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   10,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
