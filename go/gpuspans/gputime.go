@@ -27,6 +27,11 @@ type LaneGPUTime struct {
 	// their totals (Time == Busy + Idle), over every window analysed.
 	Spans            uint64
 	Time, Busy, Idle time.Duration
+	// Gaps is the part of Idle between the lane's kernels; the rest came
+	// before its first kernel or after its last: the host launching (in a
+	// window a graph launch also pays CUPTI's cost per node, which
+	// lengthens the first) or the lane's stream waiting.
+	Gaps time.Duration
 	// RecentTime and RecentBusy are the totals over the lane's latest
 	// GPUTimeRecentWindows windows; BusyRatio() is their ratio.
 	RecentTime, RecentBusy time.Duration
@@ -76,13 +81,18 @@ type StepGPUTime struct {
 	Kernels      int
 }
 
-// KernelMove compares a kernel's time per step inside a lane now and at
-// the baseline: exponentially weighted averages over windows with half-lives
-// GPUTimeRecentHalfLife and GPUTimeBaselineHalfLife. A kernel the lane did
-// not run when the baseline began has a Baseline of 0 and grows with it.
+// KernelMove compares one launch of a kernel inside a lane, now and at the
+// baseline: its time per lane span, averaged over windows with weights that
+// halve every GPUTimeRecentHalfLife and GPUTimeBaselineHalfLife. A launch
+// is a kernel name and its place among that name's launches in the lane
+// span (Launch 3: the name's third), so one of a lane's 64 matmuls that
+// slows down stands out from the other 63; a lane whose kernels change
+// from step to step (eager prefill of varying shapes) moves more. A launch
+// the lane did not make when the baseline began has a Baseline of 0.
 type KernelMove struct {
 	Device           int
 	Lane, Kernel     string
+	Launch           int
 	Recent, Baseline time.Duration // per lane span
 }
 
@@ -184,16 +194,22 @@ type gpuWindow struct {
 
 // laneTotals is one device's lane's measurements.
 type laneTotals struct {
-	spans            uint64
-	time, busy, idle int64
-	recent           [GPUTimeRecentWindows]struct{ time, busy int64 }
-	windows          uint64
-	kernels          []KernelShare
-	lastNs           int64 // host time of its latest window, for the averages' weights
+	spans                  uint64
+	time, busy, idle, gaps int64
+	recent                 [GPUTimeRecentWindows]struct{ time, busy int64 }
+	windows                uint64
+	kernels                []KernelShare
+	lastNs                 int64 // host time of its latest window, for the averages' weights
 }
 
 type moveKey struct {
-	dev, lane, kernel int32
+	dev, lane, kernel, launch int32
+}
+
+// launchKey is a kernel launch's place in a lane span: its name and how
+// many of that name came before it, plus one.
+type launchKey struct {
+	name, n int32
 }
 
 type moveStat struct {
@@ -212,8 +228,10 @@ type gpuTimes struct {
 	totals GPUTime // the counters
 
 	// Scratch, reused.
-	merged []busyRun
-	shares map[[2]int32]map[int32]int64
+	merged   []busyRun
+	shares   map[[2]int32]map[int32]int64
+	launches map[[2]int32]map[launchKey]int64
+	nth      map[int32]int32
 }
 
 // busyRun is a stretch of time some kernel of the device ran: merged kernel
@@ -386,6 +404,8 @@ func (h *Hub) analyse(w *gpuWindow) {
 		g.gaps = make(map[int]*Aggregate)
 		g.moves = make(map[moveKey]*moveStat)
 		g.shares = make(map[[2]int32]map[int32]int64)
+		g.launches = make(map[[2]int32]map[launchKey]int64)
+		g.nth = make(map[int32]int32)
 	}
 	g.out.Steps, g.out.LargestGaps, g.out.Timelines = g.out.Steps[:0], g.out.LargestGaps[:0], g.out.Timelines[:0]
 	sort.Slice(w.kernels, func(a, b int) bool {
@@ -402,6 +422,9 @@ func (h *Hub) analyse(w *gpuWindow) {
 	})
 	for k := range g.shares {
 		delete(g.shares, k)
+	}
+	for k := range g.launches {
+		delete(g.launches, k)
 	}
 	lanesSeen := make(map[[2]int32]int64) // lane -> spans in this window
 	for lo := 0; lo < len(w.lanes); {
@@ -460,12 +483,13 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 		}
 		s, e := ln.start, ln.start+ln.dur
 		// Busy: the runs' overlap with [s, e); gaps: between runs inside it.
-		var busy int64
+		var busy, inGaps int64
 		j := sort.Search(len(runs), func(j int) bool { return runs[j].end > s })
 		for ; j < len(runs) && runs[j].start < e; j++ {
 			busy += min(runs[j].end, e) - max(runs[j].start, s)
 			if j+1 < len(runs) && runs[j+1].start < e {
 				gap := runs[j+1].start - runs[j].end
+				inGaps += gap
 				gaps.observe(gap)
 				top = append(top, KernelGap{Device: dev, Lane: h.lanes[ln.lane], Step: ln.step, StartNs: runs[j].end,
 					Duration: time.Duration(gap), Before: h.kernelNames[runs[j].last], After: h.kernelNames[runs[j+1].first]})
@@ -483,6 +507,7 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 		t.time += ln.dur
 		t.busy += busy
 		t.idle += ln.dur - busy
+		t.gaps += min(inGaps, ln.dur-busy)
 		r := &t.recent[t.windows%GPUTimeRecentWindows]
 		if seen[key] == 0 {
 			*r = struct{ time, busy int64 }{}
@@ -496,12 +521,23 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 			sh = make(map[int32]int64)
 			g.shares[key] = sh
 		}
+		ls := g.launches[key]
+		if ls == nil {
+			ls = make(map[launchKey]int64)
+			g.launches[key] = ls
+		}
+		for n := range g.nth {
+			delete(g.nth, n)
+		}
 		for k := range ks {
 			if ks[k].start >= e {
 				break
 			}
 			if d := min(ks[k].end, e) - max(ks[k].start, s); d > 0 {
-				sh[ks[k].name] += d
+				name := ks[k].name
+				sh[name] += d
+				g.nth[name]++
+				ls[launchKey{name, g.nth[name]}] += d
 			}
 		}
 		st := steps[ln.step]
@@ -591,13 +627,13 @@ func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
 	if len(t.kernels) > GPUTimeTopKernels {
 		t.kernels = t.kernels[:GPUTimeTopKernels]
 	}
-	// Moves: each kernel's time per span, averaged over windows with
-	// weights that halve every half-life; a kernel absent from this window
-	// ran 0 in it.
+	// Moves: each launch's time per span, averaged; a launch absent from
+	// this window ran 0 in it. The lane's first window sets the baseline.
 	wr := 1 - math.Exp2(-dt/float64(GPUTimeRecentHalfLife))
 	wb := 1 - math.Exp2(-dt/float64(GPUTimeBaselineHalfLife))
-	for name, ns := range sh {
-		mk := moveKey{key[0], key[1], name}
+	ls := g.launches[key]
+	for lk, ns := range ls {
+		mk := moveKey{key[0], key[1], lk.name, lk.n}
 		if g.moves[mk] == nil {
 			m := &moveStat{}
 			if first {
@@ -605,9 +641,6 @@ func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
 				m.recent, m.base = v, v
 			}
 			g.moves[mk] = m
-			if first {
-				continue
-			}
 		}
 	}
 	if first {
@@ -617,7 +650,7 @@ func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
 		if mk.dev != key[0] || mk.lane != key[1] {
 			continue
 		}
-		v := float64(sh[mk.kernel]) / float64(spans)
+		v := float64(ls[launchKey{mk.kernel, mk.launch}]) / float64(spans)
 		m.recent += wr * (v - m.recent)
 		m.base += wb * (v - m.base)
 	}
@@ -656,7 +689,7 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 	for _, k := range keys {
 		t := g.lanes[k]
 		l := LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
-			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle),
+			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle), Gaps: time.Duration(t.gaps),
 			Kernels: append([]KernelShare(nil), t.kernels...)}
 		for i := 0; i < int(min(t.windows, GPUTimeRecentWindows)); i++ {
 			l.RecentTime += time.Duration(t.recent[i].time)
@@ -677,7 +710,7 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 		if grew < float64(GPUTimeMovedMin) || grew < GPUTimeMovedRatio*m.base {
 			continue
 		}
-		out.Moved = append(out.Moved, KernelMove{Device: int(mk.dev), Lane: h.lanes[mk.lane], Kernel: h.kernelNames[mk.kernel],
+		out.Moved = append(out.Moved, KernelMove{Device: int(mk.dev), Lane: h.lanes[mk.lane], Kernel: h.kernelNames[mk.kernel], Launch: int(mk.launch),
 			Recent: time.Duration(m.recent), Baseline: time.Duration(m.base)})
 	}
 	sort.Slice(out.Moved, func(a, b int) bool {
@@ -685,7 +718,10 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 		if da != db {
 			return da > db
 		}
-		return out.Moved[a].Kernel < out.Moved[b].Kernel
+		if out.Moved[a].Kernel != out.Moved[b].Kernel {
+			return out.Moved[a].Kernel < out.Moved[b].Kernel
+		}
+		return out.Moved[a].Launch < out.Moved[b].Launch
 	})
 	if len(out.Moved) > GPUTimeMovedMax {
 		out.Moved = out.Moved[:GPUTimeMovedMax]

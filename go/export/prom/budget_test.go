@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
@@ -231,6 +232,12 @@ func TestReadmeBudget(t *testing.T) {
 			t.Errorf("examples/observability/README.md does not say %q", want)
 		}
 	}
+	if want := fmt.Sprintf("`%dL + 1` native, `%dL + %d` classic", windowsPerLane, windowsPerLane, gapClassicSeries); !strings.Contains(readme, want) {
+		t.Errorf("examples/observability/README.md does not say %q", want)
+	}
+	if want := fmt.Sprintf("(budgets %d and %d)", budgetWindowsNative, budgetWindowsClassic); !strings.Contains(readme, want) {
+		t.Errorf("examples/observability/README.md does not say %q", want)
+	}
 	ops := read("../../../docs/operations.md")
 	if want := fmt.Sprintf("(budget %d) | ", budgetNative); !strings.Contains(ops, want) {
 		t.Errorf("docs/operations.md does not say %q", want)
@@ -247,5 +254,85 @@ func TestReadmeBudget(t *testing.T) {
 		if !strings.Contains(doc, want) {
 			t.Errorf("the package documentation does not say %q", want)
 		}
+	}
+}
+
+// With kernel windows, a GPU adds per lane its busy ratio, busy and idle
+// counters and up to sharesPerLane kernel shares, and per device the gap
+// histogram: 1 native series or 12 classic ones.
+const (
+	windowsPerLane        = 3 + sharesPerLane
+	gapClassicSeries      = 12
+	budgetWindowsNative   = 44
+	budgetWindowsClassic  = 125
+	windowedLanes         = 2
+	windowedKernelsAtLane = 5
+)
+
+// windowedHub is busyHub's shape under kernel windows: 2 lanes, each
+// running windowedKernelsAtLane traced kernels a step with gaps between.
+func windowedHub(t testing.TB) *gpuspans.Hub {
+	t.Helper()
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	tracer := new(fake.Tracer)
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Now: clock.Now, Logf: func(string, ...interface{}) {},
+		KernelTracer: tracer.Opener(), KernelTiming: gpuspans.KernelTimingAuto, KernelWindowEvery: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	if err := h.Install(0, stream, gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; step < 8; step++ {
+		h.BeginStep()
+		for lane := 0; lane < windowedLanes; lane++ {
+			h.LaneBegin(lane)
+			for k := 0; k < windowedKernelsAtLane; k++ {
+				start, end := gpu.Launch(stream, time.Duration(k+1)*time.Microsecond)
+				tracer.Kernel(0, uint32(stream), start, end, kernelName(k), 0)
+				clock.Advance(time.Duration(k+10) * time.Microsecond)
+			}
+			h.LaneEnd(lane)
+		}
+		clock.Advance(time.Millisecond)
+	}
+	h.BeginStep()
+	h.Harvest()
+	h.Harvest()
+	return h
+}
+
+func TestSeriesBudgetWithWindows(t *testing.T) {
+	h := windowedHub(t)
+	g := h.GPUTime()
+	if g.Windows == 0 || len(g.Lanes) != windowedLanes || len(g.Gaps) != 1 {
+		t.Fatalf("the windows measured %+v, want both lanes and gaps", g)
+	}
+	n0, c0, _ := storedSeries(t, NewCollector(busyHub(t), Options{}))
+	native, classic, names := storedSeries(t, NewCollector(h, Options{}))
+	if names["gpuspans_lane_busy_ratio"] != windowedLanes || names["gpuspans_lane_busy_seconds_total"] != windowedLanes ||
+		names["gpuspans_lane_idle_seconds_total"] != windowedLanes || names["gpuspans_lane_kernel_share"] != windowedLanes*sharesPerLane ||
+		names["gpuspans_kernel_gap_seconds"] != 1 {
+		t.Errorf("GPU time's series: %v", names)
+	}
+	// Against the hub without windows: the windows' own series (windows
+	// and kernels totals, the last window's kernels, and the open and
+	// close costs, two classic histograms), and GPU time's.
+	t.Logf("with windows: %d native, %d classic series (without: %d, %d)", native, classic, n0, c0)
+	const windowsN, windowsC = 5, 3 + 2*(6+3)
+	if len(windowCostBounds) != 6 {
+		t.Fatalf("%d window cost bounds, the budget assumes 6", len(windowCostBounds))
+	}
+	wantN := n0 + windowsN + windowedLanes*windowsPerLane + 1
+	wantC := c0 + windowsC + windowedLanes*windowsPerLane + gapClassicSeries
+	if native != wantN || classic != wantC {
+		t.Errorf("%d native, %d classic series; the formula says %d and %d", native, classic, wantN, wantC)
+	}
+	if native > budgetWindowsNative || classic > budgetWindowsClassic {
+		t.Errorf("%d native, %d classic series: over the budget of %d and %d", native, classic, budgetWindowsNative, budgetWindowsClassic)
+	}
+	if b := len(gapLayout.bounds) + 3; b != gapClassicSeries {
+		t.Errorf("the gap histogram stores %d classic series, want %d", b, gapClassicSeries)
 	}
 }

@@ -50,6 +50,15 @@
 // sample, so use `x > 0 unless x offset 10m` beside `increase(x[10m]) > 0`,
 // or compare with `or vector(0)`.
 //
+// Kernel windows (kernel timing auto or cupti) add 5 series of their own
+// (21 classic: the open and close costs are two classic histograms of 6
+// bounds) and GPU time's: per lane and device gpuspans_lane_busy_ratio,
+// lane_busy_seconds_total, lane_idle_seconds_total and up to 3
+// lane_kernel_share, and per device the kernel_gap_seconds histogram (1
+// native series, 12 classic): 6L + 1 native, 6L + 12 classic, so 44 and
+// 125 for 2 lanes and one GPU. Each appears when a window first measures
+// its lane; outside windows nothing is known, and nothing reads zero for it.
+//
 // Options.KernelHistograms adds one histogram per device and kernel with
 // spans (K registered kernels, plus "other"): K+1 native series, or
 // (K+1)*(B+3) classic ones, 1,820 for 64 kernels: an explicit choice, not a
@@ -256,6 +265,8 @@ type Collector struct {
 	windowsAbandoned, windowCost *prometheus.Desc
 	windowsLeftAttached          *prometheus.Desc
 	windowKernels, lastKernels   *prometheus.Desc
+	busyRatio, busy, idle        *prometheus.Desc
+	kernelShare, gaps            *prometheus.Desc
 
 	mu   sync.Mutex
 	snap gpuspans.Snapshot
@@ -320,6 +331,12 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		windowKernels:       d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
 		lastKernels:         d("kernel_window_last_kernels", "Kernels the newest finished kernel window landed. Appears at the first."),
 
+		busyRatio:   d("lane_busy_ratio", "Fraction of a lane's time (its event span) in which some kernel of the device ran, over the lane's latest 16 kernel windows; the rest is idle: the GPU waited for the host, a copy or another stream's event. Absent until a kernel window measured the lane (kernel timing auto or cupti).", "device", "lane"),
+		busy:        d("lane_busy_seconds_total", "Time some kernel of the device ran inside a lane's spans, over the lane spans kernel windows measured (not every span: divide by lane_busy_seconds_total + lane_idle_seconds_total, not by the lane histogram's sum). Absent until a kernel window measured the lane.", "device", "lane"),
+		idle:        d("lane_idle_seconds_total", "Time no kernel of the device ran inside a lane's spans, over the lane spans kernel windows measured. Absent until a kernel window measured the lane.", "device", "lane"),
+		kernelShare: d("lane_kernel_share", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane.", "device", "lane", "kernel"),
+		gaps:        d("kernel_gap_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, in kernel windows: many near the launch latency is a launch-bound engine, a few long ones a host-bound one. Absent until a kernel window measured a gap.", "device"),
+
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
 		harvests:        d("harvests_total", "Harvests run."),
@@ -343,6 +360,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.poolPanics, c.harvestFailures, c.abandoned,
 		c.level, c.levelInfo, c.every, c.kernelTiming, c.tracerFallback,
 		c.windows, c.windowsSkipped, c.windowsAbandoned, c.windowsLeftAttached, c.windowCost, c.windowKernels, c.lastKernels,
+		c.busyRatio, c.busy, c.idle, c.kernelShare, c.gaps,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
@@ -435,6 +453,44 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	lazy(c.overwritten, k.RecentOverwritten)
 
 	c.devices(ch, s.Devices)
+	c.gpuTime(ch, &s.GPUTime)
+}
+
+// sharesPerLane is how many kernels lane_kernel_share names per lane.
+const sharesPerLane = 3
+
+// gapLayout is kernel_gap_seconds' classic buckets: 2^-19 s (1.9 us) to
+// 2^-3 s (125 ms), a factor of 4 apart, 9 bounds and +Inf, so a
+// classic-only server stores 12 series per device.
+var gapLayout = func() *layout {
+	l := newLayout(-19<<gpuspans.Schema, -3<<gpuspans.Schema, 2<<gpuspans.Schema)
+	return &l
+}()
+
+// gpuTime sends what kernel windows measured: per lane its busy ratio,
+// busy and idle totals and top kernels, and per device its gaps.
+func (c *Collector) gpuTime(ch chan<- prometheus.Metric, g *gpuspans.GPUTime) {
+	for i := range g.Lanes {
+		l := &g.Lanes[i]
+		dev := strconv.Itoa(l.Device)
+		if l.RecentTime > 0 {
+			ch <- prometheus.MustNewConstMetric(c.busyRatio, prometheus.GaugeValue, l.BusyRatio(), dev, l.Lane)
+		}
+		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, l.Busy.Seconds(), dev, l.Lane)
+		ch <- prometheus.MustNewConstMetric(c.idle, prometheus.CounterValue, l.Idle.Seconds(), dev, l.Lane)
+		for _, k := range l.Kernels[:min(len(l.Kernels), sharesPerLane)] {
+			ch <- prometheus.MustNewConstMetric(c.kernelShare, prometheus.GaugeValue, k.Share, dev, l.Lane, k.Kernel)
+		}
+	}
+	for i := range g.Gaps {
+		if a := &g.Gaps[i]; a.Count > 0 {
+			ch <- &histogram{
+				desc:   c.gaps,
+				labels: prometheus.MakeLabelPairs(c.gaps, []string{strconv.Itoa(a.Device)}),
+				hist:   gapLayout.histogram(a, !c.classicOnly),
+			}
+		}
+	}
 }
 
 // recentSpan is how far back gpuspans_lane_recent_duration_seconds reaches.

@@ -393,7 +393,7 @@ func gpuTimeToProto(g *gpuspans.GPUTime) *gpuspansv1.GpuTime {
 		AnalysisNs: uint64(g.AnalysisTime), Gaps: aggregatesToProto(g.Gaps)}
 	for _, l := range g.Lanes {
 		pl := &gpuspansv1.LaneGpuTime{Device: int32(l.Device), Lane: l.Lane, Spans: l.Spans, TimeNs: int64(l.Time),
-			BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy)}
+			BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), GapsNs: int64(l.Gaps), RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy)}
 		for _, k := range l.Kernels {
 			pl.Kernels = append(pl.Kernels, &gpuspansv1.KernelShare{Kernel: k.Kernel, TimeNs: int64(k.Time), Share: k.Share})
 		}
@@ -409,7 +409,7 @@ func gpuTimeToProto(g *gpuspans.GPUTime) *gpuspansv1.GpuTime {
 	}
 	for _, m := range g.Moved {
 		p.Moved = append(p.Moved, &gpuspansv1.KernelMove{Device: int32(m.Device), Lane: m.Lane, Kernel: m.Kernel,
-			RecentNs: int64(m.Recent), BaselineNs: int64(m.Baseline)})
+			RecentNs: int64(m.Recent), BaselineNs: int64(m.Baseline), Launch: uint32(m.Launch)})
 	}
 	return p
 }

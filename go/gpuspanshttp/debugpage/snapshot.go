@@ -325,6 +325,7 @@ type laneGPUJSON struct {
 	TimeNs       int64       `json:"time_ns"`
 	BusyNs       int64       `json:"busy_ns"`
 	IdleNs       int64       `json:"idle_ns"`
+	GapsNs       int64       `json:"gaps_ns"`
 	RecentTimeNs int64       `json:"recent_time_ns"`
 	RecentBusyNs int64       `json:"recent_busy_ns"`
 	BusyRatio    float64     `json:"busy_ratio"` // page-only: recent_busy_ns / recent_time_ns
@@ -362,6 +363,7 @@ type moveJSON struct {
 	Kernel     string `json:"kernel"`
 	RecentNs   int64  `json:"recent_ns"`
 	BaselineNs int64  `json:"baseline_ns"`
+	Launch     int    `json:"launch"`
 }
 
 type timelineJSON struct {
@@ -394,7 +396,7 @@ func gpuTime(g *gpuspans.GPUTime) *gpuTimeJSON {
 		Lanes: []laneGPUJSON{}, Gaps: aggregates(g.Gaps), Steps: []stepGPUJSON{}, LargestGaps: []gapJSON{}, Moved: []moveJSON{}, Timelines: []timelineJSON{}}
 	for i := range g.Lanes {
 		l := &g.Lanes[i]
-		lj := laneGPUJSON{Device: l.Device, Lane: l.Lane, Spans: l.Spans, TimeNs: int64(l.Time), BusyNs: int64(l.Busy), IdleNs: int64(l.Idle),
+		lj := laneGPUJSON{Device: l.Device, Lane: l.Lane, Spans: l.Spans, TimeNs: int64(l.Time), BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), GapsNs: int64(l.Gaps),
 			RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy), BusyRatio: l.BusyRatio(), Kernels: []shareJSON{}}
 		for _, k := range l.Kernels {
 			lj.Kernels = append(lj.Kernels, shareJSON{Kernel: k.Kernel, TimeNs: int64(k.Time), Share: k.Share})
@@ -408,7 +410,7 @@ func gpuTime(g *gpuspans.GPUTime) *gpuTimeJSON {
 		j.LargestGaps = append(j.LargestGaps, gapJSON{Device: x.Device, Lane: x.Lane, Step: x.Step, StartUnixNs: x.StartNs, DurationNs: int64(x.Duration), Before: x.Before, After: x.After})
 	}
 	for _, m := range g.Moved {
-		j.Moved = append(j.Moved, moveJSON{Device: m.Device, Lane: m.Lane, Kernel: m.Kernel, RecentNs: int64(m.Recent), BaselineNs: int64(m.Baseline)})
+		j.Moved = append(j.Moved, moveJSON{Device: m.Device, Lane: m.Lane, Kernel: m.Kernel, RecentNs: int64(m.Recent), BaselineNs: int64(m.Baseline), Launch: m.Launch})
 	}
 	for _, t := range g.Timelines {
 		tj := timelineJSON{Device: t.Device, Step: t.Step, Cut: t.Cut, Lanes: []timelineLaneJSON{}, Kernels: []timelineKernelJSON{}}

@@ -1192,7 +1192,10 @@ type LaneGpuTime struct {
 	RecentTimeNs int64 `protobuf:"varint,7,opt,name=recent_time_ns,json=recentTimeNs,proto3" json:"recent_time_ns,omitempty"`
 	RecentBusyNs int64 `protobuf:"varint,8,opt,name=recent_busy_ns,json=recentBusyNs,proto3" json:"recent_busy_ns,omitempty"`
 	// The kernels with the most time inside the lane in its latest window.
-	Kernels       []*KernelShare `protobuf:"bytes,9,rep,name=kernels,proto3" json:"kernels,omitempty"`
+	Kernels []*KernelShare `protobuf:"bytes,9,rep,name=kernels,proto3" json:"kernels,omitempty"`
+	// The part of idle_ns between the lane's kernels; the rest came before
+	// its first kernel or after its last.
+	GapsNs        int64 `protobuf:"varint,10,opt,name=gaps_ns,json=gapsNs,proto3" json:"gaps_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1288,6 +1291,13 @@ func (x *LaneGpuTime) GetKernels() []*KernelShare {
 		return x.Kernels
 	}
 	return nil
+}
+
+func (x *LaneGpuTime) GetGapsNs() int64 {
+	if x != nil {
+		return x.GapsNs
+	}
+	return 0
 }
 
 type KernelShare struct {
@@ -1531,12 +1541,14 @@ func (x *StepGpuTime) GetKernels() uint32 {
 
 // A kernel's time per lane span, now and at the baseline.
 type KernelMove struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Device        int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
-	Lane          string                 `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
-	Kernel        string                 `protobuf:"bytes,3,opt,name=kernel,proto3" json:"kernel,omitempty"`
-	RecentNs      int64                  `protobuf:"varint,4,opt,name=recent_ns,json=recentNs,proto3" json:"recent_ns,omitempty"`
-	BaselineNs    int64                  `protobuf:"varint,5,opt,name=baseline_ns,json=baselineNs,proto3" json:"baseline_ns,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Device     int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Lane       string                 `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
+	Kernel     string                 `protobuf:"bytes,3,opt,name=kernel,proto3" json:"kernel,omitempty"`
+	RecentNs   int64                  `protobuf:"varint,4,opt,name=recent_ns,json=recentNs,proto3" json:"recent_ns,omitempty"`
+	BaselineNs int64                  `protobuf:"varint,5,opt,name=baseline_ns,json=baselineNs,proto3" json:"baseline_ns,omitempty"`
+	// Which of the kernel's launches in the lane span, from 1.
+	Launch        uint32 `protobuf:"varint,6,opt,name=launch,proto3" json:"launch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1602,6 +1614,13 @@ func (x *KernelMove) GetRecentNs() int64 {
 func (x *KernelMove) GetBaselineNs() int64 {
 	if x != nil {
 		return x.BaselineNs
+	}
+	return 0
+}
+
+func (x *KernelMove) GetLaunch() uint32 {
+	if x != nil {
+		return x.Launch
 	}
 	return 0
 }
@@ -1990,7 +2009,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x05steps\x18\b \x03(\v2\x18.gpuspans.v1.StepGpuTimeR\x05steps\x129\n" +
 	"\flargest_gaps\x18\t \x03(\v2\x16.gpuspans.v1.KernelGapR\vlargestGaps\x12-\n" +
 	"\x05moved\x18\n" +
-	" \x03(\v2\x17.gpuspans.v1.KernelMoveR\x05moved\"\x9a\x02\n" +
+	" \x03(\v2\x17.gpuspans.v1.KernelMoveR\x05moved\"\xb3\x02\n" +
 	"\vLaneGpuTime\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
 	"\x04lane\x18\x02 \x01(\tR\x04lane\x12\x14\n" +
@@ -2000,7 +2019,9 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\aidle_ns\x18\x06 \x01(\x03R\x06idleNs\x12$\n" +
 	"\x0erecent_time_ns\x18\a \x01(\x03R\frecentTimeNs\x12$\n" +
 	"\x0erecent_busy_ns\x18\b \x01(\x03R\frecentBusyNs\x122\n" +
-	"\akernels\x18\t \x03(\v2\x18.gpuspans.v1.KernelShareR\akernels\"T\n" +
+	"\akernels\x18\t \x03(\v2\x18.gpuspans.v1.KernelShareR\akernels\x12\x17\n" +
+	"\agaps_ns\x18\n" +
+	" \x01(\x03R\x06gapsNs\"T\n" +
 	"\vKernelShare\x12\x16\n" +
 	"\x06kernel\x18\x01 \x01(\tR\x06kernel\x12\x17\n" +
 	"\atime_ns\x18\x02 \x01(\x03R\x06timeNs\x12\x14\n" +
@@ -2020,7 +2041,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\rstart_unix_ns\x18\x03 \x01(\x03R\vstartUnixNs\x12\x1b\n" +
 	"\textent_ns\x18\x04 \x01(\x03R\bextentNs\x12\x17\n" +
 	"\abusy_ns\x18\x05 \x01(\x03R\x06busyNs\x12\x18\n" +
-	"\akernels\x18\x06 \x01(\rR\akernels\"\x8e\x01\n" +
+	"\akernels\x18\x06 \x01(\rR\akernels\"\xa6\x01\n" +
 	"\n" +
 	"KernelMove\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
@@ -2028,7 +2049,8 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x06kernel\x18\x03 \x01(\tR\x06kernel\x12\x1b\n" +
 	"\trecent_ns\x18\x04 \x01(\x03R\brecentNs\x12\x1f\n" +
 	"\vbaseline_ns\x18\x05 \x01(\x03R\n" +
-	"baselineNs\"\xe6\x02\n" +
+	"baselineNs\x12\x16\n" +
+	"\x06launch\x18\x06 \x01(\rR\x06launch\"\xe6\x02\n" +
 	"\x0eDeviceCounters\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05begun\x18\x02 \x01(\x04R\x05begun\x12\x16\n" +
