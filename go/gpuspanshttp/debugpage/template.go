@@ -37,6 +37,12 @@ svg.hist .marker.p50{stroke:#2e8b57}
 svg.hist .marker.p99{stroke:#d2691e}
 svg.hist text.p50{fill:#2e8b57}
 svg.hist text.p99{fill:#d2691e}
+svg.timeline .lane{fill:#c9d7f0}
+svg.timeline .kernel{fill:#4a7bd0}
+svg.timeline .gap{fill:#c0504d}
+svg.timeline rect:hover{opacity:.7}
+svg.timeline .axis{stroke:#8a93a3;stroke-width:1}
+svg.timeline text{font-size:10px;fill:#5b6474}
 svg.trend .axis{stroke:#8a93a3;stroke-width:1}
 svg.trend text{font-size:10px;fill:#5b6474}
 svg.trend path{fill:none;stroke-width:1.5}
@@ -93,6 +99,32 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 </svg>
 </figure>{{end}}</div>
 {{end}}
+<h2>Where the GPU's time went</h2>
+{{with .GPU}}<table id="gpu-time">
+<tr><th>gpu</th><th class="l">lane</th><th>busy (recent)</th><th>spans measured</th><th>span</th><th>busy</th><th>idle</th><th>of it between kernels</th><th class="l">top kernels</th></tr>
+{{range .Lanes}}<tr><td>{{.Device}}</td><td class="l">{{.Lane}}</td><td>{{.Ratio}}</td><td>{{.Spans}}</td><td>{{.Span}}</td><td>{{.Busy}}</td><td>{{.Idle}}</td><td>{{.Gaps}}</td><td class="l">{{.Kernels}}</td></tr>
+{{end}}</table>
+<p><small>From {{.Windows}} kernel windows: busy is the time some kernel of the device ran inside a lane's span (every stream), idle the rest, per span; the idle not between kernels came before the lane's first kernel or after its last (the host launching: in a window a graph launch also pays CUPTI's cost per node). Outside windows nothing is known.</small></p>
+<div class="grid">{{range .Timelines}}<figure>
+<figcaption><b>{{.Label}}</b> <span>the latest window's step: {{.Extent}}, {{.Kernels}} kernels{{if .Cut}} ({{.Cut}} more not drawn){{end}}; hover for names and times</span></figcaption>
+<svg class="timeline" data-device="{{.Device}}" data-step="{{.Step}}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="timeline of step {{.Step}}: lanes, kernels by stream, gaps">
+{{range .Rows}}<text x="4" y="{{.Y}}">{{.Text}}</text>
+{{end}}{{range .Rects}}<rect class="{{.Class}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}"><title>{{.Title}}</title></rect>
+{{end}}<line class="axis" x1="{{.PlotLeft}}" y1="{{.Base}}" x2="{{.PlotRight}}" y2="{{.Base}}"/>
+{{$base := .Base}}{{range .Ticks}}<text x="{{f .X}}" y="{{$base}}" dy="13" text-anchor="middle">{{.Label}}</text>
+{{end}}</svg>
+</figure>{{end}}</div>
+{{if .Gaps}}<table id="gpu-gaps">
+<tr><th>gpu</th><th class="l">lane</th><th>step</th><th>gap</th><th class="l">after</th><th class="l">before</th></tr>
+{{range .Gaps}}<tr><td>{{.Device}}</td><td class="l">{{.Lane}}</td><td>{{.Step}}</td><td>{{.Gap}}</td><td class="l">{{.Before}}</td><td class="l">{{.After}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Moved}}<h2>Kernels that moved</h2><table id="gpu-moved">
+<tr><th>gpu</th><th class="l">lane</th><th class="l">kernel</th><th>launch</th><th>an hour's baseline</th><th>now</th><th>grew</th></tr>
+{{range .Moved}}<tr><td>{{.Device}}</td><td class="l">{{.Lane}}</td><td class="l">{{.Kernel}}</td><td>{{.Launch}}</td><td>{{.Baseline}}</td><td>{{.Recent}}</td><td class="nonzero">{{.Grew}}</td></tr>
+{{end}}</table>
+<p><small>Per lane span, averaged over windows: now with a half-life of a minute, the baseline of an hour; a launch is the kernel's n-th in the lane span.</small></p>{{end}}
+{{else}}<p id="gpu-time-none">No kernel window has measured a lane yet: kernel timing auto or cupti, at level kernel. Outside windows nothing is known.</p>{{end}}
+
 <h2>Kernel latency</h2>
 {{if .Kernels}}<div class="grid">{{range .Kernels}}{{template "hist" .}}{{end}}</div>
 {{else}}<p>No kernel span yet: they are recorded on one step in {{.Snap.KernelSpanEvery}}, at level kernel.</p>{{end}}

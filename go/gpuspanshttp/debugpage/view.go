@@ -40,6 +40,7 @@ type page struct {
 	Windows   []string // the recent windows' headings: "last 1m", or "last 40s" while one fills
 	DropCard  dropCard
 	Trends    []trend // per lane, p50 and p99 over the hub's recent windows
+	GPU       *gpuView
 }
 
 // trend is one lane's p50 and p99 in each of the hub's recent windows,
@@ -423,6 +424,7 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 		{"harvest failures", "harvests that failed as a whole without a sticky error; their spans wait for the next", c.HarvestFailures, true},
 		{"abandoned pools", "retired pools given up on while still busy, left unclosed", c.AbandonedPools, true},
 	}
+	p.GPU = newGPUView(&s.GPUTime, p.Multi)
 	return p
 }
 

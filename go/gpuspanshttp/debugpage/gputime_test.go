@@ -1,0 +1,54 @@
+package debugpage
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/golden"
+)
+
+func renderPage(t *testing.T, s *gpuspans.Snapshot) string {
+	t.Helper()
+	p := newPage(s, s.Options.Lanes, &Options{}, time.Unix(1_700_000_000, 0))
+	var b bytes.Buffer
+	if err := pageTemplate.Execute(&b, p); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// The page draws the latest window's step: the lane, each stream's
+// kernels and the gap between them, with names and times on hover; and
+// lists the lanes' busy and idle, the largest gaps and the moved kernels.
+func TestPageDrawsGPUTime(t *testing.T) {
+	s := golden.FullSnapshot()
+	page := renderPage(t, &s)
+	for _, want := range []string{
+		`<svg class="timeline" data-device="3" data-step="99"`,
+		`<text x="4" y="19">lane decode</text>`,
+		`<text x="4" y="37">stream 7</text>`,
+		`<rect class="lane" x="110.0"`,
+		`<title>lane decode: 420us, busy 330us, starting 0ns into the step</title>`,
+		`<title>gemm: 200us, starting 0ns into the step</title>`,
+		`<title>other: 130us, starting 250us into the step</title>`,
+		`<rect class="gap"`, `<title>gap 50.0us between gemm and other</title>`,
+		`<table id="gpu-time">`, `<td>78.6%</td>`, `<td class="l">gemm 60%, other 40%</td>`,
+		`<table id="gpu-gaps">`, `<table id="gpu-moved">`, `<td class="nonzero">100us</td>`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if n := strings.Count(page, `<rect class="kernel"`); n != 2 {
+		t.Errorf("%d kernels drawn, want 2", n)
+	}
+	// Before any window: said, not drawn as zero.
+	s.GPUTime = gpuspans.GPUTime{}
+	page = renderPage(t, &s)
+	if strings.Contains(page, `class="timeline"`) || !strings.Contains(page, `id="gpu-time-none"`) {
+		t.Error("a page without kernel windows draws GPU time or does not say why there is none")
+	}
+}
