@@ -625,6 +625,16 @@ class Hub:
         kernels with counts, quantiles and buckets; counters; devices)."""
         return json.loads(self._snapshot(_lib.SNAPSHOT_JSON))
 
+    def gpu_time(self) -> Optional[Dict[str, Any]]:
+        """What kernel windows measured of where the GPU's time went (the
+        snapshot's "gpu_time"): per lane and device its span time, busy
+        and idle (busy: some kernel of the device ran), the recent busy
+        ratio and top kernels; the gaps between kernels; the latest
+        window's steps, largest gaps and timeline; the kernels that moved.
+        None before the first window was analysed: outside windows nothing
+        is known (docs/design.md, GPU time)."""
+        return self.snapshot().get("gpu_time")
+
     def snapshot_proto(self) -> bytes:
         """The snapshot as gpuspans.v1.Snapshot bytes (proto/gpuspans/v1)."""
         return self._snapshot(_lib.SNAPSHOT_PROTO)

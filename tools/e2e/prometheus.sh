@@ -277,7 +277,8 @@ cp "$TMP/ex" "$ARTIFACTS/exemplars.txt"
 promtool check config "$EX/prometheus.yml" >/dev/null || fail "promtool check config $EX/prometheus.yml"
 promtool check rules "$EX/gpuspans.rules.yml" >/dev/null || fail "promtool check rules $EX/gpuspans.rules.yml"
 python3 "$EX/latency_series.py" --check || fail "$EX/gpuspans.latency.test.yml is not what latency_series.py writes"
-(cd "$EX" && promtool test rules gpuspans.rules.test.yml gpuspans.latency.test.yml) >"$TMP/rules-test.log" 2>&1 ||
+promtool check rules "$EX/gpuspans.hostbound.rules.yml" >/dev/null || fail "promtool check rules $EX/gpuspans.hostbound.rules.yml"
+(cd "$EX" && promtool test rules gpuspans.rules.test.yml gpuspans.latency.test.yml gpuspans.hostbound.test.yml) >"$TMP/rules-test.log" 2>&1 ||
   fail "promtool test rules: $(cat "$TMP/rules-test.log")"
 DASH="$EX/grafana-dashboard.json"
 if command -v python3 >/dev/null; then
@@ -305,7 +306,7 @@ else
   fail "neither python3 nor jq to check $DASH"
 fi
 for p in "$NATIVE" "$CLASSIC"; do
-  n=0
+  n=0 windows_only=0
   while IFS= read -r e; do
     e="${e//\\\"/\"}"
     e="${e//\$job/.*}"
@@ -315,12 +316,16 @@ for p in "$NATIVE" "$CLASSIC"; do
     e="${e//\$__rate_interval/5s}"
     e="${e//\$__range/1m}"
     r="$(query "$p" "$e")" || fail "dashboard query refused by $p: $e"
-    grep -q '"result":\[{' <<<"$r" || fail "dashboard query returned nothing from $p: $e: $r"
     n=$((n + 1))
+    # GPU time's panels need kernel windows, which the simulated demo has
+    # none of: the server must accept them; the rules they read are tested
+    # by promtool above, on noisy series.
+    case "$e" in *lane_busy_ratio* | *kernel_gap_seconds* | *lane_kernel_share*) windows_only=$((windows_only + 1)); continue ;; esac
+    grep -q '"result":\[{' <<<"$r" || fail "dashboard query returned nothing from $p: $e: $r"
   done < <(grep -oP '"expr": "\K(?:[^"\\]|\\.)*' "$DASH")
   ((n >= 10)) || fail "only $n queries found in the dashboard"
 done
-log "examples: config valid, rules pass their tests, dashboard imports; all $n dashboard queries return data, native and classic"
+log "examples: config valid, rules pass their tests, dashboard imports; all $n dashboard queries accepted and all but the $windows_only of kernel windows return data, native and classic"
 
 steps="$(values "$NATIVE" 'sum by (job) (rate(gpuspans_steps_total[5s]))' job | awk '{print $2}')"
 awk -v s="$steps" 'BEGIN { exit !(s >= 50 && s <= 110) }' || fail "steps rate $steps/s, want about 100"

@@ -208,7 +208,7 @@ func newTimeline(t *gpuspans.Timeline, multi bool) *timeline {
 	}
 	for i := 0; i <= 4; i++ {
 		ns := lo + (hi-lo)*int64(i)/4
-		tl.Ticks = append(tl.Ticks, tlTick{X: x(ns), Label: durfmt.Format(time.Duration(ns-lo))})
+		tl.Ticks = append(tl.Ticks, tlTick{X: x(ns), Label: durfmt.Format(time.Duration(ns - lo))})
 	}
 	return tl
 }
