@@ -1,7 +1,9 @@
 package gpuspans
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -218,14 +220,17 @@ type moveStat struct {
 
 // gpuTimes is the hub's GPU time state. Guarded by the harvest lock.
 type gpuTimes struct {
-	open   []*gpuWindow // windows gathering or waiting for their analysis, oldest first
-	free   []*gpuWindow
-	done   uint64 // Seq of the newest window analysed
-	lanes  map[[2]int32]*laneTotals
-	gaps   map[int]*Aggregate
-	moves  map[moveKey]*moveStat
-	out    GPUTime // the latest analysis' per-window parts
-	totals GPUTime // the counters
+	open  []*gpuWindow // windows gathering or waiting for their analysis, oldest first
+	free  []*gpuWindow
+	done  uint64 // Seq of the newest window analysed
+	lanes map[[2]int32]*laneTotals
+	gaps  map[int]*Aggregate
+	// laneKeys and gapDevs are lanes' and gaps' keys, in order.
+	laneKeys [][2]int32
+	gapDevs  []int
+	moves    map[moveKey]*moveStat
+	out      GPUTime // the latest analysis' per-window parts
+	totals   GPUTime // the counters
 
 	// Scratch, reused.
 	merged   []busyRun
@@ -442,6 +447,7 @@ func (h *Hub) analyse(w *gpuWindow) {
 	for key, n := range lanesSeen {
 		h.settleLane(key, n, now)
 	}
+	h.moved()
 	sort.Slice(g.out.LargestGaps, func(a, b int) bool {
 		if g.out.LargestGaps[a].Device != g.out.LargestGaps[b].Device {
 			return g.out.LargestGaps[a].Device < g.out.LargestGaps[b].Device
@@ -471,6 +477,8 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 	if gaps == nil {
 		gaps = &Aggregate{Device: dev, Name: "gap"}
 		g.gaps[dev] = gaps
+		g.gapDevs = append(g.gapDevs, dev)
+		slices.Sort(g.gapDevs)
 	}
 	var top []KernelGap
 	steps := map[uint64]*StepGPUTime{}
@@ -502,6 +510,13 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 		if t == nil {
 			t = &laneTotals{}
 			g.lanes[key] = t
+			g.laneKeys = append(g.laneKeys, key)
+			slices.SortFunc(g.laneKeys, func(a, b [2]int32) int {
+				if c := cmp.Compare(a[0], b[0]); c != 0 {
+					return c
+				}
+				return cmp.Compare(a[1], b[1])
+			})
 		}
 		t.spans++
 		t.time += ln.dur
@@ -656,75 +671,74 @@ func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
 	}
 }
 
-// gpuTimeInto fills out with the hub's GPU time, reusing its slices.
-// Caller holds the harvest lock.
+// gpuTimeInto fills out with the hub's GPU time, reusing its slices, so
+// that a steady exporter's SnapshotInto allocates nothing. Caller holds
+// the harvest lock.
 func (h *Hub) gpuTimeInto(out *GPUTime) {
 	g := &h.gt
 	out.Windows, out.Skipped, out.Late, out.Unplaced = g.totals.Windows, g.totals.Skipped, g.totals.Late, g.totals.Unplaced
 	out.AnalysisTime = g.totals.AnalysisTime
-	out.Lanes = out.Lanes[:0]
-	out.Gaps = out.Gaps[:0]
-	out.Moved = out.Moved[:0]
 	out.Steps = append(out.Steps[:0], g.out.Steps...)
 	out.LargestGaps = append(out.LargestGaps[:0], g.out.LargestGaps...)
-	out.Timelines = out.Timelines[:0]
-	for _, tl := range g.out.Timelines {
-		tl.Lanes = append([]TimelineLane(nil), tl.Lanes...)
-		tl.Kernels = append([]TimelineKernel(nil), tl.Kernels...)
-		out.Timelines = append(out.Timelines, tl)
+	out.Moved = append(out.Moved[:0], g.out.Moved...)
+	out.Timelines = resize(out.Timelines, len(g.out.Timelines))
+	for i := range g.out.Timelines {
+		src, dst := &g.out.Timelines[i], &out.Timelines[i]
+		lanes, kernels := dst.Lanes[:0], dst.Kernels[:0]
+		*dst = *src
+		dst.Lanes = append(lanes, src.Lanes...)
+		dst.Kernels = append(kernels, src.Kernels...)
 	}
-	if g.lanes == nil {
-		return
-	}
-	keys := make([][2]int32, 0, len(g.lanes))
-	for k := range g.lanes {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(a, b int) bool {
-		if keys[a][0] != keys[b][0] {
-			return keys[a][0] < keys[b][0]
-		}
-		return keys[a][1] < keys[b][1]
-	})
-	for _, k := range keys {
-		t := g.lanes[k]
-		l := LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
+	out.Lanes = resize(out.Lanes, len(g.laneKeys))
+	for i, k := range g.laneKeys {
+		t, l := g.lanes[k], &out.Lanes[i]
+		kernels := l.Kernels[:0]
+		*l = LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
 			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle), Gaps: time.Duration(t.gaps),
-			Kernels: append([]KernelShare(nil), t.kernels...)}
-		for i := 0; i < int(min(t.windows, GPUTimeRecentWindows)); i++ {
-			l.RecentTime += time.Duration(t.recent[i].time)
-			l.RecentBusy += time.Duration(t.recent[i].busy)
+			Kernels: append(kernels, t.kernels...)}
+		for j := 0; j < int(min(t.windows, GPUTimeRecentWindows)); j++ {
+			l.RecentTime += time.Duration(t.recent[j].time)
+			l.RecentBusy += time.Duration(t.recent[j].busy)
 		}
-		out.Lanes = append(out.Lanes, l)
 	}
-	devs := make([]int, 0, len(g.gaps))
-	for d := range g.gaps {
-		devs = append(devs, d)
-	}
-	sort.Ints(devs)
-	for _, d := range devs {
+	out.Gaps = out.Gaps[:0]
+	for _, d := range g.gapDevs {
 		out.Gaps = append(out.Gaps, *g.gaps[d])
 	}
+}
+
+// resize returns s with length n, its elements kept where it has them.
+func resize[T any](s []T, n int) []T {
+	if cap(s) < n {
+		s = append(s[:cap(s)], make([]T, n-cap(s))...)
+	}
+	return s[:n]
+}
+
+// moved lists the launches that grew most against their baseline, most
+// first. Caller holds the harvest lock.
+func (h *Hub) moved() {
+	g := &h.gt
+	g.out.Moved = g.out.Moved[:0]
 	for mk, m := range g.moves {
 		grew := m.recent - m.base
 		if grew < float64(GPUTimeMovedMin) || grew < GPUTimeMovedRatio*m.base {
 			continue
 		}
-		out.Moved = append(out.Moved, KernelMove{Device: int(mk.dev), Lane: h.lanes[mk.lane], Kernel: h.kernelNames[mk.kernel], Launch: int(mk.launch),
+		g.out.Moved = append(g.out.Moved, KernelMove{Device: int(mk.dev), Lane: h.lanes[mk.lane], Kernel: h.kernelNames[mk.kernel], Launch: int(mk.launch),
 			Recent: time.Duration(m.recent), Baseline: time.Duration(m.base)})
 	}
-	sort.Slice(out.Moved, func(a, b int) bool {
-		da, db := out.Moved[a].Recent-out.Moved[a].Baseline, out.Moved[b].Recent-out.Moved[b].Baseline
-		if da != db {
-			return da > db
+	slices.SortFunc(g.out.Moved, func(a, b KernelMove) int {
+		if c := cmp.Compare(b.Recent-b.Baseline, a.Recent-a.Baseline); c != 0 {
+			return c
 		}
-		if out.Moved[a].Kernel != out.Moved[b].Kernel {
-			return out.Moved[a].Kernel < out.Moved[b].Kernel
+		if c := cmp.Compare(a.Kernel, b.Kernel); c != 0 {
+			return c
 		}
-		return out.Moved[a].Launch < out.Moved[b].Launch
+		return cmp.Compare(a.Launch, b.Launch)
 	})
-	if len(out.Moved) > GPUTimeMovedMax {
-		out.Moved = out.Moved[:GPUTimeMovedMax]
+	if len(g.out.Moved) > GPUTimeMovedMax {
+		g.out.Moved = g.out.Moved[:GPUTimeMovedMax]
 	}
 }
 
