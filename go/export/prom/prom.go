@@ -51,7 +51,7 @@
 // or compare with `or vector(0)`.
 //
 // Kernel windows (kernel timing auto or cupti) add 5 series of their own
-// (21 classic: the open and close costs are two classic histograms of 6
+// (21 classic: the open and close costs are two histograms of 6 classic
 // bounds) and GPU time's: per lane and device gpuspans_lane_busy_ratio,
 // lane_busy_seconds_total, lane_idle_seconds_total and up to 3
 // lane_kernel_share, and per device the kernel_gap_seconds histogram (1
@@ -436,8 +436,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	if w := &s.KernelTiming.Windows; w.Opened > 0 {
 		counter(c.windows, w.Opened)
 		counter(c.windowKernels, w.Kernels)
-		ch <- windowCost(c.windowCost, &w.OpenTime, "open")
-		ch <- windowCost(c.windowCost, &w.CloseTime, "close")
+		ch <- c.windowCostHistogram(&w.OpenTime, "open")
+		ch <- c.windowCostHistogram(&w.CloseTime, "close")
 		if w.Last.Seq > 0 {
 			gauge(c.lastKernels, float64(w.Last.Kernels))
 		}
@@ -557,25 +557,27 @@ func (c *Collector) histogram(ch chan<- prometheus.Metric, d *prometheus.Desc, a
 	ch <- h
 }
 
-// windowCostBounds are kernel_window_seconds' buckets, 2 ms to 128 ms:
-// powers of two are edges of the hub's buckets, so the counts are exact,
-// and 8 series a phase keep classic-only servers within their budget.
-var windowCostBounds = []float64{1.0 / 512, 1.0 / 128, 1.0 / 64, 1.0 / 32, 1.0 / 16, 1.0 / 8}
-
-// windowCost is a window cost histogram of a, classic buckets only.
-func windowCost(d *prometheus.Desc, a *gpuspans.Aggregate, phase string) prometheus.Metric {
-	buckets := make(map[float64]uint64, len(windowCostBounds))
-	for _, b := range windowCostBounds {
-		n := a.ZeroCount
-		for i, v := range a.Buckets {
-			if gpuspans.BucketUpperBound(i) > b {
-				break
-			}
-			n += v
-		}
-		buckets[b] = n
+// windowCostLayout is kernel_window_seconds' classic buckets, 2 ms to 128
+// ms (2^-9, then 2^-7 to 2^-3 s): edges of the hub's buckets, so the counts
+// are exact, and 9 series a phase keep classic-only servers within their
+// budget. Native servers store the hub's own buckets, one series a phase.
+var windowCostLayout = func() *layout {
+	var l layout
+	for _, e := range []int{-9, -7, -6, -5, -4, -3} {
+		k := e << gpuspans.Schema
+		l.bounds = append(l.bounds, gpuspans.KeyUpperBound(k))
+		l.last = append(l.last, k-gpuspans.MinBucketKey)
 	}
-	return prometheus.MustNewConstHistogram(d, a.Count, a.Sum.Seconds(), buckets, phase)
+	return &l
+}()
+
+// windowCostHistogram is a window cost histogram of a.
+func (c *Collector) windowCostHistogram(a *gpuspans.Aggregate, phase string) prometheus.Metric {
+	return &histogram{
+		desc:   c.windowCost,
+		labels: prometheus.MakeLabelPairs(c.windowCost, []string{phase}),
+		hist:   windowCostLayout.histogram(a, !c.classicOnly),
+	}
 }
 
 // devices sends one up and one info series per device. A device being
