@@ -162,7 +162,6 @@ func (pub *published) fill(h spanring.Hub) {
 	cs.step = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.Step)))
 	cs.open_lanes = (*C.int64_t)(pin(&pub.pins, unsafe.Pointer(h.OpenLanes)))
 	cs.lane_already_open = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.LaneAlreadyOpen)))
-	cs.unknown_lane = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.UnknownLane)))
 	cs.state = (*C.uint32_t)(pin(&pub.pins, unsafe.Pointer(h.State)))
 	cs.pools = (*C.int32_t)(pin(&pub.pins, unsafe.Pointer(h.Pools)))
 	cs.leak_clock = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.LeakClock)))

@@ -71,7 +71,6 @@ typedef struct gs_sp_set {
   uint64_t* step;
   int64_t* open_lanes;
   uint64_t* lane_already_open;
-  uint64_t* unknown_lane;
   uint32_t* state;  /* the hub's level | armed | tracer word, GS_HUB_WORD_* bits */
   int32_t* pools;
   uint64_t* leak_clock;

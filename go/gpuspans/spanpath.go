@@ -28,7 +28,6 @@ func (h *Hub) publish() {
 	for i, r := range cur {
 		d := &h.devc[r.device]
 		recs[i] = spanring.Recorder{
-			Device:  r.device,
 			Stream:  uint64(r.stream),
 			Status:  &r.status,
 			Next:    &r.next,
@@ -49,7 +48,6 @@ func (h *Hub) publish() {
 		Step:            &h.step,
 		OpenLanes:       &h.openLanes,
 		LaneAlreadyOpen: &h.laneAlreadyOpen,
-		UnknownLane:     &h.unknownLane,
 		State:           &h.state,
 		Pools:           &h.pools,
 		LeakClock:       &h.leakClock,

@@ -103,7 +103,6 @@ const (
 // pointers stay valid while the recorder is reachable; a Publisher pins
 // them for as long as C code may read them.
 type Recorder struct {
-	Device  int
 	Pool    any    // the recorder's backend.Pool once its status is open, else nil
 	Stream  uint64 // lane spans' stream
 	Status  *atomic.Uint32
@@ -128,7 +127,6 @@ type Hub struct {
 	Step            *atomic.Uint64 // the step counter: a span begins in its step
 	OpenLanes       *atomic.Int64  // lane spans open on any recorder
 	LaneAlreadyOpen *atomic.Uint64
-	UnknownLane     *atomic.Uint64
 
 	State        *uint32        // level | armed | tracer bits (gpuspans' Mirror* bits)
 	Pools        *int32         // pools open
