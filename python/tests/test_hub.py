@@ -141,6 +141,9 @@ class HubTest(unittest.TestCase):
                 s = hub.snapshot()["kernel_timing"]
                 self.assertFalse(s["tracing"])
                 self.assertIn("libcupti", s["reason"])
+                # No window measured anything: GPU time is not known, not zero.
+                self.assertIsNone(hub.gpu_time())
+                self.assertNotIn("gpu_time", hub.snapshot())
                 hub.kernel_timing = "attached"
                 self.assertEqual(hub.kernel_timing, "attached")
                 with self.assertRaisesRegex(gpuspans.Error, "windows need auto or cupti"):

@@ -3,7 +3,9 @@
 # given as $1, or one built with go build) on a loopback port with the
 # simulated GPU, loads /debug/gpuspans in headless Chromium, and checks in
 # the DOM that every lane's histogram is an <svg> with bars holding spans,
-# that the kernel histograms are there too, and that the page's own script
+# that the kernel histograms are there too, that the latest kernel
+# window's step is drawn as a timeline (lanes, kernels, the gap 1.5 ms of
+# host work leaves, with names on hover), and that the page's own script
 # refreshes it. Saves the DOM and a screenshot under $ARTIFACTS (default
 # out/e2e). Installs Debian's chromium when missing, as root.
 #
@@ -14,7 +16,7 @@ mkdir -p "$ARTIFACTS"
 
 apt_install chromium chromium
 BIN="$(gpuspans_bin "${1:-}")"
-start_demo "$BIN" --kernel_span_every=2
+start_demo "$BIN" --kernel_span_every=2 --kernel_timing=auto --kernel_window_every=100ms --host_gap=1500us
 
 # Wait until both lanes and a kernel have spans, so the page has bars.
 has_spans() {
@@ -25,6 +27,8 @@ has_spans() {
     grep -q 'data-kind="kernel"' <<<"$page"
 }
 wait_for 30 "spans on the live page" has_spans
+wait_for 30 "a kernel window's timeline on the live page" \
+  bash -c "curl -fs --max-time 5 '$DEMO_URL/debug/gpuspans?refresh=0' | grep -q '<svg class=\"timeline\"'"
 
 chrome() {
   timeout 90 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -53,6 +57,17 @@ kernels="$(grep -c '^<svg class="hist" data-kind="kernel"' <<<"$dom" || true)"
 ((kernels >= 3)) || fail "only $kernels kernel histograms in the DOM"
 log "$kernels kernel histograms"
 grep -q '<table id="summary">' "$ARTIFACTS/debug-page.dom.html" || fail "no summary table"
+timeline="$(grep '^<svg class="timeline"' <<<"$dom" | head -1)"
+[[ -n "$timeline" ]] || fail "no timeline <svg> in the browser's DOM"
+tk="$(grep -o '<rect class="kernel"' <<<"$timeline" | wc -l)"
+tg="$(grep -o '<rect class="gap"' <<<"$timeline" | wc -l)"
+((tk >= 9)) || fail "the timeline draws $tk kernels, want the step's 9 (3 prefill, 3 decode, 3 graph)"
+((tg >= 1)) || fail "the timeline draws no gap, though 1.5 ms of host work leaves the decode lane's GPU idle"
+grep -q '<title>attn_decode: ' <<<"$timeline" || fail "the timeline's kernels have no names on hover"
+grep -q '<title>gap [^<]* between sample and norm</title>' <<<"$timeline" ||
+  fail "the host's gap is not named between decode's last eager kernel and the graph's first: $(grep -o '<title>gap [^<]*' <<<"$timeline")"
+grep -q '<table id="gpu-time">' "$ARTIFACTS/debug-page.dom.html" || fail "no GPU time table"
+log "timeline: $tk kernels, $tg gap(s), named on hover"
 
 # The inline script refetches the page and swaps in the new data; it writes
 # "updated" into the status once a swap has happened. Virtual time lets the

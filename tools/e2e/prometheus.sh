@@ -99,18 +99,27 @@ scrapes_done() {
 # as two real Prometheus servers store it. Default: lane histograms only;
 # then 64 kernels, each timed on armed steps, with --kernel_histograms.
 BUDGET_NATIVE=30 BUDGET_CLASSIC=85 BUDGET_K64_NATIVE=100 BUDGET_K64_CLASSIC=2000
+BUDGET_WIN_NATIVE=48 BUDGET_WIN_CLASSIC=130
 k64() { local i l=""; for i in $(seq -w 1 32); do l+="$1$i=5us,"; done; echo "${l%,}"; }
 DEMO_NAME=default start_demo "$BIN" --rate=100 --status_every=-1
 DEFAULT_DEMO="${DEMO_URL#http://}" DEFAULT_PID="${PIDS[-1]}"
 DEMO_NAME=k64 start_demo "$BIN" --rate=100 --status_every=-1 --kernel_histograms --graph= \
   --prefill="$(k64 p)" --decode="$(k64 d)"
 K64_DEMO="${DEMO_URL#http://}" K64_PID="${PIDS[-1]}"
-start_prometheus COUNT_NATIVE - default="$DEFAULT_DEMO" k64="$K64_DEMO" -- --enable-feature=native-histograms
+# Kernel windows on the simulator's tracer, 10 a second: their own series
+# and GPU time's; 1.5 ms of host work before the decode lane's graph
+# replay outlasts the GPU's queue (860 us of prefill, 185 us of decode)
+# and leaves it idle for part of the lane.
+DEMO_NAME=windows start_demo "$BIN" --rate=100 --status_every=-1 --kernel_timing=auto --kernel_window_every=100ms --host_gap=1500us
+WIN_DEMO="${DEMO_URL#http://}" WIN_PID="${PIDS[-1]}"
+# The rules are loaded for GPU time's dashboard queries below; their
+# series are named gpuspans:..., outside the counts.
+start_prometheus COUNT_NATIVE "$EX/gpuspans.rules.yml" default="$DEFAULT_DEMO" k64="$K64_DEMO" windows="$WIN_DEMO" -- --enable-feature=native-histograms
 COUNT_NATIVE_PID="${PIDS[-1]}"
-start_prometheus COUNT_CLASSIC - default="$DEFAULT_DEMO" k64="$K64_DEMO"
+start_prometheus COUNT_CLASSIC "$EX/gpuspans.rules.yml" default="$DEFAULT_DEMO" k64="$K64_DEMO" windows="$WIN_DEMO"
 COUNT_CLASSIC_PID="${PIDS[-1]}"
 for p in "$COUNT_NATIVE" "$COUNT_CLASSIC"; do
-  for job in default k64; do
+  for job in default k64 windows; do
     # 10 scrapes: every step armed for kernel spans has run by then, and
     # every series that appears at its first count has appeared.
     wait_for 40 "10 scrapes of $job by $p" scrapes_done "$p" "$job" 10
@@ -119,7 +128,7 @@ done
 : >"$ARTIFACTS/series.txt"
 for form in native classic; do
   if [[ $form == native ]]; then p=$COUNT_NATIVE; else p=$COUNT_CLASSIC; fi
-  for job in default k64; do
+  for job in default k64 windows; do
     sel="job=\"$job\",__name__=~\"gpuspans_.+\""
     total="$(scalar "$p" "count({$sel})")"
     per_device="$(scalar "$p" "count({$sel,device!=\"\"})")"
@@ -129,6 +138,9 @@ for form in native classic; do
       budget=$BUDGET_CLASSIC
       [[ $form == native ]] && budget=$BUDGET_NATIVE
       [[ -z "$kernels" ]] || fail "$form: the default demo exports kernel series ($kernels kernels)"
+    elif [[ $job == windows ]]; then
+      budget=$BUDGET_WIN_CLASSIC
+      [[ $form == native ]] && budget=$BUDGET_WIN_NATIVE
     else
       budget=$BUDGET_K64_CLASSIC
       [[ $form == native ]] && budget=$BUDGET_K64_NATIVE
@@ -157,7 +169,31 @@ for lw in "prefill 860" "decode 220"; do
     fail "default classic buckets: lane $lane p50 '${got}'s is not within a factor of 2 of ${want_us}us"
   log "default classic buckets: lane $lane p50 $(awk -v g="$got" 'BEGIN {printf "%.1f", g * 1e6}')us (configured ${want_us}us; bound: a factor of 2)"
 done
-for pid in "$DEFAULT_PID" "$K64_PID" "$COUNT_NATIVE_PID" "$COUNT_CLASSIC_PID"; do stop "$pid"; done
+# GPU time's dashboard panels return data from the windows demo, native
+# and classic (the rest of the dashboard is checked on the demo below).
+gpu_panels=0
+for p in "$COUNT_NATIVE" "$COUNT_CLASSIC"; do
+  wait_for 30 "the recorded busy ratio on $p" bash -c "curl -fs --max-time 5 --get --data-urlencode 'query=gpuspans:lane_busy_ratio:10m{job=\"windows\",lane=\"decode\"}' '$p/api/v1/query' | grep -q '\"result\":\[{'"
+  while IFS= read -r e; do
+    e="${e//\\\"/\"}"
+    case "$e" in *lane_busy_ratio* | *kernel_gap_seconds* | *lane_kernel_share*) ;; *) continue ;; esac
+    e="${e//\$job/windows}"
+    e="${e//\$instance/.*}"
+    e="${e//\$device/.*}"
+    e="${e//\$lane/.*}"
+    r="$(query "$p" "$e")" || fail "GPU time dashboard query refused by $p: $e"
+    grep -q '"result":\[{' <<<"$r" || fail "GPU time dashboard query returned nothing from the windows demo on $p: $e: $r"
+    gpu_panels=$((gpu_panels + 1))
+  done < <(grep -oP '"expr": "\K(?:[^"\\]|\\.)*' "$EX/grafana-dashboard.json")
+done
+((gpu_panels == 8)) || fail "$gpu_panels GPU time dashboard queries checked, want 4 on each server"
+ratio="$(value "$COUNT_NATIVE" 'gpuspans:lane_busy_ratio:10m{job="windows"}' lane decode)"
+# Decode: from the prefill's end (860 us in) its 185 us of kernels, then
+# idle until the host's 1.5 ms are up, then the 35 us graph: busy about 220
+# us of 675 (0.24-0.53 with the jitter's spread).
+awk -v r="$ratio" 'BEGIN { exit !(r != "" && r > 0.15 && r < 0.8) }' || fail "the windows demo's decode busy ratio '$ratio': want about 0.33 (220 us of kernels in a 675 us lane)"
+log "GPU time: the windows demo's decode lane busy $ratio of its time; $gpu_panels dashboard queries return data"
+for pid in "$DEFAULT_PID" "$K64_PID" "$WIN_PID" "$COUNT_NATIVE_PID" "$COUNT_CLASSIC_PID"; do stop "$pid"; done
 
 # The OTLP sink the demo sends its traces to.
 SINK_SPANS="$TMP/sink-spans.txt"
@@ -317,9 +353,8 @@ for p in "$NATIVE" "$CLASSIC"; do
     e="${e//\$__range/1m}"
     r="$(query "$p" "$e")" || fail "dashboard query refused by $p: $e"
     n=$((n + 1))
-    # GPU time's panels need kernel windows, which the simulated demo has
-    # none of: the server must accept them; the rules they read are tested
-    # by promtool above, on noisy series.
+    # GPU time's panels need kernel windows, which this demo runs without:
+    # the windows demo above answered them.
     case "$e" in *lane_busy_ratio* | *kernel_gap_seconds* | *lane_kernel_share*) windows_only=$((windows_only + 1)); continue ;; esac
     grep -q '"result":\[{' <<<"$r" || fail "dashboard query returned nothing from $p: $e: $r"
   done < <(grep -oP '"expr": "\K(?:[^"\\]|\\.)*' "$DASH")

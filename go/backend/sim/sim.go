@@ -26,6 +26,9 @@ type Options struct {
 	// much longer than the work between its events, and pools report it as
 	// measured (backend.Calibrated), as the CUDA core does. 0: none.
 	EventOffset time.Duration
+	// Tracer, when set, records the kernels the GPU launches while it
+	// collects (LaunchKernel; Launch records them without a name).
+	Tracer *Tracer
 }
 
 // GPU is one simulated device.
@@ -33,6 +36,7 @@ type GPU struct {
 	device int
 	now    func() time.Time
 	offset int64 // Options.EventOffset, ns
+	tracer *Tracer
 
 	mu      sync.Mutex
 	streams map[backend.Stream]*stream
@@ -49,7 +53,7 @@ func New(o Options) *GPU {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	return &GPU{device: o.Device, now: o.Now, offset: int64(max(o.EventOffset, 0)), streams: map[backend.Stream]*stream{0: {}}}
+	return &GPU{device: o.Device, now: o.Now, offset: int64(max(o.EventOffset, 0)), tracer: o.Tracer, streams: map[backend.Stream]*stream{0: {}}}
 }
 
 // streamLocked returns s's state; any handle is a stream, made on first use.
@@ -81,15 +85,26 @@ func (g *GPU) NewStream() backend.Stream {
 // captured it runs nothing, as a captured launch only adds a graph node,
 // and returns zeros.
 func (g *GPU) Launch(s backend.Stream, d time.Duration) (startNs, endNs int64) {
+	return g.LaunchKernel(s, d, "", 0)
+}
+
+// LaunchKernel is Launch of a kernel called name, replayed from graph (0:
+// none), as Options.Tracer records it while collecting.
+func (g *GPU) LaunchKernel(s backend.Stream, d time.Duration, name string, graph uint32) (startNs, endNs int64) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	st := g.streamLocked(s)
 	if st.capturing {
+		g.mu.Unlock()
 		return 0, 0
 	}
 	startNs = g.reachLocked(st)
 	st.busyUntil = startNs + int64(d)
-	return startNs, st.busyUntil
+	endNs = st.busyUntil
+	g.mu.Unlock()
+	if g.tracer != nil {
+		g.tracer.record(g.device, s, startNs, endNs, name, graph)
+	}
+	return startNs, endNs
 }
 
 // BeginCapture starts capturing s into a graph.

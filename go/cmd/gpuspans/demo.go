@@ -163,6 +163,7 @@ func demoFlags(cfg *demo.Config) (fs *flag.FlagSet, token, tokenFile *string) {
 	fs.Var(&cfg.Engine.Graph, "graph", "kernels (a `list` of name=duration) captured once into a graph and replayed at the end of the decode lane every step; empty for no graph")
 	fs.Float64Var(&cfg.Engine.Jitter, "jitter", cfg.Engine.Jitter, "vary each launch's duration by up to this fraction either way (0..0.9)")
 	fs.Int64Var(&cfg.Engine.Seed, "seed", cfg.Engine.Seed, "seed of the jitter")
+	fs.Var((*durationFlag)(&cfg.Engine.HostGap), "host_gap", fmt.Sprintf("host work in the decode lane before the graph's replay (0..%v): the GPU idles through it, as kernel windows' GPU time shows", demo.MaxHostGap))
 	fs.StringVar(&cfg.TracePath, "trace", cfg.TracePath, "timeline trace written on exit (Chrome trace JSON); empty for none. A * in the file name makes a new file each run (the default)")
 	fs.IntVar(&cfg.TraceSpans, "trace_spans", cfg.TraceSpans, "the trace keeps the last this many spans")
 	fs.StringVar(&cfg.SpansPath, "spans", cfg.SpansPath, "span file, written as spans land (protobuf, see proto/gpuspans/v1); empty for none")
@@ -181,11 +182,12 @@ func demoFlags(cfg *demo.Config) (fs *flag.FlagSet, token, tokenFile *string) {
 func hubFlags(fs *flag.FlagSet, o *gpuspans.Options) {
 	fs.TextVar(&o.Level, "level", o.Level, "telemetry `level` at start: off, step or kernel")
 	fs.TextVar(&o.KernelTiming, "kernel_timing", o.KernelTiming, "where kernel spans come from: events (event pairs around the demo's launches), auto (every kernel of kernel windows from CUPTI where it loads, else events), cupti, or attached (CUPTI attached throughout)")
-	fs.IntVar(&o.KernelSpanEvery, "kernel_span_every", o.KernelSpanEvery, "arm kernel spans on one step in this many (0: 16)")
-	fs.IntVar(&o.Slots, "slots", o.Slots, "span ring slots (event pairs) per device (0: 4096)")
-	fs.Var((*durationFlag)(&o.KernelWindowEvery), "kernel_window_every", "with kernel_timing auto or cupti, the `period` of kernel windows (1ms..24h; 0: 10s)")
-	fs.IntVar(&o.KernelWindowSteps, "kernel_window_steps", o.KernelWindowSteps, "steps each kernel window collects (1..1024; 0: 1)")
-	fs.IntVar(&o.KernelLabels, "kernel_labels", o.KernelLabels, "traced kernel names that get a label of their own, heaviest first; the rest are \"other\" (1..1024; 0: 32)")
+	fs.IntVar(&o.KernelSpanEvery, "kernel_span_every", o.KernelSpanEvery, fmt.Sprintf("arm kernel spans on one step in this many (0: %d)", gpuspans.DefaultKernelSpanEvery))
+	fs.IntVar(&o.Slots, "slots", o.Slots, fmt.Sprintf("span ring slots (event pairs) per device (0: %d)", gpuspans.DefaultSlots))
+	fs.Var((*durationFlag)(&o.KernelWindowEvery), "kernel_window_every", fmt.Sprintf("with kernel_timing auto or cupti, the `period` of kernel windows (%v..%v; 0: %v)",
+		gpuspans.MinKernelWindowEvery, gpuspans.MaxKernelWindowEvery, gpuspans.DefaultKernelWindowEvery))
+	fs.IntVar(&o.KernelWindowSteps, "kernel_window_steps", o.KernelWindowSteps, fmt.Sprintf("steps each kernel window collects (1..%d; 0: %d)", gpuspans.MaxKernelWindowSteps, gpuspans.DefaultKernelWindowSteps))
+	fs.IntVar(&o.KernelLabels, "kernel_labels", o.KernelLabels, fmt.Sprintf("traced kernel names that get a label of their own, heaviest first; the rest are \"other\" (1..%d; 0: %d)", gpuspans.MaxKernels, gpuspans.DefaultKernelLabels))
 	fs.TextVar(&o.StartTimes, "start_times", o.StartTimes, "`when` spans are placed on the host clock: auto (while a reader reads them), never or always")
 	fs.BoolVar(&o.RawKernelSpans, "raw_kernel_spans", o.RawKernelSpans, "report kernel spans as their event pairs read them, the event offset not subtracted")
 }

@@ -164,6 +164,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("rate %v: want 0 (steps back to back) or %v..%v steps per second", c.Rate, MinRate, MaxRate)
 	case !(c.Engine.Jitter >= 0 && c.Engine.Jitter <= 0.9):
 		return fmt.Errorf("jitter %v: want 0..0.9", c.Engine.Jitter)
+	case c.Engine.HostGap < 0 || c.Engine.HostGap > MaxHostGap:
+		return fmt.Errorf("host_gap %v: want 0..%v", c.Engine.HostGap, MaxHostGap)
 	case c.Steps < 0:
 		return fmt.Errorf("steps %d: want >= 0", c.Steps)
 	case c.Duration < 0:

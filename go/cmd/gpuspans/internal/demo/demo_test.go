@@ -667,3 +667,55 @@ func TestStatusCountsEngineStepsAtLevelOff(t *testing.T) {
 		t.Errorf("no status line with engine steps at level off:\n%s", out.String())
 	}
 }
+
+// On the simulator, kernel windows see the engine's kernels, graph
+// replays included, and GPU time measures its lanes from them.
+func TestSimKernelWindowsMeasureGPUTime(t *testing.T) {
+	gpu := NewSimGPU(0)
+	hub, err := gpuspans.New(gpuspans.Options{Lanes: []string{LanePrefill, LaneDecode}, Level: gpuspans.LevelKernel, Logf: t.Logf,
+		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: gpu.Tracer(), KernelWindowEvery: gpuspans.MinKernelWindowEvery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Install(0, gpu.Stream(), gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngine(hub, gpu, EngineConfig{Prefill: DefaultPrefill, Decode: DefaultDecode, Graph: DefaultGraph})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Capture(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		if err := eng.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hub.CloseKernelTracer(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		hub.Harvest()
+	}
+	g := hub.GPUTime()
+	if g.Windows == 0 || len(g.Lanes) == 0 {
+		t.Fatalf("GPU time after 40 steps: %+v", g)
+	}
+	names := map[string]bool{}
+	for _, tl := range g.Timelines {
+		for _, k := range tl.Kernels {
+			names[k.Kernel] = true
+		}
+	}
+	for _, want := range []string{"attn_decode", "norm", "residual"} {
+		if !names[want] {
+			t.Errorf("the timeline lacks %s (eager and graph kernels): %v", want, names)
+		}
+	}
+	for _, l := range g.Lanes {
+		if l.Busy <= 0 || l.Busy > l.Time {
+			t.Errorf("lane %s: busy %v of %v", l.Lane, l.Busy, l.Time)
+		}
+	}
+}

@@ -30,7 +30,15 @@ type EngineConfig struct {
 	Jitter float64
 	// Seed seeds the jitter, so runs are repeatable.
 	Seed int64
+	// HostGap is host work in the decode lane between its eager kernels
+	// and the graph's replay (0..MaxHostGap), as an engine's sampling or
+	// scheduling between launches: the GPU idles through it once its
+	// queue runs dry, which kernel windows' GPU time shows.
+	HostGap time.Duration
 }
+
+// MaxHostGap bounds EngineConfig.HostGap.
+const MaxHostGap = 100 * time.Millisecond
 
 // launch is one kernel of a lane, with the handle it is registered under.
 type launch struct {
@@ -50,6 +58,7 @@ type Engine struct {
 	graph    []launch
 	lanes    [2]int // hub lane indices of prefill and decode
 	jitter   float64
+	hostGap  time.Duration
 	rng      *rand.Rand
 	captured bool
 	steps    atomic.Uint64    // engine steps run, whatever the level (the hub counts only at step and above)
@@ -70,7 +79,10 @@ func NewEngine(hub *gpuspans.Hub, gpu GPU, cfg EngineConfig) (*Engine, error) {
 	if !(cfg.Jitter >= 0 && cfg.Jitter <= 0.9) { // NaN fails both
 		return nil, fmt.Errorf("demo: jitter %v outside 0..0.9", cfg.Jitter)
 	}
-	e := &Engine{hub: hub, gpu: gpu, jitter: cfg.Jitter, rng: rand.New(rand.NewSource(cfg.Seed))}
+	if cfg.HostGap < 0 || cfg.HostGap > MaxHostGap {
+		return nil, fmt.Errorf("demo: host gap %v outside 0..%v", cfg.HostGap, MaxHostGap)
+	}
+	e := &Engine{hub: hub, gpu: gpu, jitter: cfg.Jitter, hostGap: cfg.HostGap, rng: rand.New(rand.NewSource(cfg.Seed))}
 	for i := range e.scale {
 		e.scale[i].Store(math.Float64bits(1))
 	}
@@ -146,7 +158,7 @@ func (e *Engine) Capture() (CaptureResult, error) {
 	stream := e.gpu.Stream()
 	for _, l := range e.graph {
 		sp := e.hub.KernelBegin(l.handle, stream)
-		launchErr = e.gpu.Launch(l.k.Duration)
+		launchErr = e.gpu.Launch(l.k.Name, l.k.Duration)
 		e.hub.KernelEnd(sp)
 		if launchErr != nil {
 			break
@@ -248,16 +260,26 @@ func (e *Engine) lane(n int, kernels []launch, replay bool) error {
 			d = time.Duration(float64(d) * (1 + e.jitter*(2*e.rng.Float64()-1)))
 		}
 		sp := e.hub.KernelBegin(l.handle, stream)
-		err := e.gpu.Launch(d)
+		err := e.gpu.Launch(l.k.Name, d)
 		e.hub.KernelEnd(sp)
 		if err != nil {
 			return fmt.Errorf("demo: launching %s: %w", l.k.Name, err)
 		}
 	}
 	if replay {
+		if e.hostGap > 0 {
+			spin(e.hostGap)
+		}
 		if err := e.gpu.Replay(); err != nil {
 			return fmt.Errorf("demo: replaying the graph: %w", err)
 		}
 	}
 	return nil
+}
+
+// spin keeps the host busy for d, as work between launches does (a sleep
+// would overshoot short gaps by the scheduler's tens of microseconds).
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
 }

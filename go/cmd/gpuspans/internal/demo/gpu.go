@@ -28,11 +28,12 @@ type GPU interface {
 	Stream() backend.Stream
 	// Opener opens the hub's event pool of slots pairs on this GPU.
 	Opener() backend.Opener
-	// Tracer opens the kernel tracer (CUPTI) that sees this GPU's kernels,
-	// or is nil where there is none (the simulator).
+	// Tracer opens the kernel tracer that sees this GPU's kernels: CUPTI,
+	// or the simulator's.
 	Tracer() backend.TracerOpener
-	// Launch queues a kernel that runs for d on the stream.
-	Launch(d time.Duration) error
+	// Launch queues a kernel called name that runs for d on the stream
+	// (a real GPU runs the kit's spin kernel, whatever the name).
+	Launch(name string, d time.Duration) error
 	// BeginCapture starts capturing the stream into a graph; launches then
 	// become graph nodes and run nothing. EndCapture ends it and makes the
 	// graph executable; Replay launches it on the stream.
@@ -47,23 +48,35 @@ type GPU interface {
 	Close() error
 }
 
-// simGPU runs the demo on the simulated GPU. The simulator keeps its queue
-// to itself, so simGPU tracks when the stream's work ends for Wait.
+// simGPU runs the demo on the simulated GPU, with the simulator's kernel
+// tracer. The simulator keeps its queue to itself, so simGPU tracks when
+// the stream's work ends for Wait.
 type simGPU struct {
 	gpu       *sim.GPU
+	tracer    *sim.Tracer
 	stream    backend.Stream
 	device    int
 	busyUntil time.Time
 	capturing bool
-	graph     time.Duration // total duration of the captured launches
+	nodes     []simNode // the captured launches
 	captured  bool
 }
+
+// simNode is one launch of the captured graph.
+type simNode struct {
+	name string
+	d    time.Duration
+}
+
+// simGraph is the id the tracer gives the captured graph's kernels.
+const simGraph = 1
 
 // NewSimGPU returns a simulated GPU with device ordinal device, on the host
 // clock. Safe from any goroutine; the GPU follows the GPU interface's rules.
 func NewSimGPU(device int) GPU {
-	g := sim.New(sim.Options{Device: device})
-	return &simGPU{gpu: g, stream: g.NewStream(), device: device}
+	t := sim.NewTracer()
+	g := sim.New(sim.Options{Device: device, Tracer: t})
+	return &simGPU{gpu: g, tracer: t, stream: g.NewStream(), device: device}
 }
 
 func (s *simGPU) Describe() string       { return "simulated GPU" }
@@ -71,13 +84,14 @@ func (s *simGPU) Device() int            { return s.device }
 func (s *simGPU) Stream() backend.Stream { return s.stream }
 func (s *simGPU) Opener() backend.Opener { return s.gpu.Opener() }
 
-// Tracer is nil: no CUDA kernel runs for CUPTI to see.
-func (s *simGPU) Tracer() backend.TracerOpener { return nil }
+// Tracer opens the simulator's tracer, which records the kernels as the
+// simulator runs them.
+func (s *simGPU) Tracer() backend.TracerOpener { return s.tracer.Opener() }
 
-func (s *simGPU) Launch(d time.Duration) error {
-	s.gpu.Launch(s.stream, d)
+func (s *simGPU) Launch(name string, d time.Duration) error {
+	s.gpu.LaunchKernel(s.stream, d, name, 0)
 	if s.capturing {
-		s.graph += d
+		s.nodes = append(s.nodes, simNode{name, d})
 		return nil
 	}
 	s.queue(d)
@@ -98,7 +112,7 @@ func (s *simGPU) BeginCapture() error {
 		return errors.New("sim: capture already in progress")
 	}
 	s.gpu.BeginCapture(s.stream)
-	s.capturing, s.graph = true, 0
+	s.capturing, s.nodes = true, s.nodes[:0]
 	return nil
 }
 
@@ -111,14 +125,15 @@ func (s *simGPU) EndCapture() error {
 	return nil
 }
 
-// Replay queues the graph as one block of work: the simulator has no
-// graphs, and a replay's nodes run back to back anyway.
+// Replay queues the graph's launches back to back, as its nodes run.
 func (s *simGPU) Replay() error {
 	if !s.captured {
 		return errors.New("sim: no graph captured")
 	}
-	s.gpu.Launch(s.stream, s.graph)
-	s.queue(s.graph)
+	for _, n := range s.nodes {
+		s.gpu.LaunchKernel(s.stream, n.d, n.name, simGraph)
+		s.queue(n.d)
+	}
 	return nil
 }
 
@@ -170,8 +185,8 @@ func (c *cudaGPU) Opener() backend.Opener { return cuda.Opener(c.device) }
 
 // Tracer opens CUPTI ($GPUSPANS_CUPTI, a libcupti already loaded, the
 // toolkit's).
-func (c *cudaGPU) Tracer() backend.TracerOpener { return cuda.TracerOpener("") }
-func (c *cudaGPU) Launch(d time.Duration) error { return c.kit.Spin(c.stream, d, nil) }
+func (c *cudaGPU) Tracer() backend.TracerOpener           { return cuda.TracerOpener("") }
+func (c *cudaGPU) Launch(_ string, d time.Duration) error { return c.kit.Spin(c.stream, d, nil) }
 
 // BeginCapture captures in CaptureGlobal mode, the strictest: any unsafe
 // driver call from any thread would invalidate it, so a capture that ends

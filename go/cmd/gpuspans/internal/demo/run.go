@@ -161,16 +161,11 @@ func (r *demoRun) openFiles() error {
 	return nil
 }
 
-// makeHub makes the hub and installs it on the GPU. A kernel timing other
-// than event pairs falls back to them on a GPU with no CUDA kernels for
-// CUPTI to see.
+// makeHub makes the hub and installs it on the GPU, with the GPU's kernel
+// tracer (CUPTI, or the simulator's).
 func (r *demoRun) makeHub() error {
 	cfg, con, gpu := &r.cfg, r.con, r.gpu
 	o := cfg.Hub
-	if o.KernelTiming != gpuspans.KernelTimingEvents && gpu.Tracer() == nil {
-		con.Printf("kernel_timing %v: %s runs no CUDA kernel for CUPTI to see; kernel spans are event pairs", o.KernelTiming, gpu.Describe())
-		o.KernelTiming = gpuspans.KernelTimingEvents
-	}
 	o.Lanes = []string{LanePrefill, LaneDecode}
 	o.RecentSpans = recentSpans
 	o.Logf = con.Printf
