@@ -169,6 +169,25 @@ func TestCBench(t *testing.T) {
 // The C span path on the fake driver (testdata/spanpath_test.c), and the
 // same program with every lane call sent through Go: both pass, and every
 // outcome they count is the same.
+// TestRingDifferential holds the ring's two writers, recorder.go and
+// spanpath.c, to one protocol op for op: a million random lane operations
+// over 4 seeds, each sent to C or Go at random, every word of the ring
+// compared with go/internal/spanring/spanringtest's model after each
+// (testdata/ringdiff_test.c). tools/ci/ringdiff_mutations.sh checks that
+// it fails under a mutation of either writer and of the shared protocol.
+func TestRingDifferential(t *testing.T) {
+	exe := compile(t, "gcc", library(t, "c-archive"), "ringdiff_test", "-I../../cuda/include", "testdata/ringdiff_test.c")
+	ops := "250000"
+	if s := os.Getenv("GPUSPANS_RINGDIFF_OPS"); s != "" {
+		ops = s
+	}
+	b, err := exec.Command(exe, ops, "1", "2", "3", "4").CombinedOutput()
+	t.Logf("%s", b)
+	if err != nil || !strings.Contains(string(b), "PASS") {
+		t.Fatalf("the ring's writers differ from the model: %v", err)
+	}
+}
+
 func TestSpanPath(t *testing.T) {
 	exe := compile(t, "gcc", library(t, "c-archive"), "spanpath_test", "-I../../cuda/include", "testdata/spanpath_test.c")
 	summaries := map[string][]string{}

@@ -119,6 +119,7 @@ type spanPath struct {
 type published struct {
 	id   uint64
 	c    *C.gs_sp_set
+	hub  spanring.Hub
 	recs []spanring.Recorder
 	pins runtime.Pinner
 }
@@ -140,7 +141,7 @@ func (p *spanPath) Publish(h spanring.Hub, recs []spanring.Recorder) {
 	var pub *published
 	if cs != nil {
 		p.nextID++
-		pub = &published{id: p.nextID, c: cs, recs: recs}
+		pub = &published{id: p.nextID, c: cs, hub: h, recs: recs}
 		pub.fill(h)
 		p.byID[pub.id] = pub
 	}

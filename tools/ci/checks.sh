@@ -70,8 +70,8 @@ step "dependencies: production code links no test code"
 # carry them.
 for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/gpuspanshttp ./go/gpuspanshttp/control ./go/gpuspanshttp/debugpage ./go/export/... ./go/capi; do
   deps="$(go list -deps "$pkg")"
-  if grep -qx 'github.com/gpuspans/gpuspans/go/cuda/cudatest' <<<"$deps"; then
-    fail "$pkg links go/cuda/cudatest"
+  if grep -qxE 'github.com/gpuspans/gpuspans/go/(cuda/cudatest|internal/spanring/spanringtest)' <<<"$deps"; then
+    fail "$pkg links test code: $(grep -xE 'github.com/gpuspans/gpuspans/go/(cuda/cudatest|internal/spanring/spanringtest)' <<<"$deps" | tr '\n' ' ')"
   fi
 done
 if grep -nE '(fake_driver|fake_cupti|pool_testing|testkit)\.cc' go/cuda/core_amalgamation.cc; then
@@ -112,6 +112,9 @@ exports() { nm "$@" --defined-only | awk '$2 == "T" && $3 ~ /^gs_hub_/ {print $3
 diff <(exports "$(out //go/capi:capi)") <(exports -D "$so") || fail "$so and the C archive export different functions (above)"
 [[ "$(exports -D "$so" | wc -l)" -gt 30 ]] || fail "$so exports too few gs_hub_ functions: $(exports -D "$so" | wc -l)"
 ! exports -D "$so" | grep -q gs_hub_testing_ || fail "$so exports test hooks"
+
+step "the ring's differential test catches a mutation of each writer and of their protocol"
+tools/ci/ringdiff_mutations.sh
 
 step "examples/: a consumer workspace builds gpuspans as an external repository"
 (cd examples && bazel build //...)

@@ -21,7 +21,7 @@ wing() {
   *) echo 0 ;;
   esac
 }
-testonly="^$M/go/(backend/fake|gpuspans/gpuspanstest(/.*)?|cuda/cudatest(/.*)?|internal/golden)\$"
+testonly="^$M/go/(backend/fake|gpuspans/gpuspanstest(/.*)?|cuda/cudatest(/.*)?|internal/golden|internal/spanring/spanringtest)\$"
 
 bad=0
 while IFS='|' read -r pkg prod tests; do
