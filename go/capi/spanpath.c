@@ -290,9 +290,6 @@ static inline uint32_t word(gs_hub hub) {
   return LOAD(&gs_hub_words[(hub % GS_HUB_MAX_HUBS) * GS_HUB_WORD_STRIDE]);
 }
 
-static inline int kernel_level(uint32_t w) {
-  return (w & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_KERNEL;
-}
 
 // on returns the call for recorder i of s, or 0 when the path does not act
 // on it: it has no pool of the core's, so it is pending or failed (enter
@@ -314,7 +311,7 @@ gs_hub_status gs_hub_lane_begin_call(gs_hub hub, int32_t lane) {
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_lane_begin_go(hub, lane);
-  if (!kernel_level(word(hub))) {
+  if (!gs_hub_word_lanes_begin(word(hub))) {
     leave(h);
     return GS_HUB_OK;
   }
@@ -351,11 +348,11 @@ gs_hub_status gs_hub_next_lane_call(gs_hub hub, int32_t from, int32_t to) {
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_next_lane_go(hub, from, to);
   uint32_t w = word(hub);
-  if (!kernel_level(w) && (w & GS_HUB_WORD_POOLS) == 0) {
+  if (!gs_hub_word_lanes_end(w)) {
     leave(h);
     return GS_HUB_OK;
   }
-  int begin_to = to >= 0 && kernel_level(w);
+  int begin_to = to >= 0 && gs_hub_word_lanes_begin(w);
   if (begin_to && to >= s->nlanes) {
     leave(h);
     return gs_hub_next_lane_go(hub, from, to); // counted there

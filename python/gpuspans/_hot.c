@@ -47,7 +47,6 @@ typedef struct {
 
 static inline uint32_t word(const Hot* h) { return __atomic_load_n(h->word, __ATOMIC_ACQUIRE); }
 
-static inline int kernel_level(uint32_t w) { return (w & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_KERNEL; }
 
 static PyObject* index_name; /* "index", interned */
 
@@ -103,7 +102,7 @@ static int lane(Hot* h, PyObject* arg, int32_t* out) {
 
 static PyObject* hot_step(Hot* h, PyObject* unused) {
   (void)unused;
-  if (word(h) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS | GS_HUB_WORD_TRACER)) {
+  if (gs_hub_word_step_has_work(word(h))) {
     gs_hub hub = h->hub;
     step_fn fn = h->step;
     Py_BEGIN_ALLOW_THREADS fn(hub);
@@ -113,7 +112,7 @@ static PyObject* hot_step(Hot* h, PyObject* unused) {
 }
 
 static PyObject* hot_lane_begin(Hot* h, PyObject* arg) {
-  if (kernel_level(word(h))) {
+  if (gs_hub_word_lanes_begin(word(h))) {
     int32_t l;
     if (lane(h, arg, &l)) return NULL;
     h->lane_begin(h->hub, l);
@@ -123,7 +122,7 @@ static PyObject* hot_lane_begin(Hot* h, PyObject* arg) {
 
 static PyObject* hot_lane_end(Hot* h, PyObject* arg) {
   uint32_t w = word(h);
-  if (kernel_level(w) || (w & GS_HUB_WORD_POOLS)) {
+  if (gs_hub_word_lanes_end(w)) {
     int32_t l;
     if (lane(h, arg, &l)) return NULL;
     h->lane_end(h->hub, l);
@@ -147,7 +146,7 @@ static int pair(Hot* h, PyObject* args, const char* name, int32_t* a, int32_t* b
 
 static PyObject* hot_next_lane(Hot* h, PyObject* args) {
   uint32_t w = word(h);
-  if (kernel_level(w) || (w & GS_HUB_WORD_POOLS)) {
+  if (gs_hub_word_lanes_end(w)) {
     int32_t a, b;
     if (pair(h, args, "next_lane", &a, &b)) return NULL;
     h->next_lane(h->hub, a, b);
@@ -156,7 +155,7 @@ static PyObject* hot_next_lane(Hot* h, PyObject* args) {
 }
 
 static PyObject* hot_next_step(Hot* h, PyObject* args) {
-  if (word(h) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS | GS_HUB_WORD_TRACER)) {
+  if (gs_hub_word_step_has_work(word(h))) {
     int32_t a, b;
     if (pair(h, args, "next_step", &a, &b)) return NULL;
     gs_hub hub = h->hub;
@@ -169,7 +168,7 @@ static PyObject* hot_next_step(Hot* h, PyObject* args) {
 
 static PyObject* hot_armed(Hot* h, PyObject* unused) {
   (void)unused;
-  return PyBool_FromLong((word(h) & GS_HUB_WORD_ARMED) != 0);
+  return PyBool_FromLong(gs_hub_word_armed(word(h)));
 }
 
 static PyObject* zero;
@@ -177,7 +176,7 @@ static PyObject* zero;
 /* kernel_begin(kernel, stream=None, device=-1): 0 on a step not armed, with
  * no call and no argument parsed; the armed path is Python's. */
 static PyObject* hot_kernel_begin(Hot* h, PyObject* args, PyObject* kwargs) {
-  if (!(word(h) & GS_HUB_WORD_ARMED)) {
+  if (!gs_hub_word_armed(word(h))) {
     Py_INCREF(zero);
     return zero;
   }
@@ -187,7 +186,7 @@ static PyObject* hot_kernel_begin(Hot* h, PyObject* args, PyObject* kwargs) {
 /* kernel(kernel, stream=None, device=-1): the shared no-op context manager
  * on a step not armed; the armed path is Python's. */
 static PyObject* hot_kernel(Hot* h, PyObject* args, PyObject* kwargs) {
-  if (!(word(h) & GS_HUB_WORD_ARMED)) {
+  if (!gs_hub_word_armed(word(h))) {
     Py_INCREF(h->no_span);
     return h->no_span;
   }

@@ -343,7 +343,7 @@ class Hub:
         """Whether this step is armed for kernel spans (one memory read)."""
         if self._hot is not None:
             return self._hot.armed()
-        return bool(self._word.value & _lib.WORD_ARMED)
+        return _lib.armed(self._word.value)
 
     # The span paths: each reads the state word first and calls in only
     # when the hub has work.
@@ -352,18 +352,17 @@ class Hub:
         """Marks the start of an engine step (once per step, before its
         lanes): counts it, arms kernel spans on 1 step in N, lands finished
         spans. Never waits for the GPU."""
-        if self._word.value & (_lib.WORD_LEVEL | _lib.WORD_POOLS | _lib.WORD_TRACER):
+        if _lib.step_has_work(self._word.value):
             self._step_call(self._h)
 
     def lane_begin(self, lane: Union[int, str, Lane]) -> None:
         """Opens lane's span (an index, a name, or a Lane) at level Kernel."""
-        if self._word.value & _lib.WORD_LEVEL == Level.KERNEL:
+        if _lib.lanes_begin(self._word.value):
             self._lane_begin_call(self._h, self._lane_index(lane))
 
     def lane_end(self, lane: Union[int, str, Lane]) -> None:
         """Ends lane's span wherever one is open."""
-        w = self._word.value
-        if w & _lib.WORD_LEVEL == Level.KERNEL or w & _lib.WORD_POOLS:
+        if _lib.lanes_end(self._word.value):
             self._lane_end_call(self._h, self._lane_index(lane))
 
     def next_lane(self, from_lane: Union[int, str, Lane, None], to_lane: Union[int, str, Lane, None]) -> None:
@@ -373,8 +372,7 @@ class Hub:
         sample): to_lane's span then starts where from_lane's work ended,
         including any idle time between them. Where from_lane is not open,
         to_lane begins as with lane_begin. None names no lane."""
-        w = self._word.value
-        if w & _lib.WORD_LEVEL == Level.KERNEL or w & _lib.WORD_POOLS:
+        if _lib.lanes_end(self._word.value):
             self._next_lane_call(self._h, self._lane_or_none(from_lane), self._lane_or_none(to_lane))
 
     def next_step(self, last_lane: Union[int, str, Lane, None], first_lane: Union[int, str, Lane, None]) -> None:
@@ -382,7 +380,7 @@ class Hub:
         with the first lane beginning at the event that ended the last (as
         next_lane): for an engine whose steps follow each other on the
         stream. None names no lane."""
-        if self._word.value & (_lib.WORD_LEVEL | _lib.WORD_POOLS | _lib.WORD_TRACER):
+        if _lib.step_has_work(self._word.value):
             self._next_step_call(self._h, self._lane_or_none(last_lane), self._lane_or_none(first_lane))
 
     def _lane_or_none(self, lane):
@@ -406,7 +404,7 @@ class Hub:
         its token for kernel_end (0: nothing opened). kernel is an int id or
         a name (registered on first use); stream defaults to the device's
         lane stream."""
-        if not self._word.value & _lib.WORD_ARMED:
+        if not _lib.armed(self._word.value):
             return 0
         if type(kernel) is int:
             kid = _int("kernel", kernel, _U64)
@@ -429,7 +427,7 @@ class Hub:
     def kernel(self, kernel: Union[int, str], stream: StreamLike = None, device: int = -1) -> ContextManager[Any]:
         """A context manager around one kernel launch: a span on armed
         steps, nothing (and no call) on the others."""
-        if not self._word.value & _lib.WORD_ARMED:
+        if not _lib.armed(self._word.value):
             return _NO_SPAN
         token = self.kernel_begin(kernel, stream, device)
         if not token:

@@ -28,6 +28,29 @@ WORD_LEVEL = 0x3
 WORD_ARMED = 0x4
 WORD_POOLS = 0x8
 WORD_TRACER = 0x10
+LEVEL_KERNEL = 2
+
+
+# What a state word lets the span calls skip: hub.h's gs_hub_word_* tests,
+# which the C calls and the compiled Python calls (_hot.c) use.
+def step_has_work(w: int) -> bool:
+    """A step begin calls in: a level above Off, a pool or the tracer open."""
+    return w & (WORD_LEVEL | WORD_POOLS | WORD_TRACER) != 0
+
+
+def lanes_begin(w: int) -> bool:
+    """Lane spans begin: level Kernel."""
+    return w & WORD_LEVEL == LEVEL_KERNEL
+
+
+def lanes_end(w: int) -> bool:
+    """A lane span may be open to end: level Kernel, or a pool still open."""
+    return w & WORD_LEVEL == LEVEL_KERNEL or w & WORD_POOLS != 0
+
+
+def armed(w: int) -> bool:
+    """Kernel spans begin: a step armed for them."""
+    return w & WORD_ARMED != 0
 SNAPSHOT_JSON = 0
 SNAPSHOT_PROTO = 1
 SERVE_PROTECT_READS = 1

@@ -29,6 +29,19 @@ def constants(text):
 
 
 class ABITest(unittest.TestCase):
+    def test_word_tests_are_the_headers(self):
+        # The fallback's tests of a state word are hub.h's, by name.
+        text = header()
+        for name in ("step_has_work", "lanes_begin", "lanes_end", "armed"):
+            self.assertIn(f"static inline int gs_hub_word_{name}(uint32_t w)", text)
+            self.assertTrue(callable(getattr(_lib, name)))
+        kernel, pools, armed, tracer = _lib.LEVEL_KERNEL, _lib.WORD_POOLS, _lib.WORD_ARMED, _lib.WORD_TRACER
+        self.assertFalse(_lib.step_has_work(0))
+        self.assertTrue(_lib.step_has_work(tracer) and _lib.step_has_work(1) and _lib.step_has_work(pools))
+        self.assertTrue(_lib.lanes_begin(kernel) and not _lib.lanes_begin(1 | pools))
+        self.assertTrue(_lib.lanes_end(1 | pools) and not _lib.lanes_end(1 | armed | tracer))
+        self.assertTrue(_lib.armed(kernel | armed) and not _lib.armed(kernel | pools))
+
     def test_constants_match_the_header(self):
         c = constants(header())
         ours = {name: getattr(_lib, name) for name in dir(_lib) if re.fullmatch(r"[A-Z][A-Z0-9_]+", name)

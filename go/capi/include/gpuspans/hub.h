@@ -244,6 +244,27 @@ typedef struct gs_hub_link {
 #define GS_HUB_WORD_STRIDE 16
 extern uint32_t* const gs_hub_words;
 
+/* What a state word lets the span calls skip, said once: the inline calls
+ * below, the C span path (go/capi's spanpath.c) and Python's compiled calls
+ * test these, and Python's fallback tests the same bits (_lib.py's
+ * step_has_work, lanes_begin, lanes_end). */
+/* gs_hub_word_step_has_work: a step begin calls in: a level above Off
+ * (count the step), a pool open (harvest) or the kernel tracer open. */
+static inline int gs_hub_word_step_has_work(uint32_t w) {
+  return (w & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS | GS_HUB_WORD_TRACER)) != 0;
+}
+/* gs_hub_word_lanes_begin: lane spans begin (level Kernel). */
+static inline int gs_hub_word_lanes_begin(uint32_t w) {
+  return (w & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_KERNEL;
+}
+/* gs_hub_word_lanes_end: a lane span may be open to end: level Kernel, or a
+ * pool still open below it. */
+static inline int gs_hub_word_lanes_end(uint32_t w) {
+  return gs_hub_word_lanes_begin(w) || (w & GS_HUB_WORD_POOLS) != 0;
+}
+/* gs_hub_word_armed: kernel spans begin (a step armed for them). */
+static inline int gs_hub_word_armed(uint32_t w) { return (w & GS_HUB_WORD_ARMED) != 0; }
+
 #ifndef GS_HUB_TYPES_ONLY /* go/capi's own cgo preamble stops here */
 
 /* gs_hub_options_init returns options with size set to this header's
@@ -601,7 +622,7 @@ gs_hub_status gs_hub_kernel_end_call(gs_hub hub, uint64_t token);
  * no tracer open. Inline functions skip the handle check when they make no call
  * (they then return GS_HUB_OK whatever the handle). */
 static inline gs_hub_status gs_hub_begin_step(gs_hub hub) {
-  if ((gs_hub_word(hub) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS | GS_HUB_WORD_TRACER)) == 0) return GS_HUB_OK;
+  if (!gs_hub_word_step_has_work(gs_hub_word(hub))) return GS_HUB_OK;
   return gs_hub_begin_step_call(hub);
 }
 
@@ -609,7 +630,7 @@ static inline gs_hub_status gs_hub_begin_step(gs_hub hub) {
  * stream, at Kernel (no call below it). A lane out of range or already
  * open is ignored and counted, as in Go. Never blocks. */
 static inline gs_hub_status gs_hub_lane_begin(gs_hub hub, int32_t lane) {
-  if ((gs_hub_word(hub) & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL) return GS_HUB_OK;
+  if (!gs_hub_word_lanes_begin(gs_hub_word(hub))) return GS_HUB_OK;
   return gs_hub_lane_begin_call(hub, lane);
 }
 
@@ -617,8 +638,7 @@ static inline gs_hub_status gs_hub_lane_begin(gs_hub hub, int32_t lane) {
  * span begun at Kernel ends even if the level dropped since). No call when
  * the level is below Kernel and no pool is open. Never blocks. */
 static inline gs_hub_status gs_hub_lane_end(gs_hub hub, int32_t lane) {
-  uint32_t w = gs_hub_word(hub);
-  if ((w & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL && (w & GS_HUB_WORD_POOLS) == 0) return GS_HUB_OK;
+  if (!gs_hub_word_lanes_end(gs_hub_word(hub))) return GS_HUB_OK;
   return gs_hub_lane_end_call(hub, lane);
 }
 
@@ -633,8 +653,7 @@ static inline gs_hub_status gs_hub_lane_end(gs_hub hub, int32_t lane) {
  * gs_hub_lane_begin and _end apply. Never blocks. No call when the level is
  * below Kernel and no pool is open. */
 static inline gs_hub_status gs_hub_next_lane(gs_hub hub, int32_t from, int32_t to) {
-  uint32_t w = gs_hub_word(hub);
-  if ((w & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL && (w & GS_HUB_WORD_POOLS) == 0) return GS_HUB_OK;
+  if (!gs_hub_word_lanes_end(gs_hub_word(hub))) return GS_HUB_OK;
   return gs_hub_next_lane_call(hub, from, to);
 }
 
@@ -644,7 +663,7 @@ static inline gs_hub_status gs_hub_next_lane(gs_hub hub, int32_t from, int32_t t
  * lane of a step runs into the first lane of the next. A negative last or
  * first names no lane. No call when gs_hub_begin_step makes none. */
 static inline gs_hub_status gs_hub_next_step(gs_hub hub, int32_t last, int32_t first) {
-  if ((gs_hub_word(hub) & (GS_HUB_WORD_LEVEL | GS_HUB_WORD_POOLS | GS_HUB_WORD_TRACER)) == 0) return GS_HUB_OK;
+  if (!gs_hub_word_step_has_work(gs_hub_word(hub))) return GS_HUB_OK;
   return gs_hub_next_step_call(hub, last, first);
 }
 
@@ -656,7 +675,7 @@ static inline gs_hub_status gs_hub_next_step(gs_hub hub, int32_t last, int32_t f
  * gs_hub_kernel_end just after. Never blocks. Every nonzero token must be
  * ended: an unended span is reclaimed as leaked 256 steps later. */
 static inline uint64_t gs_hub_kernel_begin(gs_hub hub, uint64_t kernel, uint64_t stream) {
-  if ((gs_hub_word(hub) & GS_HUB_WORD_ARMED) == 0) return 0;
+  if (!gs_hub_word_armed(gs_hub_word(hub))) return 0;
   return gs_hub_kernel_begin_call(hub, -1, kernel, stream);
 }
 
@@ -664,7 +683,7 @@ static inline uint64_t gs_hub_kernel_begin(gs_hub hub, uint64_t kernel, uint64_t
  * processes that drive several GPUs. */
 static inline uint64_t gs_hub_kernel_begin_on(gs_hub hub, int32_t device, uint64_t kernel,
                                               uint64_t stream) {
-  if ((gs_hub_word(hub) & GS_HUB_WORD_ARMED) == 0) return 0;
+  if (!gs_hub_word_armed(gs_hub_word(hub))) return 0;
   return gs_hub_kernel_begin_call(hub, device, kernel, stream);
 }
 
