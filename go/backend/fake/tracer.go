@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 )
 
 // Tracer is a backend.KernelTracer that reports the kernels a test feeds it,
@@ -18,10 +19,7 @@ type Tracer struct {
 	open     bool
 	mode     backend.TracerMode
 	on       bool
-	recs     []backend.KernelRecord
-	names    []string // id-1
-	ids      map[string]uint32
-	records  uint64
+	store    sim.Records
 	opens    [3]int // by mode
 	closes   int
 	abandons int
@@ -81,18 +79,7 @@ func (t *Tracer) Kernel(device int, stream uint32, startNs, endNs int64, name st
 	if !t.on {
 		return false
 	}
-	id, ok := t.ids[name]
-	if !ok {
-		if t.ids == nil {
-			t.ids = make(map[string]uint32)
-		}
-		t.names = append(t.names, name)
-		id = uint32(len(t.names))
-		t.ids[name] = id
-	}
-	t.recs = append(t.recs, backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(device),
-		Stream: stream, Name: id, Graph: graph})
-	t.records++
+	t.store.Add(device, stream, startNs, endNs, name, graph)
 	return true
 }
 
@@ -117,19 +104,14 @@ func (t *Tracer) Enable(on bool) error {
 func (t *Tracer) Read(dst []backend.KernelRecord) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := copy(dst, t.recs)
-	t.recs = t.recs[:copy(t.recs, t.recs[n:])]
-	return n
+	return t.store.Read(dst)
 }
 
 // Name returns the name Kernel was given for id.
 func (t *Tracer) Name(id uint32) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if id == 0 || int(id) > len(t.names) {
-		return ""
-	}
-	return t.names[id-1]
+	return t.store.Name(id)
 }
 
 // ClockOffset is 0: times are fed on the hub's clock.
@@ -139,7 +121,7 @@ func (t *Tracer) ClockOffset() int64 { return 0 }
 func (t *Tracer) Stats() backend.TracerStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return backend.TracerStats{Records: t.records, Names: len(t.names)}
+	return t.store.Stats()
 }
 
 // Close ends the open: collection off. A window's close answers

@@ -7,17 +7,11 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend"
 )
 
-// Tracer is the kernel tracer of simulated GPUs (backend.KernelTracer),
-// what CUPTI is to real ones: while it collects, every kernel a GPU made
-// with it (Options.Tracer) launches is recorded with the times the GPU
-// runs it, so that kernel windows, their GPU time and the pages that show
-// them run on the simulator. Times are on the GPUs' clock (Options.Now),
-// so ClockOffset is 0. Safe for concurrent use.
-type Tracer struct {
-	mu      sync.Mutex
-	open    bool
-	window  bool
-	on      bool
+// Records holds kernel records until they are read, with their names
+// interned: a kernel tracer's store, the simulator's and go/backend/fake's.
+// At most TracerRing records wait; one past them is counted as dropped. Not
+// safe for concurrent use: its tracer locks around it.
+type Records struct {
 	recs    []backend.KernelRecord
 	names   []string // id-1
 	ids     map[string]uint32
@@ -25,12 +19,75 @@ type Tracer struct {
 	dropped [backend.MaxTracerDevices]uint64
 }
 
-// TracerRing bounds the records a Tracer holds until they are read, as
-// the CUDA core's ring does; a record past it is counted as dropped.
+// Add keeps one record: a kernel that ran on device and stream from
+// startNs to endNs, replayed from graph (0: none). An empty name, or one
+// past backend.MaxTracerNames, has id 0.
+func (r *Records) Add(device int, stream uint32, startNs, endNs int64, name string, graph uint32) {
+	if device < 0 || device >= backend.MaxTracerDevices {
+		return
+	}
+	if len(r.recs) >= TracerRing {
+		r.dropped[device]++
+		return
+	}
+	id := r.ids[name]
+	if id == 0 && name != "" && len(r.names) < backend.MaxTracerNames {
+		if r.ids == nil {
+			r.ids = make(map[string]uint32)
+		}
+		r.names = append(r.names, name)
+		id = uint32(len(r.names))
+		r.ids[name] = id
+	}
+	r.recs = append(r.recs, backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(device),
+		Stream: stream, Name: id, Graph: graph})
+	r.records++
+}
+
+// Read moves the records kept so far into dst, oldest first.
+func (r *Records) Read(dst []backend.KernelRecord) int {
+	n := copy(dst, r.recs)
+	r.recs = r.recs[:copy(r.recs, r.recs[n:])]
+	return n
+}
+
+// Name returns the name of id, "" for 0 or an unknown id.
+func (r *Records) Name(id uint32) string {
+	if id == 0 || int(id) > len(r.names) {
+		return ""
+	}
+	return r.names[id-1]
+}
+
+// Stats returns the records kept and dropped, and the names interned.
+func (r *Records) Stats() backend.TracerStats {
+	s := backend.TracerStats{Records: r.records, Names: len(r.names), DroppedByDevice: r.dropped}
+	for _, d := range r.dropped {
+		s.Dropped += d
+	}
+	return s
+}
+
+// TracerRing bounds the records a Records holds until they are read, as
+// the CUDA core's ring does.
 const TracerRing = 1 << 16
 
+// Tracer is the kernel tracer of simulated GPUs (backend.KernelTracer),
+// what CUPTI is to real ones: while it collects, every kernel a GPU made
+// with it (Options.Tracer) launches is recorded with the times the GPU
+// runs it, so that kernel windows, their GPU time and the pages that show
+// them run on the simulator. Times are on the GPUs' clock (Options.Now),
+// so ClockOffset is 0. Safe for concurrent use.
+type Tracer struct {
+	mu     sync.Mutex
+	open   bool
+	window bool
+	on     bool
+	store  Records
+}
+
 // NewTracer returns a closed tracer.
-func NewTracer() *Tracer { return &Tracer{ids: make(map[string]uint32)} }
+func NewTracer() *Tracer { return &Tracer{} }
 
 // Opener opens t (gpuspans.Options.KernelTracer): a window with collection
 // on, an attached open with it off until Enable. One open at a time, as
@@ -59,24 +116,9 @@ func (t *Tracer) Opener() backend.TracerOpener {
 func (t *Tracer) record(device int, stream backend.Stream, startNs, endNs int64, name string, graph uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.on {
-		return
+	if t.on {
+		t.store.Add(device, uint32(stream), startNs, endNs, name, graph)
 	}
-	if len(t.recs) >= TracerRing || device < 0 || device >= backend.MaxTracerDevices {
-		if device >= 0 && device < backend.MaxTracerDevices {
-			t.dropped[device]++
-		}
-		return
-	}
-	id := t.ids[name]
-	if id == 0 && name != "" && len(t.names) < backend.MaxTracerNames {
-		t.names = append(t.names, name)
-		id = uint32(len(t.names))
-		t.ids[name] = id
-	}
-	t.recs = append(t.recs, backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(device),
-		Stream: uint32(stream), Name: id, Graph: graph})
-	t.records++
 }
 
 // Enable switches an attached open's collection; a window refuses off.
@@ -97,19 +139,14 @@ func (t *Tracer) Enable(on bool) error {
 func (t *Tracer) Read(dst []backend.KernelRecord) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	n := copy(dst, t.recs)
-	t.recs = t.recs[:copy(t.recs, t.recs[n:])]
-	return n
+	return t.store.Read(dst)
 }
 
 // Name returns the kernel name of id, "" for 0 or an unknown id.
 func (t *Tracer) Name(id uint32) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if id == 0 || int(id) > len(t.names) {
-		return ""
-	}
-	return t.names[id-1]
+	return t.store.Name(id)
 }
 
 // ClockOffset is 0: records are on the GPUs' clock, the hub's.
@@ -119,11 +156,7 @@ func (t *Tracer) ClockOffset() int64 { return 0 }
 func (t *Tracer) Stats() backend.TracerStats {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := backend.TracerStats{Records: t.records, Names: len(t.names), DroppedByDevice: t.dropped}
-	for _, d := range t.dropped {
-		s.Dropped += d
-	}
-	return s
+	return t.store.Stats()
 }
 
 // Close ends the open: collection off; records stay readable.
