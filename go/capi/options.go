@@ -88,7 +88,9 @@ func hubOptions(p *C.gs_hub_options) (o gpuspans.Options, quiet bool, err error)
 	n := int(c.num_lanes)
 	switch {
 	case c.lanes != nil:
-		if n < 1 || n > gpuspans.MaxLanes {
+		// Zero lanes is gpuspans.Options' to refuse; these bounds only keep
+		// the slice below in lanes' array.
+		if n < 0 || n > gpuspans.MaxLanes {
 			return o, false, fmt.Errorf("num_lanes is %d, want 1..%d", n, gpuspans.MaxLanes)
 		}
 		o.Lanes = make([]string, n)

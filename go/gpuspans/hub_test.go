@@ -32,6 +32,7 @@ func TestNewValidation(t *testing.T) {
 		{"unprintable lane", Options{Lanes: []string{"a\x00"}}, "Lanes[0]"},
 		{"long lane", Options{Lanes: []string{strings.Repeat("x", MaxNameLen+1)}}, "Lanes[0]"},
 		{"too many lanes", Options{Lanes: many}, "Lanes"},
+		{"no lanes", Options{Lanes: []string{}}, "Lanes is empty"},
 		{"negative every", Options{KernelSpanEvery: -1}, "KernelSpanEvery"},
 		{"huge every", Options{KernelSpanEvery: MaxKernelSpanEvery + 1}, "KernelSpanEvery"},
 		{"negative slots", Options{Slots: -1}, "Slots"},

@@ -48,8 +48,9 @@ var defaultLanes = []string{"prefill", "decode"}
 // Options configures a Hub. The zero value is valid: lanes "prefill" and
 // "decode", level Off, and the defaults above.
 type Options struct {
-	// Lanes names the serve lanes; LaneBegin and LaneEnd take an index into
-	// it. Fixed after New. Nil means "prefill", "decode".
+	// Lanes names the serve lanes, 1..MaxLanes of them; LaneBegin and
+	// LaneEnd take an index into it. Fixed after New. Nil means
+	// "prefill", "decode"; empty is an error.
 	Lanes []string
 	// KernelSpanEvery arms kernel spans on one step in this many (0: 16).
 	KernelSpanEvery int
@@ -206,6 +207,11 @@ func (o Options) Validate() error {
 func (o Options) resolve() (Options, error) {
 	if o.Lanes == nil {
 		o.Lanes = defaultLanes
+	}
+	// Zero lanes is decided here, for every surface: refused, since a hub
+	// without lanes records nothing every step.
+	if len(o.Lanes) == 0 {
+		return o, errors.New("gpuspans: Options.Lanes is empty: want at least one lane name (unset: the default lanes)")
 	}
 	if len(o.Lanes) > MaxLanes {
 		return o, fmt.Errorf("gpuspans: Options.Lanes has %d lanes, more than %d", len(o.Lanes), MaxLanes)

@@ -41,10 +41,10 @@ class Hub:
     """A gpuspans hub: levels, the span ring, harvests, aggregates and the
     HTTP surface, driven from Python.
 
-    lanes: the lane names (default "prefill", "decode"); level: "off",
-    "step", "kernel" or a Level; kernel_span_every: arm kernel spans on 1
-    step in this many (0: 16); slots, recent_spans: ring sizes (0:
-    defaults); start_times: when spans are placed on the host clock,
+    lanes: the lane names (None: the library's default lanes, which
+    hub.lanes then names); level: "off", "step", "kernel" or a Level;
+    kernel_span_every: arm kernel spans on 1 step in this many (0: the
+    default); slots, recent_spans: ring sizes (0: the defaults); start_times: when spans are placed on the host clock,
     "auto" (while a reader calls recent_spans or keep_start_times),
     "never" or "always"; raw_kernel_spans: as go/gpuspans.Options;
     quiet: no log lines at all (else they go to the logging logger
@@ -68,7 +68,7 @@ class Hub:
 
     def __init__(
         self,
-        lanes: Sequence[str] = ("prefill", "decode"),
+        lanes: Optional[Sequence[str]] = None,
         level: Union[Level, int, str] = Level.OFF,
         kernel_span_every: int = 0,
         slots: int = 0,
@@ -89,13 +89,13 @@ class Hub:
             raise ValueError(f"gpuspans: kernel_timing {kernel_timing!r}: want one of {', '.join(_KERNEL_TIMINGS)}")
         if isinstance(lanes, str):
             raise TypeError("gpuspans: lanes must be a sequence of names, not one string")
-        names = [str(n) for n in lanes]
-        if not names:
-            raise ValueError("gpuspans: lanes is empty; want at least one lane name")
-        arr = (ctypes.c_char_p * len(names))(*[_cstr("lane name", n) for n in names])
         o = _lib.Options()
-        o.lanes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
-        o.num_lanes = _int("the number of lanes", len(names), _I32)
+        names = None
+        if lanes is not None:  # None: the library's default, and an empty list is its to refuse
+            names = [str(n) for n in lanes]
+            arr = (ctypes.c_char_p * max(len(names), 1))(*[_cstr("lane name", n) for n in names])
+            o.lanes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_char_p))
+            o.num_lanes = _int("the number of lanes", len(names), _I32)
         o.level = int(_level(level))
         o.kernel_span_every = _int("kernel_span_every", kernel_span_every, _I32)
         o.slots = _int("slots", slots, _I32)
@@ -129,6 +129,8 @@ class Hub:
         if self._logging:
             self._check(lib.gs_hub_set_log_callback(self._h, _LOG_CALLBACK, None))
         self._word = ctypes.c_uint32.from_address(_lib.word_address(lib, self._h))
+        if names is None:
+            names = self.snapshot()["options"]["lanes"]
         self.lanes = tuple(names)
         self._lanes = {n: Lane(self, i, n) for i, n in enumerate(names)}
         self._kernels = {}  # name -> id, for kernels named by string

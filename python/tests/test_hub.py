@@ -217,8 +217,10 @@ class HubTest(unittest.TestCase):
     def test_errors_name_what_was_wrong(self):
         with self.assertRaisesRegex(gpuspans.Error, "duplicate lane"):
             gpuspans.Hub(lanes=["a", "a"])
-        with self.assertRaisesRegex(ValueError, "lanes is empty"):
+        with self.assertRaisesRegex(gpuspans.Error, "lanes is empty"):
             gpuspans.Hub(lanes=[])
+        with gpuspans.Hub(quiet=True) as hub:  # None: the library's default lanes
+            self.assertEqual(hub.lanes, ("prefill", "decode"))
         with self.assertRaisesRegex(TypeError, "not one string"):
             gpuspans.Hub(lanes="decode")
         hub = gpuspans.Hub(quiet=True)

@@ -98,7 +98,7 @@ int main(void) {
           "duplicate lanes: %s, %s", gs_hub_status_name(st), last_error(0));
     o.num_lanes = 0;
     st = gs_hub_create(&o, &hub);
-    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "num_lanes"), "num_lanes 0: %s", last_error(0));
+    CHECK(st == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(0), "lanes is empty"), "num_lanes 0: %s", last_error(0));
     o.lanes = NULL;
     o.level = 9;
     st = gs_hub_create(&o, &hub);
