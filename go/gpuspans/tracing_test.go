@@ -137,3 +137,70 @@ func TestKernelTimingOptions(t *testing.T) {
 		t.Error("SetKernelTiming(auto) on a hub without a tracer: no error")
 	}
 }
+
+// kernelAggregate returns the snapshot's aggregate of the kernel called
+// name on device 0, or nil.
+func kernelAggregate(s *gpuspans.Snapshot, name string) *gpuspans.Aggregate {
+	for i := range s.Kernels {
+		if s.Kernels[i].Device == 0 && s.Kernels[i].Name == name {
+			return &s.Kernels[i]
+		}
+	}
+	return nil
+}
+
+// A kernel whose record starts before the step it ran in carries a stale
+// start (a graph replayed while the host ran ahead): lost, not landed wrong,
+// and given no label.
+func TestTracedStaleStartIsLostNotLanded(t *testing.T) {
+	r := newWindowRig(t, gpuspans.Options{})
+	before := r.now.UnixNano()
+	r.now = r.now.Add(time.Millisecond)
+	r.h.BeginStep() // the window opens here
+	now := r.now.UnixNano()
+	r.tracer.Kernel(0, 1, before-5_000_000, now+1000, "stale", 9) // "started" 5 ms before its step
+	r.tracer.Kernel(0, 1, now+10, now+1000, "fresh", 9)
+	r.now = r.now.Add(time.Millisecond)
+	r.h.BeginStep()
+	s := r.snapshot()
+	if got := s.Counters.Dropped[gpuspans.DropTracerLost]; got != 1 {
+		t.Errorf("tracer_lost = %d, want 1 (the stale record)", got)
+	}
+	if a := kernelAggregate(&s, "fresh"); a == nil || a.Count != 1 {
+		t.Errorf("fresh: %+v, want 1 span", a)
+	}
+	if a := kernelAggregate(&s, "stale"); a != nil {
+		t.Errorf("the stale record was given a label: %+v", a)
+	}
+}
+
+// Traced names compete for Options.KernelLabels heaviest first; registered
+// names keep theirs, and the rest land in OtherKernel.
+func TestTracedLabelsHeaviestFirst(t *testing.T) {
+	r := newWindowRig(t, gpuspans.Options{KernelLabels: 2})
+	if err := r.h.RegisterKernel(0x99, "registered"); err != nil {
+		t.Fatal(err)
+	}
+	r.h.BeginStep()
+	now := r.now.UnixNano()
+	for _, k := range []struct {
+		name string
+		ns   int64
+	}{{"light", 100}, {"heavy", 9000}, {"middle", 5000}, {"registered", 10}} {
+		r.tracer.Kernel(0, 1, now+10, now+10+k.ns, k.name, 0)
+	}
+	r.now = r.now.Add(time.Millisecond)
+	r.h.BeginStep()
+	s := r.snapshot()
+	for name, want := range map[string]uint64{"heavy": 1, "middle": 1, "registered": 1, gpuspans.OtherKernel: 1} {
+		if a := kernelAggregate(&s, name); a == nil || a.Count != want {
+			t.Errorf("%s: %+v, want %d spans", name, a, want)
+		}
+	}
+	if a := kernelAggregate(&s, "light"); a != nil {
+		t.Errorf("the lightest name got a label past KernelLabels = 2: %+v", a)
+	}
+	if s.KernelTiming.Labels != 2 {
+		t.Errorf("Labels = %d, want 2", s.KernelTiming.Labels)
+	}
+}

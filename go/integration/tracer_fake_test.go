@@ -480,32 +480,6 @@ func TestTracerDropsAreCounted(t *testing.T) {
 	}
 }
 
-// A graph kernel whose record starts before the step it ran in carries a
-// stale start: lost, not landed wrong.
-func TestTracerStaleStartIsLostNotLanded(t *testing.T) {
-	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 0)
-	before := fakeNow()
-	h.BeginStep() // the window opens in between
-	now := fakeNow()
-	f.Kernel(0, 1, before-5_000_000, now+1000, "stale", 9) // "started" 5 ms before its step
-	f.Kernel(0, 1, now+10, now+1000, "fresh", 9)
-	h.BeginStep()
-	h.Harvest()
-	s := gpuspanstest.Snapshot(t, h)
-	gpuspanstest.CheckAccounting(t, &s)
-	if got := s.Counters.Dropped[gpuspans.DropTracerLost]; got != 1 {
-		t.Errorf("tracer_lost = %d, want 1 (the stale record)", got)
-	}
-	if a := kernelAgg(t, &s, "fresh"); a.Count != 1 {
-		t.Errorf("fresh: %d spans, want 1", a.Count)
-	}
-	for _, n := range kernelNames(&s) {
-		if n == "stale" {
-			t.Errorf("the stale record was given a label: %v", kernelNames(&s))
-		}
-	}
-}
-
 // A traced kernel's label is short; the hub keeps the whole name behind it
 // for exporters with room (OTLP's gpuspans.kernel.full_name).
 func TestTracerKeepsFullNames(t *testing.T) {
@@ -530,37 +504,6 @@ func TestTracerKeepsFullNames(t *testing.T) {
 	}
 	if got := h.KernelFullName("triton_poi_fused_add_0"); got != "" {
 		t.Errorf("a name that is its own label has a full name %q", got)
-	}
-}
-
-func TestTracerLabelsHeaviestFirst(t *testing.T) {
-	h, f, _ := tracedHub(t, gpuspans.KernelTimingAuto, 1, 2)
-	if err := h.RegisterKernel(0x99, "registered"); err != nil {
-		t.Fatal(err)
-	}
-	h.BeginStep()
-	now := fakeNow()
-	for _, k := range []struct {
-		name string
-		ns   int64
-	}{{"light", 100}, {"heavy", 9000}, {"middle", 5000}, {"registered", 10}} {
-		f.Kernel(0, 1, now, now+k.ns, k.name, 0)
-	}
-	h.BeginStep()
-	h.Harvest()
-	s := gpuspanstest.Snapshot(t, h)
-	for name, want := range map[string]uint64{"heavy": 1, "middle": 1, "registered": 1, gpuspans.OtherKernel: 1} {
-		if a := kernelAgg(t, &s, name); a.Count != want {
-			t.Errorf("%s: %d spans, want %d", name, a.Count, want)
-		}
-	}
-	for _, n := range kernelNames(&s) {
-		if n == "light" {
-			t.Errorf("the lightest name got a label past KernelLabels = 2: %v", kernelNames(&s))
-		}
-	}
-	if s.KernelTiming.Labels != 2 {
-		t.Errorf("Labels = %d, want 2", s.KernelTiming.Labels)
 	}
 }
 
