@@ -196,16 +196,13 @@ type gpuWindow struct {
 
 // laneTotals is one device's lane's measurements.
 type laneTotals struct {
+	moves                  map[launchKey]*moveStat // by launch: its time per span, now and at the baseline
 	spans                  uint64
 	time, busy, idle, gaps int64
 	recent                 [GPUTimeRecentWindows]struct{ time, busy int64 }
 	windows                uint64
 	kernels                []KernelShare
 	lastNs                 int64 // host time of its latest window, for the averages' weights
-}
-
-type moveKey struct {
-	dev, lane, kernel, launch int32
 }
 
 // launchKey is a kernel launch's place in a lane span: its name and how
@@ -228,7 +225,6 @@ type gpuTimes struct {
 	// laneKeys and gapDevs are lanes' and gaps' keys, in order.
 	laneKeys [][2]int32
 	gapDevs  []int
-	moves    map[moveKey]*moveStat
 	out      GPUTime // the latest analysis' per-window parts
 	totals   GPUTime // the counters
 
@@ -407,7 +403,6 @@ func (h *Hub) analyse(w *gpuWindow) {
 	if g.lanes == nil {
 		g.lanes = make(map[[2]int32]*laneTotals)
 		g.gaps = make(map[int]*Aggregate)
-		g.moves = make(map[moveKey]*moveStat)
 		g.shares = make(map[[2]int32]map[int32]int64)
 		g.launches = make(map[[2]int32]map[launchKey]int64)
 		g.nth = make(map[int32]int32)
@@ -647,25 +642,24 @@ func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
 	wr := 1 - math.Exp2(-dt/float64(GPUTimeRecentHalfLife))
 	wb := 1 - math.Exp2(-dt/float64(GPUTimeBaselineHalfLife))
 	ls := g.launches[key]
+	if t.moves == nil {
+		t.moves = make(map[launchKey]*moveStat)
+	}
 	for lk, ns := range ls {
-		mk := moveKey{key[0], key[1], lk.name, lk.n}
-		if g.moves[mk] == nil {
+		if t.moves[lk] == nil {
 			m := &moveStat{}
 			if first {
 				v := float64(ns) / float64(spans)
 				m.recent, m.base = v, v
 			}
-			g.moves[mk] = m
+			t.moves[lk] = m
 		}
 	}
 	if first {
 		return
 	}
-	for mk, m := range g.moves {
-		if mk.dev != key[0] || mk.lane != key[1] {
-			continue
-		}
-		v := float64(ls[launchKey{mk.kernel, mk.launch}]) / float64(spans)
+	for lk, m := range t.moves {
+		v := float64(ls[lk]) / float64(spans)
 		m.recent += wr * (v - m.recent)
 		m.base += wb * (v - m.base)
 	}
@@ -720,13 +714,15 @@ func resize[T any](s []T, n int) []T {
 func (h *Hub) moved() {
 	g := &h.gt
 	g.out.Moved = g.out.Moved[:0]
-	for mk, m := range g.moves {
-		grew := m.recent - m.base
-		if grew < float64(GPUTimeMovedMin) || grew < GPUTimeMovedRatio*m.base {
-			continue
+	for _, key := range g.laneKeys {
+		for lk, m := range g.lanes[key].moves {
+			grew := m.recent - m.base
+			if grew < float64(GPUTimeMovedMin) || grew < GPUTimeMovedRatio*m.base {
+				continue
+			}
+			g.out.Moved = append(g.out.Moved, KernelMove{Device: int(key[0]), Lane: h.lanes[key[1]], Kernel: h.kernelNames[lk.name], Launch: int(lk.n),
+				Recent: time.Duration(m.recent), Baseline: time.Duration(m.base)})
 		}
-		g.out.Moved = append(g.out.Moved, KernelMove{Device: int(mk.dev), Lane: h.lanes[mk.lane], Kernel: h.kernelNames[mk.kernel], Launch: int(mk.launch),
-			Recent: time.Duration(m.recent), Baseline: time.Duration(m.base)})
 	}
 	slices.SortFunc(g.out.Moved, func(a, b KernelMove) int {
 		if c := cmp.Compare(b.Recent-b.Baseline, a.Recent-a.Baseline); c != 0 {

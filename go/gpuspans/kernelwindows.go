@@ -39,7 +39,9 @@ import (
 // thread gone elsewhere before the window is abandoned.
 const maxCloseRefusals = 64
 
-// KernelWindow is one kernel window, as Snapshot reports the last one.
+// KernelWindow is one kernel window, as Snapshot reports the last one: the
+// steps during which the kernel tracer collected, unrelated to a Window,
+// a span of host time of the recent quantiles.
 type KernelWindow struct {
 	Seq       uint64        // 1 for the hub's first window
 	FirstStep uint64        // the step it opened at

@@ -54,6 +54,8 @@ const (
 )
 
 // Window is what landed in one recent window: a copy, owned by the caller.
+// A recent window is a span of host time (Hub.Windows), unrelated to a
+// KernelWindow, the steps during which the kernel tracer collects.
 type Window struct {
 	Start time.Time // when the window opened (Options.Now's clock)
 	End   time.Time // when it closed; for the open one, when it was read
