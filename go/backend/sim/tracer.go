@@ -9,9 +9,10 @@ import (
 
 // Records holds kernel records until they are read, with their names
 // interned: a kernel tracer's store, the simulator's and go/backend/fake's.
-// At most TracerRing records wait; one past them is counted as dropped. Not
-// safe for concurrent use: its tracer locks around it.
+// At most TracerRing records wait; one past them is counted as dropped.
+// Safe for concurrent use, so a tracer's Read, Name and Stats are its.
 type Records struct {
+	mu      sync.Mutex
 	recs    []backend.KernelRecord
 	names   []string // id-1
 	ids     map[string]uint32
@@ -23,6 +24,8 @@ type Records struct {
 // startNs to endNs, replayed from graph (0: none). An empty name, or one
 // past backend.MaxTracerNames, has id 0.
 func (r *Records) Add(device int, stream uint32, startNs, endNs int64, name string, graph uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if device < 0 || device >= backend.MaxTracerDevices {
 		return
 	}
@@ -46,6 +49,8 @@ func (r *Records) Add(device int, stream uint32, startNs, endNs int64, name stri
 
 // Read moves the records kept so far into dst, oldest first.
 func (r *Records) Read(dst []backend.KernelRecord) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	n := copy(dst, r.recs)
 	r.recs = r.recs[:copy(r.recs, r.recs[n:])]
 	return n
@@ -53,6 +58,8 @@ func (r *Records) Read(dst []backend.KernelRecord) int {
 
 // Name returns the name of id, "" for 0 or an unknown id.
 func (r *Records) Name(id uint32) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if id == 0 || int(id) > len(r.names) {
 		return ""
 	}
@@ -61,6 +68,8 @@ func (r *Records) Name(id uint32) string {
 
 // Stats returns the records kept and dropped, and the names interned.
 func (r *Records) Stats() backend.TracerStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	s := backend.TracerStats{Records: r.records, Names: len(r.names), DroppedByDevice: r.dropped}
 	for _, d := range r.dropped {
 		s.Dropped += d
@@ -136,28 +145,16 @@ func (t *Tracer) Enable(on bool) error {
 }
 
 // Read moves the records collected so far into dst, oldest first.
-func (t *Tracer) Read(dst []backend.KernelRecord) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.store.Read(dst)
-}
+func (t *Tracer) Read(dst []backend.KernelRecord) int { return t.store.Read(dst) }
 
 // Name returns the kernel name of id, "" for 0 or an unknown id.
-func (t *Tracer) Name(id uint32) string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.store.Name(id)
-}
+func (t *Tracer) Name(id uint32) string { return t.store.Name(id) }
 
 // ClockOffset is 0: records are on the GPUs' clock, the hub's.
 func (t *Tracer) ClockOffset() int64 { return 0 }
 
 // Stats returns the records kept and dropped since t was made.
-func (t *Tracer) Stats() backend.TracerStats {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.store.Stats()
-}
+func (t *Tracer) Stats() backend.TracerStats { return t.store.Stats() }
 
 // Close ends the open: collection off; records stay readable.
 func (t *Tracer) Close() error {
