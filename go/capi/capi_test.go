@@ -170,10 +170,11 @@ func TestCBench(t *testing.T) {
 // same program with every lane call sent through Go: both pass, and every
 // outcome they count is the same.
 // TestRingDifferential holds the ring's two writers, recorder.go and
-// spanpath.c, to one protocol op for op: a million random lane operations
-// over 4 seeds, each sent to C or Go at random, every word of the ring
-// compared with go/internal/spanring/spanringtest's model after each
-// (testdata/ringdiff_test.c). tools/ci/ringdiff_mutations.sh checks that
+// spanpath.c, to one protocol op for op: a million random step and lane
+// operations over 4 seeds, each sent to C or Go at random, every word of
+// the ring and the hub's step words compared with
+// go/internal/spanring/spanringtest's model after each, and no operation
+// sent to C entering Go (testdata/ringdiff_test.c). tools/ci/ringdiff_mutations.sh checks that
 // it fails under a mutation of either writer and of the shared protocol.
 func TestRingDifferential(t *testing.T) {
 	exe := compile(t, "gcc", library(t, "c-archive"), "ringdiff_test", "-I../../cuda/include", "testdata/ringdiff_test.c")

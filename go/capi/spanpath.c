@@ -371,44 +371,37 @@ gs_hub_status gs_hub_next_lane_call(gs_hub hub, int32_t from, int32_t to) {
   return GS_HUB_OK;
 }
 
-// The step begin: gpuspans' beginStep for a hub whose background harvester
-// runs, whose kernel timing is events with no tracer open and whose pools
-// are open. It counts the step and arms one in kernel_span_every; the
-// harvester lands the spans. Anything else (a pool to open, a kernel
-// window to open or close, a step that harvests) is Go's: it returns 0,
-// having changed nothing, to send the step there.
+// The step begin, while Go says a step may be taken here (c_step: see
+// spanring.Hub.CStep for when): it counts the step and arms one in
+// kernel_span_every, as gpuspans' arm does, and stores the state into the
+// hub's mirror word until what it stored is still current, as syncMirror
+// does. Otherwise it returns 0, having changed nothing, to send the step
+// to Go.
+static uint32_t mirror_value(const gs_sp_set* s) {
+  return LOAD(s->state) | (LOAD(s->pools) != 0 ? GS_HUB_WORD_POOLS : 0);
+}
+
 static int step(const gs_sp_set* s, gs_hub hub) {
-  int64_t every = LOAD(s->every);
-  if (!LOAD(s->background) || LOAD(s->kernel_timing) != GS_HUB_KERNEL_TIMING_EVENTS || every < 1) {
-    return 0;
-  }
-  uint32_t st = LOAD(s->state);
-  if (st & GS_HUB_WORD_TRACER) return 0; // only the stepping thread in Go may close it
-  if ((st & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_KERNEL) {
-    for (int32_t i = 0; i < s->nrecs; i++) {
-      if (LOAD(s->recs[i].status) == GS_SP_STATUS_PENDING) return 0; // Go's step opens its pool
-    }
-  }
+  if (!LOAD(s->c_step)) return 0;
   ADD(s->leak_clock, 1);
-  if ((st & GS_HUB_WORD_LEVEL) == GS_HUB_LEVEL_OFF) return 1;
+  uint32_t level = LOAD(s->state) & GS_HUB_WORD_LEVEL;
+  if (level == GS_HUB_LEVEL_OFF) return 1;
   uint64_t n = ADD(s->step, 1);
-  if ((st & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL) return 1;
-  // arm: the armed bit set on armed steps and cleared on the others,
-  // unless the level left Kernel meanwhile; then the mirror, as syncMirror
-  // stores it: until what it stored is still current.
-  uint32_t armed = n % (uint64_t)every == 0 ? GS_HUB_WORD_ARMED : 0;
+  if (level != GS_HUB_LEVEL_KERNEL) return 1;
+  uint64_t every = (uint64_t)LOAD(s->every); /* >= 1: Go refuses less */
+  uint32_t armed = every != 0 && n % every == 0 ? GS_HUB_WORD_ARMED : 0;
   for (;;) {
     uint32_t old = LOAD(s->state);
-    if ((old & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL) return 1;
+    if ((old & GS_HUB_WORD_LEVEL) != GS_HUB_LEVEL_KERNEL) return 1; /* SetLevel disarmed it */
     uint32_t next = (old & ~GS_HUB_WORD_ARMED) | armed;
     if (next == old) break;
     if (cas32(s->state, old, next)) {
       uint32_t* mirror = &gs_hub_words[(hub % GS_HUB_MAX_HUBS) * GS_HUB_WORD_STRIDE];
-      for (;;) {
-        uint32_t v = LOAD(s->state) | (LOAD(s->pools) != 0 ? GS_HUB_WORD_POOLS : 0);
+      uint32_t v;
+      do {
+        v = mirror_value(s);
         STORE(mirror, v);
-        if ((LOAD(s->state) | (LOAD(s->pools) != 0 ? GS_HUB_WORD_POOLS : 0)) == v) break;
-      }
+      } while (mirror_value(s) != v);
       break;
     }
   }

@@ -59,7 +59,6 @@ var (
 	_ = [1]int{}[C.GS_SP_DROP_SLOT_BUSY^int(gpuspans.DropSlotBusy)]
 	_ = [1]int{}[C.GS_SP_DROP_CAPTURING^int(gpuspans.DropCapturing)]
 	_ = [1]int{}[C.GS_SP_DROP_RETIRED^int(gpuspans.DropRetired)]
-	_ = [1]int{}[C.GS_HUB_KERNEL_TIMING_EVENTS^int(gpuspans.KernelTimingEvents)]
 	_ = [1]int{}[unsafe.Sizeof(atomic.Bool{})-4] // C reads it as a uint32
 )
 
@@ -163,13 +162,12 @@ func (pub *published) fill(h spanring.Hub) {
 	cs.step = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.Step)))
 	cs.open_lanes = (*C.int64_t)(pin(&pub.pins, unsafe.Pointer(h.OpenLanes)))
 	cs.lane_already_open = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.LaneAlreadyOpen)))
+	cs.c_step = (*C.uint32_t)(pin(&pub.pins, unsafe.Pointer(h.CStep)))
 	cs.state = (*C.uint32_t)(pin(&pub.pins, unsafe.Pointer(h.State)))
 	cs.pools = (*C.int32_t)(pin(&pub.pins, unsafe.Pointer(h.Pools)))
 	cs.leak_clock = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.LeakClock)))
 	cs.armed_steps = (*C.uint64_t)(pin(&pub.pins, unsafe.Pointer(h.ArmedSteps)))
 	cs.every = (*C.int64_t)(pin(&pub.pins, unsafe.Pointer(h.Every)))
-	cs.background = (*C.uint32_t)(pin(&pub.pins, unsafe.Pointer(h.Background)))
-	cs.kernel_timing = (*C.uint32_t)(pin(&pub.pins, unsafe.Pointer(h.KernelTiming)))
 	cs.nlanes = C.int32_t(h.Lanes)
 	cs.nrecs = C.int32_t(len(pub.recs))
 	crecs := unsafe.Slice((*C.gs_sp_rec)(unsafe.Add(unsafe.Pointer(cs), unsafe.Sizeof(C.gs_sp_set{}))), len(pub.recs))

@@ -71,13 +71,12 @@ typedef struct gs_sp_set {
   uint64_t* step;
   int64_t* open_lanes;
   uint64_t* lane_already_open;
+  uint32_t* c_step; /* nonzero: a step may be taken here (spanring.Hub.CStep) */
   uint32_t* state;  /* the hub's level | armed | tracer word, GS_HUB_WORD_* bits */
   int32_t* pools;
   uint64_t* leak_clock;
   uint64_t* armed_steps;
   int64_t* every;
-  uint32_t* background;    /* nonzero while a background harvester runs */
-  uint32_t* kernel_timing; /* a GS_HUB_KERNEL_TIMING_* */
   int32_t nlanes;
   int32_t nrecs;
   gs_sp_rec recs[]; /* nrecs */
@@ -108,8 +107,7 @@ void gs_sp_span_failed(uint64_t hub, uint64_t set_id, int32_t rec, uint64_t pos,
 
 /* Go (spans.go): the span calls' Go paths, for what the C path leaves to
  * Go (no set, a recorder whose pool is not the core's, a lane out of
- * range, a bad handle; a step without a background harvester, or with a
- * kernel timing other than events). */
+ * range, a bad handle; a step while c_step is 0). */
 gs_hub_status gs_hub_begin_step_go(gs_hub hub);
 gs_hub_status gs_hub_lane_begin_go(gs_hub hub, int32_t lane);
 gs_hub_status gs_hub_lane_end_go(gs_hub hub, int32_t lane);

@@ -46,6 +46,8 @@ func (h *Hub) RunHarvester(ctx context.Context, interval time.Duration) error {
 	if !h.background.CompareAndSwap(false, true) {
 		return errors.New("gpuspans: RunHarvester: a harvester is already running on this hub")
 	}
+	h.syncCStep()
+	defer h.syncCStep()
 	defer h.background.Store(false)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -76,6 +78,9 @@ func (h *Hub) harvestInBackground() {
 // openPending opens the pool of every recorder installed since the last
 // step at Kernel. Caller holds h.mu.
 func (h *Hub) openPending() {
+	if !h.pending.Load() {
+		return
+	}
 	for _, r := range h.recs {
 		if r.status.Load() != recPending {
 			continue
@@ -91,6 +96,7 @@ func (h *Hub) openPending() {
 		h.syncMirror()
 		h.publish()
 	}
+	h.syncPending()
 }
 
 // harvestLocked harvests every recorder and closes the idle retired ones.

@@ -55,6 +55,8 @@ type Hub struct {
 	leakClock  atomic.Uint64 // BeginStep calls with work, at any level: the age of open spans
 	every      atomic.Int64
 	background atomic.Bool // a RunHarvester is running: BeginStep does not harvest
+	cStep      atomic.Bool // a step outside Go may count, arm and store: syncCStep
+	pending    atomic.Bool // an installed recorder's pool waits to open: syncPending
 	armedSteps atomic.Uint64
 	openLanes  atomic.Int64 // lane spans open on any recorder: LaneEnd has work
 
@@ -184,6 +186,7 @@ func New(o Options) (*Hub, error) {
 	atomic.StoreUint32(&h.state, uint32(o.Level))
 	h.set.Store(&recorderSet{})
 	h.syncMirror()
+	h.syncCStep()
 	return h, nil
 }
 
@@ -216,6 +219,41 @@ func (h *Hub) syncMirror() {
 			return
 		}
 	}
+}
+
+// syncCStep publishes whether a span path outside Go may take a step by
+// itself (spanring.Hub.CStep): count it, arm it on one in KernelSpanEvery
+// and store the state, which is all beginStep does while a RunHarvester
+// runs, kernel timing is events, the kernel tracer is closed and, at
+// Kernel, no pool waits to open. Anything else (a tracer to close or open,
+// a pool to open, a harvest at step begin) is the stepping thread's in Go.
+// Every writer of what it reads calls it after its change, and it stores
+// as syncMirror does.
+func (h *Hub) syncCStep() {
+	for {
+		v := h.cStepValue()
+		h.cStep.Store(v)
+		if h.cStepValue() == v {
+			return
+		}
+	}
+}
+
+func (h *Hub) cStepValue() bool {
+	s := atomic.LoadUint32(&h.state)
+	return h.background.Load() && h.kw.timing() == KernelTimingEvents && s&tracerBit == 0 &&
+		(Level(s&levelMask) != LevelKernel || !h.pending.Load())
+}
+
+// syncPending records whether an installed recorder's pool waits for a
+// step at Kernel to open it. Caller holds h.mu.
+func (h *Hub) syncPending() {
+	pending := false
+	for _, r := range h.recs {
+		pending = pending || r.status.Load() == recPending
+	}
+	h.pending.Store(pending)
+	h.syncCStep()
 }
 
 func (h *Hub) mirrorValue() uint32 {
@@ -272,6 +310,7 @@ func (h *Hub) SetLevel(l Level) error {
 		}
 		if atomic.CompareAndSwapUint32(&h.state, old, next) {
 			h.syncMirror()
+			h.syncCStep()
 			return nil
 		}
 	}
@@ -441,6 +480,7 @@ func (h *Hub) replace(device int, r *recorder) {
 		prev.retire()
 		h.sweep()
 	}
+	h.syncPending()
 }
 
 // BeginStep marks the start of an engine step; the scheduler calls it once
@@ -554,6 +594,7 @@ func (h *Hub) syncTracerBit() {
 		}
 		if atomic.CompareAndSwapUint32(&h.state, old, next) {
 			h.syncMirror()
+			h.syncCStep()
 			return
 		}
 	}

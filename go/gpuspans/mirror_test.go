@@ -1,9 +1,11 @@
 package gpuspans
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend/fake"
 )
@@ -71,4 +73,67 @@ func TestStateMirrorRacing(t *testing.T) {
 	if got, want := atomic.LoadUint32(&word), h.mirrorValue(); got != want {
 		t.Errorf("after racing writers: mirror %#x, hub %#x", got, want)
 	}
+}
+
+// The "a step may be taken outside Go" word (spanring.Hub.CStep) holds
+// exactly while a RunHarvester runs, kernel timing is events, the kernel
+// tracer is closed and, at Kernel, no pool waits to open, after every
+// change of those.
+func TestCStepFact(t *testing.T) {
+	tracer := new(fake.Tracer)
+	h := newHub(t, Options{Level: LevelKernel, KernelTiming: KernelTimingEvents, KernelTracer: tracer.Opener()})
+	check := func(when string, want bool) {
+		t.Helper()
+		if got := h.cStep.Load(); got != want {
+			t.Errorf("%s: CStep %v, want %v", when, got, want)
+		}
+	}
+	check("New, no harvester", false)
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- h.RunHarvester(ctx, time.Hour) }()
+	for deadline := time.Now().Add(5 * time.Second); !h.background.Load() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	check("a harvester runs, events", true)
+	if err := h.Install(0, 1, newFake(t, fake.Options{}).Opener()); err != nil {
+		t.Fatal(err)
+	}
+	check("a pool waits to open at Kernel", false)
+	if err := h.SetLevel(LevelStep); err != nil {
+		t.Fatal(err)
+	}
+	check("a pool waits, at Step", true)
+	if err := h.SetLevel(LevelKernel); err != nil {
+		t.Fatal(err)
+	}
+	check("a pool waits to open at Kernel again", false)
+	h.BeginStep() // opens it
+	check("the pool open", true)
+	if err := h.SetKernelTiming(KernelTimingAttached); err != nil {
+		t.Fatal(err)
+	}
+	check("attached asked", false)
+	h.BeginStep() // opens the tracer, attached
+	if atomic.LoadUint32(&h.state)&tracerBit == 0 {
+		t.Fatal("the tracer did not open")
+	}
+	if err := h.SetKernelTiming(KernelTimingEvents); err != nil {
+		t.Fatal(err)
+	}
+	check("events asked, the tracer still open", false)
+	h.BeginStep() // closes it
+	check("events, the tracer closed", true)
+	if err := h.SetKernelTiming(KernelTimingAuto); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.CloseKernelTracer(); err != nil { // turns kernel timing to events
+		t.Fatal(err)
+	}
+	check("CloseKernelTracer", true)
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	check("the harvester returned", false)
 }

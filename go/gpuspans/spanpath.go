@@ -48,12 +48,11 @@ func (h *Hub) publish() {
 		Step:            &h.step,
 		OpenLanes:       &h.openLanes,
 		LaneAlreadyOpen: &h.laneAlreadyOpen,
+		CStep:           &h.cStep,
 		State:           &h.state,
 		Pools:           &h.pools,
 		LeakClock:       &h.leakClock,
 		ArmedSteps:      &h.armedSteps,
 		Every:           &h.every,
-		Background:      &h.background,
-		KernelTiming:    &h.kw.mode,
 	}, recs)
 }

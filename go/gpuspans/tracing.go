@@ -122,6 +122,7 @@ func (h *Hub) SetKernelTiming(k KernelTiming) error {
 		return fmt.Errorf("gpuspans: SetKernelTiming(%v): the hub has no Options.KernelTracer", k)
 	}
 	h.kw.setMode(k)
+	h.syncCStep()
 	return nil
 }
 
@@ -178,6 +179,7 @@ func (h *Hub) CloseKernelTracer() error {
 	}
 	err := h.kw.release(time.Second, &h.mu)
 	h.syncTracerBit()
+	h.syncCStep()
 	return err
 }
 

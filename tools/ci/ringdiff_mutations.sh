@@ -5,6 +5,7 @@
 # the working tree), where the test runs with 100,000 operations a seed
 # and must report a difference from the model, not just fail to build:
 #   - C:      spanpath.c's follow() forgets that the lender's end event is lent;
+#   - C step: spanpath.c's step arms the step before the one it should;
 #   - Go:     recorder.go's follow() forgets which span the borrower began at;
 #   - shared: spanring.Pack numbers positions from 2, for the Go writer
 #             (and the model) but not for spanpath.c, which packs its own.
@@ -42,7 +43,8 @@ PY
 
 mutate c go/capi/spanpath.c '  STORE(&ps->lent, GS_SP_LENT_WAITING);
 ' ''
+mutate c-step go/capi/spanpath.c 'n % every == 0' '(n + 1) % every == 0'
 mutate go go/gpuspans/recorder.go '	sl.From = prev + 1
 ' ''
 mutate shared go/internal/spanring/spanring.go 'return (pos+1)<<PosShift | state' 'return (pos+2)<<PosShift | state'
-echo "ringdiff mutations: all 3 caught"
+echo "ringdiff mutations: all 4 caught"

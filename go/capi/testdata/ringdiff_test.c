@@ -1,5 +1,5 @@
 // One ring, two writers, one protocol: gs_hub_testing_ring_diff sends
-// random lane operations to the C span path (spanpath.c) or Go's at random
+// random step and lane operations to the C span path (spanpath.c) or Go's at random
 // and compares every word of the ring with go/internal/spanring's model
 // after each (go/internal/spanring/spanringtest). go/capi's
 // TestRingDifferential runs this against the tests' library:
@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
     o.lanes = names;
     o.num_lanes = 3;
     o.level = GS_HUB_LEVEL_KERNEL;
+    o.kernel_timing = GS_HUB_KERNEL_TIMING_EVENTS;  // so that steps may be taken in C
+    o.kernel_span_every = 3;
     o.slots = 8;
     o.quiet = 1;
     gs_hub hub = 0;

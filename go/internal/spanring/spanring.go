@@ -121,23 +121,24 @@ type Recorder struct {
 }
 
 // Hub is the hub's words a span path writes or reads: for lane spans, and
-// for a step begin, which a path outside Go may make while a background
-// harvester runs and no kernel tracer can open (kernel timing events): it
-// then counts the step and arms it as gpuspans' beginStep does, and leaves
-// pools to the harvester to open.
+// for a step begin, which a path outside Go makes only while the hub says
+// it may (CStep).
 type Hub struct {
 	Lanes           int
 	Step            *atomic.Uint64 // the step counter: a span begins in its step
 	OpenLanes       *atomic.Int64  // lane spans open on any recorder
 	LaneAlreadyOpen *atomic.Uint64
 
-	State        *uint32        // level | armed | tracer bits (gpuspans' Mirror* bits)
-	Pools        *int32         // pools open
-	LeakClock    *atomic.Uint64 // step begins with work, at any level
-	ArmedSteps   *atomic.Uint64
-	Every        *atomic.Int64  // KernelSpanEvery
-	Background   *atomic.Bool   // a RunHarvester runs
-	KernelTiming *atomic.Uint32 // the kernel timing asked for (gpuspans.KernelTiming)
+	// A step outside Go: while CStep holds, it may count the step (LeakClock,
+	// and Step above Off), arm it at Kernel (the armed bit, on one in Every,
+	// and ArmedSteps) and store State with Pools into the hub's mirror
+	// word; else it must enter Go. The hub keeps CStep current.
+	CStep      *atomic.Bool
+	State      *uint32 // level | armed | tracer bits (gpuspans' Mirror* bits)
+	Pools      *int32  // pools open
+	LeakClock  *atomic.Uint64
+	ArmedSteps *atomic.Uint64
+	Every      *atomic.Int64 // KernelSpanEvery
 }
 
 // A Publisher is told, under the hub's harvest lock, what a span path

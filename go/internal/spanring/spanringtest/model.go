@@ -3,8 +3,8 @@
 // and go/capi's spanpath.c, on one ring and compare every word after each
 // operation (go/capi's TestRingDifferential). It models one recorder
 // whose pool records without failing and whose events complete at once,
-// at level Kernel, driven from one thread: lane begins, ends and shared
-// boundaries, and harvests.
+// at level Kernel, driven from one thread: step begins, lane begins, ends
+// and shared boundaries, and harvests.
 package spanringtest
 
 import (
@@ -31,6 +31,7 @@ const (
 	End                   // LaneEnd(To)
 	Next                  // NextLane(From, To)
 	Harvest               // a harvest, which lands every closed span (Go)
+	Step                  // BeginStep: counts the step and arms one in Every
 )
 
 func (o Op) String() string {
@@ -39,6 +40,8 @@ func (o Op) String() string {
 		path = "c"
 	}
 	switch o.Kind {
+	case Step:
+		return path + " step"
 	case Begin:
 		return fmt.Sprintf("%s begin %d", path, o.To)
 	case End:
@@ -61,29 +64,38 @@ func NewOps(seed int64, lanes int) *Ops {
 	return &Ops{rng: rand.New(rand.NewSource(seed)), lanes: lanes}
 }
 
-// Op returns the next operation: begins 30%, ends 25%, shared boundaries
-// 30%, harvests 15%.
+// Op returns the next operation: begins 27%, ends 22%, shared boundaries
+// 27%, harvests 12%, steps 12%.
 func (g *Ops) Op() Op {
 	o := Op{From: g.rng.Intn(g.lanes), To: g.rng.Intn(g.lanes), C: g.rng.Intn(2) == 0}
 	switch r := g.rng.Intn(100); {
-	case r < 30:
+	case r < 27:
 		o.Kind = Begin
-	case r < 55:
+	case r < 49:
 		o.Kind = End
-	case r < 85:
+	case r < 76:
 		o.Kind = Next
+	case r < 88:
+		o.Kind, o.C = Harvest, false
 	default:
-		o.Kind = Harvest
+		o.Kind = Step
 	}
 	return o
 }
 
 // Slot is a model slot: the fields both writers write.
 type Slot struct {
-	Word      uint64
-	Key, From uint64
-	Lent      uint32
-	Kind      uint32
+	Word            uint64
+	Key, Step, From uint64
+	Lent            uint32
+	Kind            uint32
+}
+
+// Steps is the hub's step words: spanring.Hub's, read.
+type Steps struct {
+	Step, LeakClock, ArmedSteps uint64
+	State                       uint32 // level | armed | tracer bits
+	Mirror                      uint32 // the mirror word: State, and a pools bit while pools are open
 }
 
 // Model is the ring as the protocol says it must be.
@@ -96,13 +108,24 @@ type Model struct {
 	DroppedBusy     uint64
 	Landed          uint64
 	Lends           uint64 // shared boundaries whose next span began at the last one's end event
-	kind            uint32
+	Steps           Steps
+	c               Config
 }
 
-// New returns the model of a fresh ring of slots slots, for lanes lanes,
-// whose spans are of kind (gpuspans.KindLane).
-func New(slots, lanes int, kind uint32) *Model {
-	return &Model{Slots: make([]Slot, slots), LaneTok: make([]uint64, lanes), kind: kind}
+// Config is what the model takes from the hub: the ring's size and the
+// values of gpuspans' encoding it needs.
+type Config struct {
+	Slots, Lanes int
+	Kind         uint32 // the spans' kind: gpuspans.KindLane
+	Every        uint64 // KernelSpanEvery
+	ArmedBit     uint32 // the state's armed bit: gpuspans.MirrorArmed
+	PoolsBit     uint32 // the mirror's pools bit: gpuspans.MirrorPools
+}
+
+// New returns the model of a fresh ring, its hub's step words as steps
+// (with a pool open) say.
+func New(c Config, steps Steps) *Model {
+	return &Model{Slots: make([]Slot, c.Slots), LaneTok: make([]uint64, c.Lanes), Steps: steps, c: c}
 }
 
 func (m *Model) slot(pos uint64) *Slot { return &m.Slots[pos%uint64(len(m.Slots))] }
@@ -110,6 +133,8 @@ func (m *Model) slot(pos uint64) *Slot { return &m.Slots[pos%uint64(len(m.Slots)
 // Apply does op.
 func (m *Model) Apply(op Op) {
 	switch op.Kind {
+	case Step:
+		m.step()
 	case Begin:
 		m.laneBegin(op.To)
 	case End:
@@ -130,8 +155,21 @@ func (m *Model) claim(key uint64) (uint64, bool) {
 		return 0, false
 	}
 	sl.Word = spanring.Pack(pos, spanring.SlotOpen) // the pool's record never fails here
-	sl.Kind, sl.Key, sl.From = m.kind, key, 0
+	sl.Kind, sl.Key, sl.Step, sl.From = m.c.Kind, key, m.Steps.Step, 0
 	return pos, true
+}
+
+// step counts and arms the step at level Kernel.
+func (m *Model) step() {
+	s := &m.Steps
+	s.LeakClock++
+	s.Step++
+	s.State &^= m.c.ArmedBit
+	if s.Step%m.c.Every == 0 {
+		s.State |= m.c.ArmedBit
+		s.ArmedSteps++
+	}
+	s.Mirror = s.State | m.c.PoolsBit
 }
 
 func (m *Model) end(pos uint64) {
@@ -243,11 +281,12 @@ func (m *Model) harvest() {
 	}
 }
 
-// Ring is a recorder's words as a writer left them.
+// Ring is a recorder's words as a writer left them, and its hub's.
 type Ring struct {
 	Rec             spanring.Recorder
 	OpenLanes       int64
 	LaneAlreadyOpen uint64
+	Steps           Steps
 }
 
 // Diff lists where r differs from the model, "" when nowhere.
@@ -264,7 +303,7 @@ func (m *Model) Diff(r Ring) string {
 	}
 	for i := range m.Slots {
 		s, w := &rec.Slots[i], &m.Slots[i]
-		got := Slot{Word: s.Word.Load(), Key: s.Key, From: s.From, Lent: s.Lent.Load(), Kind: s.Kind}
+		got := Slot{Word: s.Word.Load(), Key: s.Key, Step: s.Step, From: s.From, Lent: s.Lent.Load(), Kind: s.Kind}
 		if got != *w {
 			f("slot %d: %s, want %s", i, show(got), show(*w))
 		}
@@ -283,12 +322,15 @@ func (m *Model) Diff(r Ring) string {
 	if d := rec.Dropped[0].Load(); d != m.DroppedBusy { // gpuspans.DropSlotBusy
 		f("dropped slot busy %d, want %d", d, m.DroppedBusy)
 	}
+	if r.Steps != m.Steps {
+		f("step words %+v, want %+v", r.Steps, m.Steps)
+	}
 	return b.String()
 }
 
 var states = [...]string{"free", "opening", "open", "closing", "closed", "lent", "6", "7"}
 
 func show(s Slot) string {
-	return fmt.Sprintf("{pos %d %s key %d from %d lent %d kind %d}", int64(s.Word>>spanring.PosShift)-1,
-		states[s.Word&spanring.StateMask], s.Key, s.From, s.Lent, s.Kind)
+	return fmt.Sprintf("{pos %d %s key %d step %d from %d lent %d kind %d}", int64(s.Word>>spanring.PosShift)-1,
+		states[s.Word&spanring.StateMask], s.Key, s.Step, s.From, s.Lent, s.Kind)
 }
