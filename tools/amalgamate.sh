@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Regenerates the two amalgamations through which plain `go build` compiles
-# the C++ sources into the cgo packages: go/cuda/core_amalgamation.cc (the
-# core, what production links) and go/cuda/cudatest/testing_amalgamation.cc
-# (the fake driver and the test kit, for tests only). Each file carries a
+# Regenerates the three amalgamations through which plain `go build`
+# compiles the C++ sources into the cgo packages: go/cuda/core_amalgamation.cc
+# (the core, what production links), go/cuda/cudakit/kit_amalgamation.cc
+# (the GPU kit, for the demo, benchmarks and GPU tests) and
+# go/cuda/cudatest/testing_amalgamation.cc (the fakes, for tests only). Each file carries a
 # hash of the sources it includes: Go's build cache keys on the package's own
 # files only, so without the hash an edit under cuda/ would be missed and
 # stale C++ run. Run it after editing cuda/ or third_party/cuda/; CI runs it
@@ -45,13 +46,15 @@ core() {
     cuda/src/kernel_name.cc cuda/src/tracer.cc
 }
 testing() {
-  gen go/cuda/cudatest/testing_amalgamation.cc "the fake driver, the fake CUPTI, the pool's test hook and the GPU test kit" \
-    "//cuda:core_testing and //cuda:testkit" cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/pool_testing.cc \
-    cuda/src/testkit.cc
+  gen go/cuda/cudatest/testing_amalgamation.cc "the fake driver, the fake CUPTI and the pool's test hook" \
+    //cuda:core_testing cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/pool_testing.cc
+}
+kit() {
+  gen go/cuda/cudakit/kit_amalgamation.cc "the GPU kit" //cuda:kit cuda/src/kit.cc
 }
 
 stale=0
-for pair in "core go/cuda/core_amalgamation.cc" "testing go/cuda/cudatest/testing_amalgamation.cc"; do
+for pair in "core go/cuda/core_amalgamation.cc" "testing go/cuda/cudatest/testing_amalgamation.cc" "kit go/cuda/cudakit/kit_amalgamation.cc"; do
   read -r fn out <<<"$pair"
   if [[ "${1:-}" == "--check" ]]; then
     if ! diff -u "$out" <("$fn"); then

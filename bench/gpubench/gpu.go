@@ -6,10 +6,11 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
-// gpu is what the sections need from one device: the test kit on a GPU
+// gpu is what the sections need from one device: the GPU kit on a GPU
 // machine, or fakeGPU for CPU runs of the same code (-fake). Methods may be
 // called from any goroutine, as the kit's may.
 type gpu interface {
@@ -21,12 +22,12 @@ type gpu interface {
 	NewTimer() (timer, error)
 	NewGridTimer(ctas int) (timer, error)
 	Sync(backend.Stream) error
-	CaptureBegin(backend.Stream, cudatest.CaptureMode) error
-	CaptureEnd(backend.Stream) (cudatest.Graph, error)
-	Instantiate(cudatest.Graph) (cudatest.GraphExec, error)
-	Launch(cudatest.GraphExec, backend.Stream) error
-	DestroyGraph(cudatest.Graph) error
-	DestroyGraphExec(cudatest.GraphExec) error
+	CaptureBegin(backend.Stream, cudakit.CaptureMode) error
+	CaptureEnd(backend.Stream) (cudakit.Graph, error)
+	Instantiate(cudakit.Graph) (cudakit.GraphExec, error)
+	Launch(cudakit.GraphExec, backend.Stream) error
+	DestroyGraph(cudakit.Graph) error
+	DestroyGraphExec(cudakit.GraphExec) error
 	Close() error
 }
 
@@ -38,18 +39,18 @@ type timer interface {
 
 // kitGPU is the real device: the kit, with its timer type hidden behind
 // the interface.
-type kitGPU struct{ *cudatest.Kit }
+type kitGPU struct{ *cudakit.Kit }
 
 func (k kitGPU) Spin(s backend.Stream, d time.Duration, t timer) error {
-	var ct *cudatest.Timer
+	var ct *cudakit.Timer
 	if t != nil {
-		ct = t.(*cudatest.Timer)
+		ct = t.(*cudakit.Timer)
 	}
 	return k.Kit.Spin(s, d, ct)
 }
 
 func (k kitGPU) SpinGrid(s backend.Stream, d time.Duration, t timer) error {
-	return k.Kit.SpinGrid(s, d, t.(*cudatest.Timer))
+	return k.Kit.SpinGrid(s, d, t.(*cudakit.Timer))
 }
 
 func (k kitGPU) NewTimer() (timer, error) { return k.NewGridTimer(1) }
@@ -183,7 +184,7 @@ func (f fakeGPU) Sync(s backend.Stream) error {
 	return nil
 }
 
-func (f fakeGPU) CaptureBegin(s backend.Stream, mode cudatest.CaptureMode) error {
+func (f fakeGPU) CaptureBegin(s backend.Stream, mode cudakit.CaptureMode) error {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	if _, ok := f.st.capture[s]; ok {
@@ -198,7 +199,7 @@ func (f fakeGPU) CaptureBegin(s backend.Stream, mode cudatest.CaptureMode) error
 // CaptureEnd fails with 901 as the driver would when a query broke the
 // capture, or when an event was recorded into it (on the GPU that event
 // becomes a graph node and its query breaks the capture).
-func (f fakeGPU) CaptureEnd(s backend.Stream) (cudatest.Graph, error) {
+func (f fakeGPU) CaptureEnd(s backend.Stream) (cudakit.Graph, error) {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	began, ok := f.st.capture[s]
@@ -212,20 +213,20 @@ func (f fakeGPU) CaptureEnd(s backend.Stream) (cudatest.Graph, error) {
 		return 0, &backend.DriverError{Op: "Kit.CaptureEnd", Code: 901, Msg: "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED (fake)"}
 	}
 	f.st.graphs++
-	return cudatest.Graph(f.st.graphs), nil
+	return cudakit.Graph(f.st.graphs), nil
 }
 
-func (f fakeGPU) Instantiate(g cudatest.Graph) (cudatest.GraphExec, error) {
-	return cudatest.GraphExec(g), nil
+func (f fakeGPU) Instantiate(g cudakit.Graph) (cudakit.GraphExec, error) {
+	return cudakit.GraphExec(g), nil
 }
 
-func (f fakeGPU) Launch(x cudatest.GraphExec, s backend.Stream) error {
+func (f fakeGPU) Launch(x cudakit.GraphExec, s backend.Stream) error {
 	f.st.mu.Lock()
 	defer f.st.mu.Unlock()
 	f.st.work(s, fakeLaunch, true)
 	return nil
 }
 
-func (f fakeGPU) DestroyGraph(cudatest.Graph) error         { return nil }
-func (f fakeGPU) DestroyGraphExec(cudatest.GraphExec) error { return nil }
-func (f fakeGPU) Close() error                              { return nil }
+func (f fakeGPU) DestroyGraph(cudakit.Graph) error         { return nil }
+func (f fakeGPU) DestroyGraphExec(cudakit.GraphExec) error { return nil }
+func (f fakeGPU) Close() error                             { return nil }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
@@ -77,7 +78,7 @@ func (e *env) newGPU(device int) (gpu, error) {
 	if e.fake {
 		return fakeGPU{e.fakeSt}, nil
 	}
-	k, err := cudatest.NewKit(device)
+	k, err := cudakit.NewKit(device)
 	if err != nil {
 		return nil, err
 	}

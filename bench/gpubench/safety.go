@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
@@ -67,8 +67,8 @@ type safetyRun struct {
 	inCapture                      int32
 
 	// capture_once_replay's graph, destroyed after its phase.
-	once     cudatest.Graph
-	onceExec cudatest.GraphExec
+	once     cudakit.Graph
+	onceExec cudakit.GraphExec
 }
 
 // safetyCase is one phase of the safety section: step runs each of its
@@ -264,10 +264,10 @@ const (
 // capture captures capturedKernels empty kernels on k, trying a kernel
 // span around each, then runs inside, and returns the graph (0 when the
 // capture failed, counted).
-func (s *safetyRun) capture(p *safetyPhase, inside func()) cudatest.Graph {
+func (s *safetyRun) capture(p *safetyPhase, inside func()) cudakit.Graph {
 	g, h, k := s.g, s.h, s.k
 	p.Captures++
-	if err := g.CaptureBegin(k, cudatest.CaptureGlobal); err != nil {
+	if err := g.CaptureBegin(k, cudakit.CaptureGlobal); err != nil {
 		p.OtherCaptureErrors++
 		if p.FirstError == "" {
 			p.FirstError = "CaptureBegin: " + err.Error()
@@ -313,7 +313,7 @@ func (s *safetyRun) capture(p *safetyPhase, inside func()) cudatest.Graph {
 
 // launch instantiates graph and launches it on k; with destroy, both are
 // freed (by the driver once the launch completes).
-func (s *safetyRun) launch(p *safetyPhase, graph cudatest.Graph, destroy bool) error {
+func (s *safetyRun) launch(p *safetyPhase, graph cudakit.Graph, destroy bool) error {
 	x, err := s.g.Instantiate(graph)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@
 
 #include "cuda/src/driver.h"
 #include "gpuspans/gpuspans.h"
-#include "gpuspans/gpuspans_testkit.h"
+#include "gpuspans/gpuspans_kit.h"
 
 namespace {
 

@@ -1,5 +1,5 @@
 // Internal: the process-wide CUDA driver table and helpers shared by the
-// pool, the fake driver, the test kit and the benchmark. Not a public header.
+// pool, the fake driver, the GPU kit and the benchmark. Not a public header.
 #ifndef GPUSPANS_CUDA_SRC_DRIVER_H_
 #define GPUSPANS_CUDA_SRC_DRIVER_H_
 
@@ -68,7 +68,7 @@ struct Loader {
 // loads too), so pools may keep the pointer.
 const Driver* LoadedDriver();
 
-// Symbol looks up another symbol of the loaded driver library (the test kit's
+// Symbol looks up another symbol of the loaded driver library (the GPU kit's
 // calls), or returns null when absent or when no driver is loaded.
 void* Symbol(const char* name);
 

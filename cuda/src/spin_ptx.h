@@ -1,6 +1,6 @@
 // Internal: the %globaltimer spin in PTX, written once for the pool's
-// calibration kernel (calibration.cc) and the GPU test kit's kernels
-// (testkit.cc), so that the spin the calibration measures is the spin the
+// calibration kernel (calibration.cc) and the GPU kit's kernels
+// (kit.cc), so that the spin the calibration measures is the spin the
 // GPU tests and benchmarks time. Not a public header.
 #ifndef GPUSPANS_CUDA_SRC_SPIN_PTX_H_
 #define GPUSPANS_CUDA_SRC_SPIN_PTX_H_

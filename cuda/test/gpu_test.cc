@@ -18,7 +18,7 @@
 
 #include "gpuspans/gpuspans.h"
 #include "gpuspans/gpuspans_testing.h"
-#include "gpuspans/gpuspans_testkit.h"
+#include "gpuspans/gpuspans_kit.h"
 
 namespace {
 

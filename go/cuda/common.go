@@ -4,9 +4,10 @@
 // it keeps its API and every call reports backend.ErrNoDriver.
 //
 // The driver is loaded at run time (libcuda.so.1), so programs using this
-// package start on machines without a GPU. Test support (the fake driver,
-// the GPU test kit) lives in go/cuda/cudatest, which production code never
-// imports: this package links the core (//cuda:core) and nothing else.
+// package start on machines without a GPU. Test support (the fake driver)
+// lives in go/cuda/cudatest and known GPU work in go/cuda/cudakit, which
+// production code never imports: this package links the core (//cuda:core)
+// and nothing else.
 //
 // The package's functions are safe for concurrent use; a Pool's methods
 // follow backend.Pool's rules (see Pool).

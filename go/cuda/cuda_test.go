@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
@@ -233,7 +234,7 @@ func TestStickyErrorKillsPool(t *testing.T) {
 func TestCaptureRefused(t *testing.T) {
 	f := useFake(t)
 	p := openPool(t, 4)
-	f.SetCapturing(streamB, cudatest.CaptureGlobal)
+	f.SetCapturing(streamB, cudakit.CaptureGlobal)
 	if err := p.RecordBegin(0, streamB); !errors.Is(err, backend.ErrCapturing) {
 		t.Errorf("RecordBegin on a capturing stream: %v", err)
 	}
@@ -439,7 +440,7 @@ func TestZeroAllocations(t *testing.T) {
 	}); n != 0 {
 		t.Errorf("RecordBegin+RecordEnd: %v allocations", n)
 	}
-	f.SetCapturing(streamB, cudatest.CaptureGlobal)
+	f.SetCapturing(streamB, cudakit.CaptureGlobal)
 	if n := testing.AllocsPerRun(100, func() {
 		if !errors.Is(p.RecordBegin(4, streamB), backend.ErrCapturing) {
 			panic("not refused")
@@ -528,7 +529,7 @@ func TestRecordNext(t *testing.T) {
 			t.Errorf("RecordNext(%d, %d): %v, want ErrBadSlot", bad[0], bad[1], err)
 		}
 	}
-	f.SetCapturing(streamB, cudatest.CaptureGlobal)
+	f.SetCapturing(streamB, cudakit.CaptureGlobal)
 	if err := p.RecordNext(2, 3, streamB); !errors.Is(err, backend.ErrCapturing) {
 		t.Errorf("RecordNext on a capturing stream: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest/gputest"
 )
 
@@ -20,7 +20,7 @@ import (
 
 // gpu is device 0's kit, one of its streams and a pool of the test's size.
 type gpu struct {
-	kit    *cudatest.Kit
+	kit    *cudakit.Kit
 	pool   *cuda.Pool
 	stream backend.Stream
 }
@@ -130,7 +130,7 @@ func TestGPUCaptureSafety(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for i := 0; i < 200; i++ {
-		gpuMust(t, g.kit.CaptureBegin(g.stream, cudatest.CaptureGlobal))
+		gpuMust(t, g.kit.CaptureBegin(g.stream, cudakit.CaptureGlobal))
 		if err := g.pool.RecordBegin(0, g.stream); !errors.Is(err, backend.ErrCapturing) {
 			t.Errorf("RecordBegin during capture: %v", err)
 		}

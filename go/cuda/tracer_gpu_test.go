@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest/gputest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -75,10 +76,10 @@ func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
 	gputest.Only(t)
 	e := gputest.NewEngine(t, 0)
 	// A graph captured and instantiated before CUPTI is first touched.
-	capture := func() cudatest.GraphExec {
+	capture := func() cudakit.GraphExec {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
+		if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < graphKernels; i++ {
@@ -100,7 +101,7 @@ func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
 	before := capture()
 	h, log := tracedGPUHub(t, e, 2)
 	const steps = 20
-	var later cudatest.GraphExec
+	var later cudakit.GraphExec
 	for step := 1; step <= steps; step++ {
 		h.BeginStep()
 		h.LaneBegin(0)
@@ -115,7 +116,7 @@ func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
 		if step == 6 {
 			// Captured inside an armed window: collection on must not break it.
 			runtime.LockOSThread()
-			if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
+			if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
 				t.Fatal(err)
 			}
 			if err := e.Kit.Empty(e.Kernel); err != nil {
@@ -264,7 +265,7 @@ func TestGPUTracerGraphDurations(t *testing.T) {
 	e := gputest.NewEngine(t, 0)
 	const spin = 20 * time.Microsecond
 	runtime.LockOSThread()
-	if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
+	if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 5; i++ {

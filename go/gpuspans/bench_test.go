@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/loop"
 )
@@ -47,7 +48,7 @@ func fakeHub(b *testing.B) *gpuspans.Hub {
 // own cost.
 func nopHub(b *testing.B) *gpuspans.Hub {
 	h := gpuspans.NewHubForTest(b, gpuspans.Options{Level: gpuspans.LevelKernel, KernelSpanEvery: 1})
-	if err := h.Install(0, laneStream, fake.NopOpener); err != nil {
+	if err := h.Install(0, laneStream, sim.NopOpener); err != nil {
 		b.Fatal(err)
 	}
 	h.BeginStep()

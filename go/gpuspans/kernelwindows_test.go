@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
@@ -41,7 +42,7 @@ func newWindowRig(t *testing.T, o gpuspans.Options) *windowRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, 1, fake.NopOpener); err != nil {
+	if err := h.Install(0, 1, sim.NopOpener); err != nil {
 		t.Fatal(err)
 	}
 	r.h = h
@@ -312,7 +313,7 @@ func TestKernelTracerFailingHarvestGivenUp(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Install(0, 1, fake.NopOpener); err != nil {
+		if err := h.Install(0, 1, sim.NopOpener); err != nil {
 			t.Fatal(err)
 		}
 		h.BeginStep()
@@ -367,7 +368,7 @@ func TestKernelTracerReadsBoundedPerHarvest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, 1, fake.NopOpener); err != nil {
+	if err := h.Install(0, 1, sim.NopOpener); err != nil {
 		t.Fatal(err)
 	}
 	h.BeginStep()

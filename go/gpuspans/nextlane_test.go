@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 )
 
 var threeLanes = []string{"prefill", "decode", "sample"}
@@ -286,7 +287,7 @@ func BenchmarkLaneBoundaries(b *testing.B) {
 		}
 		b.Run(name, func(b *testing.B) {
 			h := newHub(b, Options{Lanes: threeLanes, Level: LevelKernel, KernelSpanEvery: 1000000})
-			if err := h.Install(0, laneStream, fake.NopOpener); err != nil {
+			if err := h.Install(0, laneStream, sim.NopOpener); err != nil {
 				b.Fatal(err)
 			}
 			h.BeginStep()

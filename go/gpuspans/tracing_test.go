@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
@@ -29,7 +30,7 @@ func TestTracedKernelsCarryTheirStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Install(0, 1, fake.NopOpener); err != nil {
+		if err := h.Install(0, 1, sim.NopOpener); err != nil {
 			t.Fatal(err)
 		}
 		want := map[uint64]bool{}
@@ -80,7 +81,7 @@ func TestTracerFailuresFallBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.Install(0, 1, fake.NopOpener); err != nil {
+		if err := h.Install(0, 1, sim.NopOpener); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < 3; i++ {

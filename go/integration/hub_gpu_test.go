@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest/gputest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
@@ -61,7 +61,7 @@ func TestGPUHubEndToEnd(t *testing.T) {
 	if err := h.SetKernelSpanEvery(e2eEvery); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
+	if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 2; i++ {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest/gputest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -45,9 +46,9 @@ func TestGPUKernelWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer counter.Free()
-	capture := func(n int) cudatest.GraphExec {
+	capture := func(n int) cudakit.GraphExec {
 		t.Helper()
-		if err := e.Kit.CaptureBegin(e.Kernel, cudatest.CaptureGlobal); err != nil {
+		if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
 			t.Fatal(err)
 		}
 		for i := 0; i < n; i++ {
@@ -84,7 +85,7 @@ func TestGPUKernelWindows(t *testing.T) {
 	harvester := make(chan error, 1)
 	go func() { harvester <- h.RunHarvester(ctx, 200*time.Microsecond) }()
 
-	var inside, between []cudatest.GraphExec // captured inside windows and between them
+	var inside, between []cudakit.GraphExec // captured inside windows and between them
 	var launched, inWindows uint64
 	wins := func() uint64 { return h.KernelTimingStatus().Windows.Opened }
 	step := 0
@@ -101,7 +102,7 @@ func TestGPUKernelWindows(t *testing.T) {
 		armed := st.Windows.Open
 		h.LaneBegin(0)
 		n := uint64(0)
-		launch := func(x cudatest.GraphExec, kernels int) {
+		launch := func(x cudakit.GraphExec, kernels int) {
 			if err := e.Kit.Launch(x, e.Kernel); err != nil {
 				t.Fatalf("step %d: graph launch: %v", step, err)
 			}

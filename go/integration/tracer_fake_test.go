@@ -15,6 +15,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -51,7 +52,7 @@ func tracedHub(t *testing.T, mode gpuspans.KernelTiming, every, labels int) (*gp
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, fakeLane, fake.NopOpener); err != nil {
+	if err := h.Install(0, fakeLane, sim.NopOpener); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -122,7 +122,7 @@ typedef CUresult (*PFN_cuEventRecord)(CUevent hEvent, CUstream hStream);
 typedef CUresult (*PFN_cuEventQuery)(CUevent hEvent);
 typedef CUresult (*PFN_cuEventElapsedTime)(float* pMilliseconds, CUevent hStart, CUevent hEnd);
 
-/* Modules, kernels, memory (the GPU test kit only). */
+/* Modules, kernels, memory (the GPU kit only). */
 typedef CUresult (*PFN_cuModuleLoadData)(CUmodule* module, const void* image);
 typedef CUresult (*PFN_cuModuleUnload)(CUmodule hmod);
 typedef CUresult (*PFN_cuModuleGetFunction)(CUfunction* hfunc, CUmodule hmod, const char* name);
@@ -137,7 +137,7 @@ typedef CUresult (*PFN_cuMemcpyDtoH)(void* dstHost, CUdeviceptr srcDevice,
                                      size_t ByteCount); /* _v2 */
 typedef CUresult (*PFN_cuMemsetD8)(CUdeviceptr dstDevice, unsigned char uc, size_t N); /* _v2 */
 
-/* Graphs (the GPU test kit only). */
+/* Graphs (the GPU kit only). */
 typedef CUresult (*PFN_cuGraphInstantiateWithFlags)(CUgraphExec* phGraphExec, CUgraph hGraph,
                                                     unsigned long long flags);
 typedef CUresult (*PFN_cuGraphLaunch)(CUgraphExec hGraphExec, CUstream hStream);

@@ -65,16 +65,18 @@ for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/gpuspanshttp/control ./go/g
 done
 
 step "dependencies: production code links no test code"
-# The fake driver and the GPU test kit are go/cuda/cudatest's, for tests,
-# benchmarks and the demo; a serving binary (the C ABI library too) must not
-# carry them.
-for pkg in ./go/gpuspans ./go/backend ./go/cuda ./go/gpuspanshttp ./go/gpuspanshttp/control ./go/gpuspanshttp/debugpage ./go/export/... ./go/capi; do
+# The test doubles (the fake driver and CUPTI, the fake backend, the ring's
+# model, the golden fixture) are for tests; the GPU kit (go/cuda/cudakit,
+# //cuda:kit) is known work for the demo, benchmarks and GPU tests. A
+# serving binary (the C ABI library too) carries neither.
+doubles='github.com/gpuspans/gpuspans/go/(cuda/cudatest(/.*)?|cuda/cudakit|backend/fake|gpuspans/gpuspanstest(/golden)?|internal/spanring/spanringtest)'
+for pkg in ./go/gpuspans ./go/backend ./go/backend/sim ./go/cuda ./go/gpuspanshttp ./go/gpuspanshttp/control ./go/gpuspanshttp/debugpage ./go/export/... ./go/capi; do
   deps="$(go list -deps "$pkg")"
-  if grep -qxE 'github.com/gpuspans/gpuspans/go/(cuda/cudatest|internal/spanring/spanringtest)' <<<"$deps"; then
-    fail "$pkg links test code: $(grep -xE 'github.com/gpuspans/gpuspans/go/(cuda/cudatest|internal/spanring/spanringtest)' <<<"$deps" | tr '\n' ' ')"
+  if grep -qxE "$doubles" <<<"$deps"; then
+    fail "$pkg links test code: $(grep -xE "$doubles" <<<"$deps" | tr '\n' ' ')"
   fi
 done
-if grep -nE '(fake_driver|fake_cupti|pool_testing|testkit)\.cc' go/cuda/core_amalgamation.cc; then
+if grep -nE '(fake_driver|fake_cupti|pool_testing|kit)\.cc' go/cuda/core_amalgamation.cc; then
   fail "go/cuda/core_amalgamation.cc compiles test code into go/cuda"
 fi
 # --keep_going: the closure reaches @bazel_tools' macOS toolchain, which
@@ -85,11 +87,16 @@ bzq() {
   bazel query --keep_going --noimplicit_deps "$1" 2>/dev/null || rc=$?
   ((rc == 0 || rc == 3)) || echo "bazel query failed (exit $rc): $1" # non-empty: fails the checks below
 }
-testtargets='(//cuda:core_testing + //cuda:testkit)'
+testtargets='(//cuda:core_testing + //cuda:kit)'
 [[ "$(bzq "deps(//go/cuda/cudatest) intersect $testtargets" | wc -l)" == 2 ]] ||
   fail "bazel query cannot see cudatest's test targets: the check below would prove nothing"
 testdeps="$(bzq "deps(//go/cuda + //go/capi:hub + //go/capi:libgpuspans) intersect $testtargets")"
 [[ -z "$testdeps" ]] || fail "//go/cuda or the C ABI library depends on test code: $testdeps"
+# The test doubles' targets are testonly, so Bazel itself refuses them to
+# anything that ships.
+doubletargets='//cuda:core_testing + //go/cuda/cudatest + //go/cuda/cudatest/gputest + //go/backend/fake + //go/gpuspans/gpuspanstest + //go/gpuspans/gpuspanstest/golden + //go/internal/spanring/spanringtest'
+notonly="$(bzq "($doubletargets) except attr(testonly, 1, $doubletargets)")"
+[[ -z "$notonly" ]] || fail "test doubles not testonly: $notonly"
 
 step "inlining: the span entry points inline into the caller"
 # The disabled path is one check of an atomic word only if the entry point

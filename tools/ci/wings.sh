@@ -2,12 +2,14 @@
 # The Go code's three wings, checked on the import graph (tests included):
 # no package imports one of a higher wing.
 #   1 library       go/gpuspans, go/backend, go/cuda, go/export, proto, and
-#                   the helpers in go/internal (which import only the library)
+#                   the helpers in go/internal, under all of them: they
+#                   import nothing of ours outside go/internal
 #   2 HTTP          go/gpuspanshttp/...
 #   3 applications  go/cmd/..., go/capi, go/integration (the integration
 #                   tests), bench/..., examples/...
 # Also: the library and HTTP wings' production code (tests excluded) links
-# none of the test doubles. A package in no wing fails the check: place it.
+# none of the test doubles, nor the GPU kit (go/cuda/cudakit). A package in
+# no wing fails the check: place it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 M=github.com/gpuspans/gpuspans
@@ -21,7 +23,7 @@ wing() {
   *) echo 0 ;;
   esac
 }
-testonly="^$M/go/(backend/fake|gpuspans/gpuspanstest(/.*)?|cuda/cudatest(/.*)?|internal/golden|internal/spanring/spanringtest)\$"
+testonly="^$M/go/(backend/fake|gpuspans/gpuspanstest(/.*)?|cuda/cudatest(/.*)?|cuda/cudakit|internal/spanring/spanringtest)\$"
 
 bad=0
 while IFS='|' read -r pkg prod tests; do
@@ -33,6 +35,10 @@ while IFS='|' read -r pkg prod tests; do
   fi
   for imp in $prod $tests; do
     [[ $imp == "$M"/* ]] || continue
+    if [[ $pkg == "$M"/go/internal/* && $imp != "$M"/go/internal/* ]]; then
+      echo "wings: $pkg, a helper under the library, imports $imp"
+      bad=1
+    fi
     iw=$(wing "$imp")
     if ((iw > w)); then
       echo "wings: $pkg (wing $w) imports $imp (wing $iw)"

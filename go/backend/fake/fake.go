@@ -5,10 +5,11 @@
 //     outcomes, and reports every breach of the backend contract (a call
 //     after Close, two calls on one slot at once, a harvest of a slot whose
 //     end was not recorded, a slot out of range);
-//   - NopPool, a backend.Pool that does no work, for measuring the hub's
-//     own cost;
 //   - Tracer, a backend.KernelTracer that reports the kernels a test feeds
 //     it, for tests above the hub that need kernel spans without CUPTI.
+//
+// A pool that does no work at all, for measuring the hub's own cost (the
+// command's overhead measurement uses it), is go/backend/sim's NopPool.
 //
 // A Pool is safe for concurrent use, as the contract requires; so are its
 // setters and readers, which a test may call while the hub runs. The

@@ -4,7 +4,8 @@
 // host clock. A pool's event recorded on a stream takes the time the stream
 // will reach it (now, or when the queued work ends), and counts as complete
 // once the clock passes that time. Streams being captured run nothing and
-// refuse records, as the CUDA core does.
+// refuse records, as the CUDA core does. NopPool is the degenerate device:
+// no work, every span done at once, for measuring the hub's own cost.
 //
 // A GPU and its pools are safe for concurrent use.
 package sim

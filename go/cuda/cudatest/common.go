@@ -1,32 +1,13 @@
 // Package cudatest is test support for go/cuda, kept out of it so that
-// production binaries link no test code: a fake CUDA driver the core
-// switches to for CPU tests (UseFakeDriver), and a GPU test kit (NewKit:
-// streams, spin kernels, graph capture) for GPU tests, benchmarks and demos.
-// Production code never imports it.
+// production binaries link no test code: a fake CUDA driver and a fake
+// CUPTI the core switches to for CPU tests (UseFakeDriver, UseFakeCUPTI),
+// and the hooks that steer them. Known GPU work for GPU tests is
+// go/cuda/cudakit's.
 //
-// It imports "C" itself and compiles the fake driver and the kit
-// (//cuda:core_testing, //cuda:testkit), which call into the core that
-// go/cuda links. Built without cgo it keeps its API: NewKit and the kit
-// report backend.ErrNoDriver, and the fake's knobs do nothing.
+// It imports "C" itself and compiles the fakes (//cuda:core_testing),
+// which call into the core that go/cuda links. Built without cgo it keeps
+// its API: the fakes' knobs do nothing.
 package cudatest
-
-import "github.com/gpuspans/gpuspans/go/backend"
-
-// CaptureMode is a CUDA stream capture mode (CUstreamCaptureMode).
-type CaptureMode int32
-
-// Capture modes; values match the driver's.
-const (
-	CaptureGlobal      CaptureMode = 0 // unsafe calls from any thread break the capture
-	CaptureThreadLocal CaptureMode = 1 // only this thread's unsafe calls do
-	CaptureRelaxed     CaptureMode = 2 // no call is checked
-)
-
-// Graph is a captured CUDA graph (CUgraph) as an integer.
-type Graph uint64
-
-// GraphExec is an instantiated CUDA graph (CUgraphExec) as an integer.
-type GraphExec uint64
 
 // FakeOp selects the fake driver calls FakeDriver.Force applies to.
 type FakeOp int32
@@ -61,19 +42,4 @@ type FakeCounters struct {
 	LiveStreams         int64 // created and not destroyed
 	DestroysInFlight    int64 // events destroyed while recorded and not complete: must stay 0 but after a sticky error
 	LiveModules         int64 // modules loaded and not unloaded
-}
-
-// NewKitStream is NewKit and a stream of the kit's: what a benchmark or a
-// demo on one stream starts with. On error nothing is left open.
-func NewKitStream(device int) (*Kit, backend.Stream, error) {
-	k, err := NewKit(device)
-	if err != nil {
-		return nil, 0, err
-	}
-	s, err := k.NewStream()
-	if err != nil {
-		_ = k.Close()
-		return nil, 0, err
-	}
-	return k, s, nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
@@ -19,7 +20,7 @@ import (
 func TestKitNeedsRealDriver(t *testing.T) {
 	cudatest.UseFakeDriver()
 	t.Cleanup(cudatest.UseRealDriver)
-	if _, err := cudatest.NewKit(0); !errors.Is(err, backend.ErrNoDriver) {
+	if _, err := cudakit.NewKit(0); !errors.Is(err, backend.ErrNoDriver) {
 		t.Errorf("NewKit on the fake: %v, want ErrNoDriver", err)
 	}
 }

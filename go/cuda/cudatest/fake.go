@@ -3,6 +3,9 @@
 package cudatest
 
 /*
+#cgo CFLAGS: -I${SRCDIR}/../../../cuda/include -I${SRCDIR}/../../../third_party/cuda
+#cgo CXXFLAGS: -std=c++17 -I${SRCDIR}/../../../cuda/include -I${SRCDIR}/../../../third_party/cuda
+#cgo LDFLAGS: -ldl -lstdc++
 #include <stdint.h>
 #include <stdlib.h>
 #include "gpuspans/gpuspans_testing.h"
@@ -24,6 +27,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/internal/cudabridge"
 )
 
@@ -137,7 +141,7 @@ func (*FakeDriver) StreamWork(s backend.Stream, d time.Duration) {
 // SetCapturing starts a pretend capture of s in mode: records on s become
 // captured events, and in CaptureGlobal mode a query made outside RELAXED
 // mode breaks the capture (Counters().CapturesInvalidated).
-func (*FakeDriver) SetCapturing(s backend.Stream, mode CaptureMode) {
+func (*FakeDriver) SetCapturing(s backend.Stream, mode cudakit.CaptureMode) {
 	C.gs_testing_fake_set_capturing(C.uint64_t(s), C.int32_t(mode))
 }
 

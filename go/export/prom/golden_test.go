@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/gpuspans/gpuspans/go/internal/golden"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/golden"
 )
 
 // The /metrics text exposition of the fixture's hub: every series, in the

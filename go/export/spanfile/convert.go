@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/export/sparsehist"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/sparsehist"
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 

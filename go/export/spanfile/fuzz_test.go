@@ -10,7 +10,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/gpuspans/gpuspans/go/internal/golden"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/golden"
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 

@@ -20,7 +20,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/golden"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/golden"
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 

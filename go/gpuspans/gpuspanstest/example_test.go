@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/backend/fake"
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 )
@@ -18,7 +18,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	if err := hub.Install(0, 1, fake.NopOpener); err != nil {
+	if err := hub.Install(0, 1, sim.NopOpener); err != nil {
 		panic(err)
 	}
 	noGPU := func(int) (backend.Pool, error) { return nil, errors.New("no GPU here") }

@@ -363,7 +363,7 @@ func TestPageShowsKernelWindows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hub.Install(0, 1, fake.NopOpener); err != nil {
+	if err := hub.Install(0, 1, sim.NopOpener); err != nil {
 		t.Fatal(err)
 	}
 	page := func() string { return get(t, serve(hub, Options{}), "GET", Path).Body.String() }

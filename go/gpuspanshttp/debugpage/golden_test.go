@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/gpuspans/gpuspans/go/internal/golden"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/golden"
 )
 
 // The JSON the live page serves, indented so that a change reads as a

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/golden"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/golden"
 )
 
 func renderPage(t *testing.T, s *gpuspans.Snapshot) string {

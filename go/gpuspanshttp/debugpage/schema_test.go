@@ -13,8 +13,8 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/golden"
 	"github.com/gpuspans/gpuspans/go/gpuspanshttp/debugpage"
-	"github.com/gpuspans/gpuspans/go/internal/golden"
 )
 
 // pageOnly are the live page JSON's fields that the schema lacks, as paths

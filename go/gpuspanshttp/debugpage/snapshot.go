@@ -3,8 +3,8 @@ package debugpage
 import (
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/export/sparsehist"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/sparsehist"
 )
 
 // snapshotJSON is the body of SnapshotPath: a hub snapshot in the schema of

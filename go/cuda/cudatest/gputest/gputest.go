@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
 )
 
@@ -27,11 +28,11 @@ func Only(t testing.TB) {
 	}
 }
 
-// OpenKit opens the test kit on device and n streams of it; at the end of
+// OpenKit opens the GPU kit on device and n streams of it; at the end of
 // the test the streams are synced and destroyed and the kit closed.
-func OpenKit(t testing.TB, device, n int) (*cudatest.Kit, []backend.Stream) {
+func OpenKit(t testing.TB, device, n int) (*cudakit.Kit, []backend.Stream) {
 	t.Helper()
-	kit, err := cudatest.NewKit(device)
+	kit, err := cudakit.NewKit(device)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func OpenKit(t testing.TB, device, n int) (*cudatest.Kit, []backend.Stream) {
 // Engine is one device's share of a test: a kit, a lane stream and a
 // kernel stream.
 type Engine struct {
-	Kit          *cudatest.Kit
+	Kit          *cudakit.Kit
 	Lane, Kernel backend.Stream
 }
 

@@ -10,7 +10,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 )
 
 // GPU is what the demo engine needs from a GPU: one stream to launch
@@ -144,15 +144,15 @@ func (s *simGPU) Wait() error {
 
 func (s *simGPU) Close() error { return nil }
 
-// cudaGPU runs the demo on a real GPU through the cuda package's test kit:
+// cudaGPU runs the demo on a real GPU through the GPU kit (go/cuda/cudakit):
 // %globaltimer spin kernels of the chosen durations on a stream of its own.
 type cudaGPU struct {
-	kit       *cudatest.Kit
+	kit       *cudakit.Kit
 	device    int
 	stream    backend.Stream
 	capturing bool
-	graph     cudatest.Graph
-	exec      cudatest.GraphExec
+	graph     cudakit.Graph
+	exec      cudakit.GraphExec
 	closeOnce sync.Once
 }
 
@@ -171,7 +171,7 @@ func NewCUDAGPU(device int) (GPU, error) {
 	if device < 0 || device >= n {
 		return nil, fmt.Errorf("CUDA device %d: the driver sees %d device(s)", device, n)
 	}
-	kit, stream, err := cudatest.NewKitStream(device)
+	kit, stream, err := cudakit.NewKitStream(device)
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func (c *cudaGPU) BeginCapture() error {
 		return errors.New("cuda: capture already in progress")
 	}
 	runtime.LockOSThread()
-	if err := c.kit.CaptureBegin(c.stream, cudatest.CaptureGlobal); err != nil {
+	if err := c.kit.CaptureBegin(c.stream, cudakit.CaptureGlobal); err != nil {
 		runtime.UnlockOSThread()
 		return err
 	}

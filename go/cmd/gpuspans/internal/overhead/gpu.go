@@ -5,14 +5,14 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/cuda"
-	"github.com/gpuspans/gpuspans/go/cuda/cudatest"
+	"github.com/gpuspans/gpuspans/go/cuda/cudakit"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
 
 // gpuRig is what the GPU rows share: the kit, for a stream and the empty
 // kernel, and a pool of the driver floor's own.
 type gpuRig struct {
-	kit    *cudatest.Kit
+	kit    *cudakit.Kit
 	stream backend.Stream
 	pool   *cuda.Pool
 }
@@ -21,7 +21,7 @@ func openGPU(device int) (*gpuRig, error) {
 	if err := cuda.Load(); err != nil {
 		return nil, err
 	}
-	kit, stream, err := cudatest.NewKitStream(device)
+	kit, stream, err := cudakit.NewKitStream(device)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
-	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/cuda"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -159,7 +158,7 @@ func (o *Options) cpuRows() []row {
 	g := sim.New(sim.Options{})
 	s := g.NewStream()
 	simOpen := g.Opener()
-	nop := fake.NopOpener
+	nop := sim.NopOpener
 	return []row{
 		{name: "disabled/kernel-span", what: "KernelBegin+KernelEnd at level step (kernel spans off): the call pair an instrumented launch pays while disarmed",
 			run: o.onHub(gpuspans.LevelStep, simOpen, s, loop.KernelSpans)},

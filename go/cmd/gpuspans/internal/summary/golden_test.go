@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/gpuspans/gpuspans/go/internal/golden"
+	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest/golden"
 )
 
 func TestGoldenTable(t *testing.T) {

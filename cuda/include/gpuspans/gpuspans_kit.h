@@ -1,7 +1,8 @@
 /*
- * gpuspans GPU test kit: just enough of the CUDA driver to give spans known
- * work, for GPU tests, benchmarks and the demo. Not part of the product
- * library (Bazel target //cuda:testkit).
+ * gpuspans GPU kit: just enough of the CUDA driver to give spans known
+ * work, for the demo's workload, benchmarks and GPU tests. Not part of the
+ * product library (Bazel target //cuda:kit; tools/ci/checks.sh holds that
+ * neither //go/cuda nor the C ABI's library links it).
  *
  * The kernels come from PTX text in the kit (JIT-compiled by the driver, so
  * no CUDA compiler is needed to build): a spin kernel that busy-waits on
@@ -19,8 +20,8 @@
  * gs_kit_alloc, gs_kit_free and gs_kit_sync are not capture-safe (they
  * synchronise), which is why the product library never does any of that.
  */
-#ifndef GPUSPANS_GPUSPANS_TESTKIT_H_
-#define GPUSPANS_GPUSPANS_TESTKIT_H_
+#ifndef GPUSPANS_GPUSPANS_KIT_H_
+#define GPUSPANS_GPUSPANS_KIT_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -101,4 +102,4 @@ gs_status gs_kit_graph_exec_destroy(gs_kit* kit, uint64_t exec, gs_error* err);
 }
 #endif
 
-#endif /* GPUSPANS_GPUSPANS_TESTKIT_H_ */
+#endif /* GPUSPANS_GPUSPANS_KIT_H_ */

@@ -1,4 +1,4 @@
-// The GPU test kit: streams, a %globaltimer spin kernel from hand-written
+// The GPU kit: streams, a %globaltimer spin kernel from hand-written
 // PTX, device memory for the kernel's own timings, and graph capture.
 #include <string.h>
 
@@ -6,7 +6,7 @@
 #include <new>
 
 #include "driver.h"
-#include "gpuspans/gpuspans_testkit.h"
+#include "gpuspans/gpuspans_kit.h"
 #include "spin_ptx.h"
 
 namespace gs {

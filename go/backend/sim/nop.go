@@ -1,4 +1,4 @@
-package fake
+package sim
 
 import "github.com/gpuspans/gpuspans/go/backend"
 

@@ -1,13 +1,13 @@
 //go:build cgo
 
-package cudatest
+package cudakit
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../../../cuda/include -I${SRCDIR}/../../../third_party/cuda
 #cgo CXXFLAGS: -std=c++17 -I${SRCDIR}/../../../cuda/include -I${SRCDIR}/../../../third_party/cuda
 #cgo LDFLAGS: -ldl -lstdc++
 #include <stdint.h>
-#include "gpuspans/gpuspans_testkit.h"
+#include "gpuspans/gpuspans_kit.h"
 */
 import "C"
 
@@ -20,10 +20,10 @@ import (
 	"github.com/gpuspans/gpuspans/go/internal/cudabridge"
 )
 
-// Kit is the GPU test kit: streams, a %globaltimer spin kernel that can
-// report its own start and end, an empty kernel, and graph capture. It is
-// for GPU tests, benchmarks and demos, never for production paths (Sync and
-// Timer.Read wait for the GPU). Its methods may be called from any
+// Kit is the GPU kit: streams, a %globaltimer spin kernel that can report
+// its own start and end, an empty kernel, and graph capture. It is for the
+// demo, benchmarks and GPU tests, never for a serving engine's paths (Sync
+// and Timer.Read wait for the GPU). Its methods may be called from any
 // goroutine; a capture in CaptureGlobal or CaptureThreadLocal mode must end
 // on the OS thread that began it, so lock the goroutine to its thread
 // (runtime.LockOSThread) around CaptureBegin and CaptureEnd.
