@@ -68,6 +68,20 @@ void ExpectNoLeaks() {
   CHECK_EQ(c.live_modules, 0);
 }
 
+// FakePool is a test's pool on a fresh fake driver; at the test's end it
+// destroys the pool and checks that nothing leaked.
+struct FakePool {
+  explicit FakePool(uint32_t slots) {
+    gs_testing_use_fake_driver();
+    p = NewPool(slots);
+  }
+  ~FakePool() {
+    Destroy(p);
+    ExpectNoLeaks();
+  }
+  gs_pool* p;
+};
+
 void TestNoLibrary() {
   gs_testing_use_fake_driver();
   gs_testing_fake_fail_open(1);
@@ -155,17 +169,22 @@ void TestDeviceIdentity() {
 }
 
 void TestEventOffsetCalibration() {
+  // A span lands; the offset stays unknown; the pool goes without a leak.
+  auto lands_offset_unknown = [](gs_pool* p) {
+    gs_harvest_item it = Item(0);
+    Span(p, 0, kStreamA, kMs);
+    gs_testing_fake_advance(2 * kMs);
+    CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
+    CHECK_EQ(gs_pool_event_offset_ns(p), -1);
+    Destroy(p);
+    ExpectNoLeaks();
+  };
+
   // Without kernels (an old driver): the offset stays unknown, nothing else changes.
   gs_testing_use_fake_driver();
   gs_pool* p = NewPool(4);
   gs_testing_fake_advance(kMs);
-  gs_harvest_item it = Item(0);
-  Span(p, 0, kStreamA, kMs);
-  gs_testing_fake_advance(2 * kMs);
-  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
-  CHECK_EQ(gs_pool_event_offset_ns(p), -1);
-  Destroy(p);
-  ExpectNoLeaks();
+  lands_offset_unknown(p);
 
   // With kernels: unknown until a harvest finds the pairs done, never waited for.
   gs_testing_use_fake_driver();
@@ -173,7 +192,7 @@ void TestEventOffsetCalibration() {
   p = NewPool(4);
   CHECK_EQ(gs_pool_event_offset_ns(p), -1);
   Span(p, 0, kStreamA, kMs);
-  it = Item(0);
+  gs_harvest_item it = Item(0);
   CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);  // fake clock at 0: nothing done yet
   CHECK_EQ(it.state, GS_SPAN_IN_FLIGHT);
   CHECK_EQ(gs_pool_event_offset_ns(p), -1);
@@ -192,14 +211,7 @@ void TestEventOffsetCalibration() {
   gs_testing_use_fake_driver();
   gs_testing_fake_kernels(3000);
   gs_testing_fake_fail_event_create(2 * 4 + 4 + 2 * 31, 2);  // the last calibration event
-  p = NewPool(4);
-  it = Item(0);
-  Span(p, 0, kStreamA, kMs);
-  gs_testing_fake_advance(2 * kMs);
-  CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
-  CHECK_EQ(gs_pool_event_offset_ns(p), -1);
-  Destroy(p);
-  ExpectNoLeaks();
+  lands_offset_unknown(NewPool(4));
 }
 
 void TestInitError() {
@@ -265,8 +277,8 @@ void TestCreateArguments() {
 }
 
 void TestRecordError() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4);
+  FakePool fp(4);
+  gs_pool* p = fp.p;
   gs_testing_fake_record_result(1, 1);
   int32_t cu = 0;
   CHECK_EQ(gs_pool_record_begin(p, 0, kStreamA, &cu), GS_ERR_DRIVER);
@@ -276,13 +288,11 @@ void TestRecordError() {
   CHECK_EQ(gs_pool_record_end(p, 0, kStreamA, &cu), GS_OK);
   CHECK_EQ(gs_pool_record_begin(p, 4, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
   CHECK_EQ(gs_pool_record_begin(nullptr, 0, kStreamA, &cu), GS_ERR_INVALID_ARGUMENT);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 void TestNotReadyThenDone() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4);
+  FakePool fp(4);
+  gs_pool* p = fp.p;
   CHECK_EQ(gs_pool_slots(p), 4);
   CHECK_EQ(gs_pool_device(p), 0);
   gs_testing_fake_stream_work(kStreamA, 3 * kMs);  // earlier work: the span starts at 3 ms
@@ -306,13 +316,11 @@ void TestNotReadyThenDone() {
   CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
   CHECK_EQ(it.state, GS_SPAN_DONE);
   CHECK_EQ(it.duration_ns, 2 * kMs);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 void TestForcedResults() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4);
+  FakePool fp(4);
+  gs_pool* p = fp.p;
   Span(p, 0, kStreamA, kMs);
   gs_testing_fake_advance(2 * kMs);
   // Elapsed says not ready (on either event): still in flight.
@@ -330,8 +338,6 @@ void TestForcedResults() {
   CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
   CHECK_EQ(it.state, GS_SPAN_DONE);
   CHECK_EQ(it.duration_ns, kMs);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 void TestStickyError() {
@@ -372,8 +378,8 @@ void TestStickyError() {
 }
 
 void TestStickyDuringHarvest() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(8);
+  FakePool fp(8);
+  gs_pool* p = fp.p;
   for (uint32_t s = 0; s < 4; ++s) Span(p, s, kStreamA, kMs);
   gs_testing_fake_advance(10 * kMs);
   gs_testing_fake_force(gs_testing_pool_event(p, 2, 1), GS_FAKE_ELAPSED, 719, 1);
@@ -385,16 +391,14 @@ void TestStickyDuringHarvest() {
   CHECK_EQ(Counters().mode_exchanges % 2, 0);  // the mode was restored
   CHECK_EQ(gs_testing_fake_thread_capture_mode(), 0);
   CHECK_EQ(gs_pool_record_begin(p, 5, kStreamA, &cu), GS_ERR_POOL_DEAD);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 // A record that fails between a span's begin and its end leaves the pool
 // usable: the slot reports in flight (its begin is open) until the caller
 // records it again, which the backend contract allows after a failed record.
 void TestRecordEndFailsMidSpan() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4);
+  FakePool fp(4);
+  gs_pool* p = fp.p;
   CHECK_EQ(gs_pool_record_begin(p, 0, kStreamA, nullptr), GS_OK);
   gs_testing_fake_stream_work(kStreamA, kMs);
   gs_testing_fake_record_result(1, 1);  // CUDA_ERROR_INVALID_VALUE, once
@@ -425,8 +429,6 @@ void TestRecordEndFailsMidSpan() {
   CHECK_EQ(it.state, GS_SPAN_ERROR);
   CHECK_EQ(it.cu_result, 700);
   CHECK_EQ(Counters().driver_calls, calls);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 // The first anchor's record failing fails the create, releasing everything.
@@ -594,8 +596,8 @@ void TestNewPoolAfterSticky() {
 }
 
 void TestCaptureRefused() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4);
+  FakePool fp(4);
+  gs_pool* p = fp.p;
   gs_testing_fake_set_capturing(kStreamB, 0);
   const gs_fake_counters before = Counters();
   int32_t cu = -1;
@@ -624,8 +626,6 @@ void TestCaptureRefused() {
   CHECK_EQ(gs_pool_harvest(p, &it, 1, nullptr), GS_OK);
   CHECK_EQ(it.state, GS_SPAN_ERROR);
   CHECK_EQ(it.cu_result, 400);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 void TestCaptureModeExchange() {
@@ -690,8 +690,8 @@ void TestContextAdoptedOrPushed() {
 }
 
 void TestHarvestMixed() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(16);
+  FakePool fp(16);
+  gs_pool* p = fp.p;
   Span(p, 0, kStreamA, kMs);      // done at 1 ms
   Span(p, 1, kStreamA, 10 * kMs); // done at 11 ms
   Span(p, 2, kStreamB, kMs);      // done at 1 ms
@@ -717,13 +717,11 @@ void TestHarvestMixed() {
   gs_testing_fake_force(gs_testing_pool_event(p, 4, 1), GS_FAKE_ELAPSED, 0, 0);
   CHECK_EQ(gs_pool_record_end(p, 3, kStreamB, nullptr), GS_OK);
   gs_testing_fake_advance(10 * kMs);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 void TestHarvestArguments() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4);
+  FakePool fp(4);
+  gs_pool* p = fp.p;
   gs_harvest_item items[5] = {Item(0), Item(1), Item(2), Item(3), Item(0)};
   CHECK_EQ(gs_pool_harvest(p, items, 5, nullptr), GS_ERR_INVALID_ARGUMENT);
   items[1].slot = 4;
@@ -734,8 +732,6 @@ void TestHarvestArguments() {
   const int64_t calls = Counters().driver_calls;
   CHECK_EQ(gs_pool_harvest(p, nullptr, 0, nullptr), GS_OK);
   CHECK_EQ(Counters().driver_calls, calls);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 // A model of the fake GPU, kept by the test, to check harvests against.
@@ -832,8 +828,8 @@ void TestPrefixSearchMatchesModel() {
 // A harvest costs what lands plus one call per stream, whether the GPU has
 // finished everything or is far behind.
 void TestHarvestCostFollowsWhatLands() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(4096);
+  FakePool fp(4096);
+  gs_pool* p = fp.p;
   std::vector<gs_harvest_item> items;
   for (uint32_t s = 0; s < 4096; ++s) {
     Span(p, s, s % 2 ? kStreamA : kStreamB, 1000);
@@ -859,8 +855,6 @@ void TestHarvestCostFollowsWhatLands() {
   CHECK(after.event_queries - before.event_queries <= 1);
   CHECK_EQ(after.event_elapsed - before.event_elapsed, 4096);
   for (const gs_harvest_item& it : items) CHECK_EQ(it.state, GS_SPAN_DONE);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 void TestAnchorStartTimes() {
@@ -926,8 +920,8 @@ void TestAnchorStartTimes() {
 // Spans that follow each other share one event: the next span begins where
 // the one before ended, including its start time and the stream's backlog.
 void TestRecordNext() {
-  gs_testing_use_fake_driver();
-  gs_pool* p = NewPool(8);
+  FakePool fp(8);
+  gs_pool* p = fp.p;
   gs_harvest_item first = Item(0, 1);
   CHECK_EQ(gs_pool_harvest(p, &first, 0, nullptr), GS_OK);
   gs_testing_fake_advance(kMs);
@@ -983,8 +977,6 @@ void TestRecordNext() {
   CHECK_EQ(open.state, GS_SPAN_IN_FLIGHT);  // still open: its end was refused
   CHECK_EQ(gs_pool_record_end(p, 4, kStreamB, nullptr), GS_OK);
   gs_testing_fake_advance(2 * kMs);
-  Destroy(p);
-  ExpectNoLeaks();
 }
 
 void TestTwoDevices() {

@@ -77,26 +77,7 @@ func TestGPUTracerEveryKernelOfArmedSteps(t *testing.T) {
 	e := gputest.NewEngine(t, 0)
 	// A graph captured and instantiated before CUPTI is first touched.
 	capture := func() cudakit.GraphExec {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < graphKernels; i++ {
-			if err := e.Kit.Empty(e.Kernel); err != nil {
-				t.Fatal(err)
-			}
-		}
-		g, err := e.Kit.CaptureEnd(e.Kernel)
-		if err != nil {
-			t.Fatalf("capture broken: %v", err)
-		}
-		x, err := e.Kit.Instantiate(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Kit.DestroyGraphExec(x); _ = e.Kit.DestroyGraph(g) })
-		return x
+		return e.Capture(t, graphKernels, func() error { return e.Kit.Empty(e.Kernel) })
 	}
 	before := capture()
 	h, log := tracedGPUHub(t, e, 2)
@@ -264,25 +245,7 @@ func TestGPUTracerGraphDurations(t *testing.T) {
 	gputest.Only(t)
 	e := gputest.NewEngine(t, 0)
 	const spin = 20 * time.Microsecond
-	runtime.LockOSThread()
-	if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 5; i++ {
-		if err := e.Kit.Spin(e.Kernel, spin, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	g, err := e.Kit.CaptureEnd(e.Kernel)
-	runtime.UnlockOSThread()
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, err := e.Kit.Instantiate(g)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Kit.DestroyGraphExec(x); _ = e.Kit.DestroyGraph(g) })
+	x := e.Capture(t, 5, func() error { return e.Kit.Spin(e.Kernel, spin, nil) })
 	h, _ := tracedGPUHub(t, e, 2)
 	const steps = 20
 	for i := 0; i < steps; i++ {

@@ -47,25 +47,7 @@ func TestGPUKernelWindows(t *testing.T) {
 	}
 	defer counter.Free()
 	capture := func(n int) cudakit.GraphExec {
-		t.Helper()
-		if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < n; i++ {
-			if err := e.Kit.Count(e.Kernel, counter); err != nil {
-				t.Fatal(err)
-			}
-		}
-		g, err := e.Kit.CaptureEnd(e.Kernel)
-		if err != nil {
-			t.Fatalf("a capture broke: %v", err)
-		}
-		x, err := e.Kit.Instantiate(g)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = e.Kit.DestroyGraphExec(x); _ = e.Kit.DestroyGraph(g) })
-		return x
+		return e.Capture(t, n, func() error { return e.Kit.Count(e.Kernel, counter) })
 	}
 	before := capture(windowGraphKernels) // before CUPTI is first touched
 	log := new(gpuspanstest.Log)

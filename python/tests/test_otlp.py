@@ -2,7 +2,6 @@
 loopback: the steps' spans arrive, linked to their requests, and stopping
 sends what is left."""
 
-import gzip
 import http.server
 import logging
 import os
@@ -15,24 +14,19 @@ import unittest
 
 import gpuspans
 
+# The end-to-end tests' OTLP/HTTP receiver (tools/e2e/otlpsink.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "e2e"))
+from otlpsink import OTLPHandler  # noqa: E402
 
-class Receiver(http.server.BaseHTTPRequestHandler):
-    """Keeps each POST's path and (decompressed) body; answers 200."""
 
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.headers.get("Content-Encoding") == "gzip":
-            body = gzip.decompress(body)
+class Receiver(OTLPHandler):
+    """Keeps each POST's path, content type and body, and its x-tenant."""
+
+    def take(self, body):
         with self.server.lock:
             self.server.posts.append((self.path, self.headers.get("Content-Type"), body))
             self.server.headers.append(self.headers.get("x-tenant"))
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
+        return None
 
 
 class OTLPTest(unittest.TestCase):

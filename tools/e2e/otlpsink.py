@@ -1,7 +1,8 @@
 """A minimal OTLP/HTTP trace sink for the end-to-end tests: it accepts
 ExportTraceServiceRequest protobufs on POST /v1/traces and appends one line
 per span to OUT: trace_id span_id duration_ns name (ids in hex). The port it
-listens on (127.0.0.1, picked by the system) goes to PORTFILE.
+listens on (127.0.0.1, picked by the system) goes to PORTFILE. Its
+OTLPHandler is python/tests/test_otlp.py's receiver too.
 
 Usage: otlpsink.py PORTFILE OUT
 """
@@ -59,18 +60,22 @@ def spans(req):
 lock = threading.Lock()
 
 
-class Handler(http.server.BaseHTTPRequestHandler):
+class OTLPHandler(http.server.BaseHTTPRequestHandler):
+    """An OTLP/HTTP receiver: each POST's body, decompressed, goes to take,
+    which returns None to answer 200 (an empty protobuf) or what was wrong
+    to answer 400."""
+
+    def take(self, body):
+        raise NotImplementedError
+
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if self.headers.get("Content-Encoding") == "gzip":
             body = gzip.decompress(body)
-        try:
-            lines = ["%s %s %d %s\n" % s for s in spans(body)]
-        except (ValueError, IndexError, KeyError) as e:
-            self.send_error(400, "bad request: %s" % e)
+        err = self.take(body)
+        if err is not None:
+            self.send_error(400, "bad request: %s" % err)
             return
-        with lock, open(OUT, "a") as f:
-            f.writelines(lines)
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
@@ -78,6 +83,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+class Handler(OTLPHandler):
+    def take(self, body):
+        try:
+            lines = ["%s %s %d %s\n" % s for s in spans(body)]
+        except (ValueError, IndexError, KeyError) as e:
+            return e
+        with lock, open(OUT, "a") as f:
+            f.writelines(lines)
+        return None
 
 
 if __name__ == "__main__":

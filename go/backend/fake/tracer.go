@@ -15,11 +15,12 @@ import (
 // window as CUPTI needs them and counts what breaks them (Misuse). Safe for
 // concurrent use.
 type Tracer struct {
+	sim.Records // the read side: Read, Name, Stats, ClockOffset
+
 	mu       sync.Mutex
 	open     bool
 	mode     backend.TracerMode
 	on       bool
-	store    sim.Records
 	opens    [3]int // by mode
 	closes   int
 	abandons int
@@ -79,7 +80,7 @@ func (t *Tracer) Kernel(device int, stream uint32, startNs, endNs int64, name st
 	if !t.on {
 		return false
 	}
-	t.store.Add(device, stream, startNs, endNs, name, graph)
+	sim.Keep(&t.Records, device, stream, startNs, endNs, name, graph)
 	return true
 }
 
@@ -99,18 +100,6 @@ func (t *Tracer) Enable(on bool) error {
 	t.on = on
 	return nil
 }
-
-// Read moves the kernels fed so far into dst.
-func (t *Tracer) Read(dst []backend.KernelRecord) int { return t.store.Read(dst) }
-
-// Name returns the name Kernel was given for id.
-func (t *Tracer) Name(id uint32) string { return t.store.Name(id) }
-
-// ClockOffset is 0: times are fed on the hub's clock.
-func (t *Tracer) ClockOffset() int64 { return 0 }
-
-// Stats counts the kernels fed while collection was on.
-func (t *Tracer) Stats() backend.TracerStats { return t.store.Stats() }
 
 // Close ends the open: collection off. A window's close answers
 // ErrWrongThread while RefuseCloses has refusals left.

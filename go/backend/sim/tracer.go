@@ -9,8 +9,9 @@ import (
 
 // Records holds kernel records until they are read, with their names
 // interned: a kernel tracer's store, the simulator's and go/backend/fake's.
-// At most TracerRing records wait; one past them is counted as dropped.
-// Safe for concurrent use, so a tracer's Read, Name and Stats are its.
+// A tracer embeds it for the read side of backend.KernelTracer (Read, Name,
+// Stats, ClockOffset); Keep adds to it. At most TracerRing records wait;
+// one past them is counted as dropped. Safe for concurrent use.
 type Records struct {
 	mu      sync.Mutex
 	recs    []backend.KernelRecord
@@ -20,10 +21,12 @@ type Records struct {
 	dropped [backend.MaxTracerDevices]uint64
 }
 
-// Add keeps one record: a kernel that ran on device and stream from
+// Keep adds one record to r: a kernel that ran on device and stream from
 // startNs to endNs, replayed from graph (0: none). An empty name, or one
-// past backend.MaxTracerNames, has id 0.
-func (r *Records) Add(device int, stream uint32, startNs, endNs int64, name string, graph uint32) {
+// past backend.MaxTracerNames, has id 0. It is a function rather than a
+// method so that a tracer embedding Records publishes only its read side:
+// what a tracer keeps is its own rule (collection on).
+func Keep(r *Records, device int, stream uint32, startNs, endNs int64, name string, graph uint32) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if device < 0 || device >= backend.MaxTracerDevices {
@@ -66,6 +69,9 @@ func (r *Records) Name(id uint32) string {
 	return r.names[id-1]
 }
 
+// ClockOffset is 0: records are kept on the hub's clock.
+func (r *Records) ClockOffset() int64 { return 0 }
+
 // Stats returns the records kept and dropped, and the names interned.
 func (r *Records) Stats() backend.TracerStats {
 	r.mu.Lock()
@@ -88,11 +94,12 @@ const TracerRing = 1 << 16
 // them run on the simulator. Times are on the GPUs' clock (Options.Now),
 // so ClockOffset is 0. Safe for concurrent use.
 type Tracer struct {
+	Records // the read side: Read, Name, Stats, ClockOffset
+
 	mu     sync.Mutex
 	open   bool
 	window bool
 	on     bool
-	store  Records
 }
 
 // NewTracer returns a closed tracer.
@@ -126,7 +133,7 @@ func (t *Tracer) record(device int, stream backend.Stream, startNs, endNs int64,
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.on {
-		t.store.Add(device, uint32(stream), startNs, endNs, name, graph)
+		Keep(&t.Records, device, uint32(stream), startNs, endNs, name, graph)
 	}
 }
 
@@ -143,18 +150,6 @@ func (t *Tracer) Enable(on bool) error {
 	t.on = on
 	return nil
 }
-
-// Read moves the records collected so far into dst, oldest first.
-func (t *Tracer) Read(dst []backend.KernelRecord) int { return t.store.Read(dst) }
-
-// Name returns the kernel name of id, "" for 0 or an unknown id.
-func (t *Tracer) Name(id uint32) string { return t.store.Name(id) }
-
-// ClockOffset is 0: records are on the GPUs' clock, the hub's.
-func (t *Tracer) ClockOffset() int64 { return 0 }
-
-// Stats returns the records kept and dropped since t was made.
-func (t *Tracer) Stats() backend.TracerStats { return t.store.Stats() }
 
 // Close ends the open: collection off; records stay readable.
 func (t *Tracer) Close() error {

@@ -8,6 +8,7 @@ package gputest
 
 import (
 	"os"
+	"runtime"
 	"testing"
 
 	"github.com/gpuspans/gpuspans/go/backend"
@@ -61,6 +62,34 @@ func OpenKit(t testing.TB, device, n int) (*cudakit.Kit, []backend.Stream) {
 type Engine struct {
 	Kit          *cudakit.Kit
 	Lane, Kernel backend.Stream
+}
+
+// Capture captures n calls of launch on the kernel stream into a graph (in
+// global mode, on this OS thread, as such a capture must end where it
+// began) and instantiates it; both are destroyed when t ends. A broken
+// capture fails t.
+func (e *Engine) Capture(t testing.TB, n int, launch func() error) cudakit.GraphExec {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := e.Kit.CaptureBegin(e.Kernel, cudakit.CaptureGlobal); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		if err := launch(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g, err := e.Kit.CaptureEnd(e.Kernel)
+	if err != nil {
+		t.Fatalf("a capture broke: %v", err)
+	}
+	x, err := e.Kit.Instantiate(g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Kit.DestroyGraphExec(x); _ = e.Kit.DestroyGraph(g) })
+	return x
 }
 
 // NewEngine opens an Engine on device, closed at the end of the test.
