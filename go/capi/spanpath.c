@@ -371,16 +371,17 @@ gs_hub_status gs_hub_next_lane_call(gs_hub hub, int32_t from, int32_t to) {
   return GS_HUB_OK;
 }
 
+// mirror_value is the hub's mirror word as syncMirror computes it.
+static uint32_t mirror_value(const gs_sp_set* s) {
+  return LOAD(s->state) | (LOAD(s->pools) != 0 ? GS_HUB_WORD_POOLS : 0);
+}
+
 // The step begin, while Go says a step may be taken here (c_step: see
 // spanring.Hub.CStep for when): it counts the step and arms one in
 // kernel_span_every, as gpuspans' arm does, and stores the state into the
 // hub's mirror word until what it stored is still current, as syncMirror
 // does. Otherwise it returns 0, having changed nothing, to send the step
 // to Go.
-static uint32_t mirror_value(const gs_sp_set* s) {
-  return LOAD(s->state) | (LOAD(s->pools) != 0 ? GS_HUB_WORD_POOLS : 0);
-}
-
 static int step(const gs_sp_set* s, gs_hub hub) {
   if (!LOAD(s->c_step)) return 0;
   ADD(s->leak_clock, 1);
