@@ -64,8 +64,9 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 	}
 	rec, hub := pub.recs[0], pub.hub
 	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	go func() { _ = e.h.RunHarvester(ctx, 24*time.Hour) }()
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.h.RunHarvester(ctx, 24*time.Hour) }()
+	defer func() { stop(); <-done }()
 	for deadline := time.Now().Add(5 * time.Second); !hub.CStep.Load(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			return 2, "steps cannot be taken in C with a harvester running: is kernel timing events?"
