@@ -189,6 +189,19 @@ func TestRingDifferential(t *testing.T) {
 	}
 }
 
+// TestKernelWindowsBesideTheCSpanPath holds kernel windows to
+// GPU_FACTS' rules on the fake CUPTI while steps go through the C span
+// path (testdata/windows_test.c): the word that lets C take a step must
+// send every step that opens or closes a window to Go.
+func TestKernelWindowsBesideTheCSpanPath(t *testing.T) {
+	exe := compile(t, "gcc", library(t, "c-archive"), "windows_test", "-I../../cuda/include", "testdata/windows_test.c")
+	b, err := exec.Command(exe).CombinedOutput()
+	t.Logf("%s", b)
+	if err != nil || !strings.Contains(string(b), "PASS") {
+		t.Fatalf("windows_test: %v", err)
+	}
+}
+
 func TestSpanPath(t *testing.T) {
 	exe := compile(t, "gcc", library(t, "c-archive"), "spanpath_test", "-I../../cuda/include", "testdata/spanpath_test.c")
 	summaries := map[string][]string{}
