@@ -427,6 +427,8 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
     r.graph = k->graphId;
     r.correlation = k->correlationId;
     r.context = k->contextId;
+    r.kind = GS_RECORD_KERNEL;
+    r.thread = 0;
     if (n == sizeof(batch) / sizeof(batch[0])) {
       Push(t, batch, n);
       n = 0;

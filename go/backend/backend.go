@@ -192,7 +192,26 @@ type KernelRecord struct {
 	Graph       uint32 // id of the CUDA graph the kernel was replayed from; 0: none
 	Correlation uint32 // the tracer's id of the launch call
 	Context     uint32 // the tracer's id of the CUDA context
+	Kind        RecordKind
+	Thread      uint32 // RecordLaunch: the calling thread's id; else 0
 }
+
+// RecordKind says what a KernelRecord is: a kernel run (the zero value), a
+// copy or memset on the device, or a launch call on the host. A copy or
+// memset has Device, Stream, StartNs and EndNs as a kernel has (Name 0). A
+// launch is the host's side of a kernel or CUDA graph launch: StartNs and
+// EndNs bracket the call on thread Thread, on the tracer's clock like the
+// device's records; Correlation matches its kernels'; Device and Stream
+// are 0.
+type RecordKind uint32
+
+// The kinds of KernelRecord; the values are the C core's GS_RECORD_*.
+const (
+	RecordKernel RecordKind = iota
+	RecordMemcpy
+	RecordMemset
+	RecordLaunch
+)
 
 // MaxTracerDevices bounds TracerStats.DroppedByDevice.
 const MaxTracerDevices = 64

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 0c79bdd7c1a5ee58810584c7727bcea7f4440098dd792f1a833fe108070f6411
+// sees only this file, rebuilds when they change: 2108ac32b1a7625c22b75b70a7bfee276dee396191c79f67f33cd9424b659021
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -30,6 +30,10 @@ var (
 	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Graph)-unsafe.Offsetof(C.gs_kernel_record{}.graph)]
 	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Correlation)-unsafe.Offsetof(C.gs_kernel_record{}.correlation)]
 	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Context)-unsafe.Offsetof(C.gs_kernel_record{}.context)]
+	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Kind)-unsafe.Offsetof(C.gs_kernel_record{}.kind)]
+	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Thread)-unsafe.Offsetof(C.gs_kernel_record{}.thread)]
+	_ = [1]int{}[backend.RecordLaunch-C.GS_RECORD_LAUNCH]
+	_ = [1]int{}[C.GS_RECORD_LAUNCH-backend.RecordLaunch]
 	_ = [1]int{}[backend.MaxTracerDevices-C.GS_TRACER_MAX_DEVICES]
 	_ = [1]int{}[backend.MaxTracerNames-C.GS_TRACER_MAX_NAMES]
 )

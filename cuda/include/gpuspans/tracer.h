@@ -44,8 +44,10 @@
 extern "C" {
 #endif
 
-/* One kernel execution. Plain data (40 bytes, no padding), so Go passes its
- * own identical struct without copying. */
+/* One record of what a device or a launching thread did: a kernel run (the
+ * default), a copy or memset on the device, or a launch call on the host
+ * (kind). Plain data (48 bytes, no padding), so Go passes its own identical
+ * struct without copying. */
 typedef struct gs_kernel_record {
   int64_t start_ns;     /* on CUPTI's clock: add gs_tracer_clock_offset_ns for Unix ns */
   int64_t end_ns;       /* likewise; end - start includes the kernel's launch and
@@ -56,7 +58,19 @@ typedef struct gs_kernel_record {
   uint32_t graph;       /* CUPTI's id of the graph it was replayed from; 0: none */
   uint32_t correlation; /* CUPTI's correlation id of the launch */
   uint32_t context;     /* CUPTI's context id */
+  uint32_t kind;        /* GS_RECORD_KERNEL, _MEMCPY, _MEMSET or _LAUNCH */
+  uint32_t thread;      /* _LAUNCH: the calling thread's id (gettid); else 0 */
 } gs_kernel_record;
+
+/* gs_kernel_record.kind. A copy or memset has device, stream, start and end
+ * as a kernel has (name 0). A launch is the host's side of a kernel launch
+ * or a CUDA graph launch (graph nonzero): start and end bracket the call on
+ * the calling thread, on the same clock as the device's records, and
+ * correlation is the one its kernels carry; device and stream are 0. */
+#define GS_RECORD_KERNEL 0u
+#define GS_RECORD_MEMCPY 1u
+#define GS_RECORD_MEMSET 2u
+#define GS_RECORD_LAUNCH 3u
 
 /* Records lost, per device ordinal (0..GS_TRACER_MAX_DEVICES-1; a record of a
  * higher ordinal is counted and dropped). */

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: d59e6cc114aa5e61c42bdb530efcb93c3c778d77a1f3bb93bfed7c11b2aa7654
+// sees only this file, rebuilds when they change: 2dde855dabfa32bb9263e0c18be12bc7245c38925763684560b9de22fe91411c
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: eccbad6035c701314a81657e89a2dd35de0607f46518a650777556a7ef15d51e
+// sees only this file, rebuilds when they change: 508b862683961749c1c67846e0dd3513a10ce20efbf897d8df96a314abe315bf
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
