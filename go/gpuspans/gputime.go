@@ -41,6 +41,37 @@ type LaneGPUTime struct {
 	// latest window that measured it, most first (at most
 	// GPUTimeTopKernels), each with its share of the lane's kernel time.
 	Kernels []KernelShare
+	// Causes splits Idle by why the device waited; RecentCauses does the
+	// same over the recent windows.
+	Causes, RecentCauses IdleCauses
+	// RecentServed is the lane's event time outside windows, estimated
+	// for the recent windows' spans from the lane's spans on the steps
+	// around each window; RecentWindowCost is what the windows' CUPTI
+	// added to those spans (their event time less RecentServed).
+	RecentServed, RecentWindowCost time.Duration
+	// Unsettled counts windows whose served time could not be estimated
+	// (the lane's time before and after the window differed too much);
+	// their spans are left out of the Recent totals.
+	Unsettled uint64
+}
+
+// IdleCauses splits a lane's idle time, the part of its span no kernel of
+// the device ran, by why the device waited (docs/design.md, idle by cause).
+// The parts sum to the idle time they split.
+type IdleCauses struct {
+	// Host: the device had run out of queued work before the call that
+	// launched the next one returned.
+	Host time.Duration
+	// Launch: the next work was queued (its launch call had returned), yet
+	// the device had not started it: launch latency.
+	Launch time.Duration
+	// Copy: copies and memsets ran on the device, and no kernel.
+	Copy time.Duration
+	// Wait: the next work was queued on a stream that waited on another
+	// stream or an event.
+	Wait time.Duration
+	// Other: nothing recorded explains it.
+	Other time.Duration
 }
 
 // BusyRatio is the fraction of the lane's recent span time the device was
