@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 2dde855dabfa32bb9263e0c18be12bc7245c38925763684560b9de22fe91411c
+// sees only this file, rebuilds when they change: da3b58ca4b3043b1e54ec10556a27f9667d2be2840cbcbeb2d0a380a24d4c2da
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

@@ -398,8 +398,12 @@ gs_hub_status gs_hub_get_kernel_timing(gs_hub hub, int32_t* timing, int32_t* tra
  * the guard: gs_launch_guard_enter before, gs_launch_guard_exit after, on
  * that thread. A window's attach and detach then hold guarded launches
  * off (a few milliseconds, once a window period) and wait for those in
- * flight, and its watch counts them as guarded. Enter and exit cost an
- * atomic add or two; never hold the guard across a gs_hub_begin_step.
+ * flight, and its watch counts them as guarded. Enter and exit cost a few
+ * atomic operations; never hold the guard across a gs_hub_begin_step. An
+ * exit without its enter on the same thread is refused, counted and
+ * logged; while a thread stays inside the guard past a window's wait (20
+ * ms), windows skip without waiting, and the snapshot's launch guard names
+ * the thread and for how long.
  * Implemented in the CUDA core (gpuspans/tracer.h), with no call into Go;
  * thread-safe. */
 void gs_launch_guard_enter(void);
