@@ -1046,6 +1046,8 @@ extern "C" void gs_launch_guard_enter(void) {
   }
 }
 
+extern "C" int32_t gs_launch_guard_depth(void) { return gs::g_guard_depth; }
+
 extern "C" void gs_launch_guard_exit(void) {
   gs::Guard& g = gs::G();
   if (gs::g_guard_depth <= 0) {

@@ -86,7 +86,7 @@ func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) {
 // while it runs, and its replays do not keep CUPTI attached after a window
 // (cuda/include/gpuspans/tracer.h: a window counts a thread's graph
 // launches against its guarded ones). The goroutine stays on its thread
-// meanwhile. launch must not step a hub. Costs two atomic adds and a load,
+// meanwhile. launch must not step a hub. Costs a few atomic operations,
 // and a wait of a few milliseconds when a window opens or closes meanwhile.
 func GuardLaunch(launch func()) {
 	runtime.LockOSThread()

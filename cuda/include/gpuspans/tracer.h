@@ -244,6 +244,11 @@ gs_status gs_tracer_abandon(gs_error* err);
 void gs_launch_guard_enter(void);
 void gs_launch_guard_exit(void);
 
+/* gs_launch_guard_depth is how many enters of the calling thread await
+ * their exit: a wrapper that records it before its enter can exit back to
+ * it whatever interrupted it in between. */
+int32_t gs_launch_guard_depth(void);
+
 #ifdef __cplusplus
 }
 #endif
