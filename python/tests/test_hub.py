@@ -371,7 +371,8 @@ class GraphReplayGuardTest(unittest.TestCase):
 
                 guarded = gpuspans._graphs._guarded(replay, lib, hot)
                 main = threading.main_thread().ident
-                interrupts, caught, acked, go = 1000, 0, threading.Semaphore(0), threading.Event()
+                interrupts, caught, acked = 1000, 0, threading.Semaphore(0)
+                go, done = threading.Event(), threading.Event()
 
                 def interrupter():
                     # One at a time, each once the last was caught, so that
@@ -379,6 +380,8 @@ class GraphReplayGuardTest(unittest.TestCase):
                     # the replay loop.
                     go.wait()
                     for _ in range(interrupts):
+                        if done.is_set():
+                            return
                         signal.pthread_kill(main, signal.SIGINT)
                         if not acked.acquire(timeout=60):
                             return
@@ -399,6 +402,8 @@ class GraphReplayGuardTest(unittest.TestCase):
                             self.assertEqual(lib.gs_testing_in_launch_guard(), 0)
                             acked.release()
                 finally:
+                    done.set()
+                    acked.release()
                     t.join()
                 self.assertGreater(spins, 0)
                 self.assertEqual(lib.gs_launch_guard_depth(), 0)
