@@ -324,7 +324,7 @@ func TestRunHarvester(t *testing.T) {
 	stop()
 
 	stop = run(time.Millisecond)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for snap(t, h).Counters.Landed < 100 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}

@@ -92,7 +92,7 @@ func TestCStepFact(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- h.RunHarvester(ctx, time.Hour) }()
-	for deadline := time.Now().Add(5 * time.Second); !h.background.Load() && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(time.Minute); !h.background.Load() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	check("a harvester runs, events", true)

@@ -215,7 +215,7 @@ class KernelSpanTest(unittest.TestCase):
 
 class DrainInterruptTest(unittest.TestCase):
     def test_ctrl_c_interrupts_drain(self):
-        # drain(30) was one 30-second call into Go: Ctrl-C waited for it.
+        # drain(300) was one 300-second call into Go: Ctrl-C waited for it.
         code, out, err, took = run_child(
             """
             import sys
@@ -223,24 +223,24 @@ class DrainInterruptTest(unittest.TestCase):
             hub = gpuspans.Hub(level="kernel", kernel_span_every=1, quiet=True)
             gpu = hub.install(0, 1, sim=True)
             hub.step()
-            gpu.launch(120.0)  # lands in two minutes
+            gpu.launch(600.0)  # lands in ten minutes
             with hub.lane("decode"):
                 pass
             print("ready", flush=True)
             try:
-                hub.drain(30.0)
+                hub.drain(300.0)
                 print("drained", flush=True)
             except KeyboardInterrupt:
                 print("KeyboardInterrupt", flush=True)
             sys.exit(0)
             """,
-            timeout=60,
+            timeout=200,
             sig=signal.SIGINT,
             sig_after=0.5,
         )
         self.assertEqual(code, 0, f"stdout {out!r}, stderr {err!r}")
         self.assertIn("KeyboardInterrupt", out)
-        self.assertLess(took, 10.0, "Ctrl-C waited for drain to time out")
+        self.assertLess(took, 120.0, "Ctrl-C waited for drain to time out")
 
 
 if __name__ == "__main__":

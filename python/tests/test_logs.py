@@ -89,7 +89,8 @@ class LogsTest(unittest.TestCase):
             t0 = time.monotonic()
             for _ in range(1000):
                 hub.step()
-            self.assertLess(time.monotonic() - t0, 1.0)
+            # Blocked on the stuck handler, it would wait for good.
+            self.assertLess(time.monotonic() - t0, 60.0)
             self.assertEqual(hub.snapshot()["step"], 1000)
             dropped = hub.log_lines_dropped
             # The first line is held by the stuck handler, 256 wait in the

@@ -4,7 +4,8 @@
 # the import graph's wings, the rules that the serving path and the live
 # page link no protobuf and that production code links no test code, the span entry points inlining,
 # vet, a cgo-free build, the consumer workspace and the C++ core's tests
-# under the sanitizers. .ci/run runs the race tests and end-to-end tests
+# under the sanitizers, and the test command again on a loaded machine.
+# .ci/run runs the race tests and end-to-end tests
 # itself. Needs tools/bootstrap.sh to have run.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -128,3 +129,6 @@ step "examples/: a consumer workspace builds gpuspans as an external repository"
 
 step "C++ core and tracer CPU tests under AddressSanitizer and UBSan"
 bazel test --config=asan //cuda:core_test //cuda:tracer_test
+
+step "the test command at a load of 4x the cores (tools/ci/loaded.sh: no cached result, CPU burners beside it)"
+tools/ci/loaded.sh

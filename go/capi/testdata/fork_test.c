@@ -4,7 +4,7 @@
 // with a server; all of them) and each way to fork (glibc's fork, which
 // runs the atfork handlers; the fork system call itself and clone with
 // SIGCHLD, which run none) the parent forks and the child checks that
-// close returns within 100 ms, that the span calls do nothing and the
+// close returns at once, that the span calls do nothing and the
 // status calls name the fork, and exits; the parent checks that its own
 // hub works on, closes it, and that no file descriptor is left behind.
 #include <dirent.h>
@@ -88,7 +88,9 @@ static int child(gs_hub hub, int how) {
   gs_hub_status st = gs_hub_close(hub);
   double took = now_ms() - t0;
   CHECK(st == GS_HUB_ERR_FORKED, "close = %s", gs_hub_status_name(st));
-  CHECK(took < 100, "close took %.1f ms in the child", took);
+  // At once: a close that waited for the gone harvester would hang (the
+  // parent kills it at 5 s); 1 s is what a loaded machine may add.
+  CHECK(took < 1000, "close took %.1f ms in the child", took);
   printf("  child: close returned in %.3f ms\n", took);
   fflush(stdout);  // the child leaves with _exit, which flushes nothing
   fflush(stderr);
