@@ -72,9 +72,10 @@ func TestExportsNameThemselves(t *testing.T) {
 		}
 	}
 	// hub.h declares each export once (the inline functions are not
-	// exports), exports.h the Go sides of fork.c's, and spanpath.h the
-	// private ones spanpath.c calls; the C functions the package defines
-	// (fork.c's and spanpath.c's) count as exports.
+	// exports), exports.h the Go sides of fork.c's two that answer in a
+	// child themselves, and spanpath.h the private ones spanpath.c calls;
+	// the C functions the package defines (fork.c's and spanpath.c's)
+	// count as exports.
 	decl := regexp.MustCompile(`(?m)^(?:const )?[a-z_0-9]+\*? (gs_(?:hub|sp)_[a-z_]+)\(`)
 	declared := map[string]bool{}
 	for _, f := range []string{"include/gpuspans/hub.h", "exports.h", "spanpath.h"} {
@@ -97,6 +98,32 @@ func TestExportsNameThemselves(t *testing.T) {
 		}
 		for _, m := range regexp.MustCompile(`(?m)^(?:const )?[a-z_0-9]+\*? (gs_hub_[a-z_]+)\(.*\{$`).FindAllStringSubmatch(string(src), -1) {
 			exported[m[1]] = true
+		}
+	}
+	// exports_list.h lists the exports fork.c defines and exports.h
+	// declares the Go sides of: each name is an export, and its Go name a
+	// declaration.
+	list, err := os.ReadFile("exports_list.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := regexp.MustCompile(`(?m)^  X\((PID|FLAG), (STATUS|TOKEN), (gs_hub_status|uint64_t), (gs_hub_[a-z_]+), (gs_hub_[a-z_]+), \(`)
+	listed := entry.FindAllStringSubmatch(string(list), -1)
+	if len(listed) < 30 {
+		t.Fatalf("read %d entries from exports_list.h: the pattern no longer matches", len(listed))
+	}
+	for _, m := range listed {
+		name, goName := m[4], m[5]
+		if exported[name] {
+			t.Errorf("%s is defined in a .c file and listed in exports_list.h", name)
+		}
+		exported[name] = true
+		declared[goName] = true
+		if goName != strings.TrimSuffix(name, "_call")+"_go" {
+			t.Errorf("exports_list.h: %s's Go side is %s, want %s_go", name, goName, strings.TrimSuffix(name, "_call"))
+		}
+		if (m[3] == "uint64_t") != (m[2] == "TOKEN") {
+			t.Errorf("exports_list.h: %s returns %s but is refused with %s", name, m[3], m[2])
 		}
 	}
 	if len(declared) < 30 {

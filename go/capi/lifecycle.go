@@ -28,41 +28,6 @@ import (
 
 // Every function below is documented in include/gpuspans/hub.h.
 
-// statusNames are C strings made once and never freed: gs_hub_status_name
-// returns them.
-var statusNames = func() map[int32]*C.char {
-	m := map[int32]*C.char{}
-	for st, name := range map[int32]string{
-		statusOK:              "GS_HUB_OK",
-		statusBadHandle:       "GS_HUB_ERR_BAD_HANDLE",
-		statusInvalidArgument: "GS_HUB_ERR_INVALID_ARGUMENT",
-		statusTooSmall:        "GS_HUB_ERR_TOO_SMALL",
-		statusListen:          "GS_HUB_ERR_LISTEN",
-		statusLimit:           "GS_HUB_ERR_LIMIT",
-		statusInternal:        "GS_HUB_ERR_INTERNAL",
-		statusForked:          "GS_HUB_ERR_FORKED",
-		-1:                    "GS_HUB_STATUS_UNKNOWN",
-	} {
-		m[st] = C.CString(name)
-	}
-	return m
-}()
-
-//export gs_hub_status_name_go
-func gs_hub_status_name_go(st C.int32_t) (name *C.char) {
-	cross()
-	defer func() {
-		if r := recover(); r != nil {
-			panicked("gs_hub_status_name", nil, r)
-			name = statusNames[-1]
-		}
-	}()
-	if s, ok := statusNames[int32(st)]; ok {
-		return s
-	}
-	return statusNames[-1]
-}
-
 //export gs_hub_last_error_go
 func gs_hub_last_error_go(handle C.gs_hub, buf *C.char, capacity C.size_t) (n C.size_t) {
 	cross()
