@@ -283,7 +283,7 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 		kernels := l.Kernels[:0]
 		*l = LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
 			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle), Gaps: time.Duration(t.gaps),
-			Kernels: append(kernels, t.kernels...)}
+			Kernels: append(kernels, t.kernels...), Causes: t.causes}
 		for j := 0; j < int(min(t.windows, GPUTimeRecentWindows)); j++ {
 			l.RecentTime += time.Duration(t.recent[j].time)
 			l.RecentBusy += time.Duration(t.recent[j].busy)
