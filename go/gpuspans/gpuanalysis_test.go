@@ -334,3 +334,33 @@ func BenchmarkGPUAnalysis(b *testing.B) {
 		a.run(in, recs, names, []string{"outer", "inner"})
 	}
 }
+
+// Without a background harvester the analysis runs in BeginStep's harvest:
+// one window a harvest, the rest at the next ones; a background harvester
+// analyses every window ready.
+func TestAnalysisBoundedOnTheSteppingThread(t *testing.T) {
+	h := newHub(t, Options{Lanes: []string{"a"}})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ready := func(seqs ...uint64) {
+		for _, seq := range seqs {
+			w := h.gt.window(seq)
+			w.lanes = append(w.lanes, winLane{lane: 0, step: seq, start: 1_000_000, dur: 10})
+			w.finished = true
+		}
+	}
+	ready(1, 2, 3)
+	for want := uint64(1); want <= 3; want++ {
+		h.analyseWindows()
+		if h.gt.totals.Windows != want {
+			t.Fatalf("after harvest %d: %d windows analysed, want %d", want, h.gt.totals.Windows, want)
+		}
+	}
+	h.background.Store(true)
+	defer h.background.Store(false)
+	ready(4, 5, 6)
+	h.analyseWindows()
+	if h.gt.totals.Windows != 6 || len(h.gt.open) != 0 {
+		t.Errorf("background harvest: %d windows analysed, %d open, want 6 and none", h.gt.totals.Windows, len(h.gt.open))
+	}
+}

@@ -29,7 +29,8 @@ type moveStat struct {
 
 // launchAverages are one lane's per-launch averages.
 type launchAverages struct {
-	m     map[launchKey]moveStat
+	m     map[launchKey]*moveStat
+	free  []*moveStat    // forgotten, for new launches to reuse
 	evict []launchWeight // scratch
 }
 
@@ -44,32 +45,56 @@ type launchWeight struct {
 // lane's first window sets the baseline.
 func (a *launchAverages) update(ls map[launchKey]int64, spans int64, now int64, dt float64, first bool) {
 	if a.m == nil {
-		a.m = make(map[launchKey]moveStat, len(ls))
+		a.m = make(map[launchKey]*moveStat, len(ls))
 	}
 	per := float64(max(spans, 1))
 	for lk, ns := range ls {
-		m, ok := a.m[lk]
-		if !ok && first {
-			m.recent, m.base = float64(ns)/per, float64(ns)/per
+		m := a.m[lk]
+		if m == nil {
+			m = a.fresh()
+			if first {
+				m.recent, m.base = float64(ns)/per, float64(ns)/per
+			}
+			a.m[lk] = m
 		}
 		m.seenNs = now
-		a.m[lk] = m
 	}
 	if !first {
 		wr := 1 - math.Exp2(-dt/float64(GPUTimeRecentHalfLife))
 		wb := 1 - math.Exp2(-dt/float64(GPUTimeBaselineHalfLife))
 		for lk, m := range a.m {
 			if now-m.seenNs >= int64(GPUTimeLaunchForget) {
-				delete(a.m, lk)
+				a.forget(lk, m)
 				continue
 			}
-			v := float64(ls[lk]) / per
+			v := 0.0
+			if m.seenNs == now {
+				v = float64(ls[lk]) / per
+			}
 			m.recent += wr * (v - m.recent)
 			m.base += wb * (v - m.base)
-			a.m[lk] = m
 		}
 	}
 	a.bound()
+}
+
+// fresh returns a zeroed moveStat, a forgotten one if there is.
+func (a *launchAverages) fresh() *moveStat {
+	if n := len(a.free); n > 0 {
+		m := a.free[n-1]
+		a.free = a.free[:n-1]
+		*m = moveStat{}
+		return m
+	}
+	return &moveStat{}
+}
+
+// forget drops launch lk, keeping its moveStat for a new one.
+func (a *launchAverages) forget(lk launchKey, m *moveStat) {
+	delete(a.m, lk)
+	if len(a.free) < GPUTimeLaunchesPerLane {
+		a.free = append(a.free, m)
+	}
 }
 
 // bound forgets the lightest launches past GPUTimeLaunchesPerLane: those
@@ -85,7 +110,7 @@ func (a *launchAverages) bound() {
 	}
 	selectLightest(e, n)
 	for _, x := range e[:n] {
-		delete(a.m, x.k)
+		a.forget(x.k, a.m[x.k])
 	}
 	a.evict = e[:0]
 }
