@@ -39,6 +39,7 @@ type gpuAnalysis struct {
 	runs                      []busyRun
 	copyRuns                  []copyRun
 	active                    []int32
+	hint                      int     // launches' index where launchEnd looks first
 	nth                       []int32 // per kernel name: launches seen in the lane span so far
 	touched                   []int32
 	laneAt                    map[[2]int32]int // lanes' index by key
@@ -143,19 +144,22 @@ func (a *gpuAnalysis) run(lanes []winLane, recs []winKernel, kernelNames, laneNa
 			a.copies = append(a.copies, *r)
 		}
 	}
-	slices.SortFunc(a.kernels, func(x, y winKernel) int { return kernelOrder(&x, &y) })
-	slices.SortFunc(a.copies, func(x, y winKernel) int {
+	// Records come nearly in order (a device's by start, launch calls by
+	// correlation): a sort is skipped when a pass finds them in order.
+	sortOnce(a.kernels, func(x, y *winKernel) int { return kernelOrder(x, y) })
+	sortOnce(a.copies, func(x, y *winKernel) int {
 		if c := cmp.Compare(x.dev, y.dev); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.start, y.start)
 	})
-	slices.SortFunc(a.launches, func(x, y winKernel) int {
+	sortOnce(a.launches, func(x, y *winKernel) int {
 		if c := cmp.Compare(x.corr, y.corr); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.end, y.end)
 	})
+	a.hint = 0
 	sort.SliceStable(lanes, func(i, j int) bool {
 		if lanes[i].dev != lanes[j].dev {
 			return lanes[i].dev < lanes[j].dev
@@ -428,11 +432,40 @@ func (a *gpuAnalysis) launchEnd(corr uint32) (int64, bool) {
 		return 0, false
 	}
 	ls := a.launches
-	i := sort.Search(len(ls), func(i int) bool { return ls[i].corr >= corr })
+	// Kernels run mostly in launch order: try where the last one was.
+	i := a.hint
+	if i >= len(ls) || ls[i].corr != corr || i > 0 && ls[i-1].corr == corr {
+		i = sort.Search(len(ls), func(i int) bool { return ls[i].corr >= corr })
+	}
 	if i < len(ls) && ls[i].corr == corr {
+		a.hint = i + 1
+		for a.hint < len(ls) && ls[a.hint].corr == corr {
+			a.hint++
+		}
 		return ls[i].end, true
 	}
 	return 0, false
+}
+
+// sortOnce sorts s by cmp. Records come nearly in order (CUPTI delivers
+// them as they complete, a stream's in order), so it sorts by insertion,
+// linear in records plus how far each is out of place, and falls back to
+// a full sort once that passes a few moves a record.
+func sortOnce(s []winKernel, cmp func(x, y *winKernel) int) {
+	budget := 8 * len(s)
+	for i := 1; i < len(s); i++ {
+		if cmp(&s[i-1], &s[i]) <= 0 {
+			continue
+		}
+		j := i
+		for ; j > 0 && cmp(&s[j-1], &s[j]) > 0; j-- {
+			s[j-1], s[j] = s[j], s[j-1]
+		}
+		if budget -= i - j; budget < 0 {
+			slices.SortFunc(s, func(x, y winKernel) int { return cmp(&x, &y) })
+			return
+		}
+	}
 }
 
 // copyIn is the time copies of the device ran within [x, y).

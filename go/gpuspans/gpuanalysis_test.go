@@ -1,6 +1,7 @@
 package gpuspans
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -299,9 +300,9 @@ func bruteCause(ks, calls []winKernel, s, e, t int64) IdleCauses {
 }
 
 // BenchmarkGPUAnalysis analyses a window of 65,536 kernels (the most a
-// window keeps) on 4 streams with a launch call each, in 4,096 lane spans
-// of 2 lanes, one nested in the other: the cost per window on the
-// harvesting thread.
+// window keeps) on 4 streams with a launch call each, delivered as they
+// complete as CUPTI does, in 4,096 lane spans of 2 lanes, one nested in the
+// other: the cost per window on the harvesting thread.
 func BenchmarkGPUAnalysis(b *testing.B) {
 	const kernels, spans = 1 << 16, 4096
 	names := make([]string, 64)
@@ -318,6 +319,7 @@ func BenchmarkGPUAnalysis(b *testing.B) {
 		recs = append(recs, winKernel{start: at, end: at + d, name: int32(i % 61), stream: uint32(i % 4), corr: c, step: uint64(1 + i/4096)},
 			winKernel{start: at - 3000, end: at - 1000 + int64(r.Intn(3000)), corr: c, kind: backend.RecordLaunch})
 	}
+	slices.SortStableFunc(recs, func(x, y winKernel) int { return cmp.Compare(x.end, y.end) })
 	per := (at - 1_000_000) / spans
 	var lanes []winLane
 	for i := int64(0); i < spans/2; i++ {
@@ -362,5 +364,33 @@ func TestAnalysisBoundedOnTheSteppingThread(t *testing.T) {
 	h.analyseWindows()
 	if h.gt.totals.Windows != 6 || len(h.gt.open) != 0 {
 		t.Errorf("background harvest: %d windows analysed, %d open, want 6 and none", h.gt.totals.Windows, len(h.gt.open))
+	}
+}
+
+// sortOnce sorts records nearly in order by insertion and others in full.
+func TestSortOnce(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	byStart := func(x, y *winKernel) int { return cmp.Compare(x.start, y.start) }
+	for trial := 0; trial < 100; trial++ {
+		s := make([]winKernel, r.Intn(2000))
+		for i := range s {
+			s[i] = winKernel{start: int64(i), corr: uint32(i)}
+		}
+		switch trial % 3 {
+		case 0: // a few out of place, by a few
+			for k := 0; k < len(s)/50; k++ {
+				i := r.Intn(len(s))
+				j := min(len(s)-1, i+r.Intn(5))
+				s[i], s[j] = s[j], s[i]
+			}
+		case 1: // shuffled: past the insertion's budget
+			r.Shuffle(len(s), func(i, j int) { s[i], s[j] = s[j], s[i] })
+		}
+		sortOnce(s, byStart)
+		for i := range s {
+			if s[i].start != int64(i) || s[i].corr != uint32(i) {
+				t.Fatalf("trial %d: record %d is %+v after sortOnce", trial, i, s[i])
+			}
+		}
 	}
 }
