@@ -140,12 +140,14 @@ func (a *gpuAnalysis) run(lanes []winLane, recs []winKernel, kernelNames, laneNa
 			if r.corr != 0 {
 				a.launches = append(a.launches, *r)
 			}
-		case r.end > r.start: // a copy or memset
-			a.copies = append(a.copies, *r)
+		case r.kind == backend.RecordMemcpy || r.kind == backend.RecordMemset:
+			if r.end > r.start {
+				a.copies = append(a.copies, *r)
+			}
 		}
 	}
 	// Records come nearly in order (a device's by start, launch calls by
-	// correlation): a sort is skipped when a pass finds them in order.
+	// correlation), which sortOnce sorts in linear time.
 	sortOnce(a.kernels, func(x, y *winKernel) int { return kernelOrder(x, y) })
 	sortOnce(a.copies, func(x, y *winKernel) int {
 		if c := cmp.Compare(x.dev, y.dev); c != 0 {
