@@ -153,8 +153,8 @@ type Timeline struct {
 // GPUTime is what kernel windows measured of where the GPU's time went.
 type GPUTime struct {
 	// Windows counts windows analysed; Skipped windows that were not
-	// (more than GPUTimeWindowKernels kernels or GPUTimeWindowLanes lane
-	// spans); Late lane spans of a window that landed after its analysis
+	// (more than GPUTimeWindowKernels kernels or other records, or
+	// GPUTimeWindowLanes lane spans); Late lane spans of a window that landed after its analysis
 	// (not measured); Unplaced lane spans whose begin the device could not
 	// place on the host clock (not measured).
 	Windows, Skipped, Late, Unplaced uint64
@@ -179,7 +179,7 @@ type GPUTime struct {
 
 // Bounds and constants of the analysis.
 const (
-	GPUTimeWindowKernels   = 1 << 16 // kernel records a window keeps for its analysis
+	GPUTimeWindowKernels   = 1 << 16 // kernel records a window keeps for its analysis, and as many others
 	GPUTimeWindowLanes     = 4096    // lane spans likewise
 	GPUTimeRecentWindows   = 16      // windows LaneGPUTime.RecentTime covers
 	GPUTimeTopKernels      = 5
