@@ -1,6 +1,7 @@
 package gpuspans_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -213,11 +214,18 @@ func TestGPUTimeIdleByCause(t *testing.T) {
 
 // On the simulator, whose tracer records launch calls: a host stall
 // before a graph replay reads as the host's, and graph kernels queued back
-// to back leave nothing idle.
+// to back leave nothing idle. Launch calls report device 0, also where
+// the hub has no device 0.
 func TestGPUTimeIdleByCauseOnTheSimulator(t *testing.T) {
+	for _, dev := range []int{0, 1} {
+		t.Run(fmt.Sprintf("device=%d", dev), func(t *testing.T) { idleByCauseOnTheSimulator(t, dev) })
+	}
+}
+
+func idleByCauseOnTheSimulator(t *testing.T, dev int) {
 	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
 	tr := sim.NewTracer()
-	g := sim.New(sim.Options{Now: clock.Now, Tracer: tr})
+	g := sim.New(sim.Options{Device: dev, Now: clock.Now, Tracer: tr})
 	h, err := gpuspans.New(gpuspans.Options{
 		Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, Now: clock.Now,
 		Logf: new(gpuspanstest.Log).Logf, KernelTracer: tr.Opener(), KernelTiming: gpuspans.KernelTimingAuto,
@@ -226,7 +234,7 @@ func TestGPUTimeIdleByCauseOnTheSimulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.Install(0, rigMain, g.Opener()); err != nil {
+	if err := h.Install(dev, rigMain, g.Opener()); err != nil {
 		t.Fatal(err)
 	}
 	graph := []sim.GraphKernel{{Name: "mm", Duration: 50 * us}, {Name: "add", Duration: 10 * us}}
@@ -242,7 +250,7 @@ func TestGPUTimeIdleByCauseOnTheSimulator(t *testing.T) {
 	h.BeginStep()
 	h.Harvest()
 	gt := h.GPUTime()
-	if gt.Windows == 0 || len(gt.Lanes) != 1 {
+	if gt.Windows == 0 || len(gt.Lanes) != 1 || gt.Lanes[0].Device != dev {
 		t.Fatalf("GPU time %+v, want the decode lane measured", gt)
 	}
 	l := gt.Lanes[0]
