@@ -1,13 +1,8 @@
 package gpuspans
 
 import (
-	"cmp"
-	"math"
-	"slices"
 	"sort"
 	"time"
-
-	"github.com/gpuspans/gpuspans/go/backend"
 )
 
 // GPU time: what the device did inside each lane span of a kernel window's
@@ -17,9 +12,10 @@ import (
 // that no window has measured has no LaneGPUTime.
 //
 // Busy is the union of the device's kernel intervals, every stream, inside
-// the span; idle is the span's event time less busy. Copies and memsets are
-// not recorded (the tracer collects kernels only), so a lane waiting on a
-// copy reads idle for it.
+// the span; idle is the span's event time less busy, split by cause (a
+// copy or memset running is idle by cause Copy). The analysis is
+// gpuanalysis.go's, the window's gathering gpuwindow.go's, the per-launch
+// averages gpumoves.go's.
 
 // LaneGPUTime is what kernel windows measured of one lane on one device.
 type LaneGPUTime struct {
@@ -157,8 +153,8 @@ type Timeline struct {
 // GPUTime is what kernel windows measured of where the GPU's time went.
 type GPUTime struct {
 	// Windows counts windows analysed; Skipped windows that were not
-	// (more than GPUTimeWindowKernels kernels or GPUTimeWindowLanes lane
-	// spans); Late lane spans of a window that landed after its analysis
+	// (more than GPUTimeWindowKernels kernels or other records, or
+	// GPUTimeWindowLanes lane spans); Late lane spans of a window that landed after its analysis
 	// (not measured); Unplaced lane spans whose begin the device could not
 	// place on the host clock (not measured).
 	Windows, Skipped, Late, Unplaced uint64
@@ -183,7 +179,7 @@ type GPUTime struct {
 
 // Bounds and constants of the analysis.
 const (
-	GPUTimeWindowKernels   = 1 << 16 // kernel records a window keeps for its analysis
+	GPUTimeWindowKernels   = 1 << 16 // kernel records a window keeps for its analysis, and as many others
 	GPUTimeWindowLanes     = 4096    // lane spans likewise
 	GPUTimeRecentWindows   = 16      // windows LaneGPUTime.RecentTime covers
 	GPUTimeTopKernels      = 5
@@ -195,55 +191,24 @@ const (
 
 	GPUTimeRecentHalfLife   = time.Minute
 	GPUTimeBaselineHalfLife = time.Hour
+
+	// A lane keeps the averages of at most GPUTimeLaunchesPerLane
+	// launches, the heaviest, and forgets one not run for
+	// GPUTimeLaunchForget (its baseline had decayed to a sixteenth).
+	GPUTimeLaunchesPerLane = 4096
+	GPUTimeLaunchForget    = 4 * GPUTimeBaselineHalfLife
 )
-
-// winLane is a lane span of a window step, held for its window's analysis.
-type winLane struct {
-	dev, lane int32
-	step      uint64
-	start     int64 // Unix ns; 0: not placed
-	dur       int64
-	span      Span // as it enters the recent ring once analysed
-}
-
-// winKernel is a kernel record of a window step.
-type winKernel struct {
-	start, end int64 // Unix ns
-	step       uint64
-	dev, name  int32 // name: the kernel aggregate index
-	stream     uint32
-	graph      uint32
-}
-
-// gpuWindow gathers one window's lane spans and kernels.
-type gpuWindow struct {
-	seq       uint64
-	lanes     []winLane
-	kernels   []winKernel
-	overflow  bool
-	finished  bool
-	harvested bool // a harvest began after it finished: its lane spans have landed
-}
 
 // laneTotals is one device's lane's measurements.
 type laneTotals struct {
-	moves                  map[launchKey]*moveStat // by launch: its time per span, now and at the baseline
+	moves                  launchAverages // by launch: its time per span, now and at the baseline
 	spans                  uint64
 	time, busy, idle, gaps int64
+	causes                 IdleCauses // idle's split, summed
 	recent                 [GPUTimeRecentWindows]struct{ time, busy int64 }
 	windows                uint64
 	kernels                []KernelShare
 	lastNs                 int64 // host time of its latest window, for the averages' weights
-}
-
-// launchKey is a kernel launch's place in a lane span: its name and how
-// many of that name came before it, plus one.
-type launchKey struct {
-	name, n int32
-}
-
-type moveStat struct {
-	recent, base float64 // ns per lane span
 }
 
 // gpuTimes is the hub's GPU time state. Guarded by the harvest lock.
@@ -259,397 +224,20 @@ type gpuTimes struct {
 	out      GPUTime // the latest analysis' per-window parts
 	totals   GPUTime // the counters
 
-	// Scratch, reused.
-	merged   []busyRun
-	shares   map[[2]int32]map[int32]int64
-	launches map[[2]int32]map[launchKey]int64
-	nth      map[int32]int32
+	an gpuAnalysis // the latest window's analysis, and its scratch
 }
 
-// busyRun is a stretch of time some kernel of the device ran: merged kernel
-// intervals, with the kernels that began and ended it.
-type busyRun struct {
-	start, end  int64
-	first, last int32 // kernel aggregate indexes
-}
-
-// window returns the gathering window seq, made on first use; nil when it
-// was analysed already.
-func (g *gpuTimes) window(seq uint64) *gpuWindow {
-	if seq <= g.done {
-		return nil
-	}
-	for _, w := range g.open {
-		if w.seq == seq {
-			return w
-		}
-	}
-	var w *gpuWindow
-	if n := len(g.free); n > 0 {
-		w, g.free = g.free[n-1], g.free[:n-1]
-		*w = gpuWindow{seq: seq, lanes: w.lanes[:0], kernels: w.kernels[:0]}
-	} else {
-		w = &gpuWindow{seq: seq}
-	}
-	g.open = append(g.open, w)
-	sort.Slice(g.open, func(a, b int) bool { return g.open[a].seq < g.open[b].seq })
-	return w
-}
-
-// windowOfStep returns the kernel window seq that armed step, 0 for none.
-// Caller holds the harvest lock.
-func (l *tracerLanding) windowOfStep(step uint64) uint64 {
-	i := sort.Search(len(l.win), func(i int) bool { return l.win[i].step >= step })
-	if i < len(l.win) && l.win[i].step == step {
-		return l.win[i].win
-	}
-	return 0
-}
-
-// holdLane keeps a landed lane span of a window step for its window's
-// analysis; false when it is not one (it goes to the recent ring now).
-// Caller holds the harvest lock.
-func (h *Hub) holdLane(device int, lane uint64, s *Span) bool {
-	seq := h.tl.windowOfStep(s.Step)
-	if seq == 0 {
-		return false
-	}
+// settleLane finishes a lane's window, which lw measured: its recent
+// totals, kernel shares and moves. now: Unix ns. Caller holds the harvest
+// lock.
+func (h *Hub) settleLane(lw *laneWindow, now int64) {
 	g := &h.gt
-	w := g.window(seq)
-	if w == nil {
-		g.totals.Late++
-		return false
-	}
-	if len(w.lanes) >= GPUTimeWindowLanes {
-		w.overflow = true
-		return false
-	}
-	w.lanes = append(w.lanes, winLane{dev: int32(device), lane: int32(lane), step: s.Step, start: s.StartNs, dur: s.DurationNs, span: *s})
-	return true
-}
-
-// holdKernel keeps a traced kernel of a window step for its window's
-// analysis, after which it reaches the recent ring behind the window's
-// lane spans (exporters nest kernels in the lanes they have seen); false
-// when it is not kept (it goes to the recent ring now). Caller holds the
-// harvest lock.
-func (h *Hub) holdKernel(win uint64, device, idx int, step uint64, r *backend.KernelRecord) bool {
-	w := h.gt.window(win)
-	if w == nil {
-		return false
-	}
-	if len(w.kernels) >= GPUTimeWindowKernels {
-		w.overflow = true
-		return false
-	}
-	off := h.tl.offset
-	w.kernels = append(w.kernels, winKernel{start: r.StartNs + off, end: max(r.EndNs, r.StartNs) + off, step: step,
-		dev: int32(device), name: int32(idx), stream: r.Stream, graph: r.Graph})
-	return true
-}
-
-// windowsFinished marks the windows up to closed as having all their
-// kernel records. Caller holds the harvest lock.
-func (g *gpuTimes) windowsFinished(closed uint64) {
-	for _, w := range g.open {
-		if w.seq <= closed {
-			w.finished = true
-		}
-	}
-}
-
-// analyseWindows analyses the windows whose kernels have all landed (a
-// window's close waits for them) and whose ended lane spans have too: a
-// lane span still waiting for its end event holds its window to a later
-// harvest, and one that lands after the analysis is counted Late. Caller
-// holds the harvest lock, at a harvest's end.
-func (h *Hub) analyseWindows() {
-	g := &h.gt
-	if len(g.open) == 0 {
-		return
-	}
-	start := time.Now()
-	kept := g.open[:0]
-	for i, w := range g.open {
-		// A window that never finishes (its tracer failed) gives its lane
-		// spans up to the recent ring once newer ones pile up.
-		if len(g.open)-i > recentWindows {
-			w.harvested, w.overflow = true, true
-		}
-		switch {
-		case w.harvested || w.finished && !h.lanesPending(w.seq):
-			h.analyse(w)
-			g.done = max(g.done, w.seq)
-			g.free = append(g.free, w)
-		case w.finished:
-			w.harvested = true
-			kept = append(kept, w)
-		default:
-			kept = append(kept, w)
-		}
-	}
-	for i := len(kept); i < len(g.open); i++ {
-		g.open[i] = nil
-	}
-	g.open = kept
-	g.totals.AnalysisTime += time.Since(start)
-}
-
-// lanesPending reports whether a lane span of window seq has ended and
-// awaits its harvest. Caller holds the harvest lock.
-func (h *Hub) lanesPending(seq uint64) bool {
-	for _, r := range h.recs {
-		for i := range r.slots {
-			sl := &r.slots[i]
-			if sl.Word.Load()&slotStateMask == slotClosed && SpanKind(sl.Kind) == KindLane && h.tl.windowOfStep(sl.Step) == seq {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// analyse measures one window and sends its lane spans on to the recent
-// ring. Caller holds the harvest lock.
-func (h *Hub) analyse(w *gpuWindow) {
-	g := &h.gt
-	defer func() {
-		for i := range w.lanes {
-			h.pushRecent(&w.lanes[i].span)
-		}
-		for i := range w.kernels {
-			k := &w.kernels[i]
-			h.pushRecent(&Span{Kind: KindKernel, Name: h.kernelNames[k.name], Device: int(k.dev), Stream: backend.Stream(k.stream),
-				Step: k.step, StartNs: k.start, DurationNs: k.end - k.start, Graph: k.graph})
-		}
-	}()
-	if w.overflow {
-		g.totals.Skipped++
-		return
-	}
-	if len(w.lanes) == 0 {
-		return
-	}
-	g.totals.Windows++
-	if g.lanes == nil {
-		g.lanes = make(map[[2]int32]*laneTotals)
-		g.gaps = make(map[int]*Aggregate)
-		g.shares = make(map[[2]int32]map[int32]int64)
-		g.launches = make(map[[2]int32]map[launchKey]int64)
-		g.nth = make(map[int32]int32)
-	}
-	g.out.Steps, g.out.LargestGaps, g.out.Timelines = g.out.Steps[:0], g.out.LargestGaps[:0], g.out.Timelines[:0]
-	sort.Slice(w.kernels, func(a, b int) bool {
-		if w.kernels[a].dev != w.kernels[b].dev {
-			return w.kernels[a].dev < w.kernels[b].dev
-		}
-		return w.kernels[a].start < w.kernels[b].start
-	})
-	sort.SliceStable(w.lanes, func(a, b int) bool {
-		if w.lanes[a].dev != w.lanes[b].dev {
-			return w.lanes[a].dev < w.lanes[b].dev
-		}
-		return w.lanes[a].start < w.lanes[b].start
-	})
-	for k := range g.shares {
-		delete(g.shares, k)
-	}
-	for k := range g.launches {
-		delete(g.launches, k)
-	}
-	lanesSeen := make(map[[2]int32]int64) // lane -> spans in this window
-	for lo := 0; lo < len(w.lanes); {
-		dev := w.lanes[lo].dev
-		hi := lo
-		for hi < len(w.lanes) && w.lanes[hi].dev == dev {
-			hi++
-		}
-		kl := sort.Search(len(w.kernels), func(i int) bool { return w.kernels[i].dev >= dev })
-		kh := sort.Search(len(w.kernels), func(i int) bool { return w.kernels[i].dev > dev })
-		h.analyseDevice(int(dev), w.lanes[lo:hi], w.kernels[kl:kh], lanesSeen)
-		lo = hi
-	}
-	now := h.now().UnixNano()
-	for key, n := range lanesSeen {
-		h.settleLane(key, n, now)
-	}
-	h.moved()
-	sort.Slice(g.out.LargestGaps, func(a, b int) bool {
-		if g.out.LargestGaps[a].Device != g.out.LargestGaps[b].Device {
-			return g.out.LargestGaps[a].Device < g.out.LargestGaps[b].Device
-		}
-		return g.out.LargestGaps[a].Duration > g.out.LargestGaps[b].Duration
-	})
-}
-
-// analyseDevice measures a window's lane spans on one device against its
-// kernels (sorted by start). Caller holds the harvest lock.
-func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[2]int32]int64) {
-	g := &h.gt
-	// The device's busy runs: kernel intervals merged across streams.
-	runs := g.merged[:0]
-	for i := range ks {
-		k := &ks[i]
-		if n := len(runs); n > 0 && k.start <= runs[n-1].end {
-			if k.end > runs[n-1].end {
-				runs[n-1].end, runs[n-1].last = k.end, k.name
-			}
-			continue
-		}
-		runs = append(runs, busyRun{start: k.start, end: k.end, first: k.name, last: k.name})
-	}
-	g.merged = runs
-	gaps := g.gaps[dev]
-	if gaps == nil {
-		gaps = &Aggregate{Device: dev, Name: "gap"}
-		g.gaps[dev] = gaps
-		g.gapDevs = append(g.gapDevs, dev)
-		slices.Sort(g.gapDevs)
-	}
-	var top []KernelGap
-	steps := map[uint64]*StepGPUTime{}
-	var lastStep uint64
-	for i := range lanes {
-		ln := &lanes[i]
-		if ln.start == 0 {
-			g.totals.Unplaced++
-			continue
-		}
-		s, e := ln.start, ln.start+ln.dur
-		// Busy: the runs' overlap with [s, e); gaps: between runs inside it.
-		var busy, inGaps int64
-		j := sort.Search(len(runs), func(j int) bool { return runs[j].end > s })
-		for ; j < len(runs) && runs[j].start < e; j++ {
-			busy += min(runs[j].end, e) - max(runs[j].start, s)
-			if j+1 < len(runs) && runs[j+1].start < e {
-				gap := runs[j+1].start - runs[j].end
-				inGaps += gap
-				gaps.observe(gap)
-				top = append(top, KernelGap{Device: dev, Lane: h.lanes[ln.lane], Step: ln.step, StartNs: runs[j].end,
-					Duration: time.Duration(gap), Before: h.kernelNames[runs[j].last], After: h.kernelNames[runs[j+1].first]})
-			}
-		}
-		busy = min(busy, ln.dur)
-		ln.span.GPUTimed, ln.span.BusyNs, ln.span.IdleNs = true, busy, ln.dur-busy
-		key := [2]int32{int32(dev), ln.lane}
-		t := g.lanes[key]
-		if t == nil {
-			t = &laneTotals{}
-			g.lanes[key] = t
-			g.laneKeys = append(g.laneKeys, key)
-			slices.SortFunc(g.laneKeys, func(a, b [2]int32) int {
-				if c := cmp.Compare(a[0], b[0]); c != 0 {
-					return c
-				}
-				return cmp.Compare(a[1], b[1])
-			})
-		}
-		t.spans++
-		t.time += ln.dur
-		t.busy += busy
-		t.idle += ln.dur - busy
-		t.gaps += min(inGaps, ln.dur-busy)
-		r := &t.recent[t.windows%GPUTimeRecentWindows]
-		if seen[key] == 0 {
-			*r = struct{ time, busy int64 }{}
-		}
-		r.time += ln.dur
-		r.busy += busy
-		seen[key]++
-		// Each kernel's time inside the span.
-		sh := g.shares[key]
-		if sh == nil {
-			sh = make(map[int32]int64)
-			g.shares[key] = sh
-		}
-		ls := g.launches[key]
-		if ls == nil {
-			ls = make(map[launchKey]int64)
-			g.launches[key] = ls
-		}
-		for n := range g.nth {
-			delete(g.nth, n)
-		}
-		for k := range ks {
-			if ks[k].start >= e {
-				break
-			}
-			if d := min(ks[k].end, e) - max(ks[k].start, s); d > 0 {
-				name := ks[k].name
-				sh[name] += d
-				g.nth[name]++
-				ls[launchKey{name, g.nth[name]}] += d
-			}
-		}
-		st := steps[ln.step]
-		if st == nil {
-			st = &StepGPUTime{Device: dev, Step: ln.step, StartNs: s}
-			steps[ln.step] = st
-		}
-		st.StartNs = min(st.StartNs, s)
-		st.Extent = max(st.Extent, time.Duration(e-st.StartNs))
-		lastStep = max(lastStep, ln.step)
-	}
-	// Steps: extents over their lanes and kernels, busy from the runs.
-	for i := range ks {
-		if st := steps[ks[i].step]; st != nil {
-			st.Kernels++
-			if ks[i].start < st.StartNs {
-				st.Extent += time.Duration(st.StartNs - ks[i].start)
-				st.StartNs = ks[i].start
-			}
-			st.Extent = max(st.Extent, time.Duration(ks[i].end-st.StartNs))
-		}
-	}
-	order := make([]uint64, 0, len(steps))
-	for s := range steps {
-		order = append(order, s)
-	}
-	sort.Slice(order, func(a, b int) bool { return order[a] < order[b] })
-	for _, s := range order {
-		st := steps[s]
-		lo, hi := st.StartNs, st.StartNs+int64(st.Extent)
-		var busy int64
-		for j := sort.Search(len(runs), func(j int) bool { return runs[j].end > lo }); j < len(runs) && runs[j].start < hi; j++ {
-			busy += min(runs[j].end, hi) - max(runs[j].start, lo)
-		}
-		st.Busy = time.Duration(busy)
-		g.out.Steps = append(g.out.Steps, *st)
-	}
-	sort.Slice(top, func(a, b int) bool { return top[a].Duration > top[b].Duration })
-	g.out.LargestGaps = append(g.out.LargestGaps, top[:min(len(top), GPUTimeLargestGaps)]...)
-	// The last step's timeline.
-	tl := Timeline{Device: dev, Step: lastStep}
-	if st := steps[lastStep]; st != nil {
-		for i := range lanes {
-			if ln := &lanes[i]; ln.step == lastStep && ln.start != 0 {
-				tl.Lanes = append(tl.Lanes, TimelineLane{Lane: h.lanes[ln.lane], StartNs: ln.start, EndNs: ln.start + ln.dur, Busy: time.Duration(ln.span.BusyNs)})
-			}
-		}
-		lo, hi := st.StartNs, st.StartNs+int64(st.Extent)
-		for i := range ks {
-			if k := &ks[i]; k.end > lo && k.start < hi {
-				if len(tl.Kernels) >= GPUTimeTimelineKernels {
-					tl.Cut++
-					continue
-				}
-				tl.Kernels = append(tl.Kernels, TimelineKernel{Stream: k.stream, Kernel: h.kernelNames[k.name], StartNs: k.start, EndNs: k.end})
-			}
-		}
-	}
-	g.out.Timelines = append(g.out.Timelines, tl)
-}
-
-// settleLane finishes a lane's window: its recent totals, kernel shares
-// and moves. now: Unix ns. Caller holds the harvest lock.
-func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
-	g := &h.gt
-	t := g.lanes[key]
+	t := g.lanes[lw.key]
 	t.windows++
 	first := t.lastNs == 0
 	dt := float64(now - t.lastNs)
 	t.lastNs = now
-	sh := g.shares[key]
+	sh := lw.shares
 	var total int64
 	t.kernels = t.kernels[:0]
 	for name, ns := range sh {
@@ -668,32 +256,7 @@ func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
 	if len(t.kernels) > GPUTimeTopKernels {
 		t.kernels = t.kernels[:GPUTimeTopKernels]
 	}
-	// Moves: each launch's time per span, averaged; a launch absent from
-	// this window ran 0 in it. The lane's first window sets the baseline.
-	wr := 1 - math.Exp2(-dt/float64(GPUTimeRecentHalfLife))
-	wb := 1 - math.Exp2(-dt/float64(GPUTimeBaselineHalfLife))
-	ls := g.launches[key]
-	if t.moves == nil {
-		t.moves = make(map[launchKey]*moveStat)
-	}
-	for lk, ns := range ls {
-		if t.moves[lk] == nil {
-			m := &moveStat{}
-			if first {
-				v := float64(ns) / float64(spans)
-				m.recent, m.base = v, v
-			}
-			t.moves[lk] = m
-		}
-	}
-	if first {
-		return
-	}
-	for lk, m := range t.moves {
-		v := float64(ls[lk]) / float64(spans)
-		m.recent += wr * (v - m.recent)
-		m.base += wb * (v - m.base)
-	}
+	t.moves.update(lw.launches, lw.spans, now, dt, first)
 }
 
 // gpuTimeInto fills out with the hub's GPU time, reusing its slices, so
@@ -720,7 +283,7 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 		kernels := l.Kernels[:0]
 		*l = LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
 			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle), Gaps: time.Duration(t.gaps),
-			Kernels: append(kernels, t.kernels...)}
+			Kernels: append(kernels, t.kernels...), Causes: t.causes}
 		for j := 0; j < int(min(t.windows, GPUTimeRecentWindows)); j++ {
 			l.RecentTime += time.Duration(t.recent[j].time)
 			l.RecentBusy += time.Duration(t.recent[j].busy)
@@ -738,35 +301,6 @@ func resize[T any](s []T, n int) []T {
 		s = append(s[:cap(s)], make([]T, n-cap(s))...)
 	}
 	return s[:n]
-}
-
-// moved lists the launches that grew most against their baseline, most
-// first. Caller holds the harvest lock.
-func (h *Hub) moved() {
-	g := &h.gt
-	g.out.Moved = g.out.Moved[:0]
-	for _, key := range g.laneKeys {
-		for lk, m := range g.lanes[key].moves {
-			grew := m.recent - m.base
-			if grew < float64(GPUTimeMovedMin) || grew < GPUTimeMovedRatio*m.base {
-				continue
-			}
-			g.out.Moved = append(g.out.Moved, KernelMove{Device: int(key[0]), Lane: h.lanes[key[1]], Kernel: h.kernelNames[lk.name], Launch: int(lk.n),
-				Recent: time.Duration(m.recent), Baseline: time.Duration(m.base)})
-		}
-	}
-	slices.SortFunc(g.out.Moved, func(a, b KernelMove) int {
-		if c := cmp.Compare(b.Recent-b.Baseline, a.Recent-a.Baseline); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Kernel, b.Kernel); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Launch, b.Launch)
-	})
-	if len(g.out.Moved) > GPUTimeMovedMax {
-		g.out.Moved = g.out.Moved[:GPUTimeMovedMax]
-	}
 }
 
 // GPUTime returns what kernel windows measured of where the GPU's time

@@ -1,6 +1,7 @@
 package gpuspans_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -161,5 +162,100 @@ func TestGPUTimeNamesTheKernelThatMoved(t *testing.T) {
 	}
 	if m := g.Moved[0]; m.Recent < 195*us || m.Baseline > 110*us {
 		t.Errorf("mm #2 moved from %v to %v, want about 100 to 200 us", m.Baseline, m.Recent)
+	}
+}
+
+// A lane's idle split by cause, from the window's records: a copy, the
+// host launching late, launch latency on the stream, a wait on another
+// stream, and the idle after the last kernel, which nothing explains.
+func TestGPUTimeIdleByCause(t *testing.T) {
+	r := newGPURig(t)
+	r.h.BeginStep()
+	r.h.LaneBegin(1)
+	t0 := r.clock.Now().UnixNano()
+	r.g.Launch(rigMain, 400*us) // the lane's events bracket 400 us of work
+	r.h.LaneEnd(1)
+	at := func(u int64) int64 { return t0 + u*int64(us) }
+	kernel := func(stream uint32, name string, from, to int64, corr uint32) {
+		r.tracer.Record(backend.KernelRecord{StartNs: at(from), EndNs: at(to), Stream: stream, Correlation: corr}, name)
+	}
+	call := func(corr uint32, end int64) {
+		r.tracer.Record(backend.KernelRecord{StartNs: at(end) - 500, EndNs: at(end), Correlation: corr, Kind: backend.RecordLaunch}, "")
+	}
+	main, other := uint32(rigMain), uint32(rigOther)
+	kernel(main, "a", 0, 100, 1)
+	call(1, 0)
+	r.tracer.Record(backend.KernelRecord{StartNs: at(100), EndNs: at(130), Stream: main, Kind: backend.RecordMemcpy}, "")
+	kernel(main, "b", 150, 200, 2)
+	call(2, 150) // the host launched b 20 us after the copy: host
+	kernel(main, "c", 220, 260, 3)
+	call(3, 160) // queued before b ended, on b's stream: launch latency
+	kernel(other, "d", 300, 340, 4)
+	call(4, 170) // queued long before, on another stream: a wait
+	r.clock.Advance(time.Second)
+	r.h.BeginStep()
+	r.h.Harvest()
+	g := r.h.GPUTime()
+	if len(g.Lanes) != 1 {
+		t.Fatalf("lanes %+v, want decode alone", g.Lanes)
+	}
+	l := g.Lanes[0]
+	want := gpuspans.IdleCauses{Host: 20 * us, Launch: 20 * us, Copy: 30 * us, Wait: 40 * us, Other: 60 * us}
+	if l.Time != 400*us || l.Busy != 230*us || l.Idle != 170*us || l.Causes != want {
+		t.Errorf("decode: time %v busy %v idle %v causes %+v, want 400, 230, 170 us split %+v", l.Time, l.Busy, l.Idle, l.Causes, want)
+	}
+	// Copies and launch calls are no kernel spans.
+	for _, s := range r.h.RecentSpans(0, nil) {
+		if s.Kind == gpuspans.KindKernel && s.Name != "a" && s.Name != "b" && s.Name != "c" && s.Name != "d" {
+			t.Errorf("a kernel span %+v from a record that is no kernel", s)
+		}
+	}
+}
+
+// On the simulator, whose tracer records launch calls: a host stall
+// before a graph replay reads as the host's, and graph kernels queued back
+// to back leave nothing idle. Launch calls report device 0, also where
+// the hub has no device 0.
+func TestGPUTimeIdleByCauseOnTheSimulator(t *testing.T) {
+	for _, dev := range []int{0, 1} {
+		t.Run(fmt.Sprintf("device=%d", dev), func(t *testing.T) { idleByCauseOnTheSimulator(t, dev) })
+	}
+}
+
+func idleByCauseOnTheSimulator(t *testing.T, dev int) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	tr := sim.NewTracer()
+	g := sim.New(sim.Options{Device: dev, Now: clock.Now, Tracer: tr})
+	h, err := gpuspans.New(gpuspans.Options{
+		Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, Now: clock.Now,
+		Logf: new(gpuspanstest.Log).Logf, KernelTracer: tr.Opener(), KernelTiming: gpuspans.KernelTimingAuto,
+		KernelWindowEvery: time.Second, KernelWindowSteps: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Install(dev, rigMain, g.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	graph := []sim.GraphKernel{{Name: "mm", Duration: 50 * us}, {Name: "add", Duration: 10 * us}}
+	for i := 0; i < 3; i++ {
+		h.BeginStep()
+		h.LaneBegin(0)
+		g.LaunchKernel(rigMain, 100*us, "embed", 0)
+		clock.Advance(300 * us) // the host works 300 us: the GPU runs dry for 200
+		g.LaunchGraph(rigMain, 1, graph)
+		h.LaneEnd(0)
+		clock.Advance(time.Second)
+	}
+	h.BeginStep()
+	h.Harvest()
+	gt := h.GPUTime()
+	if gt.Windows == 0 || len(gt.Lanes) != 1 || gt.Lanes[0].Device != dev {
+		t.Fatalf("GPU time %+v, want the decode lane measured", gt)
+	}
+	l := gt.Lanes[0]
+	n := time.Duration(l.Spans)
+	if l.Spans == 0 || l.Time != n*360*us || l.Busy != n*160*us || l.Causes != (gpuspans.IdleCauses{Host: n * 200 * us}) {
+		t.Errorf("decode: %d spans, time %v busy %v causes %+v, want 360 us a span: 160 busy, 200 host", l.Spans, l.Time, l.Busy, l.Causes)
 	}
 }

@@ -399,7 +399,7 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 	l.pendingName = l.pendingName[:0]
 	for i := range recs {
 		id := recs[i].Name
-		if id == 0 || int(id) > backend.MaxTracerNames || l.stepOf(&recs[i]) == nil {
+		if id == 0 || int(id) > backend.MaxTracerNames || !isKernel(recs[i].Kind) || l.stepOf(&recs[i]) == nil {
 			continue
 		}
 		if int(id) >= len(l.nameIdx) {
@@ -441,6 +441,10 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 	for i := range recs {
 		r := &recs[i]
 		dev := int(r.Device)
+		if !isKernel(r.Kind) {
+			h.holdRecord(r)
+			continue
+		}
 		if dev >= MaxDevices || h.devs[dev] == nil {
 			continue
 		}
@@ -466,6 +470,20 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 			}
 		}
 		h.landSpan(dev, &h.devs[dev].kernels[idx], seriesKey(dev, true, idx), KindKernel, backend.Stream(r.Stream), st.step, r.StartNs+l.offset, max(r.EndNs-r.StartNs, 0), r.Graph)
+	}
+}
+
+// holdRecord keeps a copy, memset or launch call of a window step for
+// the window's idle by cause; such records are no spans, and outside
+// windows nothing keeps them. A launch call is kept whatever its Device
+// (the tracer's is 0): its kernels' correlation places it. Caller holds
+// h.mu.
+func (h *Hub) holdRecord(r *backend.KernelRecord) {
+	if r.Kind != backend.RecordLaunch && (int(r.Device) >= MaxDevices || h.devs[r.Device] == nil) {
+		return
+	}
+	if st := h.tl.stepOf(r); st != nil && st.win != 0 {
+		h.holdKernel(st.win, int(r.Device), 0, st.step, r)
 	}
 }
 

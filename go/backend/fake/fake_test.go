@@ -164,3 +164,26 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// The tracer reports records of any kind while it collects, as they were
+// given, named.
+func TestTracerRecord(t *testing.T) {
+	var tr Tracer
+	launch := backend.KernelRecord{StartNs: 10, EndNs: 20, Correlation: 7, Kind: backend.RecordLaunch, Thread: 3}
+	if tr.Record(launch, "") {
+		t.Fatal("Record before the tracer opened: reported")
+	}
+	if _, err := tr.Opener()(backend.TracerWindow); err != nil {
+		t.Fatal(err)
+	}
+	kernel := backend.KernelRecord{StartNs: 20, EndNs: 30, Device: 1, Stream: 2, Correlation: 7}
+	if !tr.Record(launch, "") || !tr.Record(kernel, "mm") {
+		t.Fatal("Record while collecting: not reported")
+	}
+	got := make([]backend.KernelRecord, 4)
+	got = got[:tr.Read(got)]
+	kernel.Name = got[len(got)-1].Name
+	if len(got) != 2 || got[0] != launch || got[1] != kernel || tr.Name(kernel.Name) != "mm" {
+		t.Errorf("records %+v, want %+v and %+v named mm", got, launch, kernel)
+	}
+}

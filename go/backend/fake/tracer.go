@@ -93,6 +93,19 @@ func (t *Tracer) Kernel(device int, stream uint32, startNs, endNs int64, name st
 	return true
 }
 
+// Record reports rec, of any kind (a copy, a launch call: see
+// backend.RecordKind), its Name the id of name, if collection is on; it
+// reports whether it did. Kernel is Record of a kernel.
+func (t *Tracer) Record(rec backend.KernelRecord, name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.on {
+		return false
+	}
+	sim.KeepRecord(&t.Records, rec, name)
+	return true
+}
+
 // Enable turns an attached open's collection on or off; a window refuses
 // off (counted as misuse).
 func (t *Tracer) Enable(on bool) error {

@@ -27,8 +27,9 @@ type Options struct {
 	// much longer than the work between its events, and pools report it as
 	// measured (backend.Calibrated), as the CUDA core does. 0: none.
 	EventOffset time.Duration
-	// Tracer, when set, records the kernels the GPU launches while it
-	// collects (LaunchKernel; Launch records them without a name).
+	// Tracer, when set, records what the GPU runs while it collects: the
+	// kernels it launches (LaunchKernel and LaunchGraph; Launch records
+	// them without a name) with their launch calls, and its copies (Copy).
 	Tracer *Tracer
 }
 
@@ -90,22 +91,80 @@ func (g *GPU) Launch(s backend.Stream, d time.Duration) (startNs, endNs int64) {
 }
 
 // LaunchKernel is Launch of a kernel called name, replayed from graph (0:
-// none), as Options.Tracer records it while collecting.
+// none), as Options.Tracer records it while collecting: the kernel, and
+// the launch call that queued it, from the call's begin to its return on
+// the host clock.
 func (g *GPU) LaunchKernel(s backend.Stream, d time.Duration, name string, graph uint32) (startNs, endNs int64) {
+	call := g.now().UnixNano()
+	startNs, endNs = g.queue(s, d)
+	if g.tracer != nil && (startNs != 0 || endNs != 0) {
+		g.tracer.record(
+			namedRecord{rec: backend.KernelRecord{StartNs: call, EndNs: max(g.now().UnixNano(), call), Kind: backend.RecordLaunch, Thread: simThread, Graph: graph}},
+			namedRecord{rec: backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(g.device), Stream: uint32(s), Graph: graph}, name: name})
+	}
+	return startNs, endNs
+}
+
+// GraphKernel is one kernel of a graph that LaunchGraph replays.
+type GraphKernel struct {
+	Name     string
+	Duration time.Duration
+}
+
+// LaunchGraph replays graph on s: its kernels back to back, queued by one
+// launch call, which Options.Tracer records with them as CUPTI does (the
+// kernels share the call's correlation). It returns when the graph will
+// run, zeros on a stream being captured.
+func (g *GPU) LaunchGraph(s backend.Stream, graph uint32, kernels []GraphKernel) (startNs, endNs int64) {
+	call := g.now().UnixNano()
+	recs := make([]namedRecord, 1, len(kernels)+1)
+	for i, k := range kernels {
+		ks, ke := g.queue(s, k.Duration)
+		if ks == 0 && ke == 0 {
+			return 0, 0
+		}
+		if i == 0 {
+			startNs = ks
+		}
+		endNs = ke
+		recs = append(recs, namedRecord{rec: backend.KernelRecord{StartNs: ks, EndNs: ke, Device: uint32(g.device), Stream: uint32(s), Graph: graph}, name: k.Name})
+	}
+	recs[0].rec = backend.KernelRecord{StartNs: call, EndNs: max(g.now().UnixNano(), call), Kind: backend.RecordLaunch, Thread: simThread, Graph: graph}
+	if g.tracer != nil {
+		g.tracer.record(recs...)
+	}
+	return startNs, endNs
+}
+
+// Copy queues a copy of d on s (a memcpy, or with set a memset), which
+// Options.Tracer records; it returns when the copy will run, zeros on a
+// stream being captured.
+func (g *GPU) Copy(s backend.Stream, d time.Duration, set bool) (startNs, endNs int64) {
+	startNs, endNs = g.queue(s, d)
+	if g.tracer != nil && (startNs != 0 || endNs != 0) {
+		kind := backend.RecordMemcpy
+		if set {
+			kind = backend.RecordMemset
+		}
+		g.tracer.record(namedRecord{rec: backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(g.device), Stream: uint32(s), Kind: kind}})
+	}
+	return startNs, endNs
+}
+
+// simThread is the thread id the simulator's launch calls report.
+const simThread = 1
+
+// queue queues d of work on s; zeros on a stream being captured.
+func (g *GPU) queue(s backend.Stream, d time.Duration) (startNs, endNs int64) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	st := g.streamLocked(s)
 	if st.capturing {
-		g.mu.Unlock()
 		return 0, 0
 	}
 	startNs = g.reachLocked(st)
 	st.busyUntil = startNs + int64(d)
-	endNs = st.busyUntil
-	g.mu.Unlock()
-	if g.tracer != nil {
-		g.tracer.record(g.device, s, startNs, endNs, name, graph)
-	}
-	return startNs, endNs
+	return startNs, st.busyUntil
 }
 
 // BeginCapture starts capturing s into a graph.

@@ -148,3 +148,53 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// The tracer records each launch call with its kernels, one correlation a
+// call (a graph's kernels share its call's), and copies, on the GPU's clock.
+func TestTracerRecordsLaunchesAndCopies(t *testing.T) {
+	c := NewClock(t0)
+	tr := NewTracer()
+	g := New(Options{Device: 1, Now: c.Now, Tracer: tr})
+	if _, err := tr.Opener()(backend.TracerWindow); err != nil {
+		t.Fatal(err)
+	}
+	s := g.NewStream()
+	g.LaunchKernel(s, 10*time.Microsecond, "a", 0)
+	g.Copy(s, 5*time.Microsecond, false)
+	c.Advance(40 * time.Microsecond) // the host stalls: the GPU runs dry
+	g.LaunchGraph(s, 7, []GraphKernel{{"b", 3 * time.Microsecond}, {"c", 4 * time.Microsecond}})
+	g.Copy(s, time.Microsecond, true)
+	recs := make([]backend.KernelRecord, 16)
+	recs = recs[:tr.Read(recs)]
+	now := t0.UnixNano()
+	us := int64(time.Microsecond)
+	want := []struct {
+		kind        backend.RecordKind
+		name        string
+		start, end  int64
+		corr, graph uint32
+	}{
+		{backend.RecordLaunch, "", now, now, 1, 0},
+		{backend.RecordKernel, "a", now, now + 10*us, 1, 0},
+		{backend.RecordMemcpy, "", now + 10*us, now + 15*us, 0, 0},
+		{backend.RecordLaunch, "", now + 40*us, now + 40*us, 3, 7},
+		{backend.RecordKernel, "b", now + 40*us, now + 43*us, 3, 7},
+		{backend.RecordKernel, "c", now + 43*us, now + 47*us, 3, 7},
+		{backend.RecordMemset, "", now + 47*us, now + 48*us, 0, 0},
+	}
+	if len(recs) != len(want) {
+		t.Fatalf("%d records, want %d: %+v", len(recs), len(want), recs)
+	}
+	for i, w := range want {
+		r := recs[i]
+		if r.Kind != w.kind || tr.Name(r.Name) != w.name || r.StartNs != w.start || r.EndNs != w.end || r.Correlation != w.corr || r.Graph != w.graph {
+			t.Errorf("record %d: %+v (name %q), want %+v", i, r, tr.Name(r.Name), w)
+		}
+		if r.Kind == backend.RecordLaunch && (r.Device != 0 || r.Stream != 0 || r.Thread == 0) {
+			t.Errorf("launch call %d: %+v, want device and stream 0 and a thread", i, r)
+		}
+		if r.Kind != backend.RecordLaunch && (r.Device != 1 || r.Stream != uint32(s)) {
+			t.Errorf("record %d: %+v, want device 1 and stream %d", i, r, s)
+		}
+	}
+}

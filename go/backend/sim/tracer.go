@@ -27,9 +27,16 @@ type Records struct {
 // method so that a tracer embedding Records publishes only its read side:
 // what a tracer keeps is its own rule (collection on).
 func Keep(r *Records, device int, stream uint32, startNs, endNs int64, name string, graph uint32) {
+	KeepRecord(r, backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(device), Stream: stream, Graph: graph}, name)
+}
+
+// KeepRecord adds rec, of any kind, to r, with its Name the id of name (as
+// Keep). A record of a device past backend.MaxTracerDevices is not kept.
+func KeepRecord(r *Records, rec backend.KernelRecord, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if device < 0 || device >= backend.MaxTracerDevices {
+	device := int(rec.Device)
+	if device >= backend.MaxTracerDevices {
 		return
 	}
 	if len(r.recs) >= TracerRing {
@@ -45,8 +52,8 @@ func Keep(r *Records, device int, stream uint32, startNs, endNs int64, name stri
 		id = uint32(len(r.names))
 		r.ids[name] = id
 	}
-	r.recs = append(r.recs, backend.KernelRecord{StartNs: startNs, EndNs: endNs, Device: uint32(device),
-		Stream: stream, Name: id, Graph: graph})
+	rec.Name = id
+	r.recs = append(r.recs, rec)
 	r.records++
 }
 
@@ -90,8 +97,9 @@ const TracerRing = 1 << 16
 // Tracer is the kernel tracer of simulated GPUs (backend.KernelTracer),
 // what CUPTI is to real ones: while it collects, every kernel a GPU made
 // with it (Options.Tracer) launches is recorded with the times the GPU
-// runs it, so that kernel windows, their GPU time and the pages that show
-// them run on the simulator. Times are on the GPUs' clock (Options.Now),
+// runs it, with the launch call that queued it (backend.RecordLaunch) and
+// the copies the GPU runs, so that kernel windows, their GPU time and idle
+// by cause, and the pages that show them run on the simulator. Times are on the GPUs' clock (Options.Now),
 // so ClockOffset is 0. Safe for concurrent use.
 type Tracer struct {
 	Records // the read side: Read, Name, Stats, ClockOffset
@@ -100,6 +108,7 @@ type Tracer struct {
 	open   bool
 	window bool
 	on     bool
+	corr   uint32 // the latest correlation id given
 }
 
 // NewTracer returns a closed tracer.
@@ -128,12 +137,26 @@ func (t *Tracer) Opener() backend.TracerOpener {
 	}
 }
 
-// record keeps one kernel if collection is on.
-func (t *Tracer) record(device int, stream backend.Stream, startNs, endNs int64, name string, graph uint32) {
+// namedRecord is a record and its kernel's name ("" for none).
+type namedRecord struct {
+	rec  backend.KernelRecord
+	name string
+}
+
+// record keeps one launch's records if collection is on: its launch call
+// and kernels get a correlation of their own.
+func (t *Tracer) record(recs ...namedRecord) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.on {
-		Keep(&t.Records, device, uint32(stream), startNs, endNs, name, graph)
+	if !t.on {
+		return
+	}
+	t.corr++
+	for _, r := range recs {
+		if r.rec.Kind == backend.RecordKernel || r.rec.Kind == backend.RecordLaunch {
+			r.rec.Correlation = t.corr
+		}
+		KeepRecord(&t.Records, r.rec, r.name)
 	}
 }
 

@@ -719,3 +719,47 @@ func TestSimKernelWindowsMeasureGPUTime(t *testing.T) {
 		}
 	}
 }
+
+// On the simulator, whose tracer records launch calls, a host stall before
+// the graph replay reads as idle because of the host: 2 ms of host work
+// after about 1 ms of queued kernels (prefill's and decode's).
+func TestSimGPUTimeSaysTheHostStalled(t *testing.T) {
+	gpu := NewSimGPU(0)
+	hub, err := gpuspans.New(gpuspans.Options{Lanes: []string{LanePrefill, LaneDecode}, Level: gpuspans.LevelKernel, Logf: t.Logf,
+		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: gpu.Tracer(), KernelWindowEvery: gpuspans.MinKernelWindowEvery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Install(0, gpu.Stream(), gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngine(hub, gpu, EngineConfig{Prefill: DefaultPrefill, Decode: DefaultDecode, Graph: DefaultGraph, HostGap: 2 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Capture(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 20; i++ {
+		if err := eng.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hub.CloseKernelTracer(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		hub.Harvest()
+	}
+	for _, l := range hub.GPUTime().Lanes {
+		if l.Lane != LaneDecode {
+			continue
+		}
+		c := l.Causes
+		if l.Idle < 500*time.Microsecond*time.Duration(l.Spans) || c.Host < l.Idle*9/10 || c.Host+c.Launch+c.Copy+c.Wait+c.Other != l.Idle {
+			t.Errorf("decode: idle %v split %+v, want at least the stall, 90%% of it the host's", l.Idle, c)
+		}
+		return
+	}
+	t.Fatal("decode not measured")
+}

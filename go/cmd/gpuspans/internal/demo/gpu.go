@@ -58,14 +58,8 @@ type simGPU struct {
 	device    int
 	busyUntil time.Time
 	capturing bool
-	nodes     []simNode // the captured launches
+	nodes     []sim.GraphKernel // the captured launches
 	captured  bool
-}
-
-// simNode is one launch of the captured graph.
-type simNode struct {
-	name string
-	d    time.Duration
 }
 
 // simGraph is the id the tracer gives the captured graph's kernels.
@@ -91,7 +85,7 @@ func (s *simGPU) Tracer() backend.TracerOpener { return s.tracer.Opener() }
 func (s *simGPU) Launch(name string, d time.Duration) error {
 	s.gpu.LaunchKernel(s.stream, d, name, 0)
 	if s.capturing {
-		s.nodes = append(s.nodes, simNode{name, d})
+		s.nodes = append(s.nodes, sim.GraphKernel{Name: name, Duration: d})
 		return nil
 	}
 	s.queue(d)
@@ -125,14 +119,15 @@ func (s *simGPU) EndCapture() error {
 	return nil
 }
 
-// Replay queues the graph's launches back to back, as its nodes run.
+// Replay queues the graph's launches back to back, as its nodes run, by
+// one launch call.
 func (s *simGPU) Replay() error {
 	if !s.captured {
 		return errors.New("sim: no graph captured")
 	}
+	s.gpu.LaunchGraph(s.stream, simGraph, s.nodes)
 	for _, n := range s.nodes {
-		s.gpu.LaunchKernel(s.stream, n.d, n.name, simGraph)
-		s.queue(n.d)
+		s.queue(n.Duration)
 	}
 	return nil
 }
