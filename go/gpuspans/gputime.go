@@ -22,11 +22,19 @@ import (
 // copy reads idle for it.
 
 // LaneGPUTime is what kernel windows measured of one lane on one device.
+//
+// A window slows the step it measures (CUPTI attached costs every launch),
+// so its lane spans are longer than the engine's steps outside windows:
+// busy is right inside a window, the lane's time outside one. Each
+// window's lane spans are therefore also set against the served time, the
+// lane's time per span on the steps around the window (docs/design.md,
+// the served step), and the difference is the window's cost.
 type LaneGPUTime struct {
 	Device int
 	Lane   string
 	// Spans counts the lane's spans measured; Time, Busy and Idle are
-	// their totals (Time == Busy + Idle), over every window analysed.
+	// their totals (Time == Busy + Idle) as the windows measured them, in
+	// every window analysed, the windows' own cost included.
 	Spans            uint64
 	Time, Busy, Idle time.Duration
 	// Gaps is the part of Idle between the lane's kernels; the rest came
@@ -34,25 +42,28 @@ type LaneGPUTime struct {
 	// window a graph launch also pays CUPTI's cost per node, which
 	// lengthens the first) or the lane's stream waiting.
 	Gaps time.Duration
-	// RecentTime and RecentBusy are the totals over the lane's latest
-	// GPUTimeRecentWindows windows; BusyRatio() is their ratio.
-	RecentTime, RecentBusy time.Duration
+	// Served totals, since the start, over the windows whose served time
+	// was estimated (all but the Unsettled): ServedBusy is their spans'
+	// busy time, Served their served time, WindowCost the rest of their
+	// event time (what the windows added), and Causes splits the served
+	// idle, Served - ServedBusy, by why the device waited.
+	ServedBusy, Served, WindowCost time.Duration
+	Causes                         IdleCauses
+	// The same over the lane's latest GPUTimeRecentWindows settled
+	// windows: RecentTime is their spans' event time (RecentServed +
+	// RecentWindowCost), RecentBusy their busy time, RecentCauses splits
+	// RecentServed - RecentBusy. BusyRatio() is RecentBusy / RecentServed.
+	RecentTime, RecentBusy, RecentServed, RecentWindowCost time.Duration
+	RecentCauses                                           IdleCauses
+	// Unsettled counts windows whose served time could not be estimated:
+	// the lane's time before and after the window differed by more than
+	// GPUTimeServedShift, or no span of the lane ran outside windows near
+	// it. Their spans are in Time, Busy and Idle, not in the served totals.
+	Unsettled uint64
 	// Kernels are the kernels with the most time inside the lane in the
 	// latest window that measured it, most first (at most
 	// GPUTimeTopKernels), each with its share of the lane's kernel time.
 	Kernels []KernelShare
-	// Causes splits Idle by why the device waited; RecentCauses does the
-	// same over the recent windows.
-	Causes, RecentCauses IdleCauses
-	// RecentServed is the lane's event time outside windows, estimated
-	// for the recent windows' spans from the lane's spans on the steps
-	// around each window; RecentWindowCost is what the windows' CUPTI
-	// added to those spans (their event time less RecentServed).
-	RecentServed, RecentWindowCost time.Duration
-	// Unsettled counts windows whose served time could not be estimated
-	// (the lane's time before and after the window differed too much);
-	// their spans are left out of the Recent totals.
-	Unsettled uint64
 }
 
 // IdleCauses splits a lane's idle time, the part of its span no kernel of
@@ -74,13 +85,26 @@ type IdleCauses struct {
 	Other time.Duration
 }
 
-// BusyRatio is the fraction of the lane's recent span time the device was
-// running kernels: RecentBusy / RecentTime.
+// Total is the idle time the causes split: their sum.
+func (c IdleCauses) Total() time.Duration { return c.Host + c.Launch + c.Copy + c.Wait + c.Other }
+
+// Add adds o's parts to c's.
+func (c *IdleCauses) Add(o IdleCauses) {
+	c.Host += o.Host
+	c.Launch += o.Launch
+	c.Copy += o.Copy
+	c.Wait += o.Wait
+	c.Other += o.Other
+}
+
+// BusyRatio is the fraction of the lane's served time, over its recent
+// settled windows, the device was running kernels: RecentBusy /
+// RecentServed; 0 when none settled.
 func (l *LaneGPUTime) BusyRatio() float64 {
-	if l.RecentTime <= 0 {
+	if l.RecentServed <= 0 {
 		return 0
 	}
-	return float64(l.RecentBusy) / float64(l.RecentTime)
+	return float64(l.RecentBusy) / float64(l.RecentServed)
 }
 
 // KernelShare is one kernel name's time inside a lane in one window.
@@ -141,6 +165,10 @@ type TimelineLane struct {
 	Lane           string
 	StartNs, EndNs int64
 	Busy           time.Duration
+	// Served is the span's served time (0: its window is unsettled);
+	// Causes splits its served idle, Served - Busy.
+	Served time.Duration
+	Causes IdleCauses
 }
 
 // Timeline is one window step on one device as it ran: its lane spans and
@@ -195,6 +223,19 @@ const (
 
 	GPUTimeRecentHalfLife   = time.Minute
 	GPUTimeBaselineHalfLife = time.Hour
+
+	// The served estimate (docs/design.md, the served step): the median
+	// of the lane's latest GPUTimeServedSpans spans outside windows
+	// before a window, and of its first ones after, averaged. Medians
+	// differing by more than GPUTimeServedShift of the smaller leave the
+	// window unsettled. A window's analysis waits for its after side up
+	// to GPUTimeServedWaitSteps steps past the window, GPUTimeServedWait
+	// of time, or the next window, whichever comes first, and settles on
+	// the spans it has.
+	GPUTimeServedSpans     = 16
+	GPUTimeServedShift     = 0.10
+	GPUTimeServedWaitSteps = 64
+	GPUTimeServedWait      = time.Second
 )
 
 // winLane is a lane span of a window step, held for its window's analysis.
@@ -223,6 +264,29 @@ type gpuWindow struct {
 	overflow  bool
 	finished  bool
 	harvested bool // a harvest began after it finished: its lane spans have landed
+	sides     []laneSide
+	readyAt   int64 // Unix ns: when a harvest first found it finished
+}
+
+// laneSide is a window's lane's time outside windows: its spans' durations
+// before the window (the latest, when its first span of the window landed)
+// and after it (the first).
+type laneSide struct {
+	key           [2]int32
+	last          uint64 // the lane's latest step in the window
+	before, after [GPUTimeServedSpans]int64
+	nb, na        int32
+}
+
+// outsideLane is one device's lane outside windows: its latest span
+// durations, and the window that takes its next ones as its after side.
+// Guarded by the harvest lock.
+type outsideLane struct {
+	ring [GPUTimeServedSpans]int64
+	n    uint64
+	w    *gpuWindow
+	seq  uint64 // w's Seq when it took the lane (windows are reused)
+	side int32  // in w.sides
 }
 
 // laneTotals is one device's lane's measurements.
@@ -230,10 +294,27 @@ type laneTotals struct {
 	moves                  map[launchKey]*moveStat // by launch: its time per span, now and at the baseline
 	spans                  uint64
 	time, busy, idle, gaps int64
-	recent                 [GPUTimeRecentWindows]struct{ time, busy int64 }
+	recent                 [GPUTimeRecentWindows]settledWindow
 	windows                uint64
+	settled, unsettled     uint64
+	servedBusy, served     int64
+	cost                   int64
+	causes                 IdleCauses
 	kernels                []KernelShare
 	lastNs                 int64 // host time of its latest window, for the averages' weights
+}
+
+// settledWindow is one window's lane in served terms.
+type settledWindow struct {
+	time, busy, served int64
+	causes             IdleCauses
+}
+
+// laneWindow is what one window measured of one lane: its spans' count,
+// event time and busy time, and its idle (time - busy) by cause.
+type laneWindow struct {
+	spans, time, busy int64
+	causes            IdleCauses
 }
 
 // launchKey is a kernel launch's place in a lane span: its name and how
@@ -287,7 +368,7 @@ func (g *gpuTimes) window(seq uint64) *gpuWindow {
 	var w *gpuWindow
 	if n := len(g.free); n > 0 {
 		w, g.free = g.free[n-1], g.free[:n-1]
-		*w = gpuWindow{seq: seq, lanes: w.lanes[:0], kernels: w.kernels[:0]}
+		*w = gpuWindow{seq: seq, lanes: w.lanes[:0], kernels: w.kernels[:0], sides: w.sides[:0]}
 	} else {
 		w = &gpuWindow{seq: seq}
 	}
@@ -306,14 +387,10 @@ func (l *tracerLanding) windowOfStep(step uint64) uint64 {
 	return 0
 }
 
-// holdLane keeps a landed lane span of a window step for its window's
-// analysis; false when it is not one (it goes to the recent ring now).
-// Caller holds the harvest lock.
-func (h *Hub) holdLane(device int, lane uint64, s *Span) bool {
-	seq := h.tl.windowOfStep(s.Step)
-	if seq == 0 {
-		return false
-	}
+// holdLane keeps a landed lane span of a step of window seq for the
+// window's analysis; false when it is not kept (it goes to the recent ring
+// now). Caller holds the harvest lock.
+func (h *Hub) holdLane(seq uint64, device int, lane uint64, s *Span) bool {
 	g := &h.gt
 	w := g.window(seq)
 	if w == nil {
@@ -325,7 +402,55 @@ func (h *Hub) holdLane(device int, lane uint64, s *Span) bool {
 		return false
 	}
 	w.lanes = append(w.lanes, winLane{dev: int32(device), lane: int32(lane), step: s.Step, start: s.StartNs, dur: s.DurationNs, span: *s})
+	o := h.outsideLane(device, lane)
+	if o == nil {
+		return true
+	}
+	if o.w == w && o.seq == w.seq {
+		sd := &w.sides[o.side]
+		sd.last = max(sd.last, s.Step)
+		return true
+	}
+	// The lane's first span of the window: a lane's spans land in the
+	// order they ran (one stream), so its ring holds only spans before
+	// the window, and the window before, if any, takes no more after it.
+	w.sides = append(w.sides, laneSide{key: [2]int32{int32(device), int32(lane)}, last: s.Step})
+	sd := &w.sides[len(w.sides)-1]
+	for i := uint64(0); i < min(o.n, GPUTimeServedSpans); i++ {
+		sd.before[i] = o.ring[(o.n-1-i)%GPUTimeServedSpans]
+	}
+	sd.nb = int32(min(o.n, GPUTimeServedSpans))
+	o.w, o.seq, o.side = w, w.seq, int32(len(w.sides)-1)
 	return true
+}
+
+// landOutside notes a lane span of a step outside windows: the lane's
+// ring, and the after side of the window before it while that waits.
+// Caller holds the harvest lock.
+func (h *Hub) landOutside(device int, lane uint64, step uint64, dur int64) {
+	o := h.outsideLane(device, lane)
+	if o == nil {
+		return
+	}
+	o.ring[o.n%GPUTimeServedSpans] = dur
+	o.n++
+	if w := o.w; w != nil && w.seq == o.seq && w.seq > h.gt.done {
+		if sd := &w.sides[o.side]; step > sd.last && sd.na < GPUTimeServedSpans {
+			sd.after[sd.na] = dur
+			sd.na++
+		}
+	}
+}
+
+// outsideLane returns a device's lane's state outside windows; nil without
+// a kernel tracer (no window ever opens) or for a lane out of range.
+// Caller holds the harvest lock.
+func (h *Hub) outsideLane(device int, lane uint64) *outsideLane {
+	d := h.devs[device]
+	if d == nil || lane >= uint64(len(d.outside)) {
+		return nil
+	}
+	return &d.outside[lane]
 }
 
 // holdKernel keeps a traced kernel of a window step for its window's
@@ -369,6 +494,7 @@ func (h *Hub) analyseWindows() {
 		return
 	}
 	start := time.Now()
+	now := h.now().UnixNano()
 	kept := g.open[:0]
 	for i, w := range g.open {
 		// A window that never finishes (its tracer failed) gives its lane
@@ -376,8 +502,12 @@ func (h *Hub) analyseWindows() {
 		if len(g.open)-i > recentWindows {
 			w.harvested, w.overflow = true, true
 		}
+		if w.finished && w.readyAt == 0 {
+			w.readyAt = now
+		}
+		landed := w.harvested || w.finished && !h.lanesPending(w.seq)
 		switch {
-		case w.harvested || w.finished && !h.lanesPending(w.seq):
+		case landed && (w.overflow || h.sidesReady(w, i < len(g.open)-1, now)):
 			h.analyse(w)
 			g.done = max(g.done, w.seq)
 			g.free = append(g.free, w)
@@ -393,6 +523,24 @@ func (h *Hub) analyseWindows() {
 	}
 	g.open = kept
 	g.totals.AnalysisTime += time.Since(start)
+}
+
+// sidesReady reports whether window w's lanes have their after sides:
+// GPUTimeServedSpans spans each, or the wait is over (GPUTimeServedWait
+// since the window finished, GPUTimeServedWaitSteps steps past a lane's
+// last, or a newer window began). now: Unix ns. Caller holds the harvest
+// lock.
+func (h *Hub) sidesReady(w *gpuWindow, newer bool, now int64) bool {
+	if newer || now-w.readyAt >= int64(GPUTimeServedWait) {
+		return true
+	}
+	step := h.step.Load()
+	for i := range w.sides {
+		if sd := &w.sides[i]; sd.na < GPUTimeServedSpans && step < sd.last+GPUTimeServedWaitSteps {
+			return false
+		}
+	}
+	return true
 }
 
 // lanesPending reports whether a lane span of window seq has ended and
@@ -457,7 +605,7 @@ func (h *Hub) analyse(w *gpuWindow) {
 	for k := range g.launches {
 		delete(g.launches, k)
 	}
-	lanesSeen := make(map[[2]int32]int64) // lane -> spans in this window
+	lanesSeen := make(map[[2]int32]*laneWindow) // what this window measured of each lane
 	for lo := 0; lo < len(w.lanes); {
 		dev := w.lanes[lo].dev
 		hi := lo
@@ -470,9 +618,17 @@ func (h *Hub) analyse(w *gpuWindow) {
 		lo = hi
 	}
 	now := h.now().UnixNano()
-	for key, n := range lanesSeen {
-		h.settleLane(key, n, now)
+	for key, lw := range lanesSeen {
+		var sd *laneSide
+		for i := range w.sides {
+			if w.sides[i].key == key {
+				sd = &w.sides[i]
+				break
+			}
+		}
+		h.settleLane(key, lw, sd, w.lanes, now)
 	}
+	h.servedTimelines(w.lanes)
 	h.moved()
 	sort.Slice(g.out.LargestGaps, func(a, b int) bool {
 		if g.out.LargestGaps[a].Device != g.out.LargestGaps[b].Device {
@@ -484,7 +640,7 @@ func (h *Hub) analyse(w *gpuWindow) {
 
 // analyseDevice measures a window's lane spans on one device against its
 // kernels (sorted by start). Caller holds the harvest lock.
-func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[2]int32]int64) {
+func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[2]int32]*laneWindow) {
 	g := &h.gt
 	// The device's busy runs: kernel intervals merged across streams.
 	runs := g.merged[:0]
@@ -549,13 +705,14 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 		t.busy += busy
 		t.idle += ln.dur - busy
 		t.gaps += min(inGaps, ln.dur-busy)
-		r := &t.recent[t.windows%GPUTimeRecentWindows]
-		if seen[key] == 0 {
-			*r = struct{ time, busy int64 }{}
+		lw := seen[key]
+		if lw == nil {
+			lw = &laneWindow{}
+			seen[key] = lw
 		}
-		r.time += ln.dur
-		r.busy += busy
-		seen[key]++
+		lw.spans++
+		lw.time += ln.dur
+		lw.busy += busy
 		// Each kernel's time inside the span.
 		sh := g.shares[key]
 		if sh == nil {
@@ -640,12 +797,16 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 	g.out.Timelines = append(g.out.Timelines, tl)
 }
 
-// settleLane finishes a lane's window: its recent totals, kernel shares
-// and moves. now: Unix ns. Caller holds the harvest lock.
-func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
+// settleLane finishes a lane's window: its served time from sd, the
+// lane's time outside windows around it (nil: none), with its spans in
+// lanes; its recent totals, kernel shares and moves. now: Unix ns. Caller
+// holds the harvest lock.
+func (h *Hub) settleLane(key [2]int32, lw *laneWindow, sd *laneSide, lanes []winLane, now int64) {
 	g := &h.gt
 	t := g.lanes[key]
 	t.windows++
+	spans := lw.spans
+	h.settleServed(t, key, lw, sd, lanes)
 	first := t.lastNs == 0
 	dt := float64(now - t.lastNs)
 	t.lastNs = now
@@ -696,6 +857,143 @@ func (h *Hub) settleLane(key [2]int32, spans int64, now int64) {
 	}
 }
 
+// settleServed sets the lane's window against its served time: each span
+// of the lane's is taken as served for the estimate per span (kept within
+// its busy time and its own event time: a window never makes a step
+// faster, nor is a step served in less than its kernels ran), the rest is
+// the window's cost, and that cost is taken out of the causes it lengthens
+// (docs/design.md, the served step). Caller holds the harvest lock.
+func (h *Hub) settleServed(t *laneTotals, key [2]int32, lw *laneWindow, sd *laneSide, lanes []winLane) {
+	est, ok := servedPerSpan(sd)
+	if !ok {
+		t.unsettled++
+		return
+	}
+	var served int64
+	for i := range lanes {
+		if ln := &lanes[i]; ln.dev == key[0] && ln.lane == key[1] && ln.span.GPUTimed {
+			ln.span.ServedNs = min(max(est, ln.span.BusyNs), ln.dur)
+			served += ln.span.ServedNs
+		}
+	}
+	causes := servedCauses(lw.causes, lw.time-lw.busy, lw.time-served)
+	for i := range lanes {
+		if ln := &lanes[i]; ln.dev == key[0] && ln.lane == key[1] && ln.span.GPUTimed {
+			ln.span.Causes = shareCauses(causes, ln.span.ServedNs-ln.span.BusyNs)
+		}
+	}
+	t.servedBusy += lw.busy
+	t.served += served
+	t.cost += lw.time - served
+	t.causes.Add(causes)
+	t.recent[t.settled%GPUTimeRecentWindows] = settledWindow{time: lw.time, busy: lw.busy, served: served, causes: causes}
+	t.settled++
+}
+
+// servedPerSpan is the lane's served time per span from its spans around
+// a window: the mean of the medians before and after, or the one side
+// there is; false when there is none, or the two differ by more than
+// GPUTimeServedShift of the smaller.
+func servedPerSpan(sd *laneSide) (int64, bool) {
+	if sd == nil {
+		return 0, false
+	}
+	b, a := median(sd.before[:sd.nb]), median(sd.after[:sd.na])
+	switch {
+	case sd.nb > 0 && sd.na > 0:
+		if float64(max(a, b)-min(a, b)) > GPUTimeServedShift*float64(min(a, b)) {
+			return 0, false
+		}
+		return (a + b) / 2, true
+	case sd.nb > 0:
+		return b, true
+	case sd.na > 0:
+		return a, true
+	}
+	return 0, false
+}
+
+// median is the median of v (the mean of the middle two for an even
+// count), reordering v; 0 for none.
+func median(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// servedCauses turns a window's idle by cause (raw, splitting idle, the
+// window's own idle) into served terms: the window's cost is taken out of
+// the host's part first, then launch latency's, then the rest's, then
+// waits' and copies' (CUPTI slows the launch calls, so its cost shows up
+// as the device waiting for the host, then as queued work not started).
+// Parts that fall short of idle (an analysis that splits none) count as
+// Other; parts beyond it are cut in the same order.
+func servedCauses(raw IdleCauses, idle, cost int64) IdleCauses {
+	c := raw
+	if sum := int64(c.Total()); sum < idle {
+		c.Other += time.Duration(idle - sum)
+	} else if sum > idle {
+		takeCauses(&c, sum-idle)
+	}
+	takeCauses(&c, cost)
+	return c
+}
+
+// takeCauses takes n out of c's parts in the order the window's cost
+// shows up in them.
+func takeCauses(c *IdleCauses, n int64) {
+	for _, p := range [...]*time.Duration{&c.Host, &c.Launch, &c.Other, &c.Wait, &c.Copy} {
+		d := min(time.Duration(n), *p)
+		*p -= d
+		n -= int64(d)
+	}
+}
+
+// shareCauses splits idle in c's proportions (exactly: the rounding goes
+// to the largest part); zero parts for a c of nothing.
+func shareCauses(c IdleCauses, idle int64) IdleCauses {
+	total := int64(c.Total())
+	if total <= 0 || idle <= 0 {
+		return IdleCauses{}
+	}
+	var out IdleCauses
+	parts := [...]struct{ src, dst *time.Duration }{{&c.Host, &out.Host}, {&c.Launch, &out.Launch}, {&c.Copy, &out.Copy}, {&c.Wait, &out.Wait}, {&c.Other, &out.Other}}
+	var sum int64
+	big := 0
+	for i, p := range parts {
+		*p.dst = time.Duration(int64(float64(*p.src) * float64(idle) / float64(total)))
+		sum += int64(*p.dst)
+		if *p.src > *parts[big].src {
+			big = i
+		}
+	}
+	*parts[big].dst += time.Duration(idle - sum)
+	return out
+}
+
+// servedTimelines copies the served split of the latest timelines' lane
+// spans from the window's spans. Caller holds the harvest lock.
+func (h *Hub) servedTimelines(lanes []winLane) {
+	for i := range h.gt.out.Timelines {
+		tl := &h.gt.out.Timelines[i]
+		for j := range tl.Lanes {
+			tlane := &tl.Lanes[j]
+			for k := range lanes {
+				if ln := &lanes[k]; int(ln.dev) == tl.Device && ln.step == tl.Step && ln.start == tlane.StartNs && h.lanes[ln.lane] == tlane.Lane {
+					tlane.Served, tlane.Causes = time.Duration(ln.span.ServedNs), ln.span.Causes
+					break
+				}
+			}
+		}
+	}
+}
+
 // gpuTimeInto fills out with the hub's GPU time, reusing its slices, so
 // that a steady exporter's SnapshotInto allocates nothing. Caller holds
 // the harvest lock.
@@ -720,11 +1018,16 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 		kernels := l.Kernels[:0]
 		*l = LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
 			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle), Gaps: time.Duration(t.gaps),
-			Kernels: append(kernels, t.kernels...)}
-		for j := 0; j < int(min(t.windows, GPUTimeRecentWindows)); j++ {
-			l.RecentTime += time.Duration(t.recent[j].time)
-			l.RecentBusy += time.Duration(t.recent[j].busy)
+			ServedBusy: time.Duration(t.servedBusy), Served: time.Duration(t.served), WindowCost: time.Duration(t.cost), Causes: t.causes,
+			Unsettled: t.unsettled, Kernels: append(kernels, t.kernels...)}
+		for j := 0; j < int(min(t.settled, GPUTimeRecentWindows)); j++ {
+			r := &t.recent[j]
+			l.RecentTime += time.Duration(r.time)
+			l.RecentBusy += time.Duration(r.busy)
+			l.RecentServed += time.Duration(r.served)
+			l.RecentCauses.Add(r.causes)
 		}
+		l.RecentWindowCost = l.RecentTime - l.RecentServed
 	}
 	out.Gaps = out.Gaps[:0]
 	for _, d := range g.gapDevs {
