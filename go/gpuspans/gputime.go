@@ -43,16 +43,20 @@ type LaneGPUTime struct {
 	// lengthens the first) or the lane's stream waiting.
 	Gaps time.Duration
 	// Served totals, since the start, over the windows whose served time
-	// was estimated (all but the Unsettled): ServedBusy is their spans'
-	// busy time, Served their served time, WindowCost the rest of their
-	// event time (what the windows added), and Causes splits the served
-	// idle, Served - ServedBusy, by why the device waited.
+	// was estimated (all but the Unsettled): ServedSpans counts their
+	// spans, ServedBusy is their busy time, Served their served time,
+	// WindowCost the rest of their event time (what the windows added),
+	// and Causes splits the served idle, Served - ServedBusy, by why the
+	// device waited.
+	ServedSpans                    uint64
 	ServedBusy, Served, WindowCost time.Duration
 	Causes                         IdleCauses
 	// The same over the lane's latest GPUTimeRecentWindows settled
-	// windows: RecentTime is their spans' event time (RecentServed +
-	// RecentWindowCost), RecentBusy their busy time, RecentCauses splits
-	// RecentServed - RecentBusy. BusyRatio() is RecentBusy / RecentServed.
+	// windows: RecentSpans counts their spans, RecentTime is their event
+	// time (RecentServed + RecentWindowCost), RecentBusy their busy time,
+	// RecentCauses splits RecentServed - RecentBusy. BusyRatio() is
+	// RecentBusy / RecentServed.
+	RecentSpans                                            uint64
 	RecentTime, RecentBusy, RecentServed, RecentWindowCost time.Duration
 	RecentCauses                                           IdleCauses
 	// Unsettled counts windows whose served time could not be estimated:
@@ -297,6 +301,7 @@ type laneTotals struct {
 	recent                 [GPUTimeRecentWindows]settledWindow
 	windows                uint64
 	settled, unsettled     uint64
+	servedSpans            uint64
 	servedBusy, served     int64
 	cost                   int64
 	causes                 IdleCauses
@@ -306,8 +311,8 @@ type laneTotals struct {
 
 // settledWindow is one window's lane in served terms.
 type settledWindow struct {
-	time, busy, served int64
-	causes             IdleCauses
+	spans, time, busy, served int64
+	causes                    IdleCauses
 }
 
 // laneWindow is what one window measured of one lane: its spans' count,
@@ -882,11 +887,12 @@ func (h *Hub) settleServed(t *laneTotals, key [2]int32, lw *laneWindow, sd *lane
 			ln.span.Causes = shareCauses(causes, ln.span.ServedNs-ln.span.BusyNs)
 		}
 	}
+	t.servedSpans += uint64(lw.spans)
 	t.servedBusy += lw.busy
 	t.served += served
 	t.cost += lw.time - served
 	t.causes.Add(causes)
-	t.recent[t.settled%GPUTimeRecentWindows] = settledWindow{time: lw.time, busy: lw.busy, served: served, causes: causes}
+	t.recent[t.settled%GPUTimeRecentWindows] = settledWindow{spans: lw.spans, time: lw.time, busy: lw.busy, served: served, causes: causes}
 	t.settled++
 }
 
@@ -1018,10 +1024,11 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 		kernels := l.Kernels[:0]
 		*l = LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
 			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle), Gaps: time.Duration(t.gaps),
-			ServedBusy: time.Duration(t.servedBusy), Served: time.Duration(t.served), WindowCost: time.Duration(t.cost), Causes: t.causes,
+			ServedSpans: t.servedSpans, ServedBusy: time.Duration(t.servedBusy), Served: time.Duration(t.served), WindowCost: time.Duration(t.cost), Causes: t.causes,
 			Unsettled: t.unsettled, Kernels: append(kernels, t.kernels...)}
 		for j := 0; j < int(min(t.settled, GPUTimeRecentWindows)); j++ {
 			r := &t.recent[j]
+			l.RecentSpans += uint64(r.spans)
 			l.RecentTime += time.Duration(r.time)
 			l.RecentBusy += time.Duration(r.busy)
 			l.RecentServed += time.Duration(r.served)

@@ -251,6 +251,9 @@ func TestGPUTimeServedStep(t *testing.T) {
 	if g.Windows < 6 || l.Unsettled != 0 {
 		t.Fatalf("%d windows, %d unsettled: want 6 or more, all settled", g.Windows, l.Unsettled)
 	}
+	if uint64(n) != l.RecentSpans || g.Windows != l.ServedSpans {
+		t.Errorf("%d recent spans, %d served ones over %d windows of one span", l.RecentSpans, l.ServedSpans, g.Windows)
+	}
 	if l.RecentTime != n*1000*us || l.RecentBusy != n*600*us || l.RecentServed != n*700*us || l.RecentWindowCost != n*300*us {
 		t.Errorf("recent: time %v busy %v served %v cost %v over %d windows, want 1000, 600, 700, 300 us each",
 			l.RecentTime, l.RecentBusy, l.RecentServed, l.RecentWindowCost, n)

@@ -413,7 +413,7 @@ func gpuTimeToProto(g *gpuspans.GPUTime) *gpuspansv1.GpuTime {
 			BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), GapsNs: int64(l.Gaps), RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy),
 			ServedBusyNs: int64(l.ServedBusy), ServedNs: int64(l.Served), WindowCostNs: int64(l.WindowCost), Causes: causesToProto(l.Causes),
 			RecentServedNs: int64(l.RecentServed), RecentWindowCostNs: int64(l.RecentWindowCost), RecentCauses: causesToProto(l.RecentCauses),
-			Unsettled: l.Unsettled}
+			Unsettled: l.Unsettled, ServedSpans: l.ServedSpans, RecentSpans: l.RecentSpans}
 		for _, k := range l.Kernels {
 			pl.Kernels = append(pl.Kernels, &gpuspansv1.KernelShare{Kernel: k.Kernel, TimeNs: int64(k.Time), Share: k.Share})
 		}

@@ -1321,7 +1321,10 @@ type LaneGpuTime struct {
 	// Windows whose served time could not be estimated (the lane's time
 	// before and after differed by more than 10%, or no span of the lane ran
 	// outside windows near it): in time_ns, busy_ns and idle_ns only.
-	Unsettled     uint64 `protobuf:"varint,18,opt,name=unsettled,proto3" json:"unsettled,omitempty"`
+	Unsettled uint64 `protobuf:"varint,18,opt,name=unsettled,proto3" json:"unsettled,omitempty"`
+	// Spans of the settled windows, since the start and recent.
+	ServedSpans   uint64 `protobuf:"varint,19,opt,name=served_spans,json=servedSpans,proto3" json:"served_spans,omitempty"`
+	RecentSpans   uint64 `protobuf:"varint,20,opt,name=recent_spans,json=recentSpans,proto3" json:"recent_spans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1478,6 +1481,20 @@ func (x *LaneGpuTime) GetRecentCauses() *IdleCauses {
 func (x *LaneGpuTime) GetUnsettled() uint64 {
 	if x != nil {
 		return x.Unsettled
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetServedSpans() uint64 {
+	if x != nil {
+		return x.ServedSpans
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetRecentSpans() uint64 {
+	if x != nil {
+		return x.RecentSpans
 	}
 	return 0
 }
@@ -2201,7 +2218,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x05steps\x18\b \x03(\v2\x18.gpuspans.v1.StepGpuTimeR\x05steps\x129\n" +
 	"\flargest_gaps\x18\t \x03(\v2\x16.gpuspans.v1.KernelGapR\vlargestGaps\x12-\n" +
 	"\x05moved\x18\n" +
-	" \x03(\v2\x17.gpuspans.v1.KernelMoveR\x05moved\"\x86\x05\n" +
+	" \x03(\v2\x17.gpuspans.v1.KernelMoveR\x05moved\"\xcc\x05\n" +
 	"\vLaneGpuTime\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
 	"\x04lane\x18\x02 \x01(\tR\x04lane\x12\x14\n" +
@@ -2221,7 +2238,9 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x10recent_served_ns\x18\x0f \x01(\x03R\x0erecentServedNs\x121\n" +
 	"\x15recent_window_cost_ns\x18\x10 \x01(\x03R\x12recentWindowCostNs\x12<\n" +
 	"\rrecent_causes\x18\x11 \x01(\v2\x17.gpuspans.v1.IdleCausesR\frecentCauses\x12\x1c\n" +
-	"\tunsettled\x18\x12 \x01(\x04R\tunsettled\"T\n" +
+	"\tunsettled\x18\x12 \x01(\x04R\tunsettled\x12!\n" +
+	"\fserved_spans\x18\x13 \x01(\x04R\vservedSpans\x12!\n" +
+	"\frecent_spans\x18\x14 \x01(\x04R\vrecentSpans\"T\n" +
 	"\vKernelShare\x12\x16\n" +
 	"\x06kernel\x18\x01 \x01(\tR\x06kernel\x12\x17\n" +
 	"\atime_ns\x18\x02 \x01(\x03R\x06timeNs\x12\x14\n" +

@@ -60,7 +60,7 @@ func FullGPUTime() gpuspans.GPUTime {
 		Windows: 12, Skipped: 1, Late: 2, Unplaced: 3, AnalysisTime: 900 * time.Microsecond,
 		Lanes: []gpuspans.LaneGPUTime{{Device: 3, Lane: "decode", Spans: 12, Time: 5040 * time.Microsecond,
 			Busy: 3960 * time.Microsecond, Idle: 1080 * time.Microsecond, Gaps: 900 * time.Microsecond, RecentTime: 420 * time.Microsecond, RecentBusy: 330 * time.Microsecond,
-			ServedBusy: 3630 * time.Microsecond, Served: 4180 * time.Microsecond, WindowCost: 440 * time.Microsecond,
+			ServedSpans: 11, RecentSpans: 1, ServedBusy: 3630 * time.Microsecond, Served: 4180 * time.Microsecond, WindowCost: 440 * time.Microsecond,
 			Causes:       gpuspans.IdleCauses{Host: 300 * time.Microsecond, Launch: 150 * time.Microsecond, Copy: 50 * time.Microsecond, Wait: 30 * time.Microsecond, Other: 20 * time.Microsecond},
 			RecentServed: 380 * time.Microsecond, RecentWindowCost: 40 * time.Microsecond,
 			RecentCauses: gpuspans.IdleCauses{Host: 25 * time.Microsecond, Launch: 15 * time.Microsecond, Copy: 5 * time.Microsecond, Wait: 3 * time.Microsecond, Other: 2 * time.Microsecond},
