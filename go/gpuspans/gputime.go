@@ -316,7 +316,9 @@ type settledWindow struct {
 }
 
 // laneWindow is what one window measured of one lane: its spans' count,
-// event time and busy time, and its idle (time - busy) by cause.
+// event time and busy time, and its idle (time - busy) by cause, as the
+// window measured it. The analysis fills causes; what it leaves unsplit
+// settles as Other (servedCauses).
 type laneWindow struct {
 	spans, time, busy int64
 	causes            IdleCauses
