@@ -343,7 +343,7 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		laneWindowCost: d("lane_window_cost_seconds_total", "What kernel windows added to a lane's spans, over the spans of settled windows: their event time less the lane's time outside windows around them (CUPTI attached slows every launch). Absent until a kernel window measured the lane.", "device", "lane"),
 		unsettled:      d("lane_unsettled_windows_total", "Kernel windows whose lane time outside windows could not be estimated (it moved by more than 10% across the window, or the lane ran no span outside windows near it); their spans are left out of the lane's busy ratio and GPU time totals. Appears at the first.", "device", "lane"),
 		kernelShare:    d("lane_kernel_share", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane, and while the lane has had no span for a minute.", "device", "lane", "kernel"),
-		gaps:        d("kernel_gap_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, in kernel windows: many near the launch latency is a launch-bound engine, a few long ones a host-bound one. Absent until a kernel window measured a gap.", "device"),
+		gaps:           d("kernel_gap_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, in kernel windows: many near the launch latency is a launch-bound engine, a few long ones a host-bound one. Absent until a kernel window measured a gap.", "device"),
 
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
