@@ -200,25 +200,50 @@ bool ThreadAlive(pid_t tid, bool wait) {
 // The launch guard (gpuspans/tracer.h): threads other than the stepping
 // thread pass their CUDA graph launches through it, and a window's detach
 // holds new ones off and waits for those in flight, so none overlaps it.
+// Each thread's depth is its own (g_guard_depth), so an exit without its
+// enter is refused and can never drive inflight below zero; the holders
+// are kept in a small table so that a guard left held can be named.
 struct Guard {
   std::atomic<int64_t> inflight{0};
   std::atomic<bool> closing{false};
   std::atomic<uint64_t> launches{0}, waits{0};
+  std::atomic<uint64_t> unmatched{0};        // exits refused: no enter on that thread
+  std::atomic<uint32_t> unmatched_thread{0}; // the latest thread refused
+  std::atomic<uint64_t> backoffs{0};         // quiesces refused at once, without a wait
+  // The outermost enter of each thread inside the guard: its thread id and
+  // since when (CLOCK_MONOTONIC ns); tid 0 is a free slot. A holder past
+  // the table is counted in inflight but not named.
+  static constexpr int kHolders = 64;
+  struct Holder {
+    std::atomic<uint32_t> tid{0};
+    std::atomic<int64_t> since{0};
+  } holders[kHolders];
   std::mutex mu;  // closing's waiters, and the threads below
   std::condition_variable cv;
 };
+
+void ForgetGuardDepth();
 
 Guard& G() {
   static Guard* g = new Guard;  // leaked: guarded launches may outlive static destructors
   return *g;
 }
 
+int64_t MonoNs() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
 // A child forked while a window's attach or detach held the guard has no
-// thread left to release it.
+// thread left to release it, nor any of the holders.
 __attribute__((constructor)) void ResetGuardInForks() {
   pthread_atfork(nullptr, nullptr, [] {
-    G().closing.store(false);
-    G().inflight.store(0);
+    Guard& g = G();
+    g.closing.store(false);
+    g.inflight.store(0);
+    for (Guard::Holder& h : g.holders) h.tid.store(0);
+    ForgetGuardDepth();
   });
 }
 
@@ -258,16 +283,32 @@ void Unguarded(Tracer& t) {
 
 // kQuiesceWait bounds how long a detach waits for guarded launches in
 // flight (a graph launch takes microseconds on the host) before it gives
-// up for this step.
+// up for this step. A thread inside the guard for longer than that holds
+// it past any launch (an exit lost to an exception, or a hung call): then
+// quiesces refuse at once, without a wait, until it leaves, so that a
+// guard left held costs the stepping thread one bounded wait, not one
+// every step.
 constexpr auto kQuiesceWait = std::chrono::milliseconds(20);
 
 void Unquiesce();
+void LongestHolder(uint32_t* tid, int64_t* held);
 
 // Quiesce holds new guarded launches off and waits for those in flight;
-// false (nothing held) when some are still in flight after kQuiesceWait.
+// false (nothing held) when some are still in flight after kQuiesceWait,
+// or at once when one has been for longer.
 bool Quiesce() {
   Guard& g = G();
   g.closing.store(true);
+  if (g.inflight.load() > 0) {
+    uint32_t tid;
+    int64_t held;
+    LongestHolder(&tid, &held);
+    if (held > std::chrono::nanoseconds(kQuiesceWait).count()) {
+      g.backoffs++;
+      Unquiesce();
+      return false;
+    }
+  }
   auto deadline = std::chrono::steady_clock::now() + kQuiesceWait;
   while (g.inflight.load() > 0) {
     if (std::chrono::steady_clock::now() > deadline) {
@@ -277,6 +318,37 @@ bool Quiesce() {
     std::this_thread::yield();
   }
   return true;
+}
+
+// LongestHolder names the thread inside the guard longest, and for how
+// long; 0 and 0 when none is.
+void LongestHolder(uint32_t* tid, int64_t* held) {
+  *tid = 0;
+  *held = 0;
+  int64_t now = MonoNs();
+  for (Guard::Holder& h : G().holders) {
+    uint32_t id = h.tid.load();
+    int64_t since = h.since.load();
+    if (id != 0 && since != 0 && now - since > *held) {
+      *held = now - since;
+      *tid = id;
+    }
+  }
+}
+
+// GuardHeld is a quiesce's refusal, naming the thread inside the guard
+// longest. go/cuda tells it from other GS_ERR_BUSY by "the launch guard is
+// held".
+gs_status GuardHeld(gs_error* err, const char* op, const char* then) {
+  Guard& g = G();
+  uint32_t holder = 0;
+  int64_t held = 0;
+  LongestHolder(&holder, &held);
+  return SetError(err, GS_ERR_BUSY, 0,
+                  "%s: the launch guard is held by thread %u for %.1f ms (%lld launches inside it; a window waits "
+                  "%lld ms for them, and not at all while one stays longer): the window %s at a later step",
+                  op, holder, static_cast<double>(held) / 1e6, static_cast<long long>(g.inflight.load()),
+                  static_cast<long long>(kQuiesceWait.count()), then);
 }
 
 // Unquiesce lets guarded launches go on.
@@ -608,10 +680,7 @@ gs_status StopCollecting(Tracer& t, gs_error* err) {
 // leaves it, and windows stay off. Caller holds t.mu.
 gs_status CloseWindow(Tracer& t, gs_error* err) {
   if (!Quiesce()) {
-    return SetError(err, GS_ERR_BUSY, 0,
-                    "gs_tracer_close: a guarded launch on another thread was still in flight after %lld ms: the "
-                    "window collects on and closes at a later step",
-                    static_cast<long long>(kQuiesceWait.count()));
+    return GuardHeld(err, "gs_tracer_close", "collects on and closes");
   }
   struct Release {
     ~Release() { Unquiesce(); }
@@ -733,10 +802,7 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
   // CUPTI is attached with collection off for an instant here: no guarded
   // launch may run meanwhile (a replay then breaks a later detach).
   if (!gs::Quiesce()) {
-    return gs::SetError(err, GS_ERR_BUSY, 0,
-                        "gs_tracer_window_open: a guarded launch on another thread was still in flight after %lld "
-                        "ms: the window opens at a later step",
-                        static_cast<long long>(gs::kQuiesceWait.count()));
+    return gs::GuardHeld(err, "gs_tracer_window_open", "opens");
   }
   struct Release {
     ~Release() { gs::Unquiesce(); }
@@ -858,8 +924,14 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
   out->enabled = t.enabled;
   out->foreign_launches = t.foreign_launches;
   out->foreign_graph_launches = t.foreign_graph_launches;
-  out->guarded_launches = gs::G().launches;
-  out->guard_waits = gs::G().waits;
+  gs::Guard& g = gs::G();
+  out->guarded_launches = g.launches;
+  out->guard_waits = g.waits;
+  out->guard_inflight = g.inflight.load();
+  out->guard_unmatched_exits = g.unmatched.load();
+  out->guard_unmatched_thread = g.unmatched_thread.load();
+  out->guard_backoffs = g.backoffs.load();
+  gs::LongestHolder(&out->guard_holder, &out->guard_held_ns);
   {
     std::lock_guard<std::mutex> l(t.name_mu);
     out->names = static_cast<uint32_t>(t.names.size());
@@ -922,13 +994,31 @@ extern "C" gs_status gs_tracer_abandon(gs_error* err) {
 namespace gs {
 namespace {
 thread_local int g_guard_depth = 0;
+thread_local int g_guard_slot = -1;  // this thread's Guard::holders entry, -1: none
 }  // namespace
 bool InLaunchGuard() { return g_guard_depth > 0; }
+namespace {
+// The forking thread, alone in its child, is inside no guard there.
+void ForgetGuardDepth() {
+  g_guard_depth = 0;
+  g_guard_slot = -1;
+}
+}  // namespace
 }  // namespace gs
 
 extern "C" void gs_launch_guard_enter(void) {
   gs::Guard& g = gs::G();
-  gs::g_guard_depth++;
+  if (gs::g_guard_depth++ == 0) {
+    uint32_t me = static_cast<uint32_t>(gs::ThisThread());
+    for (int i = 0; i < gs::Guard::kHolders; i++) {
+      uint32_t free = 0;
+      if (g.holders[i].tid.compare_exchange_strong(free, me)) {
+        g.holders[i].since.store(gs::MonoNs());
+        gs::g_guard_slot = i;
+        break;
+      }
+    }
+  }
   g.launches++;
   for (bool waited = false;;) {
     g.inflight.fetch_add(1);
@@ -956,7 +1046,21 @@ extern "C" void gs_launch_guard_enter(void) {
   }
 }
 
+extern "C" int32_t gs_launch_guard_depth(void) { return gs::g_guard_depth; }
+
 extern "C" void gs_launch_guard_exit(void) {
-  gs::g_guard_depth--;
-  gs::G().inflight.fetch_sub(1);
+  gs::Guard& g = gs::G();
+  if (gs::g_guard_depth <= 0) {
+    // An exit this thread never entered: dropping inflight for it would let
+    // a detach run during another thread's guarded replay.
+    g.unmatched++;
+    g.unmatched_thread.store(static_cast<uint32_t>(gs::ThisThread()));
+    return;
+  }
+  if (--gs::g_guard_depth == 0 && gs::g_guard_slot >= 0) {
+    g.holders[gs::g_guard_slot].since.store(0);
+    g.holders[gs::g_guard_slot].tid.store(0);
+    gs::g_guard_slot = -1;
+  }
+  g.inflight.fetch_sub(1);
 }

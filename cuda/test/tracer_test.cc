@@ -4,6 +4,8 @@
 // the last line reads "N passed, N failed".
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -391,7 +393,10 @@ void WindowBesideForeignGraphReplaysStaysAttached() {
 // flight for 50 us, beside windows opened and closed in a loop: no detach
 // overlaps a replay, no window stays attached, and replays that met a
 // detach waited for it.
-void GuardedReplaysNeverOverlapADetach() {
+// ReplaysBesideWindows opens and closes windows while another thread
+// replays graphs through the guard, and a third does meddle once the
+// replays have begun; no replay may overlap a detach.
+void ReplaysBesideWindows(void (*meddle)()) {
   gs_testing_use_fake_cupti();
   gs_tracer_stats before;
   gs_tracer_get_stats(&before);
@@ -405,6 +410,7 @@ void GuardedReplaysNeverOverlapADetach() {
     }
   });
   while (replays.load() == 0) std::this_thread::yield();
+  std::thread(meddle).join();
   // 200 windows at least, and on until a replay has met a detach (bounded:
   // a loaded machine may starve the replaying thread for a while).
   int windows = 0;
@@ -435,6 +441,71 @@ void GuardedReplaysNeverOverlapADetach() {
   CHECK_EQ(s.foreign_graph_launches, 0);
   CHECK(s.guarded_launches > before.guarded_launches);
   CHECK(s.guard_waits > before.guard_waits);
+  CHECK_EQ(s.guard_inflight, 0);
+}
+
+void GuardedReplaysNeverOverlapADetach() {
+  ReplaysBesideWindows([] {});
+}
+
+// Exits without an enter are refused and counted: taken, each would let a
+// detach run during the other thread's replay (the fake CUPTI fails that
+// replay, as an H200 lost its context).
+void UnmatchedExitsAreRefused() {
+  gs_tracer_stats before, s;
+  gs_tracer_get_stats(&before);
+  ReplaysBesideWindows([] {
+    for (int i = 0; i < 3; i++) gs_launch_guard_exit();
+  });
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.guard_unmatched_exits - before.guard_unmatched_exits, 3);
+  CHECK(s.guard_unmatched_thread != 0);
+  // Nested enters need as many exits; one more is refused.
+  gs_launch_guard_enter();
+  gs_launch_guard_enter();
+  gs_launch_guard_exit();
+  CHECK_EQ(gs_testing_in_launch_guard(), 1);
+  gs_launch_guard_exit();
+  gs_launch_guard_exit();
+  CHECK_EQ(gs_testing_in_launch_guard(), 0);
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.guard_inflight, 0);
+  CHECK_EQ(s.guard_unmatched_exits - before.guard_unmatched_exits, 4);
+}
+
+// A thread left inside the guard costs a window one bounded wait: then
+// opens and closes are refused at once, naming it, until it leaves.
+void AGuardLeftHeldCostsOneWait() {
+  gs_testing_use_fake_cupti();
+  std::atomic<bool> release{false};
+  std::atomic<uint32_t> holder{0};
+  std::thread stuck([&] {
+    gs_launch_guard_enter();
+    holder = static_cast<uint32_t>(syscall(SYS_gettid));
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    gs_launch_guard_exit();
+  });
+  while (holder.load() == 0) std::this_thread::yield();
+  gs_tracer_stats before, s;
+  gs_tracer_get_stats(&before);
+  gs_error err;
+  CHECK_EQ(gs_tracer_window_open(nullptr, 0, &err), GS_ERR_BUSY);  // waits its 20 ms
+  CHECK(strstr(err.message, "the launch guard is held by thread") != nullptr);
+  CHECK(strstr(err.message, std::to_string(holder.load()).c_str()) != nullptr);
+  for (int i = 0; i < 100; i++) CHECK_EQ(gs_tracer_window_open(nullptr, 0, nullptr), GS_ERR_BUSY);
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.guard_backoffs - before.guard_backoffs, 100);  // none of them waited
+  CHECK_EQ(s.guard_holder, holder.load());
+  CHECK(s.guard_held_ns >= 20000000);
+  CHECK_EQ(s.guard_inflight, 1);
+  release = true;
+  stuck.join();
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.guard_inflight, 0);
+  CHECK_EQ(s.guard_holder, 0);
+  CHECK_EQ(s.guard_held_ns, 0);
+  WindowOpen();
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
 }
 
 // A guarded replay still in flight when a window closes: the close waits up
@@ -453,7 +524,7 @@ void CloseWaitsForAGuardedReplay() {
   while (!started.load()) std::this_thread::yield();
   gs_error err;
   CHECK_EQ(gs_tracer_close(&err), GS_ERR_BUSY);
-  CHECK(strstr(err.message, "still in flight") != nullptr);
+  CHECK(strstr(err.message, "the launch guard is held by thread") != nullptr);
   CHECK_EQ(gs_testing_cupti_enabled(), 1);
   release = true;
   replayer.join();
@@ -484,6 +555,8 @@ int main() {
       {"WindowBesideForeignGraphReplaysStaysAttached", WindowBesideForeignGraphReplaysStaysAttached},
       {"GuardedReplaysNeverOverlapADetach", GuardedReplaysNeverOverlapADetach},
       {"CloseWaitsForAGuardedReplay", CloseWaitsForAGuardedReplay},
+      {"UnmatchedExitsAreRefused", UnmatchedExitsAreRefused},
+      {"AGuardLeftHeldCostsOneWait", AGuardLeftHeldCostsOneWait},
   };
   int passed = 0, failed = 0;
   for (auto& t : tests) {

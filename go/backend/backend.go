@@ -147,6 +147,10 @@ var (
 	// process's kernel tracer, or a window's open or close met a launch
 	// passed through the launch guard that did not end in time.
 	ErrTracerBusy = errors.New("gpuspans: kernel tracer (CUPTI) in use by another client")
+	// ErrGuardHeld: a kernel window's open or close met the launch guard
+	// held by another thread past the window's wait (TracerStats.Guard
+	// names it); errors.Is also matches ErrTracerBusy.
+	ErrGuardHeld = fmt.Errorf("%w: the launch guard is held by another thread", ErrTracerBusy)
 	// ErrWrongThread: a kernel window's Close from a thread other than the
 	// one that opened it, while that one lives; nothing was done.
 	ErrWrongThread = errors.New("gpuspans: a kernel window closes only on the thread that opened it")
@@ -228,6 +232,30 @@ type TracerStats struct {
 	Names         int    // distinct names kept
 	// DroppedByDevice splits Dropped by device ordinal.
 	DroppedByDevice [MaxTracerDevices]uint64
+	// Guard is the process's launch guard, as the tracer read it.
+	Guard LaunchGuard
+}
+
+// LaunchGuard is the state of the process's launch guard (hub.h,
+// gs_launch_guard_enter): what other threads' CUDA graph launches pass
+// through so that no kernel window attaches or detaches beside them.
+type LaunchGuard struct {
+	// Launches passed through it in the process's life, and those of them
+	// that waited for a window's attach or detach.
+	Launches, Waits uint64
+	// InFlight counts launches inside it now; Holder is the thread (its
+	// kernel id) inside it longest, for Held; 0 and 0 when none.
+	InFlight int64
+	Holder   uint32
+	Held     time.Duration
+	// UnmatchedExits counts exits refused because their thread was not
+	// inside the guard; UnmatchedThread is the latest such thread.
+	UnmatchedExits  uint64
+	UnmatchedThread uint32
+	// Backoffs counts window opens and closes refused at once, without a
+	// wait, because a thread had been inside the guard longer than a
+	// window waits for it (20 ms).
+	Backoffs uint64
 }
 
 // TracerMode is how an open KernelTracer holds the process's CUPTI.

@@ -8,9 +8,12 @@
 #include "gpuspans/hub.h"
 
 /* gs_capi_forked reports whether this process is a fork of the one that
- * loaded the library; gs_capi_refuse records op as the call refused for it
- * and returns GS_HUB_ERR_FORKED. fork.c's. */
+ * loaded the library, by the fork handler or by the pid (a system call);
+ * gs_capi_fork_seen by the handler's flag alone, for the calls made many
+ * times a step; gs_capi_refuse records op as the call refused for it and
+ * returns GS_HUB_ERR_FORKED. fork.c's. */
 int gs_capi_forked(void);
+int gs_capi_fork_seen(void);
 gs_hub_status gs_capi_refuse(const char* op);
 
 const char* gs_hub_status_name_go(int32_t st);

@@ -6,7 +6,8 @@
 // library was loaded it returns at once, GS_HUB_ERR_FORKED with the reason
 // in gs_hub_last_error, having touched nothing; otherwise it calls its Go
 // side (exports.h). The fork also clears every hub's state word in the
-// child, so hub.h's inline span calls make no call there.
+// child, so hub.h's inline span calls make no call there; a fork that runs
+// no atfork handler is seen by the pid at the next export or step call.
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +32,18 @@ __attribute__((constructor)) static void register_after_fork(void) {
   pthread_atfork(NULL, NULL, after_fork);
 }
 
-int gs_capi_forked(void) { return __atomic_load_n(&forked, __ATOMIC_SEQ_CST); }
+int gs_capi_fork_seen(void) { return __atomic_load_n(&forked, __ATOMIC_SEQ_CST); }
+
+// A child of the fork system call itself (syscall(SYS_fork), clone with
+// SIGCHLD, glibc's _Fork) runs no atfork handler: its pid tells. getpid is
+// a system call, so the span calls that run many times a step check the
+// flag alone (gs_capi_fork_seen) and the step calls the pid as well.
+int gs_capi_forked(void) {
+  if (gs_capi_fork_seen()) return 1;
+  if (getpid() == loaded_pid) return 0;
+  after_fork();
+  return 1;
+}
 
 gs_hub_status gs_capi_refuse(const char* op) {
   __atomic_store_n(&refused_op, op, __ATOMIC_SEQ_CST);
@@ -249,11 +261,11 @@ gs_hub_status gs_hub_link_step(gs_hub hub, uint64_t step, const gs_hub_link* lin
 }
 
 uint64_t gs_hub_kernel_begin_call(gs_hub hub, int32_t device, uint64_t kernel, uint64_t stream) {
-  if (gs_capi_forked()) return refuse_token("gs_hub_kernel_begin_call");
+  if (gs_capi_fork_seen()) return refuse_token("gs_hub_kernel_begin_call");
   return gs_hub_kernel_begin_go(hub, device, kernel, stream);
 }
 
 gs_hub_status gs_hub_kernel_end_call(gs_hub hub, uint64_t token) {
-  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_kernel_end_call");
+  if (gs_capi_fork_seen()) return gs_capi_refuse("gs_hub_kernel_end_call");
   return gs_hub_kernel_end_go(hub, token);
 }

@@ -307,7 +307,7 @@ static inline int on(gs_hub hub, const gs_sp_set* s, int32_t i, call* c) {
 static inline int is_open(const call* c) { return LOAD(c->r->status) == GS_SP_STATUS_OPEN; }
 
 gs_hub_status gs_hub_lane_begin_call(gs_hub hub, int32_t lane) {
-  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_lane_begin_call");
+  if (gs_capi_fork_seen()) return gs_capi_refuse("gs_hub_lane_begin_call");
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_lane_begin_go(hub, lane);
@@ -328,7 +328,7 @@ gs_hub_status gs_hub_lane_begin_call(gs_hub hub, int32_t lane) {
 }
 
 gs_hub_status gs_hub_lane_end_call(gs_hub hub, int32_t lane) {
-  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_lane_end_call");
+  if (gs_capi_fork_seen()) return gs_capi_refuse("gs_hub_lane_end_call");
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_lane_end_go(hub, lane);
@@ -343,7 +343,7 @@ gs_hub_status gs_hub_lane_end_call(gs_hub hub, int32_t lane) {
 }
 
 gs_hub_status gs_hub_next_lane_call(gs_hub hub, int32_t from, int32_t to) {
-  if (gs_capi_forked()) return gs_capi_refuse("gs_hub_next_lane_call");
+  if (gs_capi_fork_seen()) return gs_capi_refuse("gs_hub_next_lane_call");
   gs_sp_hub* h;
   const gs_sp_set* s = enter(hub, &h);
   if (!s) return gs_hub_next_lane_go(hub, from, to);

@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/backend"
@@ -84,7 +86,7 @@ func OpenTracer(path string, mode backend.TracerMode) (*Tracer, error) {
 // while it runs, and its replays do not keep CUPTI attached after a window
 // (cuda/include/gpuspans/tracer.h: a window counts a thread's graph
 // launches against its guarded ones). The goroutine stays on its thread
-// meanwhile. launch must not step a hub. Costs two atomic adds and a load,
+// meanwhile. launch must not step a hub. Costs a few atomic operations,
 // and a wait of a few milliseconds when a window opens or closes meanwhile.
 func GuardLaunch(launch func()) {
 	runtime.LockOSThread()
@@ -112,6 +114,9 @@ func tracerError(op string, e *C.gs_error) error {
 		kind = backend.ErrNoTracer
 	case C.GS_ERR_BUSY:
 		kind = backend.ErrTracerBusy
+		if strings.Contains(C.GoString(&e.message[0]), "the launch guard is held") {
+			kind = backend.ErrGuardHeld
+		}
 	case C.GS_ERR_WRONG_THREAD:
 		kind = backend.ErrWrongThread
 	}
@@ -181,7 +186,21 @@ func (t *Tracer) Stats() backend.TracerStats {
 	for i := range out.DroppedByDevice {
 		out.DroppedByDevice[i] = uint64(s.dropped_by_device[i])
 	}
+	out.Guard = guardOf(&s)
 	return out
+}
+
+func guardOf(s *C.gs_tracer_stats) backend.LaunchGuard {
+	return backend.LaunchGuard{
+		Launches:        uint64(s.guarded_launches),
+		Waits:           uint64(s.guard_waits),
+		InFlight:        int64(s.guard_inflight),
+		Holder:          uint32(s.guard_holder),
+		Held:            time.Duration(s.guard_held_ns),
+		UnmatchedExits:  uint64(s.guard_unmatched_exits),
+		UnmatchedThread: uint32(s.guard_unmatched_thread),
+		Backoffs:        uint64(s.guard_backoffs),
+	}
 }
 
 // Close ends the open (gs_tracer_close): a window detaches CUPTI, on its

@@ -26,7 +26,8 @@ import (
 //  2. A window closes only on the thread that opened it: the tracer refuses
 //     otherwise (backend.ErrWrongThread), or while another thread's
 //     guarded launch does not end (backend.ErrTracerBusy), and after
-//     maxCloseRefusals refusals in a row the window is abandoned:
+//     maxCloseRefusals refusals in a row (or refusals for maxGuardHeld
+//     while the launch guard stays held) the window is abandoned:
 //     collection off, CUPTI attached for the rest of the process, windows
 //     off.
 //  3. Collection stays on from a window's open to its close: the window
@@ -38,6 +39,12 @@ import (
 // maxCloseRefusals is how many BeginSteps in a row may find the window's
 // thread gone elsewhere before the window is abandoned.
 const maxCloseRefusals = 64
+
+// maxGuardHeld is how long a window's closes may be refused for another
+// thread's held launch guard before the window is abandoned: the tracer
+// refuses at once while it backs off, so a count of steps would abandon
+// within milliseconds a window that a replay in flight held up.
+const maxGuardHeld = 2 * time.Second
 
 // KernelWindow is one kernel window, as Snapshot reports the last one: the
 // steps during which the kernel tracer collected, unrelated to a Window,
@@ -65,6 +72,13 @@ type KernelWindowStats struct {
 	// then could lose the process's CUDA context). Windows are off after
 	// one of either.
 	Opened, Skipped, Abandoned, LeftAttached uint64
+	// SkippedGuard counts the Skipped windows refused because another
+	// thread held the launch guard past the window's wait (Guard names it;
+	// windows then back off: hub.h, gs_launch_guard_enter).
+	SkippedGuard uint64
+	// Guard is the process's launch guard as the latest harvest read it
+	// from the tracer.
+	Guard backend.LaunchGuard
 	// OpenTime and CloseTime are histograms of what opening and closing a
 	// window cost the stepping thread (Name "open", "close").
 	OpenTime, CloseTime Aggregate
@@ -130,6 +144,7 @@ type kernelWindows struct {
 	inWin     uint64    // steps the open window collected
 	lastOpen  time.Time // when the newest window opened (or was due and skipped)
 	refusals  int       // closes refused in a row
+	heldSince time.Time // the first of them refused for the launch guard; zero: none
 	offFor    int32     // mode+1 that the fallback (off) applies to; 0: none
 	cur       KernelWindow
 	busyShown bool // the busy fallback has been logged since it last worked
@@ -258,14 +273,21 @@ func (w *kernelWindows) openTracer(mode KernelTiming, tmode backend.TracerMode, 
 	if err != nil {
 		w.active.Store(false)
 		if tmode == backend.TracerWindow && errors.Is(err, backend.ErrTracerBusy) {
+			guard := errors.Is(err, backend.ErrGuardHeld)
 			w.mu.Lock()
 			w.stats.Skipped++
+			if guard {
+				w.stats.SkippedGuard++
+			}
 			w.err = err
 			w.mu.Unlock()
 			if !w.busyShown {
 				w.busyShown = true
-				w.logf("gpuspans: kernel window skipped, kernel spans from event pairs until a later one opens: %v "+
-					"(torch.profiler keeps its subscriber after it stops: set kernel timing to auto again once it is done)", err)
+				hint := "torch.profiler keeps its subscriber after it stops: set kernel timing to auto again once it is done"
+				if guard {
+					hint = "every gs_launch_guard_enter needs its gs_launch_guard_exit on the same thread; windows back off while the guard stays held"
+				}
+				w.logf("gpuspans: kernel window skipped, kernel spans from event pairs until a later one opens: %v (%s)", err, hint)
 			}
 			return false
 		}
@@ -274,7 +296,7 @@ func (w *kernelWindows) openTracer(mode KernelTiming, tmode backend.TracerMode, 
 	}
 	w.busyShown = false
 	w.setTracer(t)
-	w.tmode, w.on, w.inWin, w.refusals = tmode, false, 0, 0
+	w.tmode, w.on, w.inWin, w.refusals, w.heldSince = tmode, false, 0, 0, time.Time{}
 	var base [backend.MaxTracerDevices]uint64
 	if st, err := tracerStats(t); err == nil {
 		base = st.DroppedByDevice // drops already counted by the tracer are not this hub's
@@ -343,6 +365,17 @@ func (w *kernelWindows) closeWindow() bool {
 	start := time.Now()
 	err := callTracerClose(w.t)
 	cost := time.Since(start)
+	if errors.Is(err, backend.ErrGuardHeld) {
+		now := w.now()
+		if w.heldSince.IsZero() {
+			w.heldSince = now
+		}
+		if held := now.Sub(w.heldSince); held >= maxGuardHeld {
+			w.abandon(fmt.Errorf("the window's close was refused for %v: another thread held the launch guard (%v)", held, err))
+			return true
+		}
+		return false
+	}
 	if errors.Is(err, backend.ErrWrongThread) || errors.Is(err, backend.ErrTracerBusy) {
 		w.refusals++
 		if w.refusals < maxCloseRefusals {

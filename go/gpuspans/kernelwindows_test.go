@@ -466,3 +466,43 @@ func TestKernelWindowFallbackRetriedWhenAsked(t *testing.T) {
 		t.Errorf("after SetKernelTiming(auto) again: %+v", c)
 	}
 }
+
+// Another thread left inside the launch guard: a window due is skipped
+// (counted apart, with the hint to pair enter and exit, logged once); an
+// open window's closes are refused, and it collects on until maxGuardHeld
+// (2 s) of refusals abandon it, not a count of steps (the tracer refuses
+// at once while the guard stays held, so steps come fast).
+func TestKernelWindowGuardHeld(t *testing.T) {
+	r := newWindowRig(t, gpuspans.Options{KernelWindowEvery: 5 * time.Millisecond})
+	r.tracer.FailOpen(fmt.Errorf("held: %w", backend.ErrGuardHeld))
+	for i := 0; i < 20; i++ {
+		r.step()
+	}
+	s := r.snapshot()
+	if kw := s.KernelTiming.Windows; kw.Skipped != 4 || kw.SkippedGuard != 4 || !errors.Is(s.KernelTiming.Err, backend.ErrTracerBusy) {
+		t.Errorf("guard held at the opens: windows %+v, err %v; want 4 skipped for the guard", kw, s.KernelTiming.Err)
+	}
+	if n := r.log.Count("gs_launch_guard_exit on the same thread"); n != 1 {
+		t.Errorf("logged the guard's skip %d times: %q", n, r.log.Lines())
+	}
+	r.tracer.FailOpen(nil)
+	for r.h.Snapshot().KernelTiming.Windows.Opened == 0 {
+		r.step()
+	}
+	r.tracer.HoldGuard(1 << 30)
+	for i := 0; i < 1999; i++ { // 1 ms a step: refused for 1.998 s
+		r.step()
+	}
+	if c := r.tracer.Counts(); c.Abandons != 0 || !c.Open {
+		t.Fatalf("after 1,999 refused closes in 2 s: %+v, want the window open", c)
+	}
+	r.step()
+	r.step()
+	s = r.snapshot()
+	if c := r.tracer.Counts(); c.Abandons != 1 || s.KernelTiming.Windows.Abandoned != 1 {
+		t.Errorf("after 2 s of refused closes: %+v, windows %+v; want it abandoned", c, s.KernelTiming.Windows)
+	}
+	if !strings.Contains(fmt.Sprint(s.KernelTiming.Err), "held the launch guard") {
+		t.Errorf("abandoned for %v, want the launch guard named", s.KernelTiming.Err)
+	}
+}

@@ -346,8 +346,40 @@ static PyObject* bind(PyObject* self, PyObject* args, PyObject* kwargs) {
   return (PyObject*)h;
 }
 
+/* guarded(enter, exit, fn, args, kwargs) calls fn(*args, **kwargs) inside
+ * the launch guard: enter and exit are gs_launch_guard_enter's and _exit's
+ * addresses. No Python code runs between the enter and the call, nor
+ * between the call's return and the exit, so no exception or signal (a
+ * KeyboardInterrupt is raised only by the interpreter's loop) can leave the
+ * guard held, which a Python try/finally cannot promise. The enter
+ * releases the GIL: it waits while a window attaches or detaches. */
+typedef void (*guard_fn)(void);
+
+static PyObject* guarded(PyObject* self, PyObject* args) {
+  (void)self;
+  PyObject *enter_a, *exit_a, *fn, *fargs, *fkw;
+  if (!PyArg_ParseTuple(args, "OOOOO:guarded", &enter_a, &exit_a, &fn, &fargs, &fkw)) return NULL;
+  guard_fn enter = (guard_fn)PyLong_AsVoidPtr(enter_a);
+  if (PyErr_Occurred()) return NULL;
+  guard_fn leave = (guard_fn)PyLong_AsVoidPtr(exit_a);
+  if (PyErr_Occurred()) return NULL;
+  if (!enter || !leave) {
+    PyErr_SetString(PyExc_ValueError, "gpuspans._hot.guarded: a NULL address");
+    return NULL;
+  }
+  if (!PyTuple_Check(fargs) || (fkw != Py_None && !PyDict_Check(fkw))) {
+    PyErr_SetString(PyExc_TypeError, "gpuspans._hot.guarded: args must be a tuple and kwargs a dict or None");
+    return NULL;
+  }
+  Py_BEGIN_ALLOW_THREADS enter();
+  Py_END_ALLOW_THREADS PyObject* r = PyObject_Call(fn, fargs, fkw == Py_None ? NULL : fkw);
+  leave();
+  return r;
+}
+
 static PyMethodDef module_methods[] = {
     {"bind", (PyCFunction)(void (*)(void))bind, METH_VARARGS | METH_KEYWORDS, "Binds a hub's compiled span calls (see the module's source)."},
+    {"guarded", (PyCFunction)guarded, METH_VARARGS, "Calls a function inside the launch guard (see the module's source)."},
     {NULL, NULL, 0, NULL},
 };
 

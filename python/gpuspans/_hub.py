@@ -121,7 +121,7 @@ class Hub:
         self._check(st, hub=0, rename=("kernel_window_every_ns", "kernel_window_every"))
         self._h = h.value
         if kernel_timing in _WINDOW_TIMINGS:
-            _graphs.guard_torch_replays(lib)
+            _graphs.guard_torch_replays(lib, _process._hot)
         self._finalizer = weakref.finalize(self, _close_handle, lib, self._h, os.getpid())
         self._finalizer.atexit = False  # the process is ending: nothing to free
         _hubs.add(self)
@@ -302,7 +302,7 @@ class Hub:
             raise ValueError(f"gpuspans: kernel_timing {value!r}: want one of {', '.join(_KERNEL_TIMINGS)}") from None
         self._check(self._lib.gs_hub_set_kernel_timing(self._h, mode))
         if value in _WINDOW_TIMINGS:
-            _graphs.guard_torch_replays(self._lib)
+            _graphs.guard_torch_replays(self._lib, _process._hot)
 
     @property
     def tracing_kernels(self) -> bool:
@@ -501,10 +501,18 @@ class Hub:
         removes them. metrics_text() and gpuspans.prometheus follow at once,
         serve() from its next start. At most 16; a name is a Prometheus label
         name, not beginning with "__", not one of the families' own (device,
-        lane, kernel, quantile, le, reason, ...) nor job or instance; a
-        value non-empty, at most 1,024 bytes. gpuspans.Error names what is
-        wrong, and nothing changes. They add no series."""
+        lane, kernel, quantile, le, reason, ...) nor job or instance, at most
+        128 bytes; a value non-empty, at most 1,024 bytes. Names and values
+        are str: anything else raises TypeError naming the label.
+        gpuspans.Error names what is wrong, and nothing changes. They add no
+        series."""
         items = list((labels or {}).items())
+        for k, v in items:
+            if not isinstance(k, str):
+                raise TypeError(f"gpuspans: set_metric_labels: label name {repr(k)[:80]} is {type(k).__name__}, want str")
+            if not isinstance(v, str):
+                raise TypeError(
+                    f"gpuspans: set_metric_labels: label {k[:80]}'s value {repr(v)[:80]} is {type(v).__name__}, want str")
         names = (ctypes.c_char_p * max(len(items), 1))(*[_cstr("label name", k) for k, _ in items])
         values = (ctypes.c_char_p * max(len(items), 1))(*[_cstr(f"label {k}'s value", v) for k, v in items])
         self._check(self._lib.gs_hub_set_metric_labels(self._h, names, values, len(items)))

@@ -202,6 +202,7 @@ def load(path=None):
         "gs_hub_kernel_end_call": (i32, [u64, u64]),
         "gs_launch_guard_enter": (None, []),
         "gs_launch_guard_exit": (None, []),
+        "gs_launch_guard_depth": (i32, []),
     }
     # Only in a library built for tests (go build -tags gpuspans_testing).
     testing = {

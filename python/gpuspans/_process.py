@@ -26,8 +26,8 @@ _hubs = weakref.WeakSet()  # open hubs, for the fork guard
 
 def _forked_error():
     return Error(
-        _lib.ERR_BAD_HANDLE,
-        "GS_HUB_ERR_BAD_HANDLE",
+        _lib.ERR_FORKED,
+        "GS_HUB_ERR_FORKED",
         f"gpuspans: this process (pid {os.getpid()}) was forked from pid {_lib_pid}, which had loaded "
         "libgpuspans.so: the Go runtime inside it does not survive fork, so no hub can be used or made "
         "here; record in the parent, or start this process with multiprocessing's 'spawn' or "

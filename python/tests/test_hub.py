@@ -305,11 +305,6 @@ class HubTest(unittest.TestCase):
             self.assertEqual(kernel_count(hub.snapshot(), "k"), 800)
 
 
-if __name__ == "__main__":
-    unittest.main()
-
-
-
 class GraphReplayGuardTest(unittest.TestCase):
     """torch.cuda.CUDAGraph.replay through the launch guard, with a stand-in
     torch module: a hub made or set to auto or cupti wraps it once, and every
@@ -355,3 +350,64 @@ class GraphReplayGuardTest(unittest.TestCase):
                 self.graph().replay(fail=True)
         self.assertEqual(self.inside, [1, 1, 1])
         self.assertEqual(self.lib.gs_testing_in_launch_guard(), 0, "a failed replay left the guard held")
+
+    def test_interrupts_never_leave_the_guard_held(self):
+        """1,000 KeyboardInterrupts delivered to a thread replaying through
+        the guard, in both paths (compiled, and ctypes where the extension
+        is missing): the thread is inside no guard after each one."""
+        import signal
+        if threading.current_thread() is not threading.main_thread():
+            self.skipTest("signals reach the main thread only")
+        lib = self.lib
+        hots = [None] + ([gpuspans._process._hot] if gpuspans._process._hot is not None else [])
+        for hot in hots:
+            with self.subTest(compiled=hot is not None):
+                spins = 0
+
+                def replay(graph):
+                    nonlocal spins
+                    spins += 1
+                    self.assertEqual(lib.gs_launch_guard_depth(), 1)
+
+                guarded = gpuspans._graphs._guarded(replay, lib, hot)
+                main = threading.main_thread().ident
+                interrupts, caught, acked = 1000, 0, threading.Semaphore(0)
+                go, done = threading.Event(), threading.Event()
+
+                def interrupter():
+                    # One at a time, each once the last was caught, so that
+                    # none lands in the checks below; they land anywhere in
+                    # the replay loop.
+                    go.wait()
+                    for _ in range(interrupts):
+                        if done.is_set():
+                            return
+                        signal.pthread_kill(main, signal.SIGINT)
+                        if not acked.acquire(timeout=60):
+                            return
+
+                t = threading.Thread(target=interrupter)
+                t.start()
+                try:
+                    while caught < interrupts:
+                        try:
+                            go.set()
+                            while True:
+                                guarded(None)
+                                if lib.gs_launch_guard_depth() != 0:
+                                    self.fail("the guard was left held after a replay")
+                        except KeyboardInterrupt:
+                            caught += 1
+                            self.assertEqual(lib.gs_launch_guard_depth(), 0, f"interrupt {caught} left the guard held")
+                            self.assertEqual(lib.gs_testing_in_launch_guard(), 0)
+                            acked.release()
+                finally:
+                    done.set()
+                    acked.release()
+                    t.join()
+                self.assertGreater(spins, 0)
+                self.assertEqual(lib.gs_launch_guard_depth(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()

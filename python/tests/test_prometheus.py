@@ -127,12 +127,19 @@ class PrometheusTest(unittest.TestCase):
         for name, labels in served:
             self.assertEqual(("model_name", "llama-3-70b") in labels, name.startswith("gpuspans_"), name)
         for bad, why in [({"lane": "x"}, '"lane"'), ({"1x": "v"}, '"1x"'), ({"model": ""}, "empty"),
-                         ({f"l{i}": "v" for i in range(17)}, "at most 16")]:
+                         ({f"l{i}": "v" for i in range(17)}, "at most 16"),
+                         ({"m" * (1 << 20): "v"}, "of 1048576 bytes: at most 128"),
+                         ({"model": "v" * 1025}, "value of 1025 bytes")]:
             with self.assertRaises(gpuspans.Error) as e:
                 hub.set_metric_labels(bad)
             self.assertIn(why, str(e.exception))
         with self.assertRaises(ValueError):
             hub.set_metric_labels({"model": "a\0b"})
+        for bad, why in [({"model": b"x"}, "label model's value b'x' is bytes"), ({"model": 7}, "value 7 is int"),
+                         ({b"model": "x"}, "label name b'model' is bytes"), ({None: "x"}, "label name None")]:
+            with self.assertRaises(TypeError) as e:
+                hub.set_metric_labels(bad)
+            self.assertIn(why, str(e.exception))
         hub.set_metric_labels(None)
         self.assertNotIn("model_name", prometheus_client.generate_latest(reg).decode())
 

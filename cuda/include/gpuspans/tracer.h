@@ -102,6 +102,17 @@ typedef struct gs_tracer_stats {
    * those of them that waited for a window's detach. */
   uint64_t guarded_launches;
   uint64_t guard_waits;
+  /* The launch guard now: launches inside it, the thread inside it longest
+   * and for how long (CLOCK_MONOTONIC; 0 and 0 when none), exits refused
+   * because their thread had not entered (and the latest such thread), and
+   * window opens and closes refused at once because a thread had been
+   * inside the guard longer than a window waits (gs_launch_guard_enter). */
+  int64_t guard_inflight;
+  uint32_t guard_holder;
+  uint32_t guard_unmatched_thread;
+  int64_t guard_held_ns;
+  uint64_t guard_unmatched_exits;
+  uint64_t guard_backoffs;
   /* Records lost (CUPTI's and the ring's) by device. */
   uint64_t dropped_by_device[GS_TRACER_MAX_DEVICES];
 } gs_tracer_stats;
@@ -220,15 +231,23 @@ gs_status gs_tracer_abandon(gs_error* err);
  * the hub, so that no kernel window's detach overlaps it: the detach holds
  * new guarded launches off (enter waits, a detach takes 3-4 ms on an H200)
  * and waits for those in flight (up to 20 ms, then the window closes at a
- * later step). Guarded replays in a window do not keep CUPTI attached
+ * later step; while a thread has been inside the guard longer than that,
+ * opens and closes are refused at once, without a wait). Guarded replays in a window do not keep CUPTI attached
  * (gs_tracer_close): a window counts, by thread, the graph launches its
  * records show and those that passed the guard, and any surplus of the
- * former is unguarded. Enter costs two atomic adds and loads, and while a
- * window collects a short lock; exit an atomic add. Pair every enter with
+ * former is unguarded. Enter costs a few atomic operations and a clock
+ * read, and while a window collects a short lock; exit likewise. Pair every enter with
  * an exit on the same thread; never hold the guard across a call that
- * steps a hub. Thread-safe; capture-safe. */
+ * steps a hub. An exit on a thread that is not inside the guard is refused
+ * and counted (guard_unmatched_exits), never taken from another thread's
+ * count. Thread-safe; capture-safe; async-signal-unsafe. */
 void gs_launch_guard_enter(void);
 void gs_launch_guard_exit(void);
+
+/* gs_launch_guard_depth is how many enters of the calling thread await
+ * their exit: a wrapper that records it before its enter can exit back to
+ * it whatever interrupted it in between. */
+int32_t gs_launch_guard_depth(void);
 
 #ifdef __cplusplus
 }

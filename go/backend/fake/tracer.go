@@ -17,16 +17,17 @@ import (
 type Tracer struct {
 	sim.Records // the read side: Read, Name, Stats, ClockOffset
 
-	mu       sync.Mutex
-	open     bool
-	mode     backend.TracerMode
-	on       bool
-	opens    [3]int // by mode
-	closes   int
-	abandons int
-	openErr  error
-	refuse   int // closes still to answer ErrWrongThread
-	misuse   int
+	mu        sync.Mutex
+	open      bool
+	mode      backend.TracerMode
+	on        bool
+	opens     [3]int // by mode
+	closes    int
+	abandons  int
+	openErr   error
+	refuse    int // closes still to refuse, with refuseErr
+	refuseErr error
+	misuse    int
 }
 
 var _ backend.KernelTracer = (*Tracer)(nil)
@@ -68,7 +69,15 @@ func (t *Tracer) FailOpen(err error) {
 func (t *Tracer) RefuseCloses(n int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.refuse = n
+	t.refuse, t.refuseErr = n, backend.ErrWrongThread
+}
+
+// HoldGuard makes the next n window closes answer ErrGuardHeld, as while
+// another thread stays inside the launch guard.
+func (t *Tracer) HoldGuard(n int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refuse, t.refuseErr = n, backend.ErrGuardHeld
 }
 
 // Kernel reports a kernel that ran on device and stream from startNs to
@@ -111,7 +120,7 @@ func (t *Tracer) Close() error {
 	}
 	if t.mode == backend.TracerWindow && t.refuse > 0 {
 		t.refuse--
-		return fmt.Errorf("fake: close refused: %w", backend.ErrWrongThread)
+		return fmt.Errorf("fake: close refused: %w", t.refuseErr)
 	}
 	t.open, t.on = false, false
 	t.closes++

@@ -1,7 +1,9 @@
 // Fork and the C ABI: a child forked after the library loaded must not
 // enter Go (its runtime's threads were not copied), so every call returns
 // at once there. For each case (a bare hub; with a harvester; with OTLP;
-// with a server; all of them) the parent forks and the child checks that
+// with a server; all of them) and each way to fork (glibc's fork, which
+// runs the atfork handlers; the fork system call itself and clone with
+// SIGCHLD, which run none) the parent forks and the child checks that
 // close returns within 100 ms, that the span calls do nothing and the
 // status calls name the fork, and exits; the parent checks that its own
 // hub works on, closes it, and that no file descriptor is left behind.
@@ -10,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,9 +52,18 @@ static void step(gs_hub hub) {
   CHECK_OK(gs_hub_lane_end(hub, 0));
 }
 
+enum { GLIBC_FORK, SYS_FORK, CLONE, HOWS };
+static const char* const how_names[] = {"fork", "syscall(SYS_fork)", "clone(SIGCHLD)"};
+
 // child runs in the forked process and returns its exit code.
-static int child(gs_hub hub) {
+static int child(gs_hub hub, int how) {
   failures = 0;
+  if (how != GLIBC_FORK) {
+    // No atfork handler ran: the word still says the step has work, and
+    // the step call sees the pid, refuses and clears the word.
+    CHECK(gs_hub_word(hub) != 0, "state word cleared without a fork handler");
+    CHECK(gs_hub_begin_step(hub) == GS_HUB_ERR_FORKED, "the first inline step after %s", how_names[how]);
+  }
   // The inline calls read a word the fork cleared: no call.
   CHECK(gs_hub_word(hub) == 0, "state word %#x in the child, want 0", gs_hub_word(hub));
   CHECK(gs_hub_begin_step(hub) == GS_HUB_OK, "inline step");
@@ -82,7 +95,18 @@ static int child(gs_hub hub) {
   return failures == 0 ? 0 : 1;
 }
 
-static void fork_case(int what) {
+// fork_how forks as how says; 0 in the child, as fork returns.
+static pid_t fork_how(int how) {
+  switch (how) {
+    case SYS_FORK:
+      return (pid_t)syscall(SYS_fork);
+    case CLONE:
+      return (pid_t)syscall(SYS_clone, SIGCHLD, 0, NULL, NULL, 0);
+  }
+  return fork();
+}
+
+static void fork_case(int what, int how) {
   int fds = open_fds();
   gs_hub hub = 0;
   gs_hub_options o = gs_hub_options_init();
@@ -99,8 +123,8 @@ static void fork_case(int what) {
   if (what & SERVER) CHECK_OK(gs_hub_serve(hub, "127.0.0.1:0", NULL, 0, NULL, 0));
   for (int i = 0; i < 50; i++) step(hub);
   fflush(stdout);
-  pid_t pid = fork();
-  if (pid == 0) _exit(child(hub));
+  pid_t pid = fork_how(how);
+  if (pid == 0) _exit(child(hub, how));
   CHECK(pid > 0, "fork failed");
   int status = 0;
   double deadline = now_ms() + 5000;
@@ -109,9 +133,10 @@ static void fork_case(int what) {
   if (done == 0) {
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
-    CHECK(0, "case %d: the child hung (killed at 5 s)", what);
+    CHECK(0, "case %d, %s: the child hung (killed at 5 s)", what, how_names[how]);
   } else {
-    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %d: the child failed (status %#x)", what, status);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "case %d, %s: the child failed (status %#x)", what, how_names[how],
+          status);
   }
   // The parent's hub is untouched by the fork.
   for (int i = 0; i < 50; i++) step(hub);
@@ -122,7 +147,8 @@ static void fork_case(int what) {
   int left = open_fds();
   for (double until = now_ms() + 2000; left != fds && now_ms() < until; left = open_fds()) usleep(10000);
   CHECK(left == fds, "case %d: %d file descriptors before, %d 2 s after close", what, fds, left);
-  printf("case harvester=%d otlp=%d server=%d: done\n", !!(what & HARVESTER), !!(what & OTLP), !!(what & SERVER));
+  printf("case harvester=%d otlp=%d server=%d, %s: done\n", !!(what & HARVESTER), !!(what & OTLP), !!(what & SERVER),
+         how_names[how]);
 }
 
 int main(void) {
@@ -136,7 +162,9 @@ int main(void) {
   CHECK_OK(gs_hub_otlp_start(hub, &oo));
   CHECK_OK(gs_hub_close(hub));
   int cases[] = {0, HARVESTER, OTLP, SERVER, HARVESTER | OTLP | SERVER};
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fork_case(cases[i]);
+  for (int how = 0; how < HOWS; how++) {
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) fork_case(cases[i], how);
+  }
   if (failures) {
     printf("FAIL: %d checks\n", failures);
     return 1;

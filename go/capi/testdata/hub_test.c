@@ -258,6 +258,12 @@ int main(void) {
     CHECK(gs_hub_set_metric_labels(hub, names, values, 17) == GS_HUB_ERR_INVALID_ARGUMENT &&
               strstr(last_error(hub), "at most 16") != NULL,
           "17 labels: %s", last_error(hub));
+    static char huge[(1 << 20) + 1];
+    memset(huge, 'm', sizeof huge - 1);
+    const char* huge_name[] = {huge};
+    CHECK(gs_hub_set_metric_labels(hub, huge_name, values, 1) == GS_HUB_ERR_INVALID_ARGUMENT &&
+              strstr(last_error(hub), "of 1048576 bytes: at most 128") != NULL,
+          "a 1 MiB label name: %s", last_error(hub));
     static char text[1 << 20];
     size_t n = 0;
     CHECK_OK(gs_hub_metrics(hub, text, sizeof text, &n));

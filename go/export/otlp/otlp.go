@@ -165,10 +165,13 @@ type Exporter struct {
 	stopSend chan struct{}
 	pollDone chan struct{}
 	sendDone chan struct{}
-	ctx      context.Context // ends the sender's requests at a hard stop
-	cancel   context.CancelFunc
-	once     sync.Once
-	closeErr error
+	// stopConns closes the transport's connections for good: no goroutine
+	// or socket is left behind a hung collector once Close returns.
+	stopConns func()
+	ctx       context.Context // ends the sender's requests at a hard stop
+	cancel    context.CancelFunc
+	once      sync.Once
+	closeErr  error
 
 	read, missed, unsampled, unplaced     atomic.Uint64
 	enqueued, queueFull, exported, failed atomic.Uint64
@@ -197,31 +200,36 @@ func New(ctx context.Context, h *gpuspans.Hub, o Options) (*Exporter, error) {
 	if _, err := crand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("otlp: New: reading random id key: %w", err)
 	}
-	exp := o.SpanExporter
+	exp, stopConns := o.SpanExporter, func() {}
 	if exp == nil {
-		if exp, err = newTransport(ctx, c); err != nil {
+		var stop func()
+		if exp, stop, err = newTransport(ctx, c); err != nil {
 			return nil, err
+		}
+		if stop != nil {
+			stopConns = stop
 		}
 	}
 	h.KeepStartTimes() // spans without a start are not sent: have the first ones placed
 	e := &Exporter{
-		hub:      h,
-		exp:      exp,
-		target:   c.target,
-		host:     c.host,
-		res:      resource.NewWithAttributes(semconv.SchemaURL, c.resource...),
-		scope:    instrumentation.Scope{Name: ScopeName},
-		every:    uint64(o.SampleEvery),
-		kernels:  !o.NoKernelSpans,
-		batch:    o.BatchSpans,
-		poll:     o.PollEvery,
-		timeout:  c.timeout,
-		logf:     o.Logf,
-		queue:    make(chan sdktrace.ReadOnlySpan, o.QueueSpans),
-		stopPoll: make(chan struct{}),
-		stopSend: make(chan struct{}),
-		pollDone: make(chan struct{}),
-		sendDone: make(chan struct{}),
+		hub:       h,
+		exp:       exp,
+		stopConns: stopConns,
+		target:    c.target,
+		host:      c.host,
+		res:       resource.NewWithAttributes(semconv.SchemaURL, c.resource...),
+		scope:     instrumentation.Scope{Name: ScopeName},
+		every:     uint64(o.SampleEvery),
+		kernels:   !o.NoKernelSpans,
+		batch:     o.BatchSpans,
+		poll:      o.PollEvery,
+		timeout:   c.timeout,
+		logf:      o.Logf,
+		queue:     make(chan sdktrace.ReadOnlySpan, o.QueueSpans),
+		stopPoll:  make(chan struct{}),
+		stopSend:  make(chan struct{}),
+		pollDone:  make(chan struct{}),
+		sendDone:  make(chan struct{}),
 	}
 	for i := range e.key {
 		e.key[i] = binary.LittleEndian.Uint64(b[8*i:])
@@ -419,6 +427,7 @@ func (e *Exporter) Close(ctx context.Context) error {
 		}
 		cancel()
 		e.cancel()
+		e.stopConns()
 	})
 	return e.closeErr
 }

@@ -499,13 +499,24 @@ func TestUnreachable(t *testing.T) {
 	}
 	closedAddr := closed.Addr().String()
 	closed.Close()
-	// A port that takes connections into its backlog and never answers:
-	// requests hang until their timeout, so the queue fills.
+	// A port that takes connections and never answers: requests hang
+	// until their timeout, so the queue fills. It keeps what it accepted,
+	// to see that the exporter's stop closed every one.
 	hung, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hung.Close()
+	accepted := make(chan net.Conn, 1024)
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
 
 	for _, c := range []struct {
 		name, addr string
@@ -520,7 +531,7 @@ func TestUnreachable(t *testing.T) {
 			var logs []string
 			e, err := New(ctx, h, Options{
 				LookupEnv: noEnv, Endpoint: "http://" + c.addr, SampleEvery: 1, QueueSpans: 16, BatchSpans: 4,
-				PollEvery: time.Millisecond, ExportTimeout: 30 * time.Second,
+				PollEvery: time.Millisecond, ExportTimeout: 10 * time.Minute,
 				Logf: func(f string, a ...interface{}) { mu.Lock(); logs = append(logs, fmt.Sprintf(f, a...)); mu.Unlock() },
 			})
 			if err != nil {
@@ -546,8 +557,24 @@ func TestUnreachable(t *testing.T) {
 				_ = e.Close(cctx)
 				ccancel()
 			}
-			if d := time.Since(stopped); d > 5*time.Second {
-				t.Errorf("stopping took %v, with requests that would wait 30s", d)
+			// A bound no load reaches, far below the requests' own.
+			if d := time.Since(stopped); d > 2*time.Minute {
+				t.Errorf("stopping took %v, with requests that would wait 10 min", d)
+			}
+			// Every connection the exporter made is closed by the time it
+			// stopped: none waits in net/http's idle pool.
+			for n := len(accepted); n > 0; n-- {
+				conn := <-accepted
+				_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+				if _, err := conn.Read(make([]byte, 1<<16)); !errors.Is(err, io.EOF) {
+					for err == nil {
+						_, err = conn.Read(make([]byte, 1<<16))
+					}
+					if !errors.Is(err, io.EOF) {
+						t.Errorf("a connection to the hung collector is still open after the exporter stopped: %v", err)
+					}
+				}
+				conn.Close()
 			}
 			st := e.Stats()
 			if st.Read != total || st.Exported != 0 {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,7 +29,10 @@ import (
 // and counted, as retrying would hold the queue behind a collector that
 // is down. Nothing here touches the network: gRPC connects at the first
 // send.
-func newTransport(ctx context.Context, c *config) (sdktrace.SpanExporter, error) {
+//
+// stop closes every connection the transport made, at once and for good
+// (nil where the SDK's own client or gRPC holds them: their shutdown does).
+func newTransport(ctx context.Context, c *config) (exp sdktrace.SpanExporter, stop func(), err error) {
 	// nil for plaintext: the SDK refuses an http:// endpoint with a TLS
 	// configuration, which it would otherwise take from the environment.
 	var tlsCfg *tls.Config
@@ -37,10 +41,6 @@ func newTransport(ctx context.Context, c *config) (sdktrace.SpanExporter, error)
 			tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
 	}
-	var (
-		exp sdktrace.SpanExporter
-		err error
-	)
 	if c.target.Protocol == ProtocolGRPC {
 		creds := insecure.NewCredentials()
 		if tlsCfg != nil {
@@ -84,14 +84,16 @@ func newTransport(ctx context.Context, c *config) (sdktrace.SpanExporter, error)
 		}
 		if tlsCfg == nil {
 			// Takes precedence over the timeout option: the client has it.
-			opts = append(opts, otlptracehttp.WithHTTPClient(plaintextClient(c.timeout)))
+			cs := new(conns)
+			stop = cs.closeAll
+			opts = append(opts, otlptracehttp.WithHTTPClient(plaintextClient(c.timeout, cs)))
 		}
 		exp, err = otlptracehttp.New(ctx, opts...)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("otlp: %s endpoint %s: %w", c.target.Protocol, c.target.URL, err)
+		return nil, nil, fmt.Errorf("otlp: %s endpoint %s: %w", c.target.Protocol, c.target.URL, err)
 	}
-	return exp, nil
+	return exp, stop, nil
 }
 
 // errHTTP2Greeting is what a plaintext OTLP/HTTP connection reads when the
@@ -106,13 +108,13 @@ var errHTTP2Greeting = errors.New("otlp: the server sent an HTTP/2 frame before 
 // channel ...") once per connection, for every send. The guard turns them
 // into errHTTP2Greeting with nothing read, which net/http reports to the
 // send instead, and diagnose names the mismatch once.
-func plaintextClient(timeout time.Duration) *http.Client {
+func plaintextClient(timeout time.Duration, cs *conns) *http.Client {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	return &http.Client{
 		Timeout: timeout,
 		Transport: &http.Transport{
 			Proxy:                 http.ProxyFromEnvironment,
-			DialContext:           guardedDial(d.DialContext),
+			DialContext:           guardedDial(cs.dial(d.DialContext)),
 			ForceAttemptHTTP2:     true,
 			MaxIdleConns:          100,
 			IdleConnTimeout:       90 * time.Second,
@@ -120,6 +122,72 @@ func plaintextClient(timeout time.Duration) *http.Client {
 			ExpectContinueTimeout: 1 * time.Second,
 		},
 	}
+}
+
+// conns are a client's connections, so that the exporter's stop can close
+// every one: the SDK's Stop closes none, and a dial that completes after
+// its request was cancelled (a hung collector, a loaded machine) parks its
+// connection among the idle ones for IdleConnTimeout, with net/http's two
+// goroutines for it.
+type conns struct {
+	mu     sync.Mutex
+	closed bool
+	open   map[*trackedConn]struct{}
+}
+
+var errStopped = errors.New("otlp: the exporter stopped")
+
+// dial wraps dial so that its connections are tracked, and none is made
+// or kept once closeAll has run.
+func (cs *conns) dial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		cs.mu.Lock()
+		closed := cs.closed
+		cs.mu.Unlock()
+		if closed {
+			return nil, errStopped
+		}
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		t := &trackedConn{Conn: conn, cs: cs}
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if cs.closed {
+			conn.Close()
+			return nil, errStopped
+		}
+		if cs.open == nil {
+			cs.open = map[*trackedConn]struct{}{}
+		}
+		cs.open[t] = struct{}{}
+		return t, nil
+	}
+}
+
+// closeAll closes every connection, and every one dialled from now on.
+func (cs *conns) closeAll() {
+	cs.mu.Lock()
+	cs.closed = true
+	open := cs.open
+	cs.open = nil
+	cs.mu.Unlock()
+	for t := range open {
+		t.Conn.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	cs *conns
+}
+
+func (t *trackedConn) Close() error {
+	t.cs.mu.Lock()
+	delete(t.cs.open, t)
+	t.cs.mu.Unlock()
+	return t.Conn.Close()
 }
 
 // guardedDial wraps dial's connections in an h2Guard.

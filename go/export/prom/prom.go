@@ -136,8 +136,12 @@ type Options struct {
 	Exemplars Exemplars
 }
 
-// MaxConstLabels is how many constant labels CheckConstLabels admits.
-const MaxConstLabels = 16
+// Bounds of CheckConstLabels: labels, and bytes of a name and of a value.
+const (
+	MaxConstLabels     = 16
+	MaxConstLabelName  = 128
+	MaxConstLabelValue = 1024
+)
 
 // reservedLabels are the label names gpuspans' own families use, and the
 // target labels Prometheus sets: a constant label taking one would clash.
@@ -152,8 +156,9 @@ var reservedLabels = map[string]bool{
 // metrics (vLLM's model_name): at most MaxConstLabels, each name a
 // Prometheus label name that neither begins with "__" nor is one of the
 // families' own labels (device, lane, kernel, quantile, le, reason, ...)
-// or a target label (job, instance), each value non-empty valid UTF-8 of
-// at most 1,024 bytes. A Go engine that registers NewCollector itself
+// or a target label (job, instance), of at most 128 bytes, each value
+// non-empty valid UTF-8 of at most 1,024 bytes (every series carries them:
+// unbounded, a 1 MiB name made every scrape 71 MiB). A Go engine that registers NewCollector itself
 // puts such labels on with prometheus.WrapRegistererWith (the
 // client_golang convention); gpuspanshttp.Options.ConstLabels, the C ABI's
 // gs_hub_set_metric_labels, Python's Hub.set_metric_labels and the demo's
@@ -171,6 +176,8 @@ func CheckConstLabels(labels map[string]string) error {
 	for _, n := range names {
 		v := labels[n]
 		switch {
+		case len(n) > MaxConstLabelName:
+			return fmt.Errorf("constant label name %q... of %d bytes: at most %d", n[:32], len(n), MaxConstLabelName)
 		case !validLabelName(n):
 			return fmt.Errorf("constant label name %q: want letters, digits and underscores, not starting with a digit", n)
 		case strings.HasPrefix(n, "__"):
@@ -181,8 +188,8 @@ func CheckConstLabels(labels map[string]string) error {
 			return fmt.Errorf("constant label %s: empty value (Prometheus reads it as no label)", n)
 		case !utf8.ValidString(v):
 			return fmt.Errorf("constant label %s: value is not valid UTF-8", n)
-		case len(v) > 1024:
-			return fmt.Errorf("constant label %s: value of %d bytes, at most 1024", n, len(v))
+		case len(v) > MaxConstLabelValue:
+			return fmt.Errorf("constant label %s: value of %d bytes, at most %d", n, len(v), MaxConstLabelValue)
 		}
 	}
 	return nil

@@ -440,6 +440,7 @@ func TestCheckConstLabels(t *testing.T) {
 		{map[string]string{"model": ""}, "empty"},
 		{map[string]string{"model": "\xff"}, "UTF-8"},
 		{map[string]string{"model": strings.Repeat("x", 1025)}, "1025 bytes"},
+		{map[string]string{strings.Repeat("m", 1<<20): "v"}, "of 1048576 bytes: at most 128"},
 		{many, "at most 16"},
 	} {
 		if err := CheckConstLabels(tc.labels); err == nil || !strings.Contains(err.Error(), tc.want) {

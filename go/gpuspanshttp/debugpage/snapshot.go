@@ -180,6 +180,21 @@ type kernelWindowsJSON struct {
 	CloseNs          [3]int64         `json:"close_ns"` // p50, p99, max
 	KernelsPerWindow []uint64         `json:"kernels_per_window"`
 	Last             kernelWindowJSON `json:"last"`
+	SkippedGuard     uint64           `json:"skipped_guard"`
+	Guard            launchGuardJSON  `json:"launch_guard"`
+}
+
+// launchGuardJSON is the process's launch guard (backend.LaunchGuard):
+// who is inside it longest, and for how long.
+type launchGuardJSON struct {
+	Launches        uint64 `json:"launches"`
+	Waits           uint64 `json:"waits"`
+	InFlight        int64  `json:"in_flight"`
+	Holder          uint32 `json:"holder_thread"`
+	HeldNs          int64  `json:"held_ns"`
+	UnmatchedExits  uint64 `json:"unmatched_exits"`
+	UnmatchedThread uint32 `json:"unmatched_thread"`
+	Backoffs        uint64 `json:"backoffs"`
 }
 
 type kernelWindowJSON struct {
@@ -204,7 +219,11 @@ func kernelWindows(w *gpuspans.KernelWindowStats) kernelWindowsJSON {
 		Abandoned: w.Abandoned, LeftAttached: w.LeftAttached, Kernels: w.Kernels, OpenNs: costJSON(&w.OpenTime), CloseNs: costJSON(&w.CloseTime),
 		KernelsPerWindow: append([]uint64(nil), w.KernelsPerWindow[:]...),
 		Last: kernelWindowJSON{Seq: w.Last.Seq, FirstStep: w.Last.FirstStep, Steps: w.Last.Steps, Kernels: w.Last.Kernels,
-			OpenNs: int64(w.Last.OpenTime), CloseNs: int64(w.Last.CloseTime)}}
+			OpenNs: int64(w.Last.OpenTime), CloseNs: int64(w.Last.CloseTime)},
+		SkippedGuard: w.SkippedGuard,
+		Guard: launchGuardJSON{Launches: w.Guard.Launches, Waits: w.Guard.Waits, InFlight: w.Guard.InFlight, Holder: w.Guard.Holder,
+			HeldNs: int64(w.Guard.Held), UnmatchedExits: w.Guard.UnmatchedExits, UnmatchedThread: w.Guard.UnmatchedThread,
+			Backoffs: w.Guard.Backoffs}}
 	if !w.Last.Opened.IsZero() {
 		j.Last.OpenedUnixNs = w.Last.Opened.UnixNano()
 	}

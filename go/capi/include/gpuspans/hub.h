@@ -56,8 +56,10 @@
  *   exporter and the runtime's own threads are not, and a lock one of them
  *   held stays held), so in a process forked after the library was loaded
  *   no call enters Go. There the inline span calls make no call (the fork
- *   clears every state word), and every function returns at once, having
- *   done nothing: GS_HUB_ERR_FORKED (gs_hub_kernel_begin_call: token 0;
+ *   clears every state word; a fork that runs no atfork handler, as the
+ *   fork system call itself or clone, is seen by the pid at the first step
+ *   or other export, which then refuses and clears them), and every
+ *   function returns at once, having done nothing: GS_HUB_ERR_FORKED (gs_hub_kernel_begin_call: token 0;
  *   gs_hub_last_error: the reason, naming the call and both pids),
  *   gs_hub_close included, without waiting for a harvester that is gone;
  *   the hub's memory stays until the child exits or execs. The parent's
@@ -398,12 +400,19 @@ gs_hub_status gs_hub_get_kernel_timing(gs_hub hub, int32_t* timing, int32_t* tra
  * the guard: gs_launch_guard_enter before, gs_launch_guard_exit after, on
  * that thread. A window's attach and detach then hold guarded launches
  * off (a few milliseconds, once a window period) and wait for those in
- * flight, and its watch counts them as guarded. Enter and exit cost an
- * atomic add or two; never hold the guard across a gs_hub_begin_step.
+ * flight, and its watch counts them as guarded. Enter and exit cost a few
+ * atomic operations; never hold the guard across a gs_hub_begin_step. An
+ * exit without its enter on the same thread is refused, counted and
+ * logged; while a thread stays inside the guard past a window's wait (20
+ * ms), windows skip without waiting, and the snapshot's launch guard names
+ * the thread and for how long.
  * Implemented in the CUDA core (gpuspans/tracer.h), with no call into Go;
  * thread-safe. */
 void gs_launch_guard_enter(void);
 void gs_launch_guard_exit(void);
+/* gs_launch_guard_depth is how many enters of the calling thread await
+ * their exit (gpuspans/tracer.h). */
+int32_t gs_launch_guard_depth(void);
 
 /* gs_hub_set_kernel_windows sets the period of kernel windows in ns
  * (1 ms..24 h; 0: 10 s) and the consecutive steps each collects (1..1024;
@@ -515,7 +524,8 @@ gs_hub_status gs_hub_set_metrics(gs_hub hub, int32_t flags, int32_t classic_buck
  * next call, gs_hub_serve from its next start. n = 0 removes them. At most
  * 16; a name is a Prometheus label name not beginning with "__" and not one
  * of the families' own (device, lane, kernel, quantile, le, reason, ...)
- * nor job or instance; a value non-empty UTF-8 of at most 1,024 bytes.
+ * nor job or instance, of at most 128 bytes; a value non-empty UTF-8 of at
+ * most 1,024 bytes.
  * GS_HUB_ERR_INVALID_ARGUMENT names what is wrong, and changes nothing.
  * They add no series. Thread-safe. */
 gs_hub_status gs_hub_set_metric_labels(gs_hub hub, const char* const* names, const char* const* values, size_t n);
