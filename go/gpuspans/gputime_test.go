@@ -180,7 +180,8 @@ func TestGPUTimeNamesTheKernelThatMoved(t *testing.T) {
 type servedRig struct {
 	*gpuRig
 	inflate time.Duration
-	windows int // window steps run
+	extra   time.Duration // a kernel more in a window's lane
+	windows int           // window steps run
 }
 
 func newServedRig(t *testing.T, inflate time.Duration) *servedRig {
@@ -200,6 +201,9 @@ func (r *servedRig) step(host time.Duration) bool {
 	r.launch(rigMain, "a", 400*us)
 	r.clock.Advance(50 * us)
 	r.launch(rigMain, "b", 200*us) // queued behind a: no gap
+	if win && r.extra > 0 {
+		r.launch(rigMain, "c", r.extra)
+	}
 	r.h.LaneEnd(1)
 	r.clock.Advance(10 * time.Millisecond)
 	return win
@@ -326,5 +330,34 @@ func TestGPUTimeServedUnsettledWhenTheLaneShifts(t *testing.T) {
 	}
 	if unsettled != 1 {
 		t.Errorf("%d spans unsettled in the recent ring, want the second window's", unsettled)
+	}
+}
+
+// A window's span is taken as served within its busy time and its own
+// event time: a window never makes a step faster, nor is a step served in
+// less time than its kernels ran.
+func TestGPUTimeServedWithinBusyAndTime(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		inflate, extra     time.Duration
+		time, served, cost time.Duration
+	}{
+		{"faster in the window", -50 * us, 0, 650 * us, 650 * us, 0},
+		{"more kernels in the window", 0, 200 * us, 900 * us, 800 * us, 100 * us},
+	} {
+		r := newServedRig(t, c.inflate)
+		r.extra = c.extra
+		for i := 0; i < 300; i++ {
+			r.step(100 * us)
+		}
+		l := decodeLane(t, r.h.GPUTime())
+		n := time.Duration(l.RecentSpans)
+		if n == 0 || l.Unsettled != 0 {
+			t.Fatalf("%s: %+v, want settled windows", c.name, l)
+		}
+		if l.RecentTime != n*c.time || l.RecentServed != n*c.served || l.RecentWindowCost != n*c.cost || l.RecentCauses.Total() != l.RecentServed-l.RecentBusy {
+			t.Errorf("%s: time %v served %v cost %v causes %v over %d spans, want %v, %v, %v each", c.name,
+				l.RecentTime, l.RecentServed, l.RecentWindowCost, l.RecentCauses.Total(), n, c.time, c.served, c.cost)
+		}
 	}
 }
