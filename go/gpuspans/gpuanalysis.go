@@ -294,7 +294,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 		lw.busy += sp.busy
 		lw.idle += sp.idle
 		lw.gaps += sp.gaps
-		lw.causes.add(sp.causes)
+		lw.causes.Add(sp.causes)
 
 		// Each kernel's and launch's time inside the span: the kernels
 		// still running at s (active, in order), then those starting in
@@ -577,13 +577,4 @@ func (a *gpuAnalysis) topGap(lo int, g KernelGap) {
 	}
 	copy(top[i+1:], top[i:len(top)-1])
 	top[i] = g
-}
-
-// add adds o's parts to c's.
-func (c *IdleCauses) add(o IdleCauses) {
-	c.Host += o.Host
-	c.Launch += o.Launch
-	c.Copy += o.Copy
-	c.Wait += o.Wait
-	c.Other += o.Other
 }

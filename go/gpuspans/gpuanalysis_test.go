@@ -238,7 +238,7 @@ func bruteForce(lanes []winLane, recs []winKernel) map[[2]int32]*laneWindow {
 				lw.causes.Copy++
 				continue
 			}
-			lw.causes.add(bruteCause(ks, calls, s, e, t))
+			lw.causes.Add(bruteCause(ks, calls, s, e, t))
 		}
 		nth := map[int32]int32{}
 		for _, k := range ks {

@@ -18,11 +18,19 @@ import (
 // averages gpumoves.go's.
 
 // LaneGPUTime is what kernel windows measured of one lane on one device.
+//
+// A window slows the step it measures (CUPTI attached costs every launch),
+// so its lane spans are longer than the engine's steps outside windows:
+// busy is right inside a window, the lane's time outside one. Each
+// window's lane spans are therefore also set against the served time, the
+// lane's time per span on the steps around the window (docs/design.md,
+// the served step), and the difference is the window's cost.
 type LaneGPUTime struct {
 	Device int
 	Lane   string
 	// Spans counts the lane's spans measured; Time, Busy and Idle are
-	// their totals (Time == Busy + Idle), over every window analysed.
+	// their totals (Time == Busy + Idle) as the windows measured them, in
+	// every window analysed, the windows' own cost included.
 	Spans            uint64
 	Time, Busy, Idle time.Duration
 	// Gaps is the part of Idle between the lane's kernels; the rest came
@@ -30,25 +38,32 @@ type LaneGPUTime struct {
 	// window a graph launch also pays CUPTI's cost per node, which
 	// lengthens the first) or the lane's stream waiting.
 	Gaps time.Duration
-	// RecentTime and RecentBusy are the totals over the lane's latest
-	// GPUTimeRecentWindows windows; BusyRatio() is their ratio.
-	RecentTime, RecentBusy time.Duration
+	// Served totals, since the start, over the windows whose served time
+	// was estimated (all but the Unsettled): ServedSpans counts their
+	// spans, ServedBusy is their busy time, Served their served time,
+	// WindowCost the rest of their event time (what the windows added),
+	// and Causes splits the served idle, Served - ServedBusy, by why the
+	// device waited.
+	ServedSpans                    uint64
+	ServedBusy, Served, WindowCost time.Duration
+	Causes                         IdleCauses
+	// The same over the lane's latest GPUTimeRecentWindows settled
+	// windows: RecentSpans counts their spans, RecentTime is their event
+	// time (RecentServed + RecentWindowCost), RecentBusy their busy time,
+	// RecentCauses splits RecentServed - RecentBusy. BusyRatio() is
+	// RecentBusy / RecentServed.
+	RecentSpans                                            uint64
+	RecentTime, RecentBusy, RecentServed, RecentWindowCost time.Duration
+	RecentCauses                                           IdleCauses
+	// Unsettled counts windows whose served time could not be estimated:
+	// the lane's time before and after the window differed by more than
+	// GPUTimeServedShift, or no span of the lane ran outside windows near
+	// it. Their spans are in Time, Busy and Idle, not in the served totals.
+	Unsettled uint64
 	// Kernels are the kernels with the most time inside the lane in the
 	// latest window that measured it, most first (at most
 	// GPUTimeTopKernels), each with its share of the lane's kernel time.
 	Kernels []KernelShare
-	// Causes splits Idle by why the device waited; RecentCauses does the
-	// same over the recent windows.
-	Causes, RecentCauses IdleCauses
-	// RecentServed is the lane's event time outside windows, estimated
-	// for the recent windows' spans from the lane's spans on the steps
-	// around each window; RecentWindowCost is what the windows' CUPTI
-	// added to those spans (their event time less RecentServed).
-	RecentServed, RecentWindowCost time.Duration
-	// Unsettled counts windows whose served time could not be estimated
-	// (the lane's time before and after the window differed too much);
-	// their spans are left out of the Recent totals.
-	Unsettled uint64
 }
 
 // IdleCauses splits a lane's idle time, the part of its span no kernel of
@@ -70,13 +85,26 @@ type IdleCauses struct {
 	Other time.Duration
 }
 
-// BusyRatio is the fraction of the lane's recent span time the device was
-// running kernels: RecentBusy / RecentTime.
+// Total is the idle time the causes split: their sum.
+func (c IdleCauses) Total() time.Duration { return c.Host + c.Launch + c.Copy + c.Wait + c.Other }
+
+// Add adds o's parts to c's.
+func (c *IdleCauses) Add(o IdleCauses) {
+	c.Host += o.Host
+	c.Launch += o.Launch
+	c.Copy += o.Copy
+	c.Wait += o.Wait
+	c.Other += o.Other
+}
+
+// BusyRatio is the fraction of the lane's served time, over its recent
+// settled windows, the device was running kernels: RecentBusy /
+// RecentServed; 0 when none settled.
 func (l *LaneGPUTime) BusyRatio() float64 {
-	if l.RecentTime <= 0 {
+	if l.RecentServed <= 0 {
 		return 0
 	}
-	return float64(l.RecentBusy) / float64(l.RecentTime)
+	return float64(l.RecentBusy) / float64(l.RecentServed)
 }
 
 // KernelShare is one kernel name's time inside a lane in one window.
@@ -137,6 +165,10 @@ type TimelineLane struct {
 	Lane           string
 	StartNs, EndNs int64
 	Busy           time.Duration
+	// Served is the span's served time (0: its window is unsettled);
+	// Causes splits its served idle, Served - Busy.
+	Served time.Duration
+	Causes IdleCauses
 }
 
 // Timeline is one window step on one device as it ran: its lane spans and
@@ -197,6 +229,19 @@ const (
 	// GPUTimeLaunchForget (its baseline had decayed to a sixteenth).
 	GPUTimeLaunchesPerLane = 4096
 	GPUTimeLaunchForget    = 4 * GPUTimeBaselineHalfLife
+
+	// The served estimate (docs/design.md, the served step): the median
+	// of the lane's latest GPUTimeServedSpans spans outside windows
+	// before a window, and of its first ones after, averaged. Medians
+	// differing by more than GPUTimeServedShift of the smaller leave the
+	// window unsettled. A window's analysis waits for its after side up
+	// to GPUTimeServedWaitSteps steps past the window, GPUTimeServedWait
+	// of time, or the next window, whichever comes first, and settles on
+	// the spans it has.
+	GPUTimeServedSpans     = 16
+	GPUTimeServedShift     = 0.10
+	GPUTimeServedWaitSteps = 64
+	GPUTimeServedWait      = time.Second
 )
 
 // laneTotals is one device's lane's measurements.
@@ -204,11 +249,21 @@ type laneTotals struct {
 	moves                  launchAverages // by launch: its time per span, now and at the baseline
 	spans                  uint64
 	time, busy, idle, gaps int64
-	causes                 IdleCauses // idle's split, summed
-	recent                 [GPUTimeRecentWindows]struct{ time, busy int64 }
+	recent                 [GPUTimeRecentWindows]settledWindow
 	windows                uint64
+	settled, unsettled     uint64
+	servedSpans            uint64
+	servedBusy, served     int64
+	cost                   int64
+	causes                 IdleCauses // the served idle's split, summed
 	kernels                []KernelShare
 	lastNs                 int64 // host time of its latest window, for the averages' weights
+}
+
+// settledWindow is one window's lane in served terms.
+type settledWindow struct {
+	spans, time, busy, served int64
+	causes                    IdleCauses
 }
 
 // gpuTimes is the hub's GPU time state. Guarded by the harvest lock.
@@ -227,13 +282,15 @@ type gpuTimes struct {
 	an gpuAnalysis // the latest window's analysis, and its scratch
 }
 
-// settleLane finishes a lane's window, which lw measured: its recent
-// totals, kernel shares and moves. now: Unix ns. Caller holds the harvest
-// lock.
-func (h *Hub) settleLane(lw *laneWindow, now int64) {
+// settleLane finishes a lane's window, which lw measured: its served
+// time from sd, the lane's time outside windows around it (nil: none),
+// with its spans in lanes; its recent totals, kernel shares and moves.
+// now: Unix ns. Caller holds the harvest lock.
+func (h *Hub) settleLane(lw *laneWindow, sd *laneSide, lanes []winLane, now int64) {
 	g := &h.gt
 	t := g.lanes[lw.key]
 	t.windows++
+	h.settleServed(t, lw, sd, lanes)
 	first := t.lastNs == 0
 	dt := float64(now - t.lastNs)
 	t.lastNs = now
@@ -283,11 +340,17 @@ func (h *Hub) gpuTimeInto(out *GPUTime) {
 		kernels := l.Kernels[:0]
 		*l = LaneGPUTime{Device: int(k[0]), Lane: h.lanes[k[1]], Spans: t.spans,
 			Time: time.Duration(t.time), Busy: time.Duration(t.busy), Idle: time.Duration(t.idle), Gaps: time.Duration(t.gaps),
-			Kernels: append(kernels, t.kernels...), Causes: t.causes}
-		for j := 0; j < int(min(t.windows, GPUTimeRecentWindows)); j++ {
-			l.RecentTime += time.Duration(t.recent[j].time)
-			l.RecentBusy += time.Duration(t.recent[j].busy)
+			ServedSpans: t.servedSpans, ServedBusy: time.Duration(t.servedBusy), Served: time.Duration(t.served), WindowCost: time.Duration(t.cost), Causes: t.causes,
+			Unsettled: t.unsettled, Kernels: append(kernels, t.kernels...)}
+		for j := 0; j < int(min(t.settled, GPUTimeRecentWindows)); j++ {
+			r := &t.recent[j]
+			l.RecentSpans += uint64(r.spans)
+			l.RecentTime += time.Duration(r.time)
+			l.RecentBusy += time.Duration(r.busy)
+			l.RecentServed += time.Duration(r.served)
+			l.RecentCauses.Add(r.causes)
 		}
+		l.RecentWindowCost = l.RecentTime - l.RecentServed
 	}
 	out.Gaps = out.Gaps[:0]
 	for _, d := range g.gapDevs {

@@ -85,20 +85,28 @@ func TestGPUTimeBusyIdleAndGaps(t *testing.T) {
 	}
 	r.decodeStep(100*us, 100*us) // a window's step
 	r.h.BeginStep()              // closes the window, lands its lanes and kernels
-	r.h.Harvest()                // analyses it
+	r.h.Harvest()                // finds it finished: its analysis waits for the lanes' spans after it
+	if g := r.h.GPUTime(); g.Windows != 0 {
+		t.Fatalf("analysed before its after side or its wait: %+v", g)
+	}
+	r.clock.Advance(gpuspans.GPUTimeServedWait)
+	r.h.Harvest() // the wait is over: analyses it
 	g := r.h.GPUTime()
 	if g.Windows != 1 || len(g.Lanes) != 2 {
 		t.Fatalf("GPUTime: %+v, want one window measuring two lanes", g)
 	}
 	pre, dec := g.Lanes[0], g.Lanes[1]
-	if pre.Lane != "prefill" || pre.Time != 50*us || pre.Busy != 50*us || pre.Idle != 0 || pre.BusyRatio() != 1 {
+	if pre.Lane != "prefill" || pre.Time != 50*us || pre.Busy != 50*us || pre.Idle != 0 {
 		t.Errorf("prefill: %+v, want 50 us, all busy", pre)
 	}
 	if dec.Lane != "decode" || dec.Spans != 1 || dec.Time != 420*us || dec.Busy != 330*us || dec.Idle != 90*us || dec.Gaps != 90*us {
 		t.Errorf("decode: %+v, want 420 us: 330 busy, 90 idle, all between kernels", dec)
 	}
-	if r := dec.BusyRatio(); r < 0.785 || r > 0.786 {
-		t.Errorf("decode busy ratio %v, want 330/420", r)
+	// No span of either lane ran outside a window: no served time.
+	for _, l := range g.Lanes {
+		if l.Unsettled != 1 || l.Served != 0 || l.RecentTime != 0 || l.BusyRatio() != 0 {
+			t.Errorf("%s: %+v, want the window unsettled, nothing served", l.Lane, l)
+		}
 	}
 	if len(dec.Kernels) != 3 || dec.Kernels[0].Kernel != "mm" || dec.Kernels[0].Time != 200*us || dec.Kernels[2].Kernel != "side" || dec.Kernels[2].Time != 30*us {
 		t.Errorf("decode's kernels: %+v", dec.Kernels)
@@ -123,7 +131,7 @@ func TestGPUTimeBusyIdleAndGaps(t *testing.T) {
 	for _, s := range r.h.RecentSpans(0, nil) {
 		if s.Kind == gpuspans.KindLane && s.Name == "decode" && s.GPUTimed {
 			timed++
-			if s.BusyNs != int64(330*us) || s.IdleNs != int64(90*us) {
+			if s.BusyNs != int64(330*us) || s.IdleNs != int64(90*us) || s.ServedNs != 0 {
 				t.Errorf("decode span: busy %d idle %d", s.BusyNs, s.IdleNs)
 			}
 		}
@@ -192,7 +200,16 @@ func TestGPUTimeIdleByCause(t *testing.T) {
 	call(3, 160) // queued before b ended, on b's stream: launch latency
 	kernel(other, "d", 300, 340, 4)
 	call(4, 170) // queued long before, on another stream: a wait
-	r.clock.Advance(time.Second)
+	// The lane as long outside windows: the window cost nothing, so the
+	// served causes are the window's own.
+	for i := 0; i < gpuspans.GPUTimeServedSpans; i++ {
+		r.clock.Advance(time.Millisecond)
+		r.h.BeginStep()
+		r.h.LaneBegin(1)
+		r.g.Launch(rigMain, 400*us)
+		r.h.LaneEnd(1)
+	}
+	r.clock.Advance(time.Millisecond)
 	r.h.BeginStep()
 	r.h.Harvest()
 	g := r.h.GPUTime()
@@ -238,13 +255,20 @@ func idleByCauseOnTheSimulator(t *testing.T, dev int) {
 		t.Fatal(err)
 	}
 	graph := []sim.GraphKernel{{Name: "mm", Duration: 50 * us}, {Name: "add", Duration: 10 * us}}
-	for i := 0; i < 3; i++ {
+	step := func() {
 		h.BeginStep()
 		h.LaneBegin(0)
 		g.LaunchKernel(rigMain, 100*us, "embed", 0)
 		clock.Advance(300 * us) // the host works 300 us: the GPU runs dry for 200
 		g.LaunchGraph(rigMain, 1, graph)
 		h.LaneEnd(0)
+	}
+	for i := 0; i < 3; i++ {
+		step() // a window's, one a second
+		for j := 0; j < gpuspans.GPUTimeServedSpans; j++ {
+			clock.Advance(time.Millisecond)
+			step() // outside windows, as long: the windows cost nothing
+		}
 		clock.Advance(time.Second)
 	}
 	h.BeginStep()
@@ -257,5 +281,195 @@ func idleByCauseOnTheSimulator(t *testing.T, dev int) {
 	n := time.Duration(l.Spans)
 	if l.Spans == 0 || l.Time != n*360*us || l.Busy != n*160*us || l.Causes != (gpuspans.IdleCauses{Host: n * 200 * us}) {
 		t.Errorf("decode: %d spans, time %v busy %v causes %+v, want 360 us a span: 160 busy, 200 host", l.Spans, l.Time, l.Busy, l.Causes)
+	}
+}
+
+// servedRig drives one lane, decode, of 600 us of kernels that the host
+// launches host after the lane begins: its events read host + 600 us.
+// Steps run every 10 ms, a window of one step every second; in a window
+// the host also pays inflate before its first launch, as CUPTI attached
+// makes every launch slower.
+type servedRig struct {
+	*gpuRig
+	inflate time.Duration
+	extra   time.Duration // a kernel more in a window's lane
+	windows int           // window steps run
+}
+
+func newServedRig(t *testing.T, inflate time.Duration) *servedRig {
+	return &servedRig{gpuRig: newGPURig(t), inflate: inflate}
+}
+
+// step runs one step; it reports whether a window measured it.
+func (r *servedRig) step(host time.Duration) bool {
+	r.h.BeginStep()
+	win := r.h.Snapshot().KernelTiming.Windows.Open
+	if win {
+		host += r.inflate
+		r.windows++
+	}
+	r.h.LaneBegin(1)
+	r.clock.Advance(host)
+	r.launch(rigMain, "a", 400*us)
+	r.clock.Advance(50 * us)
+	r.launch(rigMain, "b", 200*us) // queued behind a: no gap
+	if win && r.extra > 0 {
+		r.launch(rigMain, "c", r.extra)
+	}
+	r.h.LaneEnd(1)
+	r.clock.Advance(10 * time.Millisecond)
+	return win
+}
+
+func decodeLane(t *testing.T, g gpuspans.GPUTime) gpuspans.LaneGPUTime {
+	t.Helper()
+	for _, l := range g.Lanes {
+		if l.Lane == "decode" {
+			return l
+		}
+	}
+	t.Fatalf("no decode lane in %+v", g.Lanes)
+	return gpuspans.LaneGPUTime{}
+}
+
+// A window's steps are 300 us slower than the engine's: the busy ratio is
+// busy over the lane's time outside windows, the window's cost is the
+// 300 us, and one outlier step outside windows moves neither.
+func TestGPUTimeServedStep(t *testing.T) {
+	r := newServedRig(t, 300*us)
+	if !r.step(100 * us) {
+		t.Fatal("the first step is not a window's")
+	}
+	// The first window has no spans before it: it waits for 16 after it.
+	for i := 0; i < gpuspans.GPUTimeServedSpans-1; i++ {
+		r.step(100 * us)
+	}
+	if g := r.h.GPUTime(); g.Windows != 0 {
+		t.Fatalf("analysed with %d spans after it: %+v", gpuspans.GPUTimeServedSpans-1, g)
+	}
+	r.step(100 * us)
+	r.h.Harvest()
+	if g := r.h.GPUTime(); g.Windows != 1 {
+		t.Fatalf("not analysed with %d spans after it: %+v", gpuspans.GPUTimeServedSpans, g)
+	}
+	for i := 0; i < 600; i++ {
+		host := 100 * us
+		if i%37 == 0 {
+			host = 20 * time.Millisecond // an outlier: the median ignores it
+		}
+		if r.step(host) && host != 100*us {
+			t.Fatal("the outlier fell on a window's step: the rig's cadence changed")
+		}
+	}
+	g := r.h.GPUTime()
+	l := decodeLane(t, g)
+	n := time.Duration(min(g.Windows, gpuspans.GPUTimeRecentWindows))
+	if g.Windows < 6 || l.Unsettled != 0 {
+		t.Fatalf("%d windows, %d unsettled: want 6 or more, all settled", g.Windows, l.Unsettled)
+	}
+	if uint64(n) != l.RecentSpans || g.Windows != l.ServedSpans {
+		t.Errorf("%d recent spans, %d served ones over %d windows of one span", l.RecentSpans, l.ServedSpans, g.Windows)
+	}
+	if l.RecentTime != n*1000*us || l.RecentBusy != n*600*us || l.RecentServed != n*700*us || l.RecentWindowCost != n*300*us {
+		t.Errorf("recent: time %v busy %v served %v cost %v over %d windows, want 1000, 600, 700, 300 us each",
+			l.RecentTime, l.RecentBusy, l.RecentServed, l.RecentWindowCost, n)
+	}
+	if got, want := l.BusyRatio(), 600.0/700; got < want-1e-9 || got > want+1e-9 {
+		t.Errorf("busy ratio %v, want busy over the served lane, 600/700 = %v (over the window's own: 0.6)", got, want)
+	}
+	w := time.Duration(g.Windows)
+	if l.Time != w*1000*us || l.Served != w*700*us || l.ServedBusy != w*600*us || l.WindowCost != w*300*us {
+		t.Errorf("totals: time %v served %v busy %v cost %v over %d windows", l.Time, l.Served, l.ServedBusy, l.WindowCost, w)
+	}
+	// The served idle, 100 us a window, by cause: the analysis splits
+	// none yet, so all of it is other once the cost is out.
+	if want := (gpuspans.IdleCauses{Other: n * 100 * us}); l.RecentCauses != want || l.Causes.Total() != w*100*us {
+		t.Errorf("recent causes %+v, causes %+v: want %v of other, %v in all", l.RecentCauses, l.Causes, want.Other, w*100*us)
+	}
+	// The spans carry it too, and the timeline.
+	var timed int
+	for _, s := range r.h.RecentSpans(0, nil) {
+		if s.GPUTimed {
+			timed++
+			if s.DurationNs != int64(1000*us) || s.ServedNs != int64(700*us) || s.Causes.Other != 100*us || s.Causes.Total() != 100*us {
+				t.Errorf("window span: %+v, want 1000 us measured, 700 served, 100 idle", s)
+			}
+		}
+	}
+	if timed == 0 {
+		t.Error("no measured span in the recent ring")
+	}
+	if len(g.Timelines) != 1 || len(g.Timelines[0].Lanes) != 1 || g.Timelines[0].Lanes[0].Served != 700*us || g.Timelines[0].Lanes[0].Causes.Other != 100*us {
+		t.Errorf("timeline: %+v, want decode served 700 us, 100 idle", g.Timelines)
+	}
+}
+
+// A lane whose time moves across a window by more than the shift bound
+// leaves that window unsettled: out of the served totals, counted.
+func TestGPUTimeServedUnsettledWhenTheLaneShifts(t *testing.T) {
+	r := newServedRig(t, 300*us)
+	host := 100 * us
+	shiftAt := 0
+	for i := 0; i < 400; i++ {
+		if r.step(host) && r.windows == 2 {
+			host = 300 * us // from the second window on: 900 us outside windows, 28% more
+			shiftAt = i
+		}
+	}
+	if shiftAt == 0 {
+		t.Fatal("no second window")
+	}
+	g := r.h.GPUTime()
+	l := decodeLane(t, g)
+	if l.Unsettled != 1 || g.Windows < 4 {
+		t.Fatalf("%d windows, %d unsettled, want the second alone", g.Windows, l.Unsettled)
+	}
+	settled := time.Duration(g.Windows - 1)
+	// The first window (before: none; after: 700 us) and the third on
+	// (900 us either side).
+	if want := 700*us + (settled-1)*900*us; l.Served != want {
+		t.Errorf("served %v over %d settled windows, want %v", l.Served, settled, want)
+	}
+	// The second window ran before the shift: 1000 us, as the first.
+	if l.Time != 2*1000*us+(settled-1)*1200*us || l.ServedBusy != settled*600*us {
+		t.Errorf("time %v, busy settled %v: the unsettled window's spans belong in the one, not the other", l.Time, l.ServedBusy)
+	}
+	var unsettled int
+	for _, s := range r.h.RecentSpans(0, nil) {
+		if s.GPUTimed && s.ServedNs == 0 {
+			unsettled++
+		}
+	}
+	if unsettled != 1 {
+		t.Errorf("%d spans unsettled in the recent ring, want the second window's", unsettled)
+	}
+}
+
+// A window's span is taken as served within its busy time and its own
+// event time: a window never makes a step faster, nor is a step served in
+// less time than its kernels ran.
+func TestGPUTimeServedWithinBusyAndTime(t *testing.T) {
+	for _, c := range []struct {
+		name               string
+		inflate, extra     time.Duration
+		time, served, cost time.Duration
+	}{
+		{"faster in the window", -50 * us, 0, 650 * us, 650 * us, 0},
+		{"more kernels in the window", 0, 200 * us, 900 * us, 800 * us, 100 * us},
+	} {
+		r := newServedRig(t, c.inflate)
+		r.extra = c.extra
+		for i := 0; i < 300; i++ {
+			r.step(100 * us)
+		}
+		l := decodeLane(t, r.h.GPUTime())
+		n := time.Duration(l.RecentSpans)
+		if n == 0 || l.Unsettled != 0 {
+			t.Fatalf("%s: %+v, want settled windows", c.name, l)
+		}
+		if l.RecentTime != n*c.time || l.RecentServed != n*c.served || l.RecentWindowCost != n*c.cost || l.RecentCauses.Total() != l.RecentServed-l.RecentBusy {
+			t.Errorf("%s: time %v served %v cost %v causes %v over %d spans, want %v, %v, %v each", c.name,
+				l.RecentTime, l.RecentServed, l.RecentWindowCost, l.RecentCauses.Total(), n, c.time, c.served, c.cost)
+		}
 	}
 }

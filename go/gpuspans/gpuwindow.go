@@ -43,6 +43,29 @@ type gpuWindow struct {
 	overflow  bool
 	finished  bool
 	harvested bool // a harvest began after it finished: its lane spans have landed
+	sides     []laneSide
+	readyAt   int64 // Unix ns: when a harvest first found it finished
+}
+
+// laneSide is a window's lane's time outside windows: its spans' durations
+// before the window (the latest, when its first span of the window landed)
+// and after it (the first).
+type laneSide struct {
+	key           [2]int32
+	last          uint64 // the lane's latest step in the window
+	before, after [GPUTimeServedSpans]int64
+	nb, na        int32
+}
+
+// outsideLane is one device's lane outside windows: its latest span
+// durations, and the window that takes its next ones as its after side.
+// Guarded by the harvest lock.
+type outsideLane struct {
+	ring [GPUTimeServedSpans]int64
+	n    uint64
+	w    *gpuWindow
+	seq  uint64 // w's Seq when it took the lane (windows are reused)
+	side int32  // in w.sides
 }
 
 // window returns the gathering window seq, made on first use; nil when it
@@ -59,7 +82,7 @@ func (g *gpuTimes) window(seq uint64) *gpuWindow {
 	var w *gpuWindow
 	if n := len(g.free); n > 0 {
 		w, g.free = g.free[n-1], g.free[:n-1]
-		*w = gpuWindow{seq: seq, lanes: w.lanes[:0], kernels: w.kernels[:0]}
+		*w = gpuWindow{seq: seq, lanes: w.lanes[:0], kernels: w.kernels[:0], sides: w.sides[:0]}
 	} else {
 		w = &gpuWindow{seq: seq}
 	}
@@ -78,14 +101,10 @@ func (l *tracerLanding) windowOfStep(step uint64) uint64 {
 	return 0
 }
 
-// holdLane keeps a landed lane span of a window step for its window's
-// analysis; false when it is not one (it goes to the recent ring now).
-// Caller holds the harvest lock.
-func (h *Hub) holdLane(device int, lane uint64, s *Span) bool {
-	seq := h.tl.windowOfStep(s.Step)
-	if seq == 0 {
-		return false
-	}
+// holdLane keeps a landed lane span of a step of window seq for the
+// window's analysis; false when it is not kept (it goes to the recent ring
+// now). Caller holds the harvest lock.
+func (h *Hub) holdLane(seq uint64, device int, lane uint64, s *Span) bool {
 	g := &h.gt
 	w := g.window(seq)
 	if w == nil {
@@ -97,7 +116,55 @@ func (h *Hub) holdLane(device int, lane uint64, s *Span) bool {
 		return false
 	}
 	w.lanes = append(w.lanes, winLane{dev: int32(device), lane: int32(lane), step: s.Step, start: s.StartNs, dur: s.DurationNs, span: *s})
+	o := h.outsideLane(device, lane)
+	if o == nil {
+		return true
+	}
+	if o.w == w && o.seq == w.seq {
+		sd := &w.sides[o.side]
+		sd.last = max(sd.last, s.Step)
+		return true
+	}
+	// The lane's first span of the window: a lane's spans land in the
+	// order they ran (one stream), so its ring holds only spans before
+	// the window, and the window before, if any, takes no more after it.
+	w.sides = append(w.sides, laneSide{key: [2]int32{int32(device), int32(lane)}, last: s.Step})
+	sd := &w.sides[len(w.sides)-1]
+	for i := uint64(0); i < min(o.n, GPUTimeServedSpans); i++ {
+		sd.before[i] = o.ring[(o.n-1-i)%GPUTimeServedSpans]
+	}
+	sd.nb = int32(min(o.n, GPUTimeServedSpans))
+	o.w, o.seq, o.side = w, w.seq, int32(len(w.sides)-1)
 	return true
+}
+
+// landOutside notes a lane span of a step outside windows: the lane's
+// ring, and the after side of the window before it while that waits.
+// Caller holds the harvest lock.
+func (h *Hub) landOutside(device int, lane uint64, step uint64, dur int64) {
+	o := h.outsideLane(device, lane)
+	if o == nil {
+		return
+	}
+	o.ring[o.n%GPUTimeServedSpans] = dur
+	o.n++
+	if w := o.w; w != nil && w.seq == o.seq && w.seq > h.gt.done {
+		if sd := &w.sides[o.side]; step > sd.last && sd.na < GPUTimeServedSpans {
+			sd.after[sd.na] = dur
+			sd.na++
+		}
+	}
+}
+
+// outsideLane returns a device's lane's state outside windows; nil without
+// a kernel tracer (no window ever opens) or for a lane out of range.
+// Caller holds the harvest lock.
+func (h *Hub) outsideLane(device int, lane uint64) *outsideLane {
+	d := h.devs[device]
+	if d == nil || lane >= uint64(len(d.outside)) {
+		return nil
+	}
+	return &d.outside[lane]
 }
 
 // holdKernel keeps a traced record of a window step for its window's
@@ -146,6 +213,7 @@ func (h *Hub) analyseWindows() {
 		return
 	}
 	start := time.Now()
+	now := h.now().UnixNano()
 	// Without a background harvester this runs in BeginStep: one window
 	// analysed a harvest, the next ones at the next steps.
 	bg, analysed := h.background.Load(), 0
@@ -156,7 +224,11 @@ func (h *Hub) analyseWindows() {
 		if len(g.open)-i > recentWindows {
 			w.harvested, w.overflow = true, true
 		}
-		ready := w.harvested || w.finished && !h.lanesPending(w.seq)
+		if w.finished && w.readyAt == 0 {
+			w.readyAt = now
+		}
+		landed := w.harvested || w.finished && !h.lanesPending(w.seq)
+		ready := landed && (w.overflow || h.sidesReady(w, i < len(g.open)-1, now))
 		switch {
 		case ready && !bg && analysed > 0 && !w.overflow:
 			kept = append(kept, w)
@@ -179,6 +251,24 @@ func (h *Hub) analyseWindows() {
 	}
 	g.open = kept
 	g.totals.AnalysisTime += time.Since(start)
+}
+
+// sidesReady reports whether window w's lanes have their after sides:
+// GPUTimeServedSpans spans each, or the wait is over (GPUTimeServedWait
+// since the window finished, GPUTimeServedWaitSteps steps past a lane's
+// last, or a newer window began). now: Unix ns. Caller holds the harvest
+// lock.
+func (h *Hub) sidesReady(w *gpuWindow, newer bool, now int64) bool {
+	if newer || now-w.readyAt >= int64(GPUTimeServedWait) {
+		return true
+	}
+	step := h.step.Load()
+	for i := range w.sides {
+		if sd := &w.sides[i]; sd.na < GPUTimeServedSpans && step < sd.last+GPUTimeServedWaitSteps {
+			return false
+		}
+	}
+	return true
 }
 
 // lanesPending reports whether a lane span of window seq has ended and
@@ -251,8 +341,17 @@ func (h *Hub) analyse(w *gpuWindow) {
 	}
 	now := h.now().UnixNano()
 	for i := range a.lanes {
-		h.settleLane(&a.lanes[i], now)
+		lw := &a.lanes[i]
+		var sd *laneSide
+		for j := range w.sides {
+			if w.sides[j].key == lw.key {
+				sd = &w.sides[j]
+				break
+			}
+		}
+		h.settleLane(lw, sd, w.lanes, now)
 	}
+	h.servedTimelines(w.lanes)
 	h.moved()
 }
 
@@ -291,6 +390,4 @@ func (h *Hub) addLaneWindow(lw *laneWindow) {
 	t.busy += lw.busy
 	t.idle += lw.idle
 	t.gaps += lw.gaps
-	t.causes.add(lw.causes)
-	t.recent[t.windows%GPUTimeRecentWindows] = struct{ time, busy int64 }{lw.time, lw.busy}
 }

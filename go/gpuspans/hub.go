@@ -150,6 +150,7 @@ type recorderSet struct {
 type deviceAggs struct {
 	lanes   []Aggregate
 	kernels []Aggregate
+	outside []outsideLane // by lane, with a kernel tracer: GPU time's served estimate
 }
 
 // New returns a hub configured by o. It touches no GPU: pools open at the
@@ -436,6 +437,9 @@ func (h *Hub) Install(device int, stream backend.Stream, open backend.Opener) er
 		}
 		for i, name := range h.kernelNames {
 			d.kernels[i] = Aggregate{Device: device, Name: name}
+		}
+		if h.kw.opener != nil {
+			d.outside = make([]outsideLane, len(h.lanes))
 		}
 		h.devs[device] = d
 		h.win.addLanes(device, len(h.lanes))

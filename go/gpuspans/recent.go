@@ -45,9 +45,16 @@ type Span struct {
 	// the window's kernels (Hub.GPUTime): BusyNs of its DurationNs some
 	// kernel of the device ran, IdleNs none did. Such spans reach the
 	// recent ring once their window is analysed, a harvest or two after
-	// its close.
+	// its close, or up to GPUTimeServedSpans steps later while the lane's
+	// spans after the window land.
 	GPUTimed       bool
 	BusyNs, IdleNs int64
+	// ServedNs is the lane's time per span outside windows around this
+	// one's (LaneGPUTime, served), within BusyNs..DurationNs: the span
+	// as the engine serves it, DurationNs - ServedNs the window's cost;
+	// 0 when the window is unsettled. Causes splits ServedNs - BusyNs.
+	ServedNs int64
+	Causes   IdleCauses
 }
 
 // RecentSpans appends to dst, oldest first, the spans still in the recent
@@ -97,7 +104,10 @@ func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 		a := &d.lanes[sl.Key]
 		h.observeSpan(device, a, seriesKey(device, false, int(sl.Key)), it.DurationNs)
 		s := Span{Kind: KindLane, Name: a.Name, Device: device, Stream: backend.Stream(sl.Stream), Step: sl.Step, StartNs: it.StartNs, DurationNs: it.DurationNs}
-		if !h.holdLane(device, sl.Key, &s) {
+		if seq := h.tl.windowOfStep(sl.Step); seq == 0 {
+			h.landOutside(device, sl.Key, sl.Step, it.DurationNs)
+			h.pushRecent(&s)
+		} else if !h.holdLane(seq, device, sl.Key, &s) {
 			h.pushRecent(&s)
 		}
 		return

@@ -99,7 +99,7 @@ scrapes_done() {
 # as two real Prometheus servers store it. Default: lane histograms only;
 # then 64 kernels, each timed on armed steps, with --kernel_histograms.
 BUDGET_NATIVE=30 BUDGET_CLASSIC=85 BUDGET_K64_NATIVE=100 BUDGET_K64_CLASSIC=2000
-BUDGET_WIN_NATIVE=48 BUDGET_WIN_CLASSIC=130
+BUDGET_WIN_NATIVE=58 BUDGET_WIN_CLASSIC=140
 k64() { local i l=""; for i in $(seq -w 1 32); do l+="$1$i=5us,"; done; echo "${l%,}"; }
 DEMO_NAME=default start_demo "$BIN" --rate=100 --status_every=-1
 DEFAULT_DEMO="${DEMO_URL#http://}" DEFAULT_PID="${PIDS[-1]}"

@@ -29,6 +29,18 @@ const (
 	// (gpuspans.Span.GPUTimed); other spans have neither.
 	AttrBusy = attribute.Key("gpuspans.gpu.busy_ns")
 	AttrIdle = attribute.Key("gpuspans.gpu.idle_ns")
+	// AttrServed is the lane's time as the engine serves it, outside
+	// windows (gpuspans.Span.ServedNs), AttrWindowCost the rest of the
+	// span, what the window added; the AttrIdle* split the served idle,
+	// AttrServed - AttrBusy, by cause (gpuspans.IdleCauses). A span of an
+	// unsettled window has none of them.
+	AttrServed     = attribute.Key("gpuspans.gpu.served_ns")
+	AttrWindowCost = attribute.Key("gpuspans.gpu.window_cost_ns")
+	AttrIdleHost   = attribute.Key("gpuspans.gpu.idle.host_ns")
+	AttrIdleLaunch = attribute.Key("gpuspans.gpu.idle.launch_ns")
+	AttrIdleCopy   = attribute.Key("gpuspans.gpu.idle.copy_ns")
+	AttrIdleWait   = attribute.Key("gpuspans.gpu.idle.wait_ns")
+	AttrIdleOther  = attribute.Key("gpuspans.gpu.idle.other_ns")
 	// AttrKernelFullName is a traced kernel's whole demangled name, where
 	// its label (AttrKernel) is shorter (gpuspans.Hub.KernelFullName).
 	AttrKernelFullName = attribute.Key("gpuspans.kernel.full_name")
@@ -54,6 +66,7 @@ type assembler struct {
 	maxStep  uint64
 	pending  map[uint64]*pendingStep
 	rootSent map[uint64]bool // steps whose root span was sent: a late span joins it
+	windowed map[uint64]bool // kernel window steps seen (a measured lane span): kept whatever the sampling
 	devs     map[int]deviceAttrs
 	snap     gpuspans.Snapshot
 	askedAt  time.Time // the last Snapshot taken for identities
@@ -73,6 +86,7 @@ func (a *assembler) init(e *Exporter) {
 	a.e = e
 	a.pending = make(map[uint64]*pendingStep)
 	a.rootSent = make(map[uint64]bool)
+	a.windowed = make(map[uint64]bool)
 	a.devs = make(map[int]deviceAttrs)
 }
 
@@ -92,7 +106,12 @@ func (a *assembler) poll(final bool) {
 		if s.Step > a.maxStep {
 			a.maxStep = s.Step
 		}
-		if !e.Sampled(s.Step) || (s.Kind == gpuspans.KindKernel && !e.kernels) ||
+		// A kernel window's step is always kept: its lane spans carry GPU
+		// time, windows are rare, and its kernels land after its lanes.
+		if s.GPUTimed {
+			a.windowed[s.Step] = true
+		}
+		if !(e.Sampled(s.Step) || a.windowed[s.Step]) || (s.Kind == gpuspans.KindKernel && !e.kernels) ||
 			(s.Kind != gpuspans.KindLane && s.Kind != gpuspans.KindKernel) {
 			e.unsampled.Add(1)
 			continue
@@ -119,6 +138,13 @@ func (a *assembler) poll(final bool) {
 		for step := range a.rootSent {
 			if step+1<<16 < a.maxStep {
 				delete(a.rootSent, step)
+			}
+		}
+	}
+	if len(a.windowed) > 256 {
+		for step := range a.windowed {
+			if step+1<<16 < a.maxStep {
+				delete(a.windowed, step)
 			}
 		}
 	}
@@ -179,6 +205,12 @@ func (a *assembler) sendStep(step uint64, spans []gpuspans.Span) {
 				g.attrs = append(attrs, AttrLane.String(s.Name))
 				if s.GPUTimed {
 					g.attrs = append(g.attrs, AttrBusy.Int64(s.BusyNs), AttrIdle.Int64(s.IdleNs))
+					if s.ServedNs > 0 {
+						c := &s.Causes
+						g.attrs = append(g.attrs, AttrServed.Int64(s.ServedNs), AttrWindowCost.Int64(s.DurationNs-s.ServedNs),
+							AttrIdleHost.Int64(int64(c.Host)), AttrIdleLaunch.Int64(int64(c.Launch)), AttrIdleCopy.Int64(int64(c.Copy)),
+							AttrIdleWait.Int64(int64(c.Wait)), AttrIdleOther.Int64(int64(c.Other)))
+					}
 				}
 				g.links, g.droppedLinks = links, excess
 				lanes = append(lanes, lane{s.Device, s.StartNs, s.StartNs + dur, sc})

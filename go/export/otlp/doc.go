@@ -79,6 +79,13 @@
 //	gpuspans.kernel        the kernel name, on kernel spans
 //	gpuspans.step          the engine step (int)
 //
+// A kernel window's lane spans add GPU time (gpuspans.Span, docs/design.md),
+// in ns: gpuspans.gpu.busy_ns and idle_ns as the window measured the span;
+// where the window settled, gpuspans.gpu.served_ns (the lane's time outside
+// windows, the step the engine serves), window_cost_ns (the rest: what the
+// window added) and the served idle by cause, gpuspans.gpu.idle.host_ns,
+// launch_ns, copy_ns, wait_ns and other_ns.
+//
 // # Requests
 //
 // LinkStep tells the exporter which requests (their span contexts) a step
@@ -94,6 +101,7 @@
 // Hub.RecentSpans every Options.PollEvery, keeps the spans of one step in
 // Options.SampleEvery (steps whose number is a multiple of it: every lane
 // span of those steps, and their kernel spans when the step was armed), and
+// every kernel window's step whatever the sampling (its GPU time), and
 // puts them on a bounded queue without ever waiting; another goroutine sends
 // the queue in batches. A full queue drops spans, a failed send drops its
 // batch (no retries: the next batch tries again), and both are counted and

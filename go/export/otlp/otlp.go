@@ -92,7 +92,8 @@ type Options struct {
 	LookupEnv func(key string) (string, bool)
 
 	// SampleEvery exports the spans of steps whose number is a multiple of
-	// it (0: DefaultSampleEvery; 1: every step).
+	// it (0: DefaultSampleEvery; 1: every step), and of every kernel
+	// window's step, whose lane spans carry GPU time.
 	SampleEvery int
 	// NoKernelSpans leaves kernel spans out, sending lane spans only.
 	NoKernelSpans bool
@@ -344,8 +345,10 @@ func (e *Exporter) LastError() error {
 // no tracing of its own. It is shut down by Close.
 func (e *Exporter) TracerProvider() trace.TracerProvider { return e.tp }
 
-// Sampled reports whether the spans of step are exported, so that an
-// engine can skip building links for the others.
+// Sampled reports whether the spans of step are exported by the sampling,
+// so that an engine can skip building links for the others. A kernel
+// window's step is exported too (its GPU time), with links only if
+// Sampled.
 func (e *Exporter) Sampled(step uint64) bool { return step%e.every == 0 }
 
 // LinkStep records that step (Hub.Step, read after BeginStep) serves the

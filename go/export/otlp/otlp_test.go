@@ -819,10 +819,13 @@ func TestTracedKernels(t *testing.T) {
 		clock.Advance(time.Millisecond)
 	}
 	h.BeginStep()
-	// A window's spans reach exporters after its close.
+	// A window's spans reach exporters after its close, once its lane's
+	// spans after it landed or GPUTimeServedWait passed.
 	if err := h.CloseKernelTracer(); err != nil {
 		t.Fatal(err)
 	}
+	h.Harvest()
+	clock.Advance(gpuspans.GPUTimeServedWait)
 	h.Harvest()
 	for i := 0; i < 100 && h.Snapshot().Counters.InFlight > 0; i++ {
 		h.Harvest()
@@ -865,4 +868,91 @@ func noEnv(string) (string, bool) { return "", false }
 // mapEnv is a LookupEnv of a map.
 func mapEnv(m map[string]string) func(string) (string, bool) {
 	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// A kernel window's step goes out whatever the sampling, its kernels
+// with it, its lane span with GPU time in served terms; other steps
+// follow SampleEvery.
+func TestWindowStepsAlwaysKept(t *testing.T) {
+	rcv := newReceiver(t)
+	clock := sim.NewClock(start)
+	tracer := new(fake.Tracer)
+	h, err := gpuspans.New(gpuspans.Options{
+		Level: gpuspans.LevelKernel, Now: clock.Now, Logf: t.Logf,
+		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: tracer.Opener(),
+		KernelWindowEvery: time.Second, KernelWindowSteps: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := sim.New(sim.Options{Device: 0, Now: clock.Now})
+	if err := h.Install(0, laneStream[0], g.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(context.Background(), h, Options{LookupEnv: noEnv, Endpoint: rcv.srv.URL, SampleEvery: 16, PollEvery: time.Hour, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	windowSteps := map[uint64]bool{}
+	for i := 0; i < 260; i++ {
+		h.BeginStep()
+		win := h.Snapshot().KernelTiming.Windows.Open
+		h.LaneBegin(0)
+		if win {
+			windowSteps[h.Snapshot().Step] = true
+			clock.Advance(30 * time.Microsecond) // the window's cost
+		}
+		s, end := g.Launch(laneStream[0], 50*time.Microsecond)
+		tracer.Kernel(0, 13, s, end, "flash_fwd", 0)
+		h.LaneEnd(0)
+		clock.Advance(10 * time.Millisecond)
+	}
+	h.BeginStep()
+	h.Harvest()
+	if err := e.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(windowSteps) < 3 {
+		t.Fatalf("%d window steps, want 3", len(windowSteps))
+	}
+	lanes, kernels := map[string]map[string]string{}, 0
+	for _, r := range rcv.spans(t) {
+		a := attrMap(r.span.Attributes)
+		switch r.span.Name {
+		case "lane " + "prefill":
+			lanes[a[string(AttrStep)]] = a
+		case "kernel flash_fwd":
+			kernels++
+		}
+	}
+	sampled := 0
+	for step := uint64(1); step <= 260; step++ {
+		if step%16 == 0 && !windowSteps[step] {
+			sampled++
+		}
+	}
+	if len(lanes) != sampled+len(windowSteps) {
+		t.Errorf("%d lane spans went out, want %d sampled and %d of windows", len(lanes), sampled, len(windowSteps))
+	}
+	if kernels != len(windowSteps) {
+		t.Errorf("%d traced kernels went out, want the %d windows'", kernels, len(windowSteps))
+	}
+	settled := 0
+	for step := range windowSteps {
+		a := lanes[fmt.Sprint(step)]
+		if a == nil || a[string(AttrBusy)] != "50000" || a[string(AttrIdle)] != "30000" {
+			t.Errorf("window step %d: lane attributes %v, want busy 50000 and idle 30000", step, a)
+			continue
+		}
+		if a[string(AttrServed)] == "" {
+			continue // the first window has no side before: settled from after
+		}
+		settled++
+		if a[string(AttrServed)] != "50000" || a[string(AttrWindowCost)] != "30000" || a[string(AttrIdleOther)] != "0" || a[string(AttrIdleHost)] != "0" {
+			t.Errorf("window step %d: %v, want 50000 served, 30000 the window's cost, no idle", step, a)
+		}
+	}
+	if settled != len(windowSteps) {
+		t.Errorf("%d of %d window steps carry served time", settled, len(windowSteps))
+	}
 }

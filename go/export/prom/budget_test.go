@@ -261,14 +261,16 @@ func TestReadmeBudget(t *testing.T) {
 	}
 }
 
-// With kernel windows, a GPU adds per lane its busy ratio, busy and idle
-// counters and up to sharesPerLane kernel shares, and per device the gap
-// histogram: 1 native series or 12 classic ones.
+// With kernel windows, a GPU adds per lane its busy ratio, busy counter,
+// idle counters by cause, window cost counter and up to sharesPerLane
+// kernel shares, and per device the gap histogram: 1 native series or 12
+// classic ones.
 const (
-	windowsPerLane        = 3 + sharesPerLane
+	windowsPerLane        = 3 + idleCauses + sharesPerLane
+	idleCauses            = 5
 	gapClassicSeries      = 12
-	budgetWindowsNative   = 48
-	budgetWindowsClassic  = 130
+	budgetWindowsNative   = 58
+	budgetWindowsClassic  = 140
 	windowedLanes         = 2
 	windowedKernelsAtLane = 5
 )
@@ -276,6 +278,13 @@ const (
 // windowedHub is busyHub's shape under kernel windows: 2 lanes, each
 // running windowedKernelsAtLane traced kernels a step with gaps between.
 func windowedHub(t testing.TB) *gpuspans.Hub {
+	t.Helper()
+	h, _ := windowedHubClock(t)
+	return h
+}
+
+// windowedHubClock is windowedHub with its clock.
+func windowedHubClock(t testing.TB) (*gpuspans.Hub, *sim.Clock) {
 	t.Helper()
 	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
 	tracer := new(fake.Tracer)
@@ -304,7 +313,7 @@ func windowedHub(t testing.TB) *gpuspans.Hub {
 	h.BeginStep()
 	h.Harvest()
 	h.Harvest()
-	return h
+	return h, clock
 }
 
 func TestSeriesBudgetWithWindows(t *testing.T) {
@@ -316,7 +325,7 @@ func TestSeriesBudgetWithWindows(t *testing.T) {
 	n0, c0, _ := storedSeries(t, NewCollector(busyHub(t), Options{}))
 	native, classic, names := storedSeries(t, NewCollector(h, Options{}))
 	if names["gpuspans_lane_busy_ratio"] != windowedLanes || names["gpuspans_lane_busy_seconds_total"] != windowedLanes ||
-		names["gpuspans_lane_idle_seconds_total"] != windowedLanes || names["gpuspans_lane_kernel_share"] != windowedLanes*sharesPerLane ||
+		names["gpuspans_lane_idle_seconds_total"] != windowedLanes*idleCauses || names["gpuspans_lane_window_cost_seconds_total"] != windowedLanes || names["gpuspans_lane_kernel_share"] != windowedLanes*sharesPerLane ||
 		names["gpuspans_kernel_gap_seconds"] != 1 {
 		t.Errorf("GPU time's series: %v", names)
 	}

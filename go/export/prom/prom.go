@@ -53,11 +53,16 @@
 // Kernel windows (kernel timing auto or cupti) add 5 series of their own
 // (21 classic: the open and close costs are two histograms of 6 classic
 // bounds) and GPU time's: per lane and device gpuspans_lane_busy_ratio,
-// lane_busy_seconds_total, lane_idle_seconds_total and up to 3
+// lane_busy_seconds_total, lane_idle_seconds_total by cause (host,
+// launch, copy, wait, other), lane_window_cost_seconds_total and up to 3
 // lane_kernel_share, and per device the kernel_gap_seconds histogram (1
-// native series, 12 classic): 6L + 1 native, 6L + 12 classic, so 44 and
-// 125 for 2 lanes and one GPU. Each appears when a window first measures
-// its lane; outside windows nothing is known, and nothing reads zero for it.
+// native series, 12 classic): 11L + 1 native, 11L + 12 classic, so 54 and
+// 135 for 2 lanes and one GPU, and lane_unsettled_windows_total per lane
+// at its first count. Each appears when a window first measures its lane;
+// outside windows nothing is known, and nothing reads zero for it. The
+// busy ratio and the kernel shares describe the lane's latest windows:
+// like the recent quantiles, they are absent while the lane has had no
+// span for a minute (a lane that stopped), where the counters stay.
 //
 // Options.KernelHistograms adds one histogram per device and kernel with
 // spans (K registered kernels, plus "other"): K+1 native series, or
@@ -142,7 +147,7 @@ const (
 // target labels Prometheus sets: a constant label taking one would clash.
 var reservedLabels = map[string]bool{
 	"device": true, "lane": true, "kernel": true, "quantile": true, "le": true, "reason": true, "state": true,
-	"uuid": true, "pci_bus_id": true, "name": true, "mode": true, "source": true, "phase": true, "level": true,
+	"uuid": true, "pci_bus_id": true, "name": true, "mode": true, "source": true, "phase": true, "level": true, "cause": true,
 	"job": true, "instance": true,
 }
 
@@ -273,6 +278,7 @@ type Collector struct {
 	windowsLeftAttached          *prometheus.Desc
 	windowKernels, lastKernels   *prometheus.Desc
 	busyRatio, busy, idle        *prometheus.Desc
+	laneWindowCost, unsettled    *prometheus.Desc
 	kernelShare, gaps            *prometheus.Desc
 
 	mu   sync.Mutex
@@ -338,11 +344,13 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		windowKernels:       d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
 		lastKernels:         d("kernel_window_last_kernels", "Kernels the newest finished kernel window landed. Appears at the first."),
 
-		busyRatio:   d("lane_busy_ratio", "Fraction of a lane's time (its event span) in which some kernel of the device ran, over the lane's latest 16 kernel windows; the rest is idle: the GPU waited for the host, a copy or another stream's event. Absent until a kernel window measured the lane (kernel timing auto or cupti).", "device", "lane"),
-		busy:        d("lane_busy_seconds_total", "Time some kernel of the device ran inside a lane's spans, over the lane spans kernel windows measured (not every span: divide by lane_busy_seconds_total + lane_idle_seconds_total, not by the lane histogram's sum). Absent until a kernel window measured the lane.", "device", "lane"),
-		idle:        d("lane_idle_seconds_total", "Time no kernel of the device ran inside a lane's spans, over the lane spans kernel windows measured. Absent until a kernel window measured the lane.", "device", "lane"),
-		kernelShare: d("lane_kernel_share", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane.", "device", "lane", "kernel"),
-		gaps:        d("kernel_gap_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, in kernel windows: many near the launch latency is a launch-bound engine, a few long ones a host-bound one. Absent until a kernel window measured a gap.", "device"),
+		busyRatio:      d("lane_busy_ratio", "Fraction of a lane's served time in which some kernel of the device ran, over the lane's latest 16 settled kernel windows: busy inside the windows over the lane's time outside them (a window slows the step it measures); the rest is idle (lane_idle_seconds_total says why). Absent until a window settled for the lane, and while the lane has had no span for a minute.", "device", "lane"),
+		busy:           d("lane_busy_seconds_total", "Time some kernel of the device ran inside a lane's spans, over the spans of settled kernel windows (not every span: divide by lane_busy_seconds_total + the sum of lane_idle_seconds_total, not by the lane histogram's sum). Absent until a kernel window measured the lane.", "device", "lane"),
+		idle:           d("lane_idle_seconds_total", "Time no kernel of the device ran inside a lane's served time, over the spans of settled kernel windows, by cause: host (the device ran out of work before the next launch call returned), launch (work queued, not yet started), copy (copies or memsets ran, no kernel), wait (queued behind another stream or an event), other. The windows' own cost is not in it (lane_window_cost_seconds_total). Absent until a kernel window measured the lane.", "device", "lane", "cause"),
+		laneWindowCost: d("lane_window_cost_seconds_total", "What kernel windows added to a lane's spans, over the spans of settled windows: their event time less the lane's time outside windows around them (CUPTI attached slows every launch). Absent until a kernel window measured the lane.", "device", "lane"),
+		unsettled:      d("lane_unsettled_windows_total", "Kernel windows whose lane time outside windows could not be estimated (it moved by more than 10% across the window, or the lane ran no span outside windows near it); their spans are left out of the lane's busy ratio and GPU time totals. Appears at the first.", "device", "lane"),
+		kernelShare:    d("lane_kernel_share", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane, and while the lane has had no span for a minute.", "device", "lane", "kernel"),
+		gaps:           d("kernel_gap_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, in kernel windows: many near the launch latency is a launch-bound engine, a few long ones a host-bound one. Absent until a kernel window measured a gap.", "device"),
 
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
@@ -367,7 +375,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.poolPanics, c.harvestFailures, c.abandoned,
 		c.level, c.levelInfo, c.every, c.kernelTiming, c.tracerFallback,
 		c.windows, c.windowsSkipped, c.windowsAbandoned, c.windowsLeftAttached, c.windowCost, c.windowKernels, c.lastKernels,
-		c.busyRatio, c.busy, c.idle, c.kernelShare, c.gaps,
+		c.busyRatio, c.busy, c.idle, c.laneWindowCost, c.unsettled, c.kernelShare, c.gaps,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
@@ -388,7 +396,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.histogram(ch, c.laneDuration, a, c.exemplars)
 		}
 	}
-	c.recent(ch, s.Lanes)
+	live := c.recent(ch, s.Lanes)
 	if c.kernels {
 		for i := range s.Kernels {
 			if a := &s.Kernels[i]; a.Count > 0 {
@@ -460,7 +468,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	lazy(c.overwritten, k.RecentOverwritten)
 
 	c.devices(ch, s.Devices)
-	c.gpuTime(ch, &s.GPUTime)
+	c.gpuTime(ch, &s.GPUTime, live)
 }
 
 // sharesPerLane is how many kernels lane_kernel_share names per lane.
@@ -475,18 +483,31 @@ var gapLayout = func() *layout {
 }()
 
 // gpuTime sends what kernel windows measured: per lane its busy ratio,
-// busy and idle totals and top kernels, and per device its gaps.
-func (c *Collector) gpuTime(ch chan<- prometheus.Metric, g *gpuspans.GPUTime) {
+// busy, idle by cause and window cost totals, unsettled windows and top
+// kernels, and per device its gaps. The ratio and the shares describe the
+// lane's latest windows: like its recent quantiles they are absent for a
+// lane not in live, with no span in the last minute (a lane that stopped),
+// where the counters stay, as counters do.
+func (c *Collector) gpuTime(ch chan<- prometheus.Metric, g *gpuspans.GPUTime, live map[laneKey]bool) {
 	for i := range g.Lanes {
 		l := &g.Lanes[i]
 		dev := strconv.Itoa(l.Device)
-		if l.RecentTime > 0 {
+		now := live[laneKey{l.Device, l.Lane}]
+		if l.RecentServed > 0 && now {
 			ch <- prometheus.MustNewConstMetric(c.busyRatio, prometheus.GaugeValue, l.BusyRatio(), dev, l.Lane)
 		}
-		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, l.Busy.Seconds(), dev, l.Lane)
-		ch <- prometheus.MustNewConstMetric(c.idle, prometheus.CounterValue, l.Idle.Seconds(), dev, l.Lane)
-		for _, k := range l.Kernels[:min(len(l.Kernels), sharesPerLane)] {
-			ch <- prometheus.MustNewConstMetric(c.kernelShare, prometheus.GaugeValue, k.Share, dev, l.Lane, k.Kernel)
+		ch <- prometheus.MustNewConstMetric(c.busy, prometheus.CounterValue, l.ServedBusy.Seconds(), dev, l.Lane)
+		for _, p := range causes(&l.Causes) {
+			ch <- prometheus.MustNewConstMetric(c.idle, prometheus.CounterValue, p.d.Seconds(), dev, l.Lane, p.cause)
+		}
+		ch <- prometheus.MustNewConstMetric(c.laneWindowCost, prometheus.CounterValue, l.WindowCost.Seconds(), dev, l.Lane)
+		if l.Unsettled > 0 {
+			ch <- prometheus.MustNewConstMetric(c.unsettled, prometheus.CounterValue, float64(l.Unsettled), dev, l.Lane)
+		}
+		if now {
+			for _, k := range l.Kernels[:min(len(l.Kernels), sharesPerLane)] {
+				ch <- prometheus.MustNewConstMetric(c.kernelShare, prometheus.GaugeValue, k.Share, dev, l.Lane, k.Kernel)
+			}
 		}
 	}
 	for i := range g.Gaps {
@@ -500,6 +521,23 @@ func (c *Collector) gpuTime(ch chan<- prometheus.Metric, g *gpuspans.GPUTime) {
 	}
 }
 
+// causePart is one cause of idle time and its label value.
+type causePart struct {
+	cause string
+	d     time.Duration
+}
+
+// causes lists c's parts with their cause label values, in a fixed order.
+func causes(c *gpuspans.IdleCauses) [5]causePart {
+	return [5]causePart{{"host", c.Host}, {"launch", c.Launch}, {"copy", c.Copy}, {"wait", c.Wait}, {"other", c.Other}}
+}
+
+// laneKey names a lane on a device.
+type laneKey struct {
+	device int
+	lane   string
+}
+
 // recentSpan is how far back gpuspans_lane_recent_duration_seconds reaches.
 const recentSpan = time.Minute
 
@@ -510,11 +548,9 @@ var recentQuantiles = [...]float64{0.5, 0.9, 0.99}
 // its quantiles over the windows of that minute (gpuspans.WindowsWithin,
 // as the live page's last-minute column), and, as a summary's count and
 // sum are, the lane's totals since the hub began (lanes, the snapshot's).
-func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggregate) {
-	type key struct {
-		device int
-		lane   string
-	}
+// It returns those lanes.
+func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggregate) map[laneKey]bool {
+	type key = laneKey
 	merged := make(map[key]*gpuspans.Aggregate)
 	var order []key
 	for _, w := range gpuspans.WindowsWithin(c.hub.Windows(), recentSpan) {
@@ -530,6 +566,7 @@ func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggrega
 			l.AddTo(a)
 		}
 	}
+	live := make(map[key]bool, len(order))
 	totals := make(map[key]*gpuspans.Aggregate, len(lanes))
 	for i := range lanes {
 		totals[key{lanes[i].Device, lanes[i].Name}] = &lanes[i]
@@ -544,7 +581,9 @@ func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggrega
 			qs[q] = a.Quantile(q).Seconds()
 		}
 		ch <- prometheus.MustNewConstSummary(c.laneRecent, total.Count, total.Sum.Seconds(), qs, strconv.Itoa(kk.device), kk.lane)
+		live[kk] = true
 	}
+	return live
 }
 
 // histogram sends a as a histogram, built now: the snapshot is reused by

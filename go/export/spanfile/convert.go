@@ -27,11 +27,26 @@ func SpanToProto(s gpuspans.Span) *gpuspansv1.Span {
 		GpuTimed:    s.GPUTimed,
 		BusyNs:      s.BusyNs,
 		IdleNs:      s.IdleNs,
+		ServedNs:    s.ServedNs,
 	}
 	if s.StartNs != 0 {
 		p.EndUnixNs = s.StartNs + s.DurationNs
 	}
+	if s.ServedNs != 0 {
+		p.IdleCauses = causesToProto(s.Causes)
+	}
 	return p
+}
+
+// causesToProto converts idle by cause.
+func causesToProto(c gpuspans.IdleCauses) *gpuspansv1.IdleCauses {
+	return &gpuspansv1.IdleCauses{HostNs: int64(c.Host), LaunchNs: int64(c.Launch), CopyNs: int64(c.Copy), WaitNs: int64(c.Wait), OtherNs: int64(c.Other)}
+}
+
+// causesFromProto converts idle by cause back; nil reads as none.
+func causesFromProto(p *gpuspansv1.IdleCauses) gpuspans.IdleCauses {
+	return gpuspans.IdleCauses{Host: time.Duration(p.GetHostNs()), Launch: time.Duration(p.GetLaunchNs()), Copy: time.Duration(p.GetCopyNs()),
+		Wait: time.Duration(p.GetWaitNs()), Other: time.Duration(p.GetOtherNs())}
 }
 
 // SpanFromProto converts a wire span back. A kind other than lane or kernel
@@ -55,6 +70,8 @@ func SpanFromProto(p *gpuspansv1.Span) (gpuspans.Span, error) {
 		GPUTimed:   p.GetGpuTimed(),
 		BusyNs:     p.GetBusyNs(),
 		IdleNs:     p.GetIdleNs(),
+		ServedNs:   p.GetServedNs(),
+		Causes:     causesFromProto(p.GetIdleCauses()),
 	}, nil
 }
 
@@ -393,7 +410,10 @@ func gpuTimeToProto(g *gpuspans.GPUTime) *gpuspansv1.GpuTime {
 		AnalysisNs: uint64(g.AnalysisTime), Gaps: aggregatesToProto(g.Gaps)}
 	for _, l := range g.Lanes {
 		pl := &gpuspansv1.LaneGpuTime{Device: int32(l.Device), Lane: l.Lane, Spans: l.Spans, TimeNs: int64(l.Time),
-			BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), GapsNs: int64(l.Gaps), RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy)}
+			BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), GapsNs: int64(l.Gaps), RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy),
+			ServedBusyNs: int64(l.ServedBusy), ServedNs: int64(l.Served), WindowCostNs: int64(l.WindowCost), Causes: causesToProto(l.Causes),
+			RecentServedNs: int64(l.RecentServed), RecentWindowCostNs: int64(l.RecentWindowCost), RecentCauses: causesToProto(l.RecentCauses),
+			Unsettled: l.Unsettled, ServedSpans: l.ServedSpans, RecentSpans: l.RecentSpans}
 		for _, k := range l.Kernels {
 			pl.Kernels = append(pl.Kernels, &gpuspansv1.KernelShare{Kernel: k.Kernel, TimeNs: int64(k.Time), Share: k.Share})
 		}

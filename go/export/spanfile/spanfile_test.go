@@ -96,6 +96,9 @@ func manySpans(n int) []gpuspans.Span {
 	}
 	spans[0].StartNs = 0 // not placed on the host clock
 	spans[n-1].Kind = gpuspans.KindLane
+	// A kernel window's lane span, settled: served time and idle by cause.
+	spans[n-1].GPUTimed, spans[n-1].BusyNs, spans[n-1].IdleNs = true, 600, int64(n-1)-600
+	spans[n-1].ServedNs, spans[n-1].Causes = 700, gpuspans.IdleCauses{Host: 40, Launch: 30, Copy: 15, Wait: 10, Other: 5}
 	return spans
 }
 

@@ -8,7 +8,11 @@
 // (1, 2, ... per process) named by thread_name metadata events, as
 // torch.profiler's (Kineto's) traces name theirs. A span is a complete
 // event ("ph":"X") on its track, named after the lane or kernel, with its
-// step, stream (the CUstream value, a JSON integer) and seq in args.
+// step, stream (the CUstream value, a JSON integer) and seq in args; a
+// kernel window's lane span adds its GPU time (gpuspans.Span, in ns):
+// busy_ns and idle_ns as measured, and where its window settled served_ns,
+// window_cost_ns and the served idle by cause (idle_host_ns,
+// idle_launch_ns, idle_copy_ns, idle_wait_ns, idle_other_ns).
 //
 // Timestamps are on the host clock, in microseconds with nanosecond
 // decimals, counted from an origin (Options.Origin) that the file records
@@ -203,9 +207,31 @@ func (t *Writer) span(s *gpuspans.Span) {
 		b = append(b, `,"graph":`...)
 		b = strconv.AppendUint(b, uint64(s.Graph), 10)
 	}
+	if s.GPUTimed {
+		b = appendArg(b, "busy_ns", s.BusyNs)
+		b = appendArg(b, "idle_ns", s.IdleNs)
+		if s.ServedNs > 0 {
+			c := &s.Causes
+			b = appendArg(b, "served_ns", s.ServedNs)
+			b = appendArg(b, "window_cost_ns", s.DurationNs-s.ServedNs)
+			b = appendArg(b, "idle_host_ns", int64(c.Host))
+			b = appendArg(b, "idle_launch_ns", int64(c.Launch))
+			b = appendArg(b, "idle_copy_ns", int64(c.Copy))
+			b = appendArg(b, "idle_wait_ns", int64(c.Wait))
+			b = appendArg(b, "idle_other_ns", int64(c.Other))
+		}
+	}
 	b = append(b, `}}`...)
 	t.write(b)
 	t.counts.Written++
+}
+
+// appendArg appends ,"name":v to an args object.
+func appendArg(b []byte, name string, v int64) []byte {
+	b = append(b, `,"`...)
+	b = append(b, name...)
+	b = append(b, `":`...)
+	return strconv.AppendInt(b, v, 10)
 }
 
 // newTrack numbers a track, naming it (and its process, for a new device)

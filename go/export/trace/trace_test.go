@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -450,5 +451,51 @@ func TestWriteError(t *testing.T) {
 	}
 	if err2 := w.Close(); err2 != err {
 		t.Errorf("Close after a failed write: %v, want %v", err2, err)
+	}
+}
+
+// A kernel window's lane span carries its GPU time in args: as measured,
+// and where its window settled, as served with idle by cause.
+func TestGPUTimeArgs(t *testing.T) {
+	at := start.UnixNano()
+	spans := []gpuspans.Span{
+		{Seq: 1, Kind: gpuspans.KindLane, Name: "decode", StartNs: at, DurationNs: 1000, GPUTimed: true, BusyNs: 600, IdleNs: 400,
+			ServedNs: 700, Causes: gpuspans.IdleCauses{Host: 50, Launch: 20, Copy: 15, Wait: 10, Other: 5}},
+		{Seq: 2, Kind: gpuspans.KindLane, Name: "decode", StartNs: at + 2000, DurationNs: 1200, GPUTimed: true, BusyNs: 600, IdleNs: 600},
+		{Seq: 3, Kind: gpuspans.KindLane, Name: "decode", StartNs: at + 4000, DurationNs: 700},
+	}
+	var out bytes.Buffer
+	w := NewWriter(&out, Options{})
+	if err := w.WriteSpans(spans); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]string{
+		"1": {"busy_ns": "600", "idle_ns": "400", "served_ns": "700", "window_cost_ns": "300",
+			"idle_host_ns": "50", "idle_launch_ns": "20", "idle_copy_ns": "15", "idle_wait_ns": "10", "idle_other_ns": "5"},
+		"2": {"busy_ns": "600", "idle_ns": "600"},
+		"3": {},
+	}
+	seen := 0
+	for _, ev := range parse(t, out.Bytes()).TraceEvents {
+		if ev.Ph != "X" {
+			continue
+		}
+		seen++
+		seq := string(ev.Args["seq"].(json.Number))
+		got := map[string]string{}
+		for k, v := range ev.Args {
+			if k != "seq" && k != "step" && k != "stream" {
+				got[k] = fmt.Sprint(v)
+			}
+		}
+		if !reflect.DeepEqual(got, want[seq]) {
+			t.Errorf("span %s: GPU time args %v, want %v", seq, got, want[seq])
+		}
+	}
+	if seen != len(spans) {
+		t.Errorf("%d spans written, want %d", seen, len(spans))
 	}
 }

@@ -21,11 +21,16 @@ type gpuView struct {
 }
 
 type gpuLaneRow struct {
-	Device                 int
-	Lane, Ratio            string
-	Spans                  uint64
-	Span, Busy, Idle, Gaps string // per span
-	Kernels                string
+	Device      int
+	Lane, Ratio string
+	Spans       uint64
+	Span, Gaps  string // per span measured
+	// Per span of the settled windows: served, the windows' cost, busy,
+	// and the served idle, whole and by cause.
+	Served, Cost, Busy, Idle        string
+	Host, Launch, Copy, Wait, Other string
+	Unsettled                       uint64
+	Kernels                         string
 }
 
 type gpuGapRow struct {
@@ -111,9 +116,16 @@ func newGPUView(g *gpuspans.GPUTime, multi bool) *gpuView {
 			}
 			ks += fmt.Sprintf("%s %.0f%%", k.Kernel, 100*k.Share)
 		}
-		v.Lanes = append(v.Lanes, gpuLaneRow{Device: l.Device, Lane: l.Lane, Ratio: strconv.FormatFloat(100*l.BusyRatio(), 'f', 1, 64) + "%",
-			Spans: l.Spans, Span: perSpan(l.Time, l.Spans), Busy: perSpan(l.Busy, l.Spans), Idle: perSpan(l.Idle, l.Spans),
-			Gaps: perSpan(l.Gaps, l.Spans), Kernels: ks})
+		ratio := "-" // no window settled: no served time to set busy against
+		if l.RecentServed > 0 {
+			ratio = strconv.FormatFloat(100*l.BusyRatio(), 'f', 1, 64) + "%"
+		}
+		n := l.ServedSpans
+		v.Lanes = append(v.Lanes, gpuLaneRow{Device: l.Device, Lane: l.Lane, Ratio: ratio,
+			Spans: l.Spans, Span: perSpan(l.Time, l.Spans), Gaps: perSpan(l.Gaps, l.Spans),
+			Served: perSpan(l.Served, n), Cost: perSpan(l.WindowCost, n), Busy: perSpan(l.ServedBusy, n), Idle: perSpan(l.Served-l.ServedBusy, n),
+			Host: perSpan(l.Causes.Host, n), Launch: perSpan(l.Causes.Launch, n), Copy: perSpan(l.Causes.Copy, n),
+			Wait: perSpan(l.Causes.Wait, n), Other: perSpan(l.Causes.Other, n), Unsettled: l.Unsettled, Kernels: ks})
 	}
 	for _, x := range g.LargestGaps {
 		v.Gaps = append(v.Gaps, gpuGapRow{Device: x.Device, Lane: x.Lane, Gap: durfmt.Format(x.Duration), Step: x.Step, Before: x.Before, After: x.After})
@@ -162,7 +174,14 @@ func newTimeline(t *gpuspans.Timeline, multi bool) *timeline {
 			lanes = append(lanes, l.Lane)
 		}
 	}
-	rows := len(lanes) + len(streams) + 1
+	// A row of the lanes as served, when a lane's window settled.
+	served := 0
+	for _, l := range t.Lanes {
+		if l.Served > 0 {
+			served = 1
+		}
+	}
+	rows := len(lanes) + served + len(streams) + 1
 	tl := &timeline{Device: t.Device, Step: t.Step, Kernels: len(t.Kernels), Cut: t.Cut, Width: tlWidth,
 		Height: tlTop + rows*tlRow + 22, Extent: durfmt.Format(time.Duration(hi - lo)), PlotLeft: tlLeft, PlotRight: tlWidth - tlRight}
 	tl.Label = "step " + strconv.FormatUint(t.Step, 10)
@@ -177,17 +196,44 @@ func newTimeline(t *gpuspans.Timeline, multi bool) *timeline {
 	for i, l := range lanes {
 		tl.Rows = append(tl.Rows, tlLabel{Y: tlTop + i*tlRow + 13, Text: "lane " + l})
 	}
+	if served > 0 {
+		tl.Rows = append(tl.Rows, tlLabel{Y: tlTop + len(lanes)*tlRow + 13, Text: "as served"})
+	}
 	for i, s := range streams {
-		tl.Rows = append(tl.Rows, tlLabel{Y: tlTop + (len(lanes)+i)*tlRow + 13, Text: "stream " + strconv.FormatUint(uint64(s), 10)})
+		tl.Rows = append(tl.Rows, tlLabel{Y: tlTop + (len(lanes)+served+i)*tlRow + 13, Text: "stream " + strconv.FormatUint(uint64(s), 10)})
 	}
 	tl.Rows = append(tl.Rows, tlLabel{Y: tlTop + (rows-1)*tlRow + 13, Text: "gaps"})
 	for _, l := range t.Lanes {
 		tl.Rects = append(tl.Rects, tlRect{Class: "lane", X: x(l.StartNs), Y: y(laneRow[l.Lane]), W: w(l.StartNs, l.EndNs), H: tlRow - 4,
 			Title: fmt.Sprintf("lane %s: %s, busy %s, starting %s into the step", l.Lane, durfmt.Format(time.Duration(l.EndNs-l.StartNs)), durfmt.Format(l.Busy), durfmt.Format(time.Duration(l.StartNs-lo)))})
 	}
+	// As served: from each lane's start, its busy time, then its served
+	// idle by cause (not placed in time: how much, not where), then the
+	// window's cost up to its measured end.
+	for _, l := range t.Lanes {
+		if l.Served <= 0 {
+			continue
+		}
+		at := l.StartNs
+		c := &l.Causes
+		for _, p := range [...]struct {
+			class, what string
+			d           time.Duration
+		}{{"srv-busy", "busy", l.Busy}, {"cause-host", "idle, the host", c.Host}, {"cause-launch", "idle, launch latency", c.Launch},
+			{"cause-copy", "idle, copies", c.Copy}, {"cause-wait", "idle, waits on another stream", c.Wait}, {"cause-other", "idle, other", c.Other},
+			{"cost", "the window's cost", time.Duration(l.EndNs-l.StartNs) - l.Served}} {
+			if p.d <= 0 {
+				continue
+			}
+			end := at + int64(p.d)
+			tl.Rects = append(tl.Rects, tlRect{Class: p.class, X: x(at), Y: y(len(lanes)), W: w(at, end), H: tlRow - 4,
+				Title: fmt.Sprintf("lane %s as served (%s of %s measured): %s %s", l.Lane, durfmt.Format(l.Served), durfmt.Format(time.Duration(l.EndNs-l.StartNs)), p.what, durfmt.Format(p.d))})
+			at = end
+		}
+	}
 	streamRow := map[uint32]int{}
 	for i, s := range streams {
-		streamRow[s] = len(lanes) + i
+		streamRow[s] = len(lanes) + served + i
 	}
 	for _, k := range t.Kernels {
 		tl.Rects = append(tl.Rects, tlRect{Class: "kernel", X: x(k.StartNs), Y: y(streamRow[k.Stream]), W: w(k.StartNs, k.EndNs), H: tlRow - 4,

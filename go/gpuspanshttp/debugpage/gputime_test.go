@@ -29,13 +29,18 @@ func TestPageDrawsGPUTime(t *testing.T) {
 	for _, want := range []string{
 		`<svg class="timeline" data-device="3" data-step="99"`,
 		`<text x="4" y="19">lane decode</text>`,
-		`<text x="4" y="37">stream 7</text>`,
+		`<text x="4" y="37">as served</text>`,
+		`<text x="4" y="55">stream 7</text>`,
+		`<rect class="srv-busy" x="110.0"`,
+		`<title>lane decode as served (380us of 420us measured): idle, the host 25.0us</title>`,
+		`<title>lane decode as served (380us of 420us measured): the window&#39;s cost 40.0us</title>`,
 		`<rect class="lane" x="110.0"`,
 		`<title>lane decode: 420us, busy 330us, starting 0ns into the step</title>`,
 		`<title>gemm: 200us, starting 0ns into the step</title>`,
 		`<title>other: 130us, starting 250us into the step</title>`,
 		`<rect class="gap"`, `<title>gap 50.0us between gemm and other</title>`,
-		`<table id="gpu-time">`, `<td>78.6%</td>`, `<td class="l">gemm 60%, other 40%</td>`,
+		`<table id="gpu-time">`, `<td>86.8%</td>`, // recent busy over served: 330 / 380
+		`<td>380us</td><td>40.0us</td><td>330us</td><td>50.0us</td><td>27.3us</td>`, // per settled span: 11 of them `<td class="l">gemm 60%, other 40%</td>`,
 		`<table id="gpu-gaps">`, `<table id="gpu-moved">`, `<td class="nonzero">100us</td>`,
 	} {
 		if !strings.Contains(page, want) {

@@ -347,8 +347,32 @@ type laneGPUJSON struct {
 	GapsNs       int64       `json:"gaps_ns"`
 	RecentTimeNs int64       `json:"recent_time_ns"`
 	RecentBusyNs int64       `json:"recent_busy_ns"`
-	BusyRatio    float64     `json:"busy_ratio"` // page-only: recent_busy_ns / recent_time_ns
+	BusyRatio    float64     `json:"busy_ratio"` // page-only: recent_busy_ns / recent_served_ns
 	Kernels      []shareJSON `json:"kernels"`
+
+	ServedSpans        uint64     `json:"served_spans"`
+	ServedBusyNs       int64      `json:"served_busy_ns"`
+	ServedNs           int64      `json:"served_ns"`
+	WindowCostNs       int64      `json:"window_cost_ns"`
+	Causes             causesJSON `json:"causes"`
+	RecentSpans        uint64     `json:"recent_spans"`
+	RecentServedNs     int64      `json:"recent_served_ns"`
+	RecentWindowCostNs int64      `json:"recent_window_cost_ns"`
+	RecentCauses       causesJSON `json:"recent_causes"`
+	Unsettled          uint64     `json:"unsettled"`
+}
+
+// causesJSON is gpuspans.IdleCauses, with the proto's names (IdleCauses).
+type causesJSON struct {
+	HostNs   int64 `json:"host_ns"`
+	LaunchNs int64 `json:"launch_ns"`
+	CopyNs   int64 `json:"copy_ns"`
+	WaitNs   int64 `json:"wait_ns"`
+	OtherNs  int64 `json:"other_ns"`
+}
+
+func causes(c gpuspans.IdleCauses) causesJSON {
+	return causesJSON{HostNs: int64(c.Host), LaunchNs: int64(c.Launch), CopyNs: int64(c.Copy), WaitNs: int64(c.Wait), OtherNs: int64(c.Other)}
 }
 
 type shareJSON struct {
@@ -394,10 +418,12 @@ type timelineJSON struct {
 }
 
 type timelineLaneJSON struct {
-	Lane        string `json:"lane"`
-	StartUnixNs int64  `json:"start_unix_ns"`
-	EndUnixNs   int64  `json:"end_unix_ns"`
-	BusyNs      int64  `json:"busy_ns"`
+	Lane        string     `json:"lane"`
+	StartUnixNs int64      `json:"start_unix_ns"`
+	EndUnixNs   int64      `json:"end_unix_ns"`
+	BusyNs      int64      `json:"busy_ns"`
+	ServedNs    int64      `json:"served_ns"`
+	Causes      causesJSON `json:"causes"`
 }
 
 type timelineKernelJSON struct {
@@ -416,7 +442,10 @@ func gpuTime(g *gpuspans.GPUTime) *gpuTimeJSON {
 	for i := range g.Lanes {
 		l := &g.Lanes[i]
 		lj := laneGPUJSON{Device: l.Device, Lane: l.Lane, Spans: l.Spans, TimeNs: int64(l.Time), BusyNs: int64(l.Busy), IdleNs: int64(l.Idle), GapsNs: int64(l.Gaps),
-			RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy), BusyRatio: l.BusyRatio(), Kernels: []shareJSON{}}
+			RecentTimeNs: int64(l.RecentTime), RecentBusyNs: int64(l.RecentBusy), BusyRatio: l.BusyRatio(), Kernels: []shareJSON{},
+			ServedSpans: l.ServedSpans, ServedBusyNs: int64(l.ServedBusy), ServedNs: int64(l.Served), WindowCostNs: int64(l.WindowCost), Causes: causes(l.Causes),
+			RecentSpans: l.RecentSpans, RecentServedNs: int64(l.RecentServed), RecentWindowCostNs: int64(l.RecentWindowCost), RecentCauses: causes(l.RecentCauses),
+			Unsettled: l.Unsettled}
 		for _, k := range l.Kernels {
 			lj.Kernels = append(lj.Kernels, shareJSON{Kernel: k.Kernel, TimeNs: int64(k.Time), Share: k.Share})
 		}
@@ -434,7 +463,8 @@ func gpuTime(g *gpuspans.GPUTime) *gpuTimeJSON {
 	for _, t := range g.Timelines {
 		tj := timelineJSON{Device: t.Device, Step: t.Step, Cut: t.Cut, Lanes: []timelineLaneJSON{}, Kernels: []timelineKernelJSON{}}
 		for _, l := range t.Lanes {
-			tj.Lanes = append(tj.Lanes, timelineLaneJSON{Lane: l.Lane, StartUnixNs: l.StartNs, EndUnixNs: l.EndNs, BusyNs: int64(l.Busy)})
+			tj.Lanes = append(tj.Lanes, timelineLaneJSON{Lane: l.Lane, StartUnixNs: l.StartNs, EndUnixNs: l.EndNs, BusyNs: int64(l.Busy),
+				ServedNs: int64(l.Served), Causes: causes(l.Causes)})
 		}
 		for _, k := range t.Kernels {
 			tj.Kernels = append(tj.Kernels, timelineKernelJSON{Stream: k.Stream, Kernel: k.Kernel, StartUnixNs: k.StartNs, EndUnixNs: k.EndNs})

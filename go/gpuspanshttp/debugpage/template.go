@@ -40,6 +40,13 @@ svg.hist text.p99{fill:#d2691e}
 svg.timeline .lane{fill:#c9d7f0}
 svg.timeline .kernel{fill:#4a7bd0}
 svg.timeline .gap{fill:#c0504d}
+svg.timeline .srv-busy{fill:#4a7bd0}
+svg.timeline .cause-host{fill:#c0504d}
+svg.timeline .cause-launch{fill:#e39b3a}
+svg.timeline .cause-copy{fill:#5a9e5a}
+svg.timeline .cause-wait{fill:#8064a2}
+svg.timeline .cause-other{fill:#a0a0a0}
+svg.timeline .cost{fill:#eeeeee;stroke:#bbbbbb}
 svg.timeline rect:hover{opacity:.7}
 svg.timeline .axis{stroke:#8a93a3;stroke-width:1}
 svg.timeline text{font-size:10px;fill:#5b6474}
@@ -101,10 +108,10 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 {{end}}
 <h2>Where the GPU's time went</h2>
 {{with .GPU}}<table id="gpu-time">
-<tr><th>gpu</th><th class="l">lane</th><th>busy (recent)</th><th>spans measured</th><th>span</th><th>busy</th><th>idle</th><th>of it between kernels</th><th class="l">top kernels</th></tr>
-{{range .Lanes}}<tr><td>{{.Device}}</td><td class="l">{{.Lane}}</td><td>{{.Ratio}}</td><td>{{.Spans}}</td><td>{{.Span}}</td><td>{{.Busy}}</td><td>{{.Idle}}</td><td>{{.Gaps}}</td><td class="l">{{.Kernels}}</td></tr>
+<tr><th>gpu</th><th class="l">lane</th><th>busy (recent)</th><th>spans measured</th><th>span in a window</th><th>of it between kernels</th><th>served</th><th>window's cost</th><th>busy</th><th>idle</th><th>host</th><th>launch</th><th>copy</th><th>wait</th><th>other</th><th>unsettled windows</th><th class="l">top kernels</th></tr>
+{{range .Lanes}}<tr><td>{{.Device}}</td><td class="l">{{.Lane}}</td><td>{{.Ratio}}</td><td>{{.Spans}}</td><td>{{.Span}}</td><td>{{.Gaps}}</td><td>{{.Served}}</td><td>{{.Cost}}</td><td>{{.Busy}}</td><td>{{.Idle}}</td><td>{{.Host}}</td><td>{{.Launch}}</td><td>{{.Copy}}</td><td>{{.Wait}}</td><td>{{.Other}}</td><td>{{.Unsettled}}</td><td class="l">{{.Kernels}}</td></tr>
 {{end}}</table>
-<p><small>From {{.Windows}} kernel windows: busy is the time some kernel of the device ran inside a lane's span (every stream), idle the rest, per span; the idle not between kernels came before the lane's first kernel or after its last (the host launching: in a window a graph launch also pays CUPTI's cost per node). Outside windows nothing is known.</small></p>
+<p><small>From {{.Windows}} kernel windows, per span. A window slows the step it measures, so each lane span is set against the lane's time outside windows around it: served; the rest is the window's cost. Busy is the time some kernel of the device ran inside the span (every stream), idle the rest of the served time, by cause: the host (the GPU ran out of work before the next launch returned), launch latency, copies, waits on another stream or event, other. A window whose lane time moved by more than 10% across it is unsettled, left out of these. The span and its gaps between kernels are as the window measured them. Outside windows nothing is known.</small></p>
 <div class="grid">{{range .Timelines}}<figure>
 <figcaption><b>{{.Label}}</b> <span>the latest window's step: {{.Extent}}, {{.Kernels}} kernels{{if .Cut}} ({{.Cut}} more not drawn){{end}}; hover for names and times</span></figcaption>
 <svg class="timeline" data-device="{{.Device}}" data-step="{{.Step}}" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{.Width}} {{.Height}}" width="{{.Width}}" height="{{.Height}}" role="img" aria-label="timeline of step {{.Step}}: lanes, kernels by stream, gaps">

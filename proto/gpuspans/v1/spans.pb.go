@@ -170,9 +170,16 @@ type Span struct {
 	// A lane span of a kernel window's step, measured against the window's
 	// kernels: of duration_ns, busy_ns some kernel of the device ran and
 	// idle_ns none did. False (and both 0) for every other span: not known.
-	GpuTimed      bool  `protobuf:"varint,11,opt,name=gpu_timed,json=gpuTimed,proto3" json:"gpu_timed,omitempty"`
-	BusyNs        int64 `protobuf:"varint,12,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
-	IdleNs        int64 `protobuf:"varint,13,opt,name=idle_ns,json=idleNs,proto3" json:"idle_ns,omitempty"`
+	GpuTimed bool  `protobuf:"varint,11,opt,name=gpu_timed,json=gpuTimed,proto3" json:"gpu_timed,omitempty"`
+	BusyNs   int64 `protobuf:"varint,12,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	IdleNs   int64 `protobuf:"varint,13,opt,name=idle_ns,json=idleNs,proto3" json:"idle_ns,omitempty"`
+	// Where the window settled (docs/design.md, the served step): the lane's
+	// time per span outside windows around it, within busy_ns..duration_ns,
+	// the span as the engine serves it (duration_ns - served_ns is what the
+	// window added); idle_causes splits served_ns - busy_ns. 0 and absent
+	// otherwise.
+	ServedNs      int64       `protobuf:"varint,14,opt,name=served_ns,json=servedNs,proto3" json:"served_ns,omitempty"`
+	IdleCauses    *IdleCauses `protobuf:"bytes,15,opt,name=idle_causes,json=idleCauses,proto3" json:"idle_causes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -298,6 +305,104 @@ func (x *Span) GetIdleNs() int64 {
 	return 0
 }
 
+func (x *Span) GetServedNs() int64 {
+	if x != nil {
+		return x.ServedNs
+	}
+	return 0
+}
+
+func (x *Span) GetIdleCauses() *IdleCauses {
+	if x != nil {
+		return x.IdleCauses
+	}
+	return nil
+}
+
+// Idle time by why the device waited, nanoseconds; the parts sum to the
+// idle time they split (docs/design.md, idle by cause).
+type IdleCauses struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The device had run out of queued work before the call that launched
+	// the next one returned.
+	HostNs int64 `protobuf:"varint,1,opt,name=host_ns,json=hostNs,proto3" json:"host_ns,omitempty"`
+	// The next work was queued, yet not started: launch latency.
+	LaunchNs int64 `protobuf:"varint,2,opt,name=launch_ns,json=launchNs,proto3" json:"launch_ns,omitempty"`
+	// Copies and memsets ran, and no kernel.
+	CopyNs int64 `protobuf:"varint,3,opt,name=copy_ns,json=copyNs,proto3" json:"copy_ns,omitempty"`
+	// The next work waited on another stream or an event.
+	WaitNs int64 `protobuf:"varint,4,opt,name=wait_ns,json=waitNs,proto3" json:"wait_ns,omitempty"`
+	// Nothing recorded explains it.
+	OtherNs       int64 `protobuf:"varint,5,opt,name=other_ns,json=otherNs,proto3" json:"other_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdleCauses) Reset() {
+	*x = IdleCauses{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdleCauses) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdleCauses) ProtoMessage() {}
+
+func (x *IdleCauses) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdleCauses.ProtoReflect.Descriptor instead.
+func (*IdleCauses) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *IdleCauses) GetHostNs() int64 {
+	if x != nil {
+		return x.HostNs
+	}
+	return 0
+}
+
+func (x *IdleCauses) GetLaunchNs() int64 {
+	if x != nil {
+		return x.LaunchNs
+	}
+	return 0
+}
+
+func (x *IdleCauses) GetCopyNs() int64 {
+	if x != nil {
+		return x.CopyNs
+	}
+	return 0
+}
+
+func (x *IdleCauses) GetWaitNs() int64 {
+	if x != nil {
+		return x.WaitNs
+	}
+	return 0
+}
+
+func (x *IdleCauses) GetOtherNs() int64 {
+	if x != nil {
+		return x.OtherNs
+	}
+	return 0
+}
+
 // A group of spans written together, with where they came from.
 type SpanBatch struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -312,7 +417,7 @@ type SpanBatch struct {
 
 func (x *SpanBatch) Reset() {
 	*x = SpanBatch{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[1]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -324,7 +429,7 @@ func (x *SpanBatch) String() string {
 func (*SpanBatch) ProtoMessage() {}
 
 func (x *SpanBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[1]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -337,7 +442,7 @@ func (x *SpanBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SpanBatch.ProtoReflect.Descriptor instead.
 func (*SpanBatch) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{1}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *SpanBatch) GetSource() string {
@@ -388,7 +493,7 @@ type Aggregate struct {
 
 func (x *Aggregate) Reset() {
 	*x = Aggregate{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[2]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -400,7 +505,7 @@ func (x *Aggregate) String() string {
 func (*Aggregate) ProtoMessage() {}
 
 func (x *Aggregate) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[2]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -413,7 +518,7 @@ func (x *Aggregate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Aggregate.ProtoReflect.Descriptor instead.
 func (*Aggregate) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{2}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Aggregate) GetName() string {
@@ -499,7 +604,7 @@ type DeviceStatus struct {
 
 func (x *DeviceStatus) Reset() {
 	*x = DeviceStatus{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[3]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +616,7 @@ func (x *DeviceStatus) String() string {
 func (*DeviceStatus) ProtoMessage() {}
 
 func (x *DeviceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[3]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +629,7 @@ func (x *DeviceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceStatus.ProtoReflect.Descriptor instead.
 func (*DeviceStatus) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{3}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *DeviceStatus) GetDevice() int32 {
@@ -648,7 +753,7 @@ type Counters struct {
 
 func (x *Counters) Reset() {
 	*x = Counters{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[4]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +765,7 @@ func (x *Counters) String() string {
 func (*Counters) ProtoMessage() {}
 
 func (x *Counters) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[4]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -673,7 +778,7 @@ func (x *Counters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Counters.ProtoReflect.Descriptor instead.
 func (*Counters) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{4}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Counters) GetBegun() uint64 {
@@ -844,7 +949,7 @@ type KernelTiming struct {
 
 func (x *KernelTiming) Reset() {
 	*x = KernelTiming{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +961,7 @@ func (x *KernelTiming) String() string {
 func (*KernelTiming) ProtoMessage() {}
 
 func (x *KernelTiming) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[5]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +974,7 @@ func (x *KernelTiming) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelTiming.ProtoReflect.Descriptor instead.
 func (*KernelTiming) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{5}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *KernelTiming) GetMode() string {
@@ -940,7 +1045,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1057,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[6]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1070,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{6}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Snapshot) GetTakenUnixNs() int64 {
@@ -1081,7 +1186,7 @@ type GpuTime struct {
 
 func (x *GpuTime) Reset() {
 	*x = GpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1093,7 +1198,7 @@ func (x *GpuTime) String() string {
 func (*GpuTime) ProtoMessage() {}
 
 func (x *GpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[7]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1106,7 +1211,7 @@ func (x *GpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GpuTime.ProtoReflect.Descriptor instead.
 func (*GpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{7}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *GpuTime) GetWindows() uint64 {
@@ -1179,7 +1284,10 @@ func (x *GpuTime) GetMoved() []*KernelMove {
 	return nil
 }
 
-// One lane on one device, as measured by every window.
+// One lane on one device. time_ns, busy_ns, idle_ns and gaps_ns are as
+// every window measured them, the windows' own cost included; the served
+// fields are over the settled windows, against the lane's time outside
+// windows around each (docs/design.md, the served step).
 type LaneGpuTime struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Device int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
@@ -1188,21 +1296,42 @@ type LaneGpuTime struct {
 	TimeNs int64                  `protobuf:"varint,4,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
 	BusyNs int64                  `protobuf:"varint,5,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
 	IdleNs int64                  `protobuf:"varint,6,opt,name=idle_ns,json=idleNs,proto3" json:"idle_ns,omitempty"`
-	// Over the lane's latest windows: busy ratio = recent_busy_ns / recent_time_ns.
+	// Over the lane's latest settled windows: their spans' event time and
+	// busy time; busy ratio = recent_busy_ns / recent_served_ns.
 	RecentTimeNs int64 `protobuf:"varint,7,opt,name=recent_time_ns,json=recentTimeNs,proto3" json:"recent_time_ns,omitempty"`
 	RecentBusyNs int64 `protobuf:"varint,8,opt,name=recent_busy_ns,json=recentBusyNs,proto3" json:"recent_busy_ns,omitempty"`
 	// The kernels with the most time inside the lane in its latest window.
 	Kernels []*KernelShare `protobuf:"bytes,9,rep,name=kernels,proto3" json:"kernels,omitempty"`
 	// The part of idle_ns between the lane's kernels; the rest came before
 	// its first kernel or after its last.
-	GapsNs        int64 `protobuf:"varint,10,opt,name=gaps_ns,json=gapsNs,proto3" json:"gaps_ns,omitempty"`
+	GapsNs int64 `protobuf:"varint,10,opt,name=gaps_ns,json=gapsNs,proto3" json:"gaps_ns,omitempty"`
+	// Since the start, over the settled windows: their spans' busy time,
+	// served time, and what the windows added (event time - served); causes
+	// splits served_ns - served_busy_ns.
+	ServedBusyNs int64       `protobuf:"varint,11,opt,name=served_busy_ns,json=servedBusyNs,proto3" json:"served_busy_ns,omitempty"`
+	ServedNs     int64       `protobuf:"varint,12,opt,name=served_ns,json=servedNs,proto3" json:"served_ns,omitempty"`
+	WindowCostNs int64       `protobuf:"varint,13,opt,name=window_cost_ns,json=windowCostNs,proto3" json:"window_cost_ns,omitempty"`
+	Causes       *IdleCauses `protobuf:"bytes,14,opt,name=causes,proto3" json:"causes,omitempty"`
+	// The same over the latest settled windows: recent_time_ns =
+	// recent_served_ns + recent_window_cost_ns; recent_causes splits
+	// recent_served_ns - recent_busy_ns.
+	RecentServedNs     int64       `protobuf:"varint,15,opt,name=recent_served_ns,json=recentServedNs,proto3" json:"recent_served_ns,omitempty"`
+	RecentWindowCostNs int64       `protobuf:"varint,16,opt,name=recent_window_cost_ns,json=recentWindowCostNs,proto3" json:"recent_window_cost_ns,omitempty"`
+	RecentCauses       *IdleCauses `protobuf:"bytes,17,opt,name=recent_causes,json=recentCauses,proto3" json:"recent_causes,omitempty"`
+	// Windows whose served time could not be estimated (the lane's time
+	// before and after differed by more than 10%, or no span of the lane ran
+	// outside windows near it): in time_ns, busy_ns and idle_ns only.
+	Unsettled uint64 `protobuf:"varint,18,opt,name=unsettled,proto3" json:"unsettled,omitempty"`
+	// Spans of the settled windows, since the start and recent.
+	ServedSpans   uint64 `protobuf:"varint,19,opt,name=served_spans,json=servedSpans,proto3" json:"served_spans,omitempty"`
+	RecentSpans   uint64 `protobuf:"varint,20,opt,name=recent_spans,json=recentSpans,proto3" json:"recent_spans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LaneGpuTime) Reset() {
 	*x = LaneGpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1343,7 @@ func (x *LaneGpuTime) String() string {
 func (*LaneGpuTime) ProtoMessage() {}
 
 func (x *LaneGpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1356,7 @@ func (x *LaneGpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaneGpuTime.ProtoReflect.Descriptor instead.
 func (*LaneGpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LaneGpuTime) GetDevice() int32 {
@@ -1300,6 +1429,76 @@ func (x *LaneGpuTime) GetGapsNs() int64 {
 	return 0
 }
 
+func (x *LaneGpuTime) GetServedBusyNs() int64 {
+	if x != nil {
+		return x.ServedBusyNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetServedNs() int64 {
+	if x != nil {
+		return x.ServedNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetWindowCostNs() int64 {
+	if x != nil {
+		return x.WindowCostNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetCauses() *IdleCauses {
+	if x != nil {
+		return x.Causes
+	}
+	return nil
+}
+
+func (x *LaneGpuTime) GetRecentServedNs() int64 {
+	if x != nil {
+		return x.RecentServedNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetRecentWindowCostNs() int64 {
+	if x != nil {
+		return x.RecentWindowCostNs
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetRecentCauses() *IdleCauses {
+	if x != nil {
+		return x.RecentCauses
+	}
+	return nil
+}
+
+func (x *LaneGpuTime) GetUnsettled() uint64 {
+	if x != nil {
+		return x.Unsettled
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetServedSpans() uint64 {
+	if x != nil {
+		return x.ServedSpans
+	}
+	return 0
+}
+
+func (x *LaneGpuTime) GetRecentSpans() uint64 {
+	if x != nil {
+		return x.RecentSpans
+	}
+	return 0
+}
+
 type KernelShare struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kernel        string                 `protobuf:"bytes,1,opt,name=kernel,proto3" json:"kernel,omitempty"`
@@ -1311,7 +1510,7 @@ type KernelShare struct {
 
 func (x *KernelShare) Reset() {
 	*x = KernelShare{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1522,7 @@ func (x *KernelShare) String() string {
 func (*KernelShare) ProtoMessage() {}
 
 func (x *KernelShare) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1535,7 @@ func (x *KernelShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelShare.ProtoReflect.Descriptor instead.
 func (*KernelShare) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *KernelShare) GetKernel() string {
@@ -1377,7 +1576,7 @@ type KernelGap struct {
 
 func (x *KernelGap) Reset() {
 	*x = KernelGap{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1588,7 @@ func (x *KernelGap) String() string {
 func (*KernelGap) ProtoMessage() {}
 
 func (x *KernelGap) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1601,7 @@ func (x *KernelGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelGap.ProtoReflect.Descriptor instead.
 func (*KernelGap) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{10}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *KernelGap) GetDevice() int32 {
@@ -1469,7 +1668,7 @@ type StepGpuTime struct {
 
 func (x *StepGpuTime) Reset() {
 	*x = StepGpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1680,7 @@ func (x *StepGpuTime) String() string {
 func (*StepGpuTime) ProtoMessage() {}
 
 func (x *StepGpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1693,7 @@ func (x *StepGpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepGpuTime.ProtoReflect.Descriptor instead.
 func (*StepGpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{11}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *StepGpuTime) GetDevice() int32 {
@@ -1555,7 +1754,7 @@ type KernelMove struct {
 
 func (x *KernelMove) Reset() {
 	*x = KernelMove{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1766,7 @@ func (x *KernelMove) String() string {
 func (*KernelMove) ProtoMessage() {}
 
 func (x *KernelMove) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1779,7 @@ func (x *KernelMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelMove.ProtoReflect.Descriptor instead.
 func (*KernelMove) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{12}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KernelMove) GetDevice() int32 {
@@ -1645,7 +1844,7 @@ type DeviceCounters struct {
 
 func (x *DeviceCounters) Reset() {
 	*x = DeviceCounters{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1657,7 +1856,7 @@ func (x *DeviceCounters) String() string {
 func (*DeviceCounters) ProtoMessage() {}
 
 func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1670,7 +1869,7 @@ func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceCounters.ProtoReflect.Descriptor instead.
 func (*DeviceCounters) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{13}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeviceCounters) GetDevice() int32 {
@@ -1757,7 +1956,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1968,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1981,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{14}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Header) GetSchema() string {
@@ -1818,7 +2017,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +2029,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +2042,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{15}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -1906,7 +2105,7 @@ var File_proto_gpuspans_v1_spans_proto protoreflect.FileDescriptor
 
 const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\n" +
-	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\xe5\x02\n" +
+	"\x1dproto/gpuspans/v1/spans.proto\x12\vgpuspans.v1\"\xbc\x03\n" +
 	"\x04Span\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12)\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x15.gpuspans.v1.SpanKindR\x04kind\x12\x12\n" +
@@ -1922,7 +2121,17 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	" \x01(\rR\x05graph\x12\x1b\n" +
 	"\tgpu_timed\x18\v \x01(\bR\bgpuTimed\x12\x17\n" +
 	"\abusy_ns\x18\f \x01(\x03R\x06busyNs\x12\x17\n" +
-	"\aidle_ns\x18\r \x01(\x03R\x06idleNs\"t\n" +
+	"\aidle_ns\x18\r \x01(\x03R\x06idleNs\x12\x1b\n" +
+	"\tserved_ns\x18\x0e \x01(\x03R\bservedNs\x128\n" +
+	"\vidle_causes\x18\x0f \x01(\v2\x17.gpuspans.v1.IdleCausesR\n" +
+	"idleCauses\"\x8f\x01\n" +
+	"\n" +
+	"IdleCauses\x12\x17\n" +
+	"\ahost_ns\x18\x01 \x01(\x03R\x06hostNs\x12\x1b\n" +
+	"\tlaunch_ns\x18\x02 \x01(\x03R\blaunchNs\x12\x17\n" +
+	"\acopy_ns\x18\x03 \x01(\x03R\x06copyNs\x12\x17\n" +
+	"\await_ns\x18\x04 \x01(\x03R\x06waitNs\x12\x19\n" +
+	"\bother_ns\x18\x05 \x01(\x03R\aotherNs\"t\n" +
 	"\tSpanBatch\x12\x16\n" +
 	"\x06source\x18\x01 \x01(\tR\x06source\x12&\n" +
 	"\x0fwritten_unix_ns\x18\x02 \x01(\x03R\rwrittenUnixNs\x12'\n" +
@@ -2009,7 +2218,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x05steps\x18\b \x03(\v2\x18.gpuspans.v1.StepGpuTimeR\x05steps\x129\n" +
 	"\flargest_gaps\x18\t \x03(\v2\x16.gpuspans.v1.KernelGapR\vlargestGaps\x12-\n" +
 	"\x05moved\x18\n" +
-	" \x03(\v2\x17.gpuspans.v1.KernelMoveR\x05moved\"\xb3\x02\n" +
+	" \x03(\v2\x17.gpuspans.v1.KernelMoveR\x05moved\"\xcc\x05\n" +
 	"\vLaneGpuTime\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
 	"\x04lane\x18\x02 \x01(\tR\x04lane\x12\x14\n" +
@@ -2021,7 +2230,17 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x0erecent_busy_ns\x18\b \x01(\x03R\frecentBusyNs\x122\n" +
 	"\akernels\x18\t \x03(\v2\x18.gpuspans.v1.KernelShareR\akernels\x12\x17\n" +
 	"\agaps_ns\x18\n" +
-	" \x01(\x03R\x06gapsNs\"T\n" +
+	" \x01(\x03R\x06gapsNs\x12$\n" +
+	"\x0eserved_busy_ns\x18\v \x01(\x03R\fservedBusyNs\x12\x1b\n" +
+	"\tserved_ns\x18\f \x01(\x03R\bservedNs\x12$\n" +
+	"\x0ewindow_cost_ns\x18\r \x01(\x03R\fwindowCostNs\x12/\n" +
+	"\x06causes\x18\x0e \x01(\v2\x17.gpuspans.v1.IdleCausesR\x06causes\x12(\n" +
+	"\x10recent_served_ns\x18\x0f \x01(\x03R\x0erecentServedNs\x121\n" +
+	"\x15recent_window_cost_ns\x18\x10 \x01(\x03R\x12recentWindowCostNs\x12<\n" +
+	"\rrecent_causes\x18\x11 \x01(\v2\x17.gpuspans.v1.IdleCausesR\frecentCauses\x12\x1c\n" +
+	"\tunsettled\x18\x12 \x01(\x04R\tunsettled\x12!\n" +
+	"\fserved_spans\x18\x13 \x01(\x04R\vservedSpans\x12!\n" +
+	"\frecent_spans\x18\x14 \x01(\x04R\vrecentSpans\"T\n" +
 	"\vKernelShare\x12\x16\n" +
 	"\x06kernel\x18\x01 \x01(\tR\x06kernel\x12\x17\n" +
 	"\atime_ns\x18\x02 \x01(\x03R\x06timeNs\x12\x14\n" +
@@ -2095,52 +2314,56 @@ func file_proto_gpuspans_v1_spans_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_gpuspans_v1_spans_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 	(SpanKind)(0),          // 0: gpuspans.v1.SpanKind
 	(Level)(0),             // 1: gpuspans.v1.Level
 	(*Span)(nil),           // 2: gpuspans.v1.Span
-	(*SpanBatch)(nil),      // 3: gpuspans.v1.SpanBatch
-	(*Aggregate)(nil),      // 4: gpuspans.v1.Aggregate
-	(*DeviceStatus)(nil),   // 5: gpuspans.v1.DeviceStatus
-	(*Counters)(nil),       // 6: gpuspans.v1.Counters
-	(*KernelTiming)(nil),   // 7: gpuspans.v1.KernelTiming
-	(*Snapshot)(nil),       // 8: gpuspans.v1.Snapshot
-	(*GpuTime)(nil),        // 9: gpuspans.v1.GpuTime
-	(*LaneGpuTime)(nil),    // 10: gpuspans.v1.LaneGpuTime
-	(*KernelShare)(nil),    // 11: gpuspans.v1.KernelShare
-	(*KernelGap)(nil),      // 12: gpuspans.v1.KernelGap
-	(*StepGpuTime)(nil),    // 13: gpuspans.v1.StepGpuTime
-	(*KernelMove)(nil),     // 14: gpuspans.v1.KernelMove
-	(*DeviceCounters)(nil), // 15: gpuspans.v1.DeviceCounters
-	(*Header)(nil),         // 16: gpuspans.v1.Header
-	(*Record)(nil),         // 17: gpuspans.v1.Record
+	(*IdleCauses)(nil),     // 3: gpuspans.v1.IdleCauses
+	(*SpanBatch)(nil),      // 4: gpuspans.v1.SpanBatch
+	(*Aggregate)(nil),      // 5: gpuspans.v1.Aggregate
+	(*DeviceStatus)(nil),   // 6: gpuspans.v1.DeviceStatus
+	(*Counters)(nil),       // 7: gpuspans.v1.Counters
+	(*KernelTiming)(nil),   // 8: gpuspans.v1.KernelTiming
+	(*Snapshot)(nil),       // 9: gpuspans.v1.Snapshot
+	(*GpuTime)(nil),        // 10: gpuspans.v1.GpuTime
+	(*LaneGpuTime)(nil),    // 11: gpuspans.v1.LaneGpuTime
+	(*KernelShare)(nil),    // 12: gpuspans.v1.KernelShare
+	(*KernelGap)(nil),      // 13: gpuspans.v1.KernelGap
+	(*StepGpuTime)(nil),    // 14: gpuspans.v1.StepGpuTime
+	(*KernelMove)(nil),     // 15: gpuspans.v1.KernelMove
+	(*DeviceCounters)(nil), // 16: gpuspans.v1.DeviceCounters
+	(*Header)(nil),         // 17: gpuspans.v1.Header
+	(*Record)(nil),         // 18: gpuspans.v1.Record
 }
 var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	0,  // 0: gpuspans.v1.Span.kind:type_name -> gpuspans.v1.SpanKind
-	2,  // 1: gpuspans.v1.SpanBatch.spans:type_name -> gpuspans.v1.Span
-	1,  // 2: gpuspans.v1.Snapshot.level:type_name -> gpuspans.v1.Level
-	6,  // 3: gpuspans.v1.Snapshot.counters:type_name -> gpuspans.v1.Counters
-	5,  // 4: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
-	4,  // 5: gpuspans.v1.Snapshot.lanes:type_name -> gpuspans.v1.Aggregate
-	4,  // 6: gpuspans.v1.Snapshot.kernels:type_name -> gpuspans.v1.Aggregate
-	15, // 7: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
-	7,  // 8: gpuspans.v1.Snapshot.kernel_timing:type_name -> gpuspans.v1.KernelTiming
-	9,  // 9: gpuspans.v1.Snapshot.gpu_time:type_name -> gpuspans.v1.GpuTime
-	10, // 10: gpuspans.v1.GpuTime.lanes:type_name -> gpuspans.v1.LaneGpuTime
-	4,  // 11: gpuspans.v1.GpuTime.gaps:type_name -> gpuspans.v1.Aggregate
-	13, // 12: gpuspans.v1.GpuTime.steps:type_name -> gpuspans.v1.StepGpuTime
-	12, // 13: gpuspans.v1.GpuTime.largest_gaps:type_name -> gpuspans.v1.KernelGap
-	14, // 14: gpuspans.v1.GpuTime.moved:type_name -> gpuspans.v1.KernelMove
-	11, // 15: gpuspans.v1.LaneGpuTime.kernels:type_name -> gpuspans.v1.KernelShare
-	3,  // 16: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
-	8,  // 17: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
-	16, // 18: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	3,  // 1: gpuspans.v1.Span.idle_causes:type_name -> gpuspans.v1.IdleCauses
+	2,  // 2: gpuspans.v1.SpanBatch.spans:type_name -> gpuspans.v1.Span
+	1,  // 3: gpuspans.v1.Snapshot.level:type_name -> gpuspans.v1.Level
+	7,  // 4: gpuspans.v1.Snapshot.counters:type_name -> gpuspans.v1.Counters
+	6,  // 5: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
+	5,  // 6: gpuspans.v1.Snapshot.lanes:type_name -> gpuspans.v1.Aggregate
+	5,  // 7: gpuspans.v1.Snapshot.kernels:type_name -> gpuspans.v1.Aggregate
+	16, // 8: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
+	8,  // 9: gpuspans.v1.Snapshot.kernel_timing:type_name -> gpuspans.v1.KernelTiming
+	10, // 10: gpuspans.v1.Snapshot.gpu_time:type_name -> gpuspans.v1.GpuTime
+	11, // 11: gpuspans.v1.GpuTime.lanes:type_name -> gpuspans.v1.LaneGpuTime
+	5,  // 12: gpuspans.v1.GpuTime.gaps:type_name -> gpuspans.v1.Aggregate
+	14, // 13: gpuspans.v1.GpuTime.steps:type_name -> gpuspans.v1.StepGpuTime
+	13, // 14: gpuspans.v1.GpuTime.largest_gaps:type_name -> gpuspans.v1.KernelGap
+	15, // 15: gpuspans.v1.GpuTime.moved:type_name -> gpuspans.v1.KernelMove
+	12, // 16: gpuspans.v1.LaneGpuTime.kernels:type_name -> gpuspans.v1.KernelShare
+	3,  // 17: gpuspans.v1.LaneGpuTime.causes:type_name -> gpuspans.v1.IdleCauses
+	3,  // 18: gpuspans.v1.LaneGpuTime.recent_causes:type_name -> gpuspans.v1.IdleCauses
+	4,  // 19: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
+	9,  // 20: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
+	17, // 21: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_proto_gpuspans_v1_spans_proto_init() }
@@ -2148,7 +2371,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 	if File_proto_gpuspans_v1_spans_proto != nil {
 		return
 	}
-	file_proto_gpuspans_v1_spans_proto_msgTypes[15].OneofWrappers = []any{
+	file_proto_gpuspans_v1_spans_proto_msgTypes[16].OneofWrappers = []any{
 		(*Record_Spans)(nil),
 		(*Record_Snapshot)(nil),
 		(*Record_Header)(nil),
@@ -2159,7 +2382,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_gpuspans_v1_spans_proto_rawDesc), len(file_proto_gpuspans_v1_spans_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -124,4 +124,9 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 	var b strings.Builder
 	_ = summary.Write(&b, summary.FromSnapshot(s))
 	con.Printf("\n%s", strings.TrimRight(b.String(), "\n"))
+	b.Reset()
+	_ = summary.WriteGPUTime(&b, &s.GPUTime)
+	if b.Len() > 0 {
+		con.Printf("\n%s", strings.TrimRight(b.String(), "\n"))
+	}
 }

@@ -16,3 +16,12 @@ func TestGoldenTable(t *testing.T) {
 	}
 	golden.Check(t, "testdata/summary.golden.txt", b.Bytes())
 }
+
+func TestGoldenGPUTime(t *testing.T) {
+	g := golden.FullGPUTime()
+	var b bytes.Buffer
+	if err := WriteGPUTime(&b, &g); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/gputime.golden.txt", b.Bytes())
+}

@@ -267,7 +267,17 @@ func Write(w io.Writer, rows []Row) error {
 		line = append(line, strconv.FormatUint(r.Count, 10), Duration(r.P50), Duration(r.P99), Duration(r.Max))
 		table = append(table, line)
 	}
-	widths := make([]int, len(header))
+	var sb strings.Builder
+	align(&sb, table, 2)
+	sb.WriteString("p50 and p99 are estimated within the hub's 2.2%-wide histogram buckets (within 1.1%); max is exact.\n")
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// align writes table with its columns aligned: the first left
+// left-aligned (names), the rest right-aligned (numbers).
+func align(sb *strings.Builder, table [][]string, left int) {
+	widths := make([]int, len(table[0]))
 	for _, line := range table {
 		for i, cell := range line {
 			if n := len([]rune(cell)); n > widths[i] {
@@ -275,14 +285,13 @@ func Write(w io.Writer, rows []Row) error {
 			}
 		}
 	}
-	var sb strings.Builder
 	for _, line := range table {
 		for i, cell := range line {
 			pad := strings.Repeat(" ", widths[i]-len([]rune(cell)))
 			if i > 0 {
 				sb.WriteString("  ")
 			}
-			if i < 2 { // names left-aligned, numbers right-aligned
+			if i < left {
 				sb.WriteString(cell)
 				if i < len(line)-1 {
 					sb.WriteString(pad)
@@ -294,7 +303,40 @@ func Write(w io.Writer, rows []Row) error {
 		}
 		sb.WriteByte('\n')
 	}
-	sb.WriteString("p50 and p99 are estimated within the hub's 2.2%-wide histogram buckets (within 1.1%); max is exact.\n")
+}
+
+// WriteGPUTime prints what kernel windows measured of each lane, as the
+// engine serves it (gpuspans.LaneGPUTime): the busy ratio over the recent
+// settled windows, and per span of the settled windows the served time,
+// the windows' cost, busy and the served idle by cause; nothing before a
+// window was analysed. It returns the first write error. Safe from any
+// goroutine; it only reads g.
+func WriteGPUTime(w io.Writer, g *gpuspans.GPUTime) error {
+	if g.Windows == 0 || len(g.Lanes) == 0 {
+		return nil
+	}
+	table := [][]string{{"gpu", "lane", "busy", "served", "window cost", "busy/span", "idle", "host", "launch", "copy", "wait", "other", "unsettled"}}
+	for i := range g.Lanes {
+		l := &g.Lanes[i]
+		n := time.Duration(l.ServedSpans)
+		per := func(d time.Duration) string {
+			if n == 0 {
+				return "-"
+			}
+			return Duration(d / n)
+		}
+		ratio := "-"
+		if l.RecentServed > 0 {
+			ratio = strconv.FormatFloat(100*l.BusyRatio(), 'f', 1, 64) + "%"
+		}
+		c := &l.Causes
+		table = append(table, []string{strconv.Itoa(l.Device), l.Lane, ratio, per(l.Served), per(l.WindowCost), per(l.ServedBusy),
+			per(l.Served - l.ServedBusy), per(c.Host), per(c.Launch), per(c.Copy), per(c.Wait), per(c.Other), strconv.FormatUint(l.Unsettled, 10)})
+	}
+	var sb strings.Builder
+	sb.WriteString("GPU time from " + strconv.FormatUint(g.Windows, 10) + " kernel windows, per span as the engine serves it (the lane's time outside windows):\n")
+	align(&sb, table, 2)
+	sb.WriteString("busy is over the latest 16 settled windows; window cost is what a window added to the span; idle splits the served span's idle by cause.\n")
 	_, err := io.WriteString(w, sb.String())
 	return err
 }

@@ -1,0 +1,151 @@
+package gpuspans
+
+import (
+	"slices"
+	"time"
+)
+
+// The served step (docs/design.md): a kernel window slows the step it
+// measures, so each window's lane spans are set against the lane's time
+// per span on the steps around the window, outside windows, and the
+// difference is the window's cost, taken out of the idle causes it
+// lengthens.
+
+// settleServed sets the lane's window against its served time: each span
+// of the lane's is taken as served for the estimate per span (kept within
+// its busy time and its own event time: a window never makes a step
+// faster, nor is a step served in less than its kernels ran), the rest is
+// the window's cost, and that cost is taken out of the causes it lengthens
+// (docs/design.md, the served step). Caller holds the harvest lock.
+func (h *Hub) settleServed(t *laneTotals, lw *laneWindow, sd *laneSide, lanes []winLane) {
+	key := lw.key
+	est, ok := servedPerSpan(sd)
+	if !ok {
+		t.unsettled++
+		return
+	}
+	var served int64
+	for i := range lanes {
+		if ln := &lanes[i]; ln.dev == key[0] && ln.lane == key[1] && ln.span.GPUTimed {
+			ln.span.ServedNs = min(max(est, ln.span.BusyNs), ln.dur)
+			served += ln.span.ServedNs
+		}
+	}
+	causes := servedCauses(lw.causes, lw.time-lw.busy, lw.time-served)
+	for i := range lanes {
+		if ln := &lanes[i]; ln.dev == key[0] && ln.lane == key[1] && ln.span.GPUTimed {
+			ln.span.Causes = shareCauses(causes, ln.span.ServedNs-ln.span.BusyNs)
+		}
+	}
+	t.servedSpans += uint64(lw.spans)
+	t.servedBusy += lw.busy
+	t.served += served
+	t.cost += lw.time - served
+	t.causes.Add(causes)
+	t.recent[t.settled%GPUTimeRecentWindows] = settledWindow{spans: lw.spans, time: lw.time, busy: lw.busy, served: served, causes: causes}
+	t.settled++
+}
+
+// servedPerSpan is the lane's served time per span from its spans around
+// a window: the mean of the medians before and after, or the one side
+// there is; false when there is none, or the two differ by more than
+// GPUTimeServedShift of the smaller.
+func servedPerSpan(sd *laneSide) (int64, bool) {
+	if sd == nil {
+		return 0, false
+	}
+	b, a := median(sd.before[:sd.nb]), median(sd.after[:sd.na])
+	switch {
+	case sd.nb > 0 && sd.na > 0:
+		if float64(max(a, b)-min(a, b)) > GPUTimeServedShift*float64(min(a, b)) {
+			return 0, false
+		}
+		return (a + b) / 2, true
+	case sd.nb > 0:
+		return b, true
+	case sd.na > 0:
+		return a, true
+	}
+	return 0, false
+}
+
+// median is the median of v (the mean of the middle two for an even
+// count), reordering v; 0 for none.
+func median(v []int64) int64 {
+	if len(v) == 0 {
+		return 0
+	}
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
+}
+
+// servedCauses turns a window's idle by cause (raw, splitting idle, the
+// window's own idle) into served terms: the window's cost is taken out of
+// the host's part first, then launch latency's, then the rest's, then
+// waits' and copies' (CUPTI slows the launch calls, so its cost shows up
+// as the device waiting for the host, then as queued work not started).
+// Parts that fall short of idle (an analysis that splits none) count as
+// Other; parts beyond it are cut in the same order.
+func servedCauses(raw IdleCauses, idle, cost int64) IdleCauses {
+	c := raw
+	if sum := int64(c.Total()); sum < idle {
+		c.Other += time.Duration(idle - sum)
+	} else if sum > idle {
+		takeCauses(&c, sum-idle)
+	}
+	takeCauses(&c, cost)
+	return c
+}
+
+// takeCauses takes n out of c's parts in the order the window's cost
+// shows up in them.
+func takeCauses(c *IdleCauses, n int64) {
+	for _, p := range [...]*time.Duration{&c.Host, &c.Launch, &c.Other, &c.Wait, &c.Copy} {
+		d := min(time.Duration(n), *p)
+		*p -= d
+		n -= int64(d)
+	}
+}
+
+// shareCauses splits idle in c's proportions (exactly: the rounding goes
+// to the largest part); zero parts for a c of nothing.
+func shareCauses(c IdleCauses, idle int64) IdleCauses {
+	total := int64(c.Total())
+	if total <= 0 || idle <= 0 {
+		return IdleCauses{}
+	}
+	var out IdleCauses
+	parts := [...]struct{ src, dst *time.Duration }{{&c.Host, &out.Host}, {&c.Launch, &out.Launch}, {&c.Copy, &out.Copy}, {&c.Wait, &out.Wait}, {&c.Other, &out.Other}}
+	var sum int64
+	big := 0
+	for i, p := range parts {
+		*p.dst = time.Duration(int64(float64(*p.src) * float64(idle) / float64(total)))
+		sum += int64(*p.dst)
+		if *p.src > *parts[big].src {
+			big = i
+		}
+	}
+	*parts[big].dst += time.Duration(idle - sum)
+	return out
+}
+
+// servedTimelines copies the served split of the latest timelines' lane
+// spans from the window's spans. Caller holds the harvest lock.
+func (h *Hub) servedTimelines(lanes []winLane) {
+	for i := range h.gt.out.Timelines {
+		tl := &h.gt.out.Timelines[i]
+		for j := range tl.Lanes {
+			tlane := &tl.Lanes[j]
+			for k := range lanes {
+				if ln := &lanes[k]; int(ln.dev) == tl.Device && ln.step == tl.Step && ln.start == tlane.StartNs && h.lanes[ln.lane] == tlane.Lane {
+					tlane.Served, tlane.Causes = time.Duration(ln.span.ServedNs), ln.span.Causes
+					break
+				}
+			}
+		}
+	}
+}

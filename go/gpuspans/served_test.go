@@ -1,0 +1,79 @@
+package gpuspans
+
+import (
+	"testing"
+	"time"
+)
+
+// The window's cost comes out of the host's idle first, then launch
+// latency's, then the rest, waits and copies; the causes then sum to the
+// served idle.
+func TestServedCausesOrder(t *testing.T) {
+	raw := IdleCauses{Host: 50, Launch: 30, Copy: 20, Wait: 10, Other: 10}
+	for _, c := range []struct {
+		cost int64
+		want IdleCauses
+	}{
+		{0, raw},
+		{40, IdleCauses{Host: 10, Launch: 30, Copy: 20, Wait: 10, Other: 10}},
+		{70, IdleCauses{Launch: 10, Copy: 20, Wait: 10, Other: 10}},
+		{85, IdleCauses{Copy: 20, Wait: 10, Other: 5}},
+		{120, IdleCauses{}},
+	} {
+		got := servedCauses(raw, 120, c.cost)
+		if got != c.want || int64(got.Total()) != 120-c.cost {
+			t.Errorf("cost %d: %+v, want %+v", c.cost, got, c.want)
+		}
+	}
+	// An analysis that splits less than the idle: the rest is other.
+	if got := servedCauses(IdleCauses{Host: 10}, 100, 30); got != (IdleCauses{Other: 70}) {
+		t.Errorf("partial split: %+v, want 70 of other", got)
+	}
+	// One that splits more: cut like the cost.
+	if got := servedCauses(IdleCauses{Host: 80, Copy: 40}, 100, 0); got != (IdleCauses{Host: 60, Copy: 40}) {
+		t.Errorf("overfull split: %+v", got)
+	}
+}
+
+func TestShareCausesSumsExactly(t *testing.T) {
+	c := IdleCauses{Host: 333, Launch: 333, Other: 334}
+	for _, idle := range []int64{0, 1, 7, 999, 1000, 12345} {
+		got := shareCauses(c, idle)
+		if int64(got.Total()) != idle {
+			t.Errorf("share of %d: %+v sums to %v", idle, got, got.Total())
+		}
+	}
+	if got := shareCauses(IdleCauses{}, 50); got != (IdleCauses{}) {
+		t.Errorf("share of no causes: %+v", got)
+	}
+}
+
+// The estimate: medians, their mean, one side alone, and the shift bound.
+func TestServedPerSpan(t *testing.T) {
+	side := func(before, after []int64) *laneSide {
+		sd := &laneSide{nb: int32(len(before)), na: int32(len(after))}
+		copy(sd.before[:], before)
+		copy(sd.after[:], after)
+		return sd
+	}
+	ms := int64(time.Millisecond)
+	for _, c := range []struct {
+		name string
+		sd   *laneSide
+		want int64
+		ok   bool
+	}{
+		{"none", nil, 0, false},
+		{"empty", side(nil, nil), 0, false},
+		{"before only", side([]int64{ms, 50 * ms, ms}, nil), ms, true},
+		{"after only", side(nil, []int64{2 * ms, 2 * ms}), 2 * ms, true},
+		{"both", side([]int64{100, 100, 9000}, []int64{104, 104, 1}), 102, true},
+		{"within the bound", side([]int64{100}, []int64{110}), 105, true},
+		{"past it", side([]int64{100}, []int64{111}), 0, false},
+	} {
+		got, ok := servedPerSpan(c.sd)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: %d, %v; want %d, %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
