@@ -524,7 +524,7 @@ func (h *Hub) analyseDevice(dev int, lanes []winLane, ks []winKernel, seen map[[
 			if j+1 < len(runs) && runs[j+1].start < e {
 				gap := runs[j+1].start - runs[j].end
 				inGaps += gap
-				gaps.observe(gap)
+				h.win.add(seriesKey(dev, true, gapIndex), gaps.observe(gap))
 				top = append(top, KernelGap{Device: dev, Lane: h.lanes[ln.lane], Step: ln.step, StartNs: runs[j].end,
 					Duration: time.Duration(gap), Before: h.kernelNames[runs[j].last], After: h.kernelNames[runs[j+1].first]})
 			}

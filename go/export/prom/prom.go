@@ -54,15 +54,16 @@
 // (21 classic: the open and close costs are two histograms of 6 classic
 // bounds) and GPU time's: per lane and device gpuspans_lane_busy_ratio,
 // lane_busy_seconds_total, lane_idle_seconds_total and up to 3
-// lane_kernel_share, and per device the kernel_gap_seconds histogram (1
-// native series, 12 classic): 6L + 1 native, 6L + 12 classic, so 44 and
-// 125 for 2 lanes and one GPU. Each appears when a window first measures
-// its lane; outside windows nothing is known, and nothing reads zero for it.
+// lane_kernel_share_ratio, and per device the kernel_gap_seconds histogram
+// (1 native series, 12 classic) and the gaps' recent summary (4): 6L + 5
+// native, 6L + 16 classic, so 48 and 129 for 2 lanes and one GPU. Each
+// appears when a window first measures its lane; outside windows nothing
+// is known, and nothing reads zero for it.
 //
 // Options.KernelHistograms adds one histogram per device and kernel with
-// spans (K registered kernels, plus "other"): K+1 native series, or
-// (K+1)*(B+3) classic ones, 1,820 for 64 kernels: an explicit choice, not a
-// default.
+// spans (K registered kernels, plus "other") and its recent summary:
+// 5(K+1) native series, or (K+1)*(B+7) classic ones, 2,080 for 64
+// kernels: an explicit choice, not a default.
 // With kernel spans from the tracer, K counts the traced names with a
 // label (gpuspans.Options.KernelLabels).
 //
@@ -75,10 +76,16 @@
 // whatever buckets Prometheus stores, so a classic-only server gets a
 // p99 it can alert on, as quantile="0.5|0.9|0.99"; its _count and _sum
 // are, as a summary's, the lane's totals since the hub began (the lane
-// histogram's too).
-// Like a summary it is per device and does not aggregate: a quantile
+// histogram's too). gpuspans_kernel_recent_duration_seconds{device,
+// kernel} (with Options.KernelHistograms) and
+// gpuspans_kernel_gap_recent_seconds{device} (with kernel windows) do the
+// same for each kernel and for the gaps between kernels, at quantiles
+// 0.5 and 0.99: within 1.1% while a window's kernels and gaps fit its
+// cells (gpuspans.WindowCells), 2.2% or more where it had to merge them.
+// Like a summary each is per device and does not aggregate: a quantile
 // across GPUs comes from the histograms (histogram_quantile over sum by
-// (le)). A lane with no span in the last minute has none.
+// (le)). A lane, kernel or device with no span or gap in the last minute
+// has none.
 //
 // # Exemplars
 //
@@ -247,7 +254,8 @@ type Collector struct {
 	exemplars   Exemplars
 
 	laneDuration, kernelDuration *prometheus.Desc
-	laneRecent                   *prometheus.Desc
+	laneRecent, kernelRecent     *prometheus.Desc
+	gapRecent                    *prometheus.Desc
 	begun, landed, dropped       *prometheus.Desc
 	errored, inFlight            *prometheus.Desc
 	unknownLane, laneOpen        *prometheus.Desc
@@ -300,6 +308,8 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),
 		laneRecent:     d("lane_recent_duration_seconds", "A serve lane's GPU time per step: quantiles 0.5, 0.9 and 0.99 over the last minute, within 1.1%, per device, not to be averaged across devices (histogram_quantile over lane_duration_seconds is); count and sum since the start. Absent for a lane with no span in the last minute.", "device", "lane"),
+		kernelRecent:   d("kernel_recent_duration_seconds", "GPU time of one kernel launch: quantiles 0.5 and 0.99 over the last minute, within 1.1% (2.2% or more where a window's kernels outgrew its cells), per device, not to be averaged across devices; count and sum since the start. Absent for a kernel with no span in the last minute.", "device", "kernel"),
+		gapRecent:      d("kernel_gap_recent_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, measured by kernel windows: quantiles 0.5 and 0.99 over the last minute, within 1.1% (2.2% or more where a window's kernels outgrew its cells), not to be averaged across devices; count and sum since the start. Absent for a device with no gap measured in the last minute.", "device"),
 
 		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight.", "device"),
 		landed:   d("spans_landed_total", "Spans harvested with a duration.", "device"),
@@ -329,17 +339,17 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		windowsLeftAttached: d("kernel_windows_left_attached_total", "Kernel windows left attached because another thread replayed CUDA graphs during them (a detach then could lose the CUDA context); windows are off after one. Appears at the first."),
 		windowCost:          d("kernel_window_seconds", "What opening (CUPTI's attach) and closing (flush and detach) a kernel window cost the stepping thread. Appears at the first window.", "phase"),
 		windowKernels:       d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
-		lastKernels:         d("kernel_window_last_kernels", "Kernels the newest finished kernel window landed. Appears at the first."),
+		lastKernels:         d("kernel_window_last_kernels", "How many kernel records the newest finished kernel window landed. Appears at the first."),
 
 		busyRatio:   d("lane_busy_ratio", "Fraction of a lane's time (its event span) in which some kernel of the device ran, over the lane's latest 16 kernel windows; the rest is idle: the GPU waited for the host, a copy or another stream's event. Absent until a kernel window measured the lane (kernel timing auto or cupti).", "device", "lane"),
 		busy:        d("lane_busy_seconds_total", "Time some kernel of the device ran inside a lane's spans, over the lane spans kernel windows measured (not every span: divide by lane_busy_seconds_total + lane_idle_seconds_total, not by the lane histogram's sum). Absent until a kernel window measured the lane.", "device", "lane"),
 		idle:        d("lane_idle_seconds_total", "Time no kernel of the device ran inside a lane's spans, over the lane spans kernel windows measured. Absent until a kernel window measured the lane.", "device", "lane"),
-		kernelShare: d("lane_kernel_share", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane.", "device", "lane", "kernel"),
+		kernelShare: d("lane_kernel_share_ratio", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane.", "device", "lane", "kernel"),
 		gaps:        d("kernel_gap_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, in kernel windows: many near the launch latency is a launch-bound engine, a few long ones a host-bound one. Absent until a kernel window measured a gap.", "device"),
 
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
-		harvests:        d("harvests_total", "Harvests run."),
+		harvests:        d("harvests_total", "Harvests the hub has run: with BeginStep at level kernel, or on RunHarvester's ticks."),
 		harvestsSkipped: d("harvests_skipped_total", "Harvests skipped because the harvest lock was held. Appears at the first."),
 		harvestSeconds:  d("harvest_seconds_total", "Host time spent in harvests."),
 		overwritten:     d("recent_spans_overwritten_total", "Spans overwritten in the hub's recent-span ring before any reader read them. Appears at the first."),
@@ -354,7 +364,7 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.laneDuration, c.kernelDuration, c.laneRecent,
+		c.laneDuration, c.kernelDuration, c.laneRecent, c.kernelRecent, c.gapRecent,
 		c.begun, c.landed, c.dropped, c.errored, c.inFlight,
 		c.unknownLane, c.laneOpen, c.badEnd, c.installFailures, c.stickyDisables,
 		c.poolPanics, c.harvestFailures, c.abandoned,
@@ -381,7 +391,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.histogram(ch, c.laneDuration, a, c.exemplars)
 		}
 	}
-	c.recent(ch, s.Lanes)
 	if c.kernels {
 		for i := range s.Kernels {
 			if a := &s.Kernels[i]; a.Count > 0 {
@@ -389,6 +398,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	c.recent(ch, s)
 
 	k := &s.Counters
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
@@ -456,7 +466,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.gpuTime(ch, &s.GPUTime)
 }
 
-// sharesPerLane is how many kernels lane_kernel_share names per lane.
+// sharesPerLane is how many kernels lane_kernel_share_ratio names per lane.
 const sharesPerLane = 3
 
 // gapLayout is kernel_gap_seconds' classic buckets: 2^-19 s (1.9 us) to
@@ -490,53 +500,6 @@ func (c *Collector) gpuTime(ch chan<- prometheus.Metric, g *gpuspans.GPUTime) {
 				hist:   gapLayout.histogram(a, !c.classicOnly),
 			}
 		}
-	}
-}
-
-// recentSpan is how far back gpuspans_lane_recent_duration_seconds reaches.
-const recentSpan = time.Minute
-
-// recentQuantiles are its quantiles.
-var recentQuantiles = [...]float64{0.5, 0.9, 0.99}
-
-// recent sends, for each lane with spans in the last recentSpan, a summary:
-// its quantiles over the windows of that minute (gpuspans.WindowsWithin,
-// as the live page's last-minute column), and, as a summary's count and
-// sum are, the lane's totals since the hub began (lanes, the snapshot's).
-func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggregate) {
-	type key struct {
-		device int
-		lane   string
-	}
-	merged := make(map[key]*gpuspans.Aggregate)
-	var order []key
-	for _, w := range gpuspans.WindowsWithin(c.hub.Windows(), recentSpan) {
-		for j := range w.Lanes {
-			l := &w.Lanes[j]
-			kk := key{l.Device, l.Name}
-			a := merged[kk]
-			if a == nil {
-				a = new(gpuspans.Aggregate)
-				merged[kk] = a
-				order = append(order, kk)
-			}
-			l.AddTo(a)
-		}
-	}
-	totals := make(map[key]*gpuspans.Aggregate, len(lanes))
-	for i := range lanes {
-		totals[key{lanes[i].Device, lanes[i].Name}] = &lanes[i]
-	}
-	for _, kk := range order {
-		a, total := merged[kk], totals[kk]
-		if a.Count == 0 || total == nil { // landed in a window, so in the aggregates: total is there
-			continue
-		}
-		qs := make(map[float64]float64, len(recentQuantiles))
-		for _, q := range recentQuantiles {
-			qs[q] = a.Quantile(q).Seconds()
-		}
-		ch <- prometheus.MustNewConstSummary(c.laneRecent, total.Count, total.Sum.Seconds(), qs, strconv.Itoa(kk.device), kk.lane)
 	}
 }
 
