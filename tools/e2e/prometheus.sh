@@ -33,8 +33,8 @@
 #     spans, read from the demo's timeline trace.
 # Beside it, the windows demo with --kernel_histograms and a native and a
 # classic server of its own: the dashboard's kernel p99 and gap p50 and p99
-# on the classic server must be within 5% of the native server's and of the
-# native histograms' quantiles over the same minute.
+# on the classic server must be within 5% of the native server's, and
+# within 10% of the native histograms' quantiles over the last minute.
 # Installs Debian's prometheus when missing, as root; needs python3. Bounded:
 # about 4 minutes, every wait with a limit.
 #
@@ -152,6 +152,7 @@ for form in native classic; do
     fi
     line="$form, $job demo: $total gpuspans_* series for its one GPU ($per_device with a device label, $((total - per_device)) hub-wide; $all with the Go runtime's and the process's); budget $budget"
     echo "$line" >>"$ARTIFACTS/series.txt"
+    values "$p" "count by (__name__) ({$sel})" __name__ | sort >"$ARTIFACTS/series-$form-$job.txt"
     log "series: $line"
     [[ -n "$total" && "$total" -le "$budget" ]] || fail "series over budget: $line"
   done
@@ -399,10 +400,14 @@ done
 [[ "$(wc -l <"$TMP/dash-quantiles.txt")" == 12 ]] || fail "the dashboard's lane quantiles: want 2 servers x 3 quantiles x 2 lanes, got $(cat "$TMP/dash-quantiles.txt")"
 
 # Kernel p99 and gap p50 and p99 as the dashboard reads them on the
-# classic-only server: within 5% of the native server's panels and of the
-# native histograms' own quantiles over the same minute, per kernel and
-# per GPU (the windows demo, at the instant above). The classic buckets'
-# histogram_quantile, what the panels read before, is logged beside.
+# classic-only server: within 5% of the native server's panels, per kernel
+# and per GPU (the windows demo, at the instant above), and within 10% of
+# the native histograms' own quantiles over the last minute (not quite the
+# same spans: the summary's minute is its windows begun within it, and at
+# p99 of the demo's 600 gaps a minute six gaps decide; the native ones
+# over 50 s and 70 s are logged to show how much that moves it). The
+# classic buckets' histogram_quantile, what the panels read before, is
+# logged beside.
 # at PROM EXPR LABEL: "labelvalue value" lines at $DASH_T.
 at() {
   curl -fsS --max-time 5 --get --data-urlencode "query=$2" --data-urlencode "time=$DASH_T" "$1/api/v1/query" |
@@ -419,11 +424,13 @@ for spec in "kernel 0.99 kernel_recent_duration_seconds kernel_duration_seconds"
   at "$WCMP_NATIVE" "$panel" "$label" | sort >"$TMP/n"
   at "$WCMP_NATIVE" "histogram_quantile($q, rate(gpuspans_${hist}[1m]))" "$label" | sort >"$TMP/h"
   at "$WCMP_CLASSIC" "histogram_quantile($q, rate(gpuspans_${hist}_bucket[5m]))" "$label" | sort >"$TMP/o"
+  at "$WCMP_NATIVE" "histogram_quantile($q, rate(gpuspans_${hist}[50s]))" "$label" | sort >"$TMP/h50"
+  at "$WCMP_NATIVE" "histogram_quantile($q, rate(gpuspans_${hist}[70s]))" "$label" | sort >"$TMP/h70"
   [[ -s "$TMP/c" ]] || fail "no $what p$q from the classic server: $panel"
-  python3 - "$what" "$q" "$TMP/c" "$TMP/n" "$TMP/h" "$TMP/o" >>"$ARTIFACTS/classic-vs-native.txt" <<'PY' || fail "$what p$q on the classic server over 5% off the native one: $(tail -3 "$ARTIFACTS/classic-vs-native.txt")"
+  python3 - "$what" "$q" "$TMP/c" "$TMP/n" "$TMP/h" "$TMP/o" "$TMP/h50" "$TMP/h70" >>"$ARTIFACTS/classic-vs-native.txt" <<'PY' ||
 import sys
 what, q, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
-c, n, h, o = ({k: float(v) for k, v in (l.split() for l in open(p))} for p in paths)
+c, n, h, o, h50, h70 = ({k: float(v) for k, v in (l.split() for l in open(p))} for p in paths)
 bad = 0
 for k in sorted(c):
     if k not in n or k not in h:
@@ -432,11 +439,14 @@ for k in sorted(c):
         continue
     vs_n, vs_h = c[k] / n[k] - 1, c[k] / h[k] - 1
     old = f"{o[k] * 1e6:.2f}us ({100 * (o[k] / h[k] - 1):+.1f}%)" if k in o else "none"
+    near = "/".join(f"{x[k] * 1e6:.2f}" if k in x else "-" for x in (h50, h70))
     print(f"{what} {k} p{q}: classic panel {c[k] * 1e6:.2f}us, native panel {n[k] * 1e6:.2f}us ({100 * vs_n:+.2f}%), "
-          f"native histogram over the minute {h[k] * 1e6:.2f}us ({100 * vs_h:+.2f}%); classic buckets' histogram_quantile {old}")
-    bad += abs(vs_n) > 0.05 or abs(vs_h) > 0.05
+          f"native histogram over the minute {h[k] * 1e6:.2f}us ({100 * vs_h:+.2f}%; over 50/70 s {near}us); "
+          f"classic buckets' histogram_quantile {old}")
+    bad += abs(vs_n) > 0.05 or abs(vs_h) > 0.10
 sys.exit(1 if bad or not c else 0)
 PY
+    fail "$what p$q on the classic server over 5% off the native one, or 10% off its histogram: $(tail -3 "$ARTIFACTS/classic-vs-native.txt")"
 done
 while IFS= read -r l; do log "classic vs native: $l"; done <"$ARTIFACTS/classic-vs-native.txt"
 
