@@ -326,7 +326,7 @@ cp "$TMP/ex" "$ARTIFACTS/exemplars.txt"
 # servers: the native form and the classic fallback.
 promtool check config "$EX/prometheus.yml" >/dev/null || fail "promtool check config $EX/prometheus.yml"
 promtool check rules "$EX/gpuspans.rules.yml" >/dev/null || fail "promtool check rules $EX/gpuspans.rules.yml"
-python3 "$EX/latency_series.py" --check || fail "$EX/gpuspans.latency.test.yml is not what latency_series.py writes"
+python3 "$EX/latency_series.py" --check || fail "$EX/gpuspans.latency*.test.yml are not what latency_series.py writes"
 promtool check rules "$EX/gpuspans.hostbound.rules.yml" >/dev/null || fail "promtool check rules $EX/gpuspans.hostbound.rules.yml"
 (cd "$EX" && promtool test rules gpuspans.rules.test.yml gpuspans.latency.test.yml gpuspans.latency.5s.test.yml \
   gpuspans.latency.15s.test.yml gpuspans.hostbound.test.yml) >"$TMP/rules-test.log" 2>&1 ||
