@@ -2,9 +2,12 @@
 """Writes gpuspans.latency.test.yml: the latency alerts of gpuspans.rules.yml
 against noisy one-minute p99s, as a lane's summary
 (gpuspans_lane_recent_duration_seconds{quantile="0.99"}) gives them to a
-Prometheus that scrapes once a minute. Each case is a lane of its own,
-300us with +-10% uniform noise every minute (a fixed pseudo-random
-sequence, so the test is the same every run):
+Prometheus that scrapes and evaluates once a minute; and the cases of
+evaluation intervals (below) in it and in gpuspans.latency.5s.test.yml and
+gpuspans.latency.15s.test.yml, scraped and evaluated every 5 and 15 s.
+Each case is a lane of its own, 300us with +-10% uniform noise every
+minute (a fixed pseudo-random sequence, so the test is the same every
+run):
 
   old     26 hours, then +30% for 8 hours, then back: fires within 40
           minutes, firing in at least 95% of the 8 hours' minutes,
@@ -19,6 +22,19 @@ sequence, so the test is the same every run):
           fires;
   drift   a day, then +2% an hour for a day: GpuspansLaneLatencyDrift fires
           before the drift ends; never on the cycle.
+
+At each evaluation interval (5 s, 15 s, 1 min), the guards in minutes:
+
+  warm2, warm3, warm6  yesterday's hours, and 90 minutes today, idle an
+          hour, then twice as slow for 2, 3 or 6 minutes (a warm-up after a
+          restart), then as before: never fire (a baseline throughout);
+  reg     yesterday's hours, then 100 minutes today, then +30%: silent 19
+          minutes in, firing 22 and 90 minutes in;
+  young5  yesterday's hours, then idle until it comes back 30% slower for
+          good (a series 5 minutes old with yesterday's baseline): silent 5
+          and 18 minutes in, firing 22 minutes in;
+  exact   (a test of its own) 2 hours of exactly 300us, then exactly +30%:
+          the alert's summary counts the minutes, 26 at 25 minutes in.
 
     python3 latency_series.py          # writes the test beside this file
     python3 latency_series.py --check  # fails if the committed one differs
@@ -117,19 +133,151 @@ def test_file():
           2 * DAY - 1, [(alert_labels(drift, "drift"), 1)])
     check(f'count_over_time(ALERTS{{alertname="{drift}",alertstate="firing",lane=~"old|cycle|step15|spike|idle"}}[3d])',
           3 * DAY - 1, [])
+    out += interval_tests("1m", 1)
     return "\n".join(out) + "\n"
 
 
+# The interval cases run yesterday (minutes 0-150: the hour around this
+# time yesterday for the minutes tested) and today from minute 1350 on,
+# idle between: an evaluation with no spans costs promtool little, and
+# these run every 5 s.
+START = 1500  # the warm-ups' and young5's first minute back
+IV_REG = 1450  # reg's first slow minute
+IV_END = 1545  # the interval cases' length, minutes
+
+
+def today(f):
+    """f's factor where the lane runs: yesterday's 150 minutes and from
+    minute 1350 on; idle between."""
+    return lambda t: f(t) if t < 150 or t >= 1350 else None
+
+
+def warm(w):
+    return today(lambda t: None if 1440 <= t < START else 2 if START <= t < START + w else 1)
+
+
+IV_CASES = [
+    series("warm2", IV_END, warm(2), 11),
+    series("warm3", IV_END, warm(3), 12),
+    series("warm6", IV_END, warm(6), 13),
+    series("reg", IV_END, today(lambda t: 1.3 if t >= IV_REG else 1), 14),
+    series("young5", IV_END, lambda t: 1 if t < 150 else 1.3 if t >= START else None, 15),
+]
+
+
+def scraped(vals, per_minute):
+    """One-minute values as a scrape every 60/per_minute s reads them: each
+    repeated, a staleness marker where the lane stops."""
+    out, prev = [], None
+    for v in vals:
+        if v == "_":
+            n = per_minute
+            if prev not in (None, "_"):
+                out.append("stale")
+                n -= 1
+            if n:
+                out.append(f"_x{n}")
+        else:
+            out.append(v if per_minute == 1 else f"{v}x{per_minute - 1}")
+        prev = v
+    return " ".join(out)
+
+
+def interval_tests(interval, per_minute):
+    """The test groups of the interval cases, scraped per_minute times a
+    minute: lines of a test file's tests."""
+    out = [f"  - interval: {interval}", "    input_series:"]
+    for lane, vals in IV_CASES:
+        out.append(f"      - series: 'gpuspans_lane_recent_duration_seconds{{job=\"g\",instance=\"i\",device=\"0\","
+                   f"lane=\"{lane}\",quantile=\"0.99\"}}'")
+        out.append(f"        values: '{scraped(vals, per_minute)}'")
+    out.append("    promql_expr_test:")
+    reg = "GpuspansLaneLatencyRegression"
+
+    def check(expr, minute, samples):
+        out.append(f"      - expr: '{expr}'")
+        out.append(f"        eval_time: {minute}m")
+        if not samples:
+            out.append("        exp_samples: []")
+            return
+        out.append("        exp_samples:")
+        for labels, value in samples:
+            out.append(f"          - labels: '{labels}'")
+            out.append(f"            value: {value}")
+
+    def firing(lane):
+        return f'ALERTS{{alertname="{reg}",alertstate="firing",lane="{lane}"}}'
+
+    check(f'count_over_time(ALERTS{{alertname=~"GpuspansLaneLatency.*",lane=~"warm.*"}}[{IV_END - START}m])', IV_END - 1, [])
+    # The warm-ups had a baseline throughout: silent by the guard, not for
+    # want of one.
+    for m in (0, 10, 20, 30):
+        check('count(gpuspans:lane_duration_seconds:p99_baseline{lane=~"warm.*"})', START + m, [("{}", 3)])
+    check(f'ALERTS{{alertname="{reg}",lane="reg"}}', IV_REG + 19, [])
+    check(firing("reg"), IV_REG + 22, [(alert_labels(reg, "reg", "ALERTS"), 1)])
+    check(firing("reg"), IV_REG + 90, [(alert_labels(reg, "reg", "ALERTS"), 1)])
+    check('count(gpuspans:lane_duration_seconds:p99_baseline{lane="young5"})', START + 1, [("{}", 1)])
+    for m in (5, 18):
+        check(f'ALERTS{{alertname="{reg}",lane="young5"}}', START + m, [])
+    check(firing("young5"), START + 22, [(alert_labels(reg, "young5", "ALERTS"), 1)])
+
+    # exact: no noise, so the summary's count of minutes is known.
+    exact = ["0.0003"] * 120 + ["0.00039"] * 40
+    out += [f"  - interval: {interval}", "    input_series:",
+            "      - series: 'gpuspans_lane_recent_duration_seconds{job=\"g\",instance=\"i\",device=\"0\",lane=\"exact\",quantile=\"0.99\"}'",
+            f"        values: '{scraped(exact, per_minute)}'",
+            "    alert_rule_test:",
+            f"      - alertname: {reg}",
+            "        eval_time: 140m",
+            "        exp_alerts: []",
+            f"      - alertname: {reg}",
+            "        eval_time: 145m",
+            "        exp_alerts:",
+            "          - exp_labels:",
+            "              severity: ticket",
+            "              job: g",
+            "              instance: i",
+            "              device: \"0\"",
+            "              lane: exact",
+            "            exp_annotations:",
+            "              summary: gpuspans lane exact p99 over 1.15 times its baseline for 26 minutes of the last 6 hours, over 1.30 times in 90% of the last 24, on i device 0",
+            "              description: \"The lane's GPU time per step (its one-minute p99, gpuspans:lane_duration_seconds:p99_1m) has been over 15% above its baseline (gpuspans:lane_duration_seconds:p99_baseline: the higher of its level an hour before and at this time yesterday) in 90% of the minutes of the last 24 in which it ran (20 at least). Look for a deploy, a driver or clock change, a slower GPU (compare its peers), or a heavier batch mix; gpuspans:kernel_duration_seconds:p99_1m shows which kernels moved.\"",
+            "              runbook_url: \"https://github.com/gpuspans/gpuspans/blob/main/docs/alerts.md#gpuspanslanelatencyregression\""]
+    return out
+
+
+def interval_file(interval, per_minute):
+    return "\n".join([
+        "# Generated by latency_series.py (its docstring has the cases); do not edit.",
+        f"# Run from this directory: promtool test rules gpuspans.latency.{interval}.test.yml",
+        "rule_files:",
+        "  - gpuspans.rules.yml",
+        "",
+        f"evaluation_interval: {interval}",
+        "",
+        "tests:",
+    ] + interval_tests(interval, per_minute)) + "\n"
+
+
+def files():
+    """The test files, by path."""
+    return {
+        OUT: test_file(),
+        os.path.join(HERE, "gpuspans.latency.5s.test.yml"): interval_file("5s", 12),
+        os.path.join(HERE, "gpuspans.latency.15s.test.yml"): interval_file("15s", 4),
+    }
+
+
 def main(argv):
-    text = test_file()
-    if argv[1:] == ["--check"]:
-        with open(OUT) as f:
-            if f.read() != text:
-                print(f"{OUT} is not what latency_series.py writes: run it", file=sys.stderr)
-                return 1
-        return 0
-    with open(OUT, "w") as f:
-        f.write(text)
+    for path, text in files().items():
+        if argv[1:] == ["--check"]:
+            with open(path) as f:
+                if f.read() != text:
+                    print(f"{path} is not what latency_series.py writes: run it", file=sys.stderr)
+                    return 1
+            continue
+        with open(path, "w") as f:
+            f.write(text)
     return 0
 
 

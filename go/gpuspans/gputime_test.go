@@ -473,3 +473,55 @@ func TestGPUTimeServedWithinBusyAndTime(t *testing.T) {
 		}
 	}
 }
+
+// The gaps a kernel window measured land in the recent window open at its
+// analysis, as the gap aggregate counts them, and age out with it: what
+// the Prometheus exporter's recent gap quantiles read.
+func TestGPUTimeGapsInRecentWindows(t *testing.T) {
+	r := newGPURig(t)
+	r.decodeStep(100*us, 100*us)
+	r.h.BeginStep()
+	r.h.Harvest()
+	r.clock.Advance(gpuspans.GPUTimeServedWait) // no span after the window: its wait ends
+	r.h.Harvest()
+	gaps := func() (n uint64, keys []int) {
+		for _, w := range r.h.Windows() {
+			for _, a := range w.Gaps {
+				if a.Device != 0 || a.Name != "gap" {
+					t.Errorf("window gaps %+v: want device 0's, named gap", a)
+				}
+				n += a.Count
+				keys = append(keys, a.Keys...)
+			}
+		}
+		return n, keys
+	}
+	n, keys := gaps()
+	if n != 2 || len(keys) != 2 {
+		t.Fatalf("recent windows hold %d gaps in buckets %v, want the window's 2 (50 and 40 us)", n, keys)
+	}
+	var agg gpuspans.Aggregate
+	for _, w := range r.h.Windows() {
+		for i := range w.Gaps {
+			w.Gaps[i].AddTo(&agg)
+		}
+	}
+	if q := agg.Quantile(0.99); q < 49*us || q > 51*us {
+		t.Errorf("recent gaps' p99 %v, want 50 us within 1.1%%", q)
+	}
+	// The gap aggregate counts the same gaps; the windows, unlike it, let
+	// them go once they leave the ring.
+	if g := r.h.GPUTime(); len(g.Gaps) != 1 || g.Gaps[0].Count != n {
+		t.Errorf("gap aggregate %+v, want the %d gaps of the windows", g.Gaps, n)
+	}
+	for i := 0; i <= gpuspans.NumWindows+1; i++ {
+		r.clock.Advance(gpuspans.WindowLength)
+		r.h.Harvest()
+	}
+	if n, _ := gaps(); n != 0 {
+		t.Errorf("%d gaps still in the recent windows after they all closed", n)
+	}
+	if g := r.h.GPUTime(); g.Gaps[0].Count != 2 {
+		t.Errorf("gap aggregate lost its gaps: %+v", g.Gaps)
+	}
+}

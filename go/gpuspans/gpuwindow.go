@@ -324,7 +324,7 @@ func (h *Hub) analyse(w *gpuWindow) {
 		h.gapsOf(a.timelines[i].Device)
 	}
 	for _, gp := range a.gaps {
-		g.gaps[int(gp.dev)].observe(gp.ns)
+		h.win.add(seriesKey(int(gp.dev), true, gapIndex), g.gaps[int(gp.dev)].observe(gp.ns))
 	}
 	g.out.Steps = append(g.out.Steps[:0], a.steps...)
 	g.out.LargestGaps = append(g.out.LargestGaps[:0], a.largest...)

@@ -11,7 +11,9 @@ import (
 // for each device's lanes, at its first Install) and never grown
 // (docs/design.md, section 10). A window holds, per lane and kernel of
 // every device, the spans landed in it as a sparse histogram of the
-// aggregates' own buckets, and the hub's span outcomes counted in it. Each
+// aggregates' own buckets, the gaps between kernels that kernel windows
+// measured while it was open (GPUTime.Gaps' recent part), and the hub's
+// span outcomes counted in it. Each
 // lane of each installed device has cells of its own (LaneWindowCells), so
 // that no number of lanes, devices or kernels crowds one out; kernels share
 // WindowCells.
@@ -65,9 +67,9 @@ type Window struct {
 	// buckets than WindowCells holds and merged them. Each of Lanes has
 	// its own (WindowAggregate.Schema).
 	Schema int
-	// Lost counts kernel spans landed in the window that it had no cell
-	// left for: they are in the aggregates, not in Kernels. No lane span is
-	// lost.
+	// Lost counts kernel spans and gaps landed in the window that it had
+	// no cell left for: they are in the aggregates, not in Kernels or
+	// Gaps. No lane span is lost.
 	Lost uint64
 	// Span outcomes counted while the window was open, by every device:
 	// as Counters' fields of the same names.
@@ -76,6 +78,11 @@ type Window struct {
 	// Lanes and Kernels are the lanes and kernels with spans landed in the
 	// window, by device and then as in a Snapshot.
 	Lanes, Kernels []WindowAggregate
+	// Gaps are, per device (Name "gap"), the gaps between kernels inside
+	// lane spans that kernel windows analysed while this window was open
+	// measured (those of GPUTime.Gaps), at the window's Schema: they
+	// share the kernels' cells.
+	Gaps []WindowAggregate
 }
 
 // WindowAggregate is the spans of one lane or kernel of one device landed
@@ -182,8 +189,15 @@ const (
 	cellMaxUsed = WindowCells * 3 / 4
 )
 
+// gapIndex is the kernel index whose cells count a device's gaps between
+// kernels: above any kernel's (MaxKernels names and OtherKernel).
+const gapIndex = 1<<11 - 1
+
+// No kernel index reaches gapIndex: MaxKernels names and OtherKernel.
+const _ = uint(gapIndex - MaxKernels - 1)
+
 // seriesKey is the cell key of a lane (kernel false) or kernel index of
-// device, bucket 0.
+// device, bucket 0; kernel index gapIndex is the device's gaps.
 func seriesKey(device int, kernel bool, idx int) uint32 {
 	k := cellUsed | uint32(device)<<22 | uint32(idx)<<10
 	if kernel {
@@ -531,7 +545,9 @@ func (h *Hub) Windows() []Window {
 				dev, idx := int(s>>22&(MaxDevices-1)), int(s>>cellBits&(1<<11-1))
 				list := &win.Lanes
 				name := ""
-				if s&cellKernel != 0 {
+				if s&cellKernel != 0 && idx == gapIndex {
+					list, name = &win.Gaps, "gap"
+				} else if s&cellKernel != 0 {
 					list = &win.Kernels
 					if idx < len(h.kernelNames) {
 						name = h.kernelNames[idx]

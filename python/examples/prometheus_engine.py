@@ -32,7 +32,7 @@ def main(argv=None):
     p.add_argument("--prefill_us", type=float, default=800, help="GPU time of a prefill lane")
     p.add_argument("--decode_us", type=float, default=200, help="GPU time of a decode lane")
     p.add_argument("--kernel_span_every", type=int, default=4)
-    p.add_argument("--kernel_histograms", action="store_true", help="a histogram per kernel too (28 series each)")
+    p.add_argument("--kernel_histograms", action="store_true", help="a histogram and recent quantiles per kernel too (32 series each)")
     p.add_argument("--classic_buckets", type=int, default=1, help="classic buckets per doubling of duration: 1, 2, 4 or 8")
     args = p.parse_args(argv)
 

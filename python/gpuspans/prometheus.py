@@ -11,7 +11,8 @@ The families are those of the Go exporter (go/export/prom; hub.serve()'s
 /metrics): gpuspans_lane_duration_seconds as classic histograms (25 bounds
 from 1 us to 16 s, 2 apart: histogram_quantile within a factor of 2; finer
 with hub.set_metrics(classic_buckets=...)), gpuspans_kernel_duration_seconds
-only after hub.set_metrics(kernel_histograms=True) (28 series per kernel),
+only after hub.set_metrics(kernel_histograms=True) (32 series per kernel:
+the histogram and its recent quantiles),
 the span counters by device and drop reason, the level, kernel timing and
 device info. Not included: the native histograms (prometheus_client's text
 formats cannot carry them; serve() on a port of its own has them, 1 series
@@ -21,8 +22,8 @@ engine's registry has its own process).
 Each scrape takes one hub snapshot (the harvest lock, briefly; span paths
 never wait for it; the GIL released) and parses its text with
 prometheus_client's parser on the scraping thread, holding the GIL for
-about 3 ms per thousand series (0.2 ms for the 70 of the default, 6 ms for
-the 1,900 of 2 lanes and 64 kernel histograms). prometheus_client is optional: this module is the only part of
+about 3 ms per thousand series (0.2 ms for the 70 of the default,
+about 6 ms for the 2,100 of 2 lanes and 64 kernels with histograms). prometheus_client is optional: this module is the only part of
 gpuspans that imports it.
 """
 

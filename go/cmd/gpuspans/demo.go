@@ -152,7 +152,7 @@ func demoFlags(cfg *demo.Config) (fs *flag.FlagSet, token, tokenFile *string) {
 	token = fs.String("token", "", "bearer token for the control endpoints; visible in ps: prefer --token_file or $GPUSPANS_TOKEN")
 	tokenFile = fs.String("token_file", "", "file holding the bearer token (white space around it ignored)")
 	fs.BoolVar(&cfg.ProtectReads, "protect_reads", false, "require the token on /metrics and the live page too")
-	fs.BoolVar(&cfg.KernelHistograms, "kernel_histograms", cfg.KernelHistograms, "also export a latency histogram per kernel on /metrics: 1 series per kernel with native histograms, 28 classic (see docs/operations.md's series budget)")
+	fs.BoolVar(&cfg.KernelHistograms, "kernel_histograms", cfg.KernelHistograms, "also export a latency histogram and recent quantiles per kernel on /metrics: 5 series per kernel with native histograms, 32 classic (see docs/operations.md's series budget)")
 	fs.Var((*labelsFlag)(&cfg.MetricLabels), "metric_labels", "constant labels on every gpuspans series of /metrics, a `list` of name=value (model_name=llama-3-70b,region=eu); they add no series")
 	fs.IntVar(&cfg.ClassicBuckets, "classic_buckets", cfg.ClassicBuckets, "classic histogram buckets per doubling of duration on /metrics: 1 (25 buckets, 1us..16s; histogram_quantile within a factor of 2), 2, 4 or 8 (193 buckets, within 9%)")
 	fs.Float64Var(&cfg.Rate, "rate", cfg.Rate, "engine steps per second (0.001..1e6); 0 runs steps back to back")

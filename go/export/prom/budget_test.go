@@ -23,8 +23,8 @@ import (
 const (
 	budgetNative          = 30
 	budgetClassic         = 85
-	budgetKernelsNative   = 100  // with Options.KernelHistograms and 64 kernels
-	budgetKernelsClassic  = 2000 // the same, classic
+	budgetKernelsNative   = 380  // with Options.KernelHistograms and 64 kernels
+	budgetKernelsClassic  = 2200 // the same, classic
 	eagerPerDevice        = 6
 	eagerPerHub           = 7
 	defaultClassicBounds  = 25
@@ -123,8 +123,10 @@ func TestSeriesBudget(t *testing.T) {
 	// Every step was armed: armed_steps_total is there too, beside the
 	// eager series.
 	const others = eagerPerDevice + eagerPerHub + 1
-	// The recent quantiles' summaries: 3 quantiles, _count and _sum per lane.
+	// The recent quantiles' summaries: 3 quantiles, _count and _sum per
+	// lane; 2 quantiles, _count and _sum per kernel with kernel histograms.
 	const recent = 2 * (len(recentQuantiles) + 2)
+	const kernelRecent = registeredKernelCount * (len(kernelQuantiles) + 2)
 	for _, tc := range []struct {
 		name                   string
 		opts                   Options
@@ -133,7 +135,8 @@ func TestSeriesBudget(t *testing.T) {
 	}{
 		{"default", Options{}, 2 + recent + others, 2*perHist + recent + others, budgetNative, budgetClassic},
 		{"kernel histograms", Options{KernelHistograms: true},
-			2 + registeredKernelCount + recent + others, (2+registeredKernelCount)*perHist + recent + others, budgetKernelsNative, budgetKernelsClassic},
+			2 + registeredKernelCount + recent + kernelRecent + others, (2+registeredKernelCount)*perHist + recent + kernelRecent + others,
+			budgetKernelsNative, budgetKernelsClassic},
 	} {
 		native, classic, names := storedSeries(t, NewCollector(h, tc.opts))
 		t.Logf("%s: %d series with native histograms, %d classic only", tc.name, native, classic)
@@ -236,7 +239,10 @@ func TestReadmeBudget(t *testing.T) {
 			t.Errorf("examples/observability/README.md does not say %q", want)
 		}
 	}
-	if want := fmt.Sprintf("`%dL + 1` native, `%dL + %d` classic", windowsPerLane, windowsPerLane, gapClassicSeries); !strings.Contains(readme, want) {
+	if want := fmt.Sprintf("plus `%dK` or `K*(B+%d)` with kernel histograms", 1+len(kernelQuantiles)+2, 3+len(kernelQuantiles)+2); !strings.Contains(readme, want) {
+		t.Errorf("examples/observability/README.md does not say %q", want)
+	}
+	if want := fmt.Sprintf("`%dL + %d` native, `%dL + %d` classic", windowsPerLane, 1+gapRecentSeries, windowsPerLane, gapClassicSeries+gapRecentSeries); !strings.Contains(readme, want) {
 		t.Errorf("examples/observability/README.md does not say %q", want)
 	}
 	if want := fmt.Sprintf("(budgets %d and %d)", budgetWindowsNative, budgetWindowsClassic); !strings.Contains(readme, want) {
@@ -263,14 +269,16 @@ func TestReadmeBudget(t *testing.T) {
 
 // With kernel windows, a GPU adds per lane its busy ratio, busy counter,
 // idle counters by cause, window cost counter and up to sharesPerLane
-// kernel shares, and per device the gap histogram: 1 native series or 12
-// classic ones.
+// kernel shares, and per device the gap histogram (1 native series or 12
+// classic ones) and the gaps' recent summary (2 quantiles, _count and
+// _sum).
 const (
 	windowsPerLane        = 3 + idleCauses + sharesPerLane
 	idleCauses            = 5
 	gapClassicSeries      = 12
-	budgetWindowsNative   = 58
-	budgetWindowsClassic  = 140
+	gapRecentSeries       = len(kernelQuantiles) + 2
+	budgetWindowsNative   = 62
+	budgetWindowsClassic  = 145
 	windowedLanes         = 2
 	windowedKernelsAtLane = 5
 )
@@ -325,8 +333,8 @@ func TestSeriesBudgetWithWindows(t *testing.T) {
 	n0, c0, _ := storedSeries(t, NewCollector(busyHub(t), Options{}))
 	native, classic, names := storedSeries(t, NewCollector(h, Options{}))
 	if names["gpuspans_lane_busy_ratio"] != windowedLanes || names["gpuspans_lane_busy_seconds_total"] != windowedLanes ||
-		names["gpuspans_lane_idle_seconds_total"] != windowedLanes*idleCauses || names["gpuspans_lane_window_cost_seconds_total"] != windowedLanes || names["gpuspans_lane_kernel_share"] != windowedLanes*sharesPerLane ||
-		names["gpuspans_kernel_gap_seconds"] != 1 {
+		names["gpuspans_lane_idle_seconds_total"] != windowedLanes*idleCauses || names["gpuspans_lane_window_cost_seconds_total"] != windowedLanes || names["gpuspans_lane_kernel_share_ratio"] != windowedLanes*sharesPerLane ||
+		names["gpuspans_kernel_gap_seconds"] != 1 || names["gpuspans_kernel_gap_recent_seconds"] != 1 {
 		t.Errorf("GPU time's series: %v", names)
 	}
 	// Against the hub without windows: the windows' own series (windows
@@ -337,8 +345,8 @@ func TestSeriesBudgetWithWindows(t *testing.T) {
 	if len(windowCostLayout.bounds) != 6 {
 		t.Fatalf("%d window cost bounds, the budget assumes 6", len(windowCostLayout.bounds))
 	}
-	wantN := n0 + windowsN + windowedLanes*windowsPerLane + 1
-	wantC := c0 + windowsC + windowedLanes*windowsPerLane + gapClassicSeries
+	wantN := n0 + windowsN + windowedLanes*windowsPerLane + 1 + gapRecentSeries
+	wantC := c0 + windowsC + windowedLanes*windowsPerLane + gapClassicSeries + gapRecentSeries
 	if native != wantN || classic != wantC {
 		t.Errorf("%d native, %d classic series; the formula says %d and %d", native, classic, wantN, wantC)
 	}

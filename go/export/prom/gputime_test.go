@@ -77,8 +77,8 @@ func TestGPUTimeGaugesAbsentAfterTheLaneStops(t *testing.T) {
 	h, clock := windowedHubClock(t)
 	c := NewCollector(h, Options{})
 	count := func(name string) int { return len(gather(t, c, name)) }
-	if count("gpuspans_lane_busy_ratio") != windowedLanes || count("gpuspans_lane_kernel_share") != windowedLanes*sharesPerLane {
-		t.Fatalf("while the lanes run: %d ratios, %d shares", count("gpuspans_lane_busy_ratio"), count("gpuspans_lane_kernel_share"))
+	if count("gpuspans_lane_busy_ratio") != windowedLanes || count("gpuspans_lane_kernel_share_ratio") != windowedLanes*sharesPerLane {
+		t.Fatalf("while the lanes run: %d ratios, %d shares", count("gpuspans_lane_busy_ratio"), count("gpuspans_lane_kernel_share_ratio"))
 	}
 	// 50 s with no lane span: still within the minute.
 	for i := 0; i < 5; i++ {
@@ -92,7 +92,7 @@ func TestGPUTimeGaugesAbsentAfterTheLaneStops(t *testing.T) {
 		clock.Advance(10 * time.Second)
 		h.Harvest()
 	}
-	if n, k := count("gpuspans_lane_busy_ratio"), count("gpuspans_lane_kernel_share"); n != 0 || k != 0 {
+	if n, k := count("gpuspans_lane_busy_ratio"), count("gpuspans_lane_kernel_share_ratio"); n != 0 || k != 0 {
 		t.Errorf("80 s after the last span: %d ratios, %d shares, want none", n, k)
 	}
 	if n := count("gpuspans_lane_busy_seconds_total"); n != windowedLanes {

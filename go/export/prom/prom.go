@@ -55,19 +55,20 @@
 // bounds) and GPU time's: per lane and device gpuspans_lane_busy_ratio,
 // lane_busy_seconds_total, lane_idle_seconds_total by cause (host,
 // launch, copy, wait, other), lane_window_cost_seconds_total and up to 3
-// lane_kernel_share, and per device the kernel_gap_seconds histogram (1
-// native series, 12 classic): 11L + 1 native, 11L + 12 classic, so 54 and
-// 135 for 2 lanes and one GPU, and lane_unsettled_windows_total per lane
-// at its first count. Each appears when a window first measures its lane;
-// outside windows nothing is known, and nothing reads zero for it. The
-// busy ratio and the kernel shares describe the lane's latest windows:
-// like the recent quantiles, they are absent while the lane has had no
-// span for a minute (a lane that stopped), where the counters stay.
+// lane_kernel_share_ratio, and per device the kernel_gap_seconds histogram
+// (1 native series, 12 classic) and the gaps' recent summary (4): 11L + 5
+// native, 11L + 16 classic, so 27 and 38 for 2 lanes and one GPU, and
+// lane_unsettled_windows_total per lane at its first count. Each appears
+// when a window first measures its lane; outside windows nothing is
+// known, and nothing reads zero for it. The busy ratio and the kernel
+// shares describe the lane's latest windows: like the recent quantiles,
+// they are absent while the lane has had no span for a minute (a lane that
+// stopped), where the counters stay.
 //
 // Options.KernelHistograms adds one histogram per device and kernel with
-// spans (K registered kernels, plus "other"): K+1 native series, or
-// (K+1)*(B+3) classic ones, 1,820 for 64 kernels: an explicit choice, not a
-// default.
+// spans (K registered kernels, plus "other") and its recent summary:
+// 5(K+1) native series, or (K+1)*(B+7) classic ones, 2,080 for 64
+// kernels: an explicit choice, not a default.
 // With kernel spans from the tracer, K counts the traced names with a
 // label (gpuspans.Options.KernelLabels).
 //
@@ -80,10 +81,16 @@
 // whatever buckets Prometheus stores, so a classic-only server gets a
 // p99 it can alert on, as quantile="0.5|0.9|0.99"; its _count and _sum
 // are, as a summary's, the lane's totals since the hub began (the lane
-// histogram's too).
-// Like a summary it is per device and does not aggregate: a quantile
+// histogram's too). gpuspans_kernel_recent_duration_seconds{device,
+// kernel} (with Options.KernelHistograms) and
+// gpuspans_kernel_gap_recent_seconds{device} (with kernel windows) do the
+// same for each kernel and for the gaps between kernels, at quantiles
+// 0.5 and 0.99: within 1.1% while a window's kernels and gaps fit its
+// cells (gpuspans.WindowCells), 2.2% or more where it had to merge them.
+// Like a summary each is per device and does not aggregate: a quantile
 // across GPUs comes from the histograms (histogram_quantile over sum by
-// (le)). A lane with no span in the last minute has none.
+// (le)). A lane, kernel or device with no span or gap in the last minute
+// has none.
 //
 // # Exemplars
 //
@@ -259,7 +266,8 @@ type Collector struct {
 	exemplars   Exemplars
 
 	laneDuration, kernelDuration *prometheus.Desc
-	laneRecent                   *prometheus.Desc
+	laneRecent, kernelRecent     *prometheus.Desc
+	gapRecent                    *prometheus.Desc
 	begun, landed, dropped       *prometheus.Desc
 	errored, inFlight            *prometheus.Desc
 	unknownLane, laneOpen        *prometheus.Desc
@@ -313,6 +321,8 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		laneDuration:   d("lane_duration_seconds", "GPU time of a serve lane's work in one step.", "device", "lane"),
 		kernelDuration: d("kernel_duration_seconds", "GPU time of one kernel launch, on steps armed for kernel spans.", "device", "kernel"),
 		laneRecent:     d("lane_recent_duration_seconds", "A serve lane's GPU time per step: quantiles 0.5, 0.9 and 0.99 over the last minute, within 1.1%, per device, not to be averaged across devices (histogram_quantile over lane_duration_seconds is); count and sum since the start. Absent for a lane with no span in the last minute.", "device", "lane"),
+		kernelRecent:   d("kernel_recent_duration_seconds", "GPU time of one kernel launch: quantiles 0.5 and 0.99 over the last minute, within 1.1% (2.2% or more where a window's kernels outgrew its cells), per device, not to be averaged across devices; count and sum since the start. Absent for a kernel with no span in the last minute.", "device", "kernel"),
+		gapRecent:      d("kernel_gap_recent_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, measured by kernel windows: quantiles 0.5 and 0.99 over the last minute, within 1.1% (2.2% or more where a window's kernels outgrew its cells), not to be averaged across devices; count and sum since the start. Absent for a device with no gap measured in the last minute.", "device"),
 
 		begun:    d("spans_begun_total", "Spans that took a ring slot: landed + dropped + errored + in flight.", "device"),
 		landed:   d("spans_landed_total", "Spans harvested with a duration.", "device"),
@@ -342,19 +352,19 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		windowsLeftAttached: d("kernel_windows_left_attached_total", "Kernel windows left attached because another thread replayed CUDA graphs during them (a detach then could lose the CUDA context); windows are off after one. Appears at the first."),
 		windowCost:          d("kernel_window_seconds", "What opening (CUPTI's attach) and closing (flush and detach) a kernel window cost the stepping thread. Appears at the first window.", "phase"),
 		windowKernels:       d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
-		lastKernels:         d("kernel_window_last_kernels", "Kernels the newest finished kernel window landed. Appears at the first."),
+		lastKernels:         d("kernel_window_last_kernels", "How many kernel records the newest finished kernel window landed. Appears at the first."),
 
 		busyRatio:      d("lane_busy_ratio", "Fraction of a lane's served time in which some kernel of the device ran, over the lane's latest 16 settled kernel windows: busy inside the windows over the lane's time outside them (a window slows the step it measures); the rest is idle (lane_idle_seconds_total says why). Absent until a window settled for the lane, and while the lane has had no span for a minute.", "device", "lane"),
 		busy:           d("lane_busy_seconds_total", "Time some kernel of the device ran inside a lane's spans, over the spans of settled kernel windows (not every span: divide by lane_busy_seconds_total + the sum of lane_idle_seconds_total, not by the lane histogram's sum). Absent until a kernel window measured the lane.", "device", "lane"),
 		idle:           d("lane_idle_seconds_total", "Time no kernel of the device ran inside a lane's served time, over the spans of settled kernel windows, by cause: host (the device ran out of work before the next launch call returned), launch (work queued, not yet started), copy (copies or memsets ran, no kernel), wait (queued behind another stream or an event), other. The windows' own cost is not in it (lane_window_cost_seconds_total). Absent until a kernel window measured the lane.", "device", "lane", "cause"),
 		laneWindowCost: d("lane_window_cost_seconds_total", "What kernel windows added to a lane's spans, over the spans of settled windows: their event time less the lane's time outside windows around them (CUPTI attached slows every launch). Absent until a kernel window measured the lane.", "device", "lane"),
 		unsettled:      d("lane_unsettled_windows_total", "Kernel windows whose lane time outside windows could not be estimated (it moved by more than 10% across the window, or the lane ran no span outside windows near it); their spans are left out of the lane's busy ratio and GPU time totals. Appears at the first.", "device", "lane"),
-		kernelShare:    d("lane_kernel_share", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane, and while the lane has had no span for a minute.", "device", "lane", "kernel"),
+		kernelShare:    d("lane_kernel_share_ratio", "A kernel's share of the kernel time inside a lane in the latest kernel window that measured it: the lane's top 3 kernels. Absent until a kernel window measured the lane, and while the lane has had no span for a minute.", "device", "lane", "kernel"),
 		gaps:           d("kernel_gap_seconds", "Idle gaps between consecutive kernels of the device inside lane spans, in kernel windows: many near the launch latency is a launch-bound engine, a few long ones a host-bound one. Absent until a kernel window measured a gap.", "device"),
 
 		steps:           d("steps_total", "Engine steps counted (at level step and above)."),
 		armedSteps:      d("armed_steps_total", "Steps armed for kernel spans. Appears at the first."),
-		harvests:        d("harvests_total", "Harvests run."),
+		harvests:        d("harvests_total", "Harvests the hub has run: with BeginStep at level kernel, or on RunHarvester's ticks."),
 		harvestsSkipped: d("harvests_skipped_total", "Harvests skipped because the harvest lock was held. Appears at the first."),
 		harvestSeconds:  d("harvest_seconds_total", "Host time spent in harvests."),
 		overwritten:     d("recent_spans_overwritten_total", "Spans overwritten in the hub's recent-span ring before any reader read them. Appears at the first."),
@@ -369,7 +379,7 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
-		c.laneDuration, c.kernelDuration, c.laneRecent,
+		c.laneDuration, c.kernelDuration, c.laneRecent, c.kernelRecent, c.gapRecent,
 		c.begun, c.landed, c.dropped, c.errored, c.inFlight,
 		c.unknownLane, c.laneOpen, c.badEnd, c.installFailures, c.stickyDisables,
 		c.poolPanics, c.harvestFailures, c.abandoned,
@@ -396,7 +406,6 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.histogram(ch, c.laneDuration, a, c.exemplars)
 		}
 	}
-	live := c.recent(ch, s.Lanes)
 	if c.kernels {
 		for i := range s.Kernels {
 			if a := &s.Kernels[i]; a.Count > 0 {
@@ -404,6 +413,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 	}
+	live := c.recent(ch, s)
 
 	k := &s.Counters
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
@@ -471,7 +481,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.gpuTime(ch, &s.GPUTime, live)
 }
 
-// sharesPerLane is how many kernels lane_kernel_share names per lane.
+// sharesPerLane is how many kernels lane_kernel_share_ratio names per lane.
 const sharesPerLane = 3
 
 // gapLayout is kernel_gap_seconds' classic buckets: 2^-19 s (1.9 us) to
@@ -536,54 +546,6 @@ func causes(c *gpuspans.IdleCauses) [5]causePart {
 type laneKey struct {
 	device int
 	lane   string
-}
-
-// recentSpan is how far back gpuspans_lane_recent_duration_seconds reaches.
-const recentSpan = time.Minute
-
-// recentQuantiles are its quantiles.
-var recentQuantiles = [...]float64{0.5, 0.9, 0.99}
-
-// recent sends, for each lane with spans in the last recentSpan, a summary:
-// its quantiles over the windows of that minute (gpuspans.WindowsWithin,
-// as the live page's last-minute column), and, as a summary's count and
-// sum are, the lane's totals since the hub began (lanes, the snapshot's).
-// It returns those lanes.
-func (c *Collector) recent(ch chan<- prometheus.Metric, lanes []gpuspans.Aggregate) map[laneKey]bool {
-	type key = laneKey
-	merged := make(map[key]*gpuspans.Aggregate)
-	var order []key
-	for _, w := range gpuspans.WindowsWithin(c.hub.Windows(), recentSpan) {
-		for j := range w.Lanes {
-			l := &w.Lanes[j]
-			kk := key{l.Device, l.Name}
-			a := merged[kk]
-			if a == nil {
-				a = new(gpuspans.Aggregate)
-				merged[kk] = a
-				order = append(order, kk)
-			}
-			l.AddTo(a)
-		}
-	}
-	live := make(map[key]bool, len(order))
-	totals := make(map[key]*gpuspans.Aggregate, len(lanes))
-	for i := range lanes {
-		totals[key{lanes[i].Device, lanes[i].Name}] = &lanes[i]
-	}
-	for _, kk := range order {
-		a, total := merged[kk], totals[kk]
-		if a.Count == 0 || total == nil { // landed in a window, so in the aggregates: total is there
-			continue
-		}
-		qs := make(map[float64]float64, len(recentQuantiles))
-		for _, q := range recentQuantiles {
-			qs[q] = a.Quantile(q).Seconds()
-		}
-		ch <- prometheus.MustNewConstSummary(c.laneRecent, total.Count, total.Sum.Seconds(), qs, strconv.Itoa(kk.device), kk.lane)
-		live[kk] = true
-	}
-	return live
 }
 
 // histogram sends a as a histogram, built now: the snapshot is reused by

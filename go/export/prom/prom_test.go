@@ -147,7 +147,21 @@ gpuspans_lane_recent_duration_seconds_count{device="0",lane="decode"} 2
 # HELP gpuspans_kernel_duration_seconds GPU time of one kernel launch, on steps armed for kernel spans.
 # TYPE gpuspans_kernel_duration_seconds histogram
 ` + bucketLines(kernel, `device="0",kernel="other"`, l, 8*us) +
-		bucketLines(kernel, `device="0",kernel="attention"`, l, 40*us, 2*us)
+		bucketLines(kernel, `device="0",kernel="attention"`, l, 40*us, 2*us) + `
+# HELP gpuspans_kernel_recent_duration_seconds GPU time of one kernel launch: quantiles 0.5 and 0.99 over the last minute, within 1.1% (2.2% or more where a window's kernels outgrew its cells), per device, not to be averaged across devices; count and sum since the start. Absent for a kernel with no span in the last minute.
+# TYPE gpuspans_kernel_recent_duration_seconds summary
+` +
+		// As the lanes': the middles of the buckets holding 2 and 40 us,
+		// and 8 us.
+		`gpuspans_kernel_recent_duration_seconds{device="0",kernel="attention",quantile="0.5"} 2.013e-06
+gpuspans_kernel_recent_duration_seconds{device="0",kernel="attention",quantile="0.99"} 4.0007e-05
+gpuspans_kernel_recent_duration_seconds_sum{device="0",kernel="attention"} 4.2e-05
+gpuspans_kernel_recent_duration_seconds_count{device="0",kernel="attention"} 2
+gpuspans_kernel_recent_duration_seconds{device="0",kernel="other",quantile="0.5"} 8.053e-06
+gpuspans_kernel_recent_duration_seconds{device="0",kernel="other",quantile="0.99"} 8.053e-06
+gpuspans_kernel_recent_duration_seconds_sum{device="0",kernel="other"} 8e-06
+gpuspans_kernel_recent_duration_seconds_count{device="0",kernel="other"} 1
+`
 	rest := `
 # HELP gpuspans_spans_begun_total Spans that took a ring slot: landed + dropped + errored + in flight.
 # TYPE gpuspans_spans_begun_total counter
@@ -200,7 +214,7 @@ gpuspans_steps_total 2
 # HELP gpuspans_armed_steps_total Steps armed for kernel spans. Appears at the first.
 # TYPE gpuspans_armed_steps_total counter
 gpuspans_armed_steps_total 1
-# HELP gpuspans_harvests_total Harvests run.
+# HELP gpuspans_harvests_total Harvests the hub has run: with BeginStep at level kernel, or on RunHarvester's ticks.
 # TYPE gpuspans_harvests_total counter
 gpuspans_harvests_total 3
 # HELP gpuspans_harvest_seconds_total Host time spent in harvests.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
@@ -246,5 +247,157 @@ func TestRecentQuantilesEveryLane(t *testing.T) {
 	}
 	if got := recentAll(t, h); len(got) != lanes*devices {
 		t.Errorf("recent quantiles of %d lanes and devices, want %d", len(got), lanes*devices)
+	}
+}
+
+// summaries gathers family's summaries from c: "device/name" (name: the
+// label's value, if any) -> quantile label -> seconds, and "_count" and
+// "_sum".
+func summaries(t *testing.T, c *Collector, family, name string) map[string]map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != family {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			qs := map[string]float64{"_count": float64(m.GetSummary().GetSampleCount()), "_sum": m.GetSummary().GetSampleSum()}
+			for _, q := range m.GetSummary().GetQuantile() {
+				qs[qlabel(q.GetQuantile())] = q.GetValue()
+			}
+			out[l["device"]+"/"+l[name]] = qs
+		}
+	}
+	return out
+}
+
+// Each kernel's last minute, with kernel histograms: its p50 and p99
+// within 1.1% of its spans' own, the count and sum its totals; none
+// without kernel histograms, and none for a kernel idle for a minute.
+func TestRecentKernelQuantiles(t *testing.T) {
+	h, gpus, clock := scaleHub(t, 1, 1, 2)
+	spans := map[string][]time.Duration{}
+	run := func(n int, scale float64) {
+		for i := 0; i < n; i++ {
+			h.BeginStep()
+			h.LaneBegin(0)
+			for k := 1; k <= 2; k++ {
+				// kernel1 20-60 us, kernel2 200-600 us.
+				d := time.Duration(scale*float64(k*k*(20_000+(i*7919+k*31)%40_000))) * time.Nanosecond
+				ks := h.KernelBegin(uint64(k), stream)
+				gpus[0].Launch(stream, d)
+				h.KernelEnd(ks)
+				name := "kernel" + strconv.Itoa(k)
+				spans[name] = append(spans[name], d)
+			}
+			h.LaneEnd(0)
+			clock.Advance(10 * time.Millisecond)
+			h.Harvest()
+		}
+	}
+	run(12000, 1)  // two minutes
+	run(6000, 1.3) // the last minute 30% slower
+	if got := summaries(t, NewCollector(h, Options{}), "gpuspans_kernel_recent_duration_seconds", "kernel"); len(got) != 0 {
+		t.Errorf("kernel summaries without kernel histograms: %v", got)
+	}
+	got := summaries(t, NewCollector(h, Options{KernelHistograms: true}), "gpuspans_kernel_recent_duration_seconds", "kernel")
+	if len(got) != 2 {
+		t.Fatalf("kernel summaries %v, want kernel1's and kernel2's", got)
+	}
+	snap := h.Snapshot()
+	for name, ds := range spans {
+		g := got["0/"+name]
+		for _, q := range kernelQuantiles {
+			want := exactQuantile(ds[len(ds)-6000:], q)
+			if v := g[qlabel(q)]; math.Abs(v/want-1) > 0.011 {
+				t.Errorf("%s quantile %v: %v s, want the last minute's %v within 1.1%%", name, q, v, want)
+			}
+		}
+		for _, a := range snap.Kernels {
+			if a.Name == name && (g["_count"] != float64(a.Count) || g["_sum"] != a.Sum.Seconds()) {
+				t.Errorf("%s count and sum %v and %v, want the totals %d and %v", name, g["_count"], g["_sum"], a.Count, a.Sum.Seconds())
+			}
+		}
+	}
+	for i := 0; i < 8; i++ {
+		clock.Advance(10 * time.Second)
+		h.BeginStep()
+		h.Harvest()
+	}
+	if got := summaries(t, NewCollector(h, Options{KernelHistograms: true}), "gpuspans_kernel_recent_duration_seconds", "kernel"); len(got) != 0 {
+		t.Errorf("kernel summaries after 80 s idle: %v", got)
+	}
+}
+
+// The gaps between kernels that kernel windows measured in the last
+// minute: p50 and p99 within 1.1% of the gaps' own (a classic-only
+// server's default gap buckets are 4 apart), count and sum their totals.
+func TestRecentGapQuantiles(t *testing.T) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	tracer := new(fake.Tracer)
+	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Now: clock.Now, Logf: func(string, ...interface{}) {},
+		KernelTracer: tracer.Opener(), KernelTiming: gpuspans.KernelTimingAuto, KernelWindowEvery: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := sim.New(sim.Options{Now: clock.Now})
+	if err := h.Install(0, stream, gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	var gaps []time.Duration
+	step := func(i int, scale float64) {
+		h.BeginStep()
+		h.LaneBegin(0)
+		for k := 0; k < 4; k++ {
+			start, end := gpu.Launch(stream, 10*time.Microsecond)
+			tracer.Kernel(0, uint32(stream), start, end, kernelName(k), 0)
+			if k < 3 {
+				// The host stalls: 5-50 us, then the next kernel.
+				g := time.Duration(scale*float64(5_000+(i*7919+k*104729)%45_000)) * time.Nanosecond
+				clock.Advance(10*time.Microsecond + g)
+				gaps = append(gaps, g)
+			}
+		}
+		h.LaneEnd(0)
+		clock.Advance(10 * time.Millisecond)
+	}
+	for i := 0; i < 6000; i++ {
+		step(i, 1)
+	}
+	before := len(gaps)
+	for i := 0; i < 6000; i++ { // the last minute 30% longer
+		step(i, 1.3)
+	}
+	h.BeginStep()
+	h.Harvest()
+	clock.Advance(gpuspans.GPUTimeServedWait) // the last window's wait for spans after it ends
+	h.Harvest()
+	g := h.GPUTime()
+	if len(g.Gaps) != 1 || g.Gaps[0].Count < uint64(len(gaps))/2 {
+		t.Fatalf("the windows measured %+v gaps, want most of the %d", g.Gaps, len(gaps))
+	}
+	got := summaries(t, NewCollector(h, Options{}), "gpuspans_kernel_gap_recent_seconds", "")
+	s, ok := got["0/"]
+	if len(got) != 1 || !ok {
+		t.Fatalf("gap summaries %v, want device 0's", got)
+	}
+	for _, q := range kernelQuantiles {
+		want := exactQuantile(gaps[before:], q)
+		if v := s[qlabel(q)]; math.Abs(v/want-1) > 0.011 {
+			t.Errorf("gap quantile %v: %v s, want the last minute's %v within 1.1%%", q, v, want)
+		}
+	}
+	if s["_count"] != float64(g.Gaps[0].Count) || s["_sum"] != g.Gaps[0].Sum.Seconds() {
+		t.Errorf("gap count and sum %v and %v, want the totals %d and %v", s["_count"], s["_sum"], g.Gaps[0].Count, g.Gaps[0].Sum.Seconds())
 	}
 }
