@@ -636,11 +636,15 @@ class Hub:
     def gpu_time(self) -> Optional[Dict[str, Any]]:
         """What kernel windows measured of where the GPU's time went (the
         snapshot's "gpu_time"): per lane and device its span time, busy
-        and idle (busy: some kernel of the device ran), the recent busy
-        ratio and top kernels; the gaps between kernels; the latest
-        window's steps, largest gaps and timeline; the kernels that moved.
-        None before the first window was analysed: outside windows nothing
-        is known (docs/design.md, GPU time)."""
+        and idle (busy: some kernel of the device ran) as the windows
+        measured them, and as the engine serves the lane: its time outside
+        windows around each window ("served_ns"), the windows' own cost
+        ("window_cost_ns") and the served idle by cause ("causes": host,
+        launch, copy, wait, other); the recent busy ratio over served time
+        and top kernels; the gaps between kernels; the latest window's
+        steps, largest gaps and timeline; the kernels that moved. None
+        before the first window was analysed: outside windows nothing is
+        known (docs/design.md, GPU time)."""
         return self.snapshot().get("gpu_time")
 
     def snapshot_proto(self) -> bytes:
