@@ -1,7 +1,8 @@
 // One ring, two writers, one protocol: gs_hub_testing_ring_diff sends
-// random step and lane operations to the C span path (spanpath.c) or Go's at random
-// and compares every word of the ring with go/internal/spanring's model
-// after each (go/internal/spanring/spanringtest). go/capi's
+// random step and lane operations to the C span path (spanpath.c) or Go's
+// at random, among harvests, levels, captures, failing records and
+// re-installs, and compares every word of the rings with
+// go/internal/spanring/spanringtest's model after each. go/capi's
 // TestRingDifferential runs this against the tests' library:
 //   ringdiff_test OPS SEED...
 // with a ring of 8 slots and 3 lanes, so that slots run out, shared
