@@ -116,7 +116,7 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 			OpenLanes: hub.OpenLanes.Load(), LaneAlreadyOpen: hub.LaneAlreadyOpen.Load(), Steps: steps()}
 	}
 	start := steps()
-	m := spanringtest.New(spanringtest.Config{Slots: len(first.Slots), Lanes: hub.Lanes, Kind: uint32(gpuspans.KindLane),
+	m := spanringtest.New(spanringtest.Config{Slots: len(first.Slots), Lanes: hub.Lanes, LaneKind: uint32(gpuspans.KindLane), KernelKind: uint32(gpuspans.KindKernel),
 		Every: uint64(hub.Every.Load()), ArmedBit: gpuspans.MirrorArmed, PoolsBit: gpuspans.MirrorPools, LevelMask: C.GS_HUB_WORD_LEVEL,
 		Drops: [3]int{int(gpuspans.DropSlotBusy), int(gpuspans.DropCapturing), int(gpuspans.DropRetired)}}, start)
 	if d := m.Diff(ring()); d != "" {
@@ -128,6 +128,8 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 	counting := countCrossings.Swap(true)
 	defer countCrossings.Store(counting)
 	defer C.gs_testing_fake_set_capturing(ringStream, -1)
+	var kernels []gpuspans.KernelSpan // the kernel spans held, as the model's Tokens
+	var unknown uint64                // the model's UnknownLane at the last snapshot
 	diverged := func(i uint64, op spanringtest.Op, format string, args ...interface{}) (int, string) {
 		var b strings.Builder
 		fmt.Fprintf(&b, "diverged after op %d of seed %d (%v): %s\n", i, seed, op, fmt.Sprintf(format, args...))
@@ -138,7 +140,7 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 		return 1, b.String()
 	}
 	for i := uint64(0); i < ops; i++ {
-		op := g.Op()
+		op, _ := g.Op()
 		last[i%keep] = op
 		from, to := C.int32_t(op.From), C.int32_t(op.To)
 		switch op.Fault {
@@ -155,7 +157,22 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 		case op.Kind == spanringtest.Harvest:
 			st = gs_hub_harvest_go(handle)
 		case op.Kind == spanringtest.SetLevel:
-			st = gs_hub_set_level_go(handle, C.int32_t(op.Level))
+			st = gs_hub_set_level_go(handle, C.int32_t(op.N))
+		case op.Kind == spanringtest.SetEvery:
+			st = gs_hub_set_kernel_span_every_go(handle, C.int32_t(op.N))
+		case op.Kind == spanringtest.KernelBegin:
+			sp := e.h.KernelBegin(op.Kernel, ringStream)
+			if sp != (gpuspans.KernelSpan{}) {
+				kernels = append(kernels, sp)
+			}
+		case op.Kind == spanringtest.KernelEnd:
+			if len(kernels) > 0 {
+				k := op.To % len(kernels)
+				e.h.KernelEnd(kernels[k])
+				if op.From != 0 {
+					kernels = append(kernels[:k], kernels[k+1:]...)
+				}
+			}
 		case op.Kind == spanringtest.Capture:
 			mode := C.int32_t(-1)
 			if op.To != 0 {
@@ -202,11 +219,14 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 			C.gs_testing_fake_record_result(0, 0) // a fault the op did not take lapses with it
 		}
 		m.Apply(op)
-		if st != statusOK {
-			return diverged(i, op, "returned status %d", int(st))
+		if (st != statusOK) != m.Refused {
+			return diverged(i, op, "returned status %d; the model refuses it: %v", int(st), m.Refused)
 		}
-		if op.C && crossed != m.CStepGo {
-			return diverged(i, op, "entered Go: %v, the model says %v", crossed, m.CStepGo)
+		if op.C && crossed != m.EntersGo {
+			return diverged(i, op, "entered Go: %v, the model says %v", crossed, m.EntersGo)
+		}
+		if len(kernels) != len(m.Tokens) {
+			return diverged(i, op, "%d kernel spans held, the model holds %d", len(kernels), len(m.Tokens))
 		}
 		if d := m.Diff(ring()); d != "" {
 			return diverged(i, op, "\n%s", d)
@@ -219,15 +239,22 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 			}
 		}
 		views = kept
-		if op.Kind == spanringtest.Install || op.Kind == spanringtest.Uninstall || i == ops-1 {
+		// The counts only a snapshot reads: after the ops that may change
+		// them (rare ones), and at the end.
+		switch {
+		case op.Kind == spanringtest.Install, op.Kind == spanringtest.Uninstall, op.Kind == spanringtest.KernelEnd,
+			op.Kind == spanringtest.SetLevel, op.Kind == spanringtest.SetEvery, m.UnknownLane != unknown, i == ops-1:
+			unknown = m.UnknownLane
 			c := e.h.Snapshot().Counters
-			if c.Landed != m.Landed || c.StickyDisables != m.StickyDisables || c.InstallFailures != m.InstallFailures {
-				return diverged(i, op, "landed %d, sticky disables %d, install failures %d; the model has %d, %d and %d",
-					c.Landed, c.StickyDisables, c.InstallFailures, m.Landed, m.StickyDisables, m.InstallFailures)
+			if c.Landed != m.Landed || c.StickyDisables != m.StickyDisables || c.InstallFailures != m.InstallFailures ||
+				c.BadEnd != m.BadEnd || c.UnknownLane != m.UnknownLane || c.Begun != m.Begun {
+				return diverged(i, op, "landed %d, sticky disables %d, install failures %d, bad ends %d, unknown lanes %d, begun %d; the model has %d, %d, %d, %d, %d and %d",
+					c.Landed, c.StickyDisables, c.InstallFailures, c.BadEnd, c.UnknownLane, c.Begun,
+					m.Landed, m.StickyDisables, m.InstallFailures, m.BadEnd, m.UnknownLane, m.Begun)
 			}
 		}
 	}
-	return 0, fmt.Sprintf("%d ops of seed %d: %d steps (%d armed), %d spans landed, %d errored, %d begun at another's end event, dropped %d (slot busy) %d (capturing) %d (retired), %d lane begins on an open lane, %d sticky disables, %d failed opens; every word as the model says after each",
+	return 0, fmt.Sprintf("%d ops of seed %d: %d steps (%d armed), %d spans landed, %d errored, %d begun at another's end event, dropped %d (slot busy) %d (capturing) %d (retired), %d lane begins on an open lane, %d on an unknown one, %d bad kernel ends, %d sticky disables, %d failed opens; every word as the model says after each",
 		ops, seed, m.Steps.LeakClock-start.LeakClock, m.Steps.ArmedSteps-start.ArmedSteps, m.Landed, m.Errored, m.Lends,
-		m.Dropped[0], m.Dropped[1], m.Dropped[2], m.LaneAlreadyOpen, m.StickyDisables, m.InstallFailures)
+		m.Dropped[0], m.Dropped[1], m.Dropped[2], m.LaneAlreadyOpen, m.UnknownLane, m.BadEnd, m.StickyDisables, m.InstallFailures)
 }
