@@ -17,6 +17,7 @@ gs_hub_status gs_hub_next_step_call(gs_hub hub, int32_t last, int32_t first);
 // the tests' library with the fake (crossings_testing.go).
 void gs_testing_fake_record_result(int32_t cu_result, int32_t times);
 void gs_testing_fake_set_capturing(uint64_t stream, int32_t mode);
+void gs_testing_fake_set_sticky(int32_t cu_result);
 */
 import "C"
 
@@ -36,12 +37,14 @@ import (
 // gs_hub_testing_ring_diff drives hub through ops random operations from
 // seed (spanringtest.Ops: steps, next steps, lane begins, ends and shared
 // boundaries, each through the C path or Go's at random, some with a
-// failing record; harvests, levels, captures, installs and uninstalls) and
-// compares every recorder's ring, the device's counts and the hub's step
-// words with spanringtest's model after every one. An operation sent to C
-// is made as hub.h's inline function makes it, and enters Go only where
-// the model says (a pool to open). The hub has one recorder, open on the
-// fake driver at level Kernel on device 0's stream 0x5100, whose events
+// failing record; kernel spans, harvests (some failing sticky), levels and
+// periods, captures, installs and uninstalls, through Go) and compares
+// every recorder's ring, the device's counts and the hub's step words with
+// spanringtest's model after every one, and its snapshot's counts after
+// the rare ops. An operation sent to C is made as hub.h's inline function
+// makes it, and enters Go only where the model says (a pool to open, an
+// unknown lane). The hub has one recorder, open on the fake driver at
+// level Kernel on device 0's stream 0x7e570000, whose events
 // complete at once, kernel timing events and no harvester, and nothing
 // else may call it meanwhile: the driver runs a RunHarvester whose tick
 // never comes, so that steps may be taken in C. It returns 0 when every
@@ -64,9 +67,9 @@ func gs_hub_testing_ring_diff(handle C.gs_hub, ops C.uint64_t, seed C.int64_t, b
 // The ring's device and lane stream, and the CUresults the faults return.
 const (
 	ringDevice     = 0
-	ringStream     = 0x5100
-	cuInvalidValue = 1   // CUDA_ERROR_INVALID_VALUE: an error
-	cuIllegalAddr  = 700 // CUDA_ERROR_ILLEGAL_ADDRESS: sticky
+	ringStream     = 0x7e570000 // testdata/ringdiff_test.c's
+	cuInvalidValue = 1          // CUDA_ERROR_INVALID_VALUE: an error
+	cuIllegalAddr  = 700        // CUDA_ERROR_ILLEGAL_ADDRESS: sticky
 )
 
 func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
@@ -84,6 +87,9 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 		return 2, "the hub needs one recorder with an open pool"
 	}
 	first, hub := pub.recs[0], pub.hub
+	if first.Stream != ringStream {
+		return 2, fmt.Sprintf("the recorder records on stream %#x, want %#x", first.Stream, ringStream)
+	}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.h.RunHarvester(ctx, 24*time.Hour) }()
@@ -143,10 +149,12 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 		op, _ := g.Op()
 		last[i%keep] = op
 		from, to := C.int32_t(op.From), C.int32_t(op.To)
-		switch op.Fault {
-		case spanringtest.RecordError:
+		switch {
+		case op.Kind == spanringtest.Harvest && op.Fault != spanringtest.NoFault:
+			C.gs_testing_fake_set_sticky(cuIllegalAddr)
+		case op.Fault == spanringtest.RecordError:
 			C.gs_testing_fake_record_result(cuInvalidValue, 1)
-		case spanringtest.RecordSticky:
+		case op.Fault == spanringtest.RecordSticky:
 			C.gs_testing_fake_record_result(cuIllegalAddr, 1)
 		}
 		// hub.h's inline functions: the state word's test, then the call.
@@ -215,8 +223,9 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 			st = gs_hub_next_lane_go(handle, from, to)
 		}
 		crossed := crossings.Load() != before
-		if op.Fault != spanringtest.NoFault {
-			C.gs_testing_fake_record_result(0, 0) // a fault the op did not take lapses with it
+		if op.Fault != spanringtest.NoFault { // a fault the op did not take lapses with it
+			C.gs_testing_fake_record_result(0, 0)
+			C.gs_testing_fake_set_sticky(0)
 		}
 		m.Apply(op)
 		if (st != statusOK) != m.Refused {

@@ -181,10 +181,14 @@ func runModel(t *testing.T, slots int, g *spanringtest.Ops, maxOps int) modelRun
 		}
 		op.C = false
 		trace = append(trace, op.String())
-		switch op.Fault {
-		case spanringtest.RecordError:
+		switch {
+		case op.Kind == spanringtest.Harvest && op.Fault != spanringtest.NoFault:
+			for _, f := range fakes {
+				f.SetHarvestError(fmt.Errorf("scripted harvest error: %w", backend.ErrSticky))
+			}
+		case op.Fault == spanringtest.RecordError:
 			pending = errors.New("scripted record error")
-		case spanringtest.RecordSticky:
+		case op.Fault == spanringtest.RecordSticky:
 			pending = fmt.Errorf("scripted record error: %w", backend.ErrSticky)
 		}
 		var err error
@@ -230,6 +234,11 @@ func runModel(t *testing.T, slots int, g *spanringtest.Ops, maxOps int) modelRun
 			h.Uninstall(0)
 		}
 		pending = nil // a fault the op did not take lapses with it
+		if op.Kind == spanringtest.Harvest {
+			for _, f := range fakes {
+				f.SetHarvestError(nil)
+			}
+		}
 		m.Apply(op)
 		if op.Kind == spanringtest.Install {
 			recs = append(recs, m.Cur)

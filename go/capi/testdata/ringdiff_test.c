@@ -38,7 +38,9 @@ int main(int argc, char** argv) {
     gs_hub_status st = gs_hub_create(&o, &hub);
     CHECK(st == GS_HUB_OK, "gs_hub_create: %s", gs_hub_status_name(st));
     if (st != GS_HUB_OK) break;
-    st = gs_hub_install_cuda(hub, 0, 0x5100);
+    // A stream far from those the fake driver makes (from 0x5000, one a
+    // pool): a made one of the same value would end the pretend capture.
+    st = gs_hub_install_cuda(hub, 0, 0x7e570000);
     CHECK(st == GS_HUB_OK, "install: %s", last_error(hub));
     st = gs_hub_begin_step(hub);  // opens the pool on the fake driver
     CHECK(st == GS_HUB_OK, "step: %s", last_error(hub));

@@ -28,7 +28,7 @@ uint64_t gs_hub_testing_crossings(void);
  * captured stream, installs and uninstalls) and compares every word of its
  * rings with the protocol's model (go/internal/spanring/spanringtest)
  * after each. The hub needs one recorder open on the fake driver at level
- * kernel on device 0's stream 0x5100, and nothing else calling it
+ * kernel on device 0's stream 0x7e570000, and nothing else calling it
  * meanwhile. 0: every word as the model says (buf says what ran); 1:
  * "diverged after op N", the difference and the operations before it in
  * buf; 2: a hub it cannot drive so. buf is a C string cut to cap. */

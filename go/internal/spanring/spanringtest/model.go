@@ -42,6 +42,16 @@ func (r *Rec) InFlight() uint64 {
 	return n
 }
 
+// closed reports whether a span of r is closed: a harvest asks its pool.
+func (r *Rec) closed() bool {
+	for _, s := range r.Slots {
+		if s.Word&spanring.StateMask == spanring.SlotClosed {
+			return true
+		}
+	}
+	return false
+}
+
 // Token is a kernel span the model began: its recorder and position.
 type Token struct {
 	Rec *Rec
@@ -89,10 +99,11 @@ type Model struct {
 	Refused  bool // it was refused as an error (a level or period out of range)
 	Began    bool // a KernelBegin began a span (the last of Tokens)
 
-	every     uint64
-	capturing bool
-	fault     Fault // the op's, until a record takes it
-	c         Config
+	every         uint64
+	capturing     bool
+	stickyHarvest bool  // the harvest's pool calls fail with a sticky error
+	fault         Fault // the op's, until a record takes it
+	c             Config
 }
 
 // Config is what the model takes from the hub: the ring's size and the
@@ -178,7 +189,9 @@ func (m *Model) Apply(op Op) {
 			m.Tokens = append(m.Tokens[:i], m.Tokens[i+1:]...)
 		}
 	case Harvest:
+		m.stickyHarvest = op.Fault != NoFault
 		m.harvest()
+		m.stickyHarvest = false
 	case SetLevel:
 		if op.N < 0 || op.N > int(LevelKernel) {
 			m.Refused = true
@@ -556,6 +569,10 @@ func (m *Model) harvest() {
 			continue
 		}
 		dead := r.Status&spanring.StatusStateMask == spanring.StatusDead
+		if m.stickyHarvest && !dead && r.closed() {
+			m.kill(r) // its pool is asked, and fails: the spans are lost with it
+			dead = true
+		}
 		for p := r.Next - min(r.Next, n); p < r.Next; p++ {
 			sl := r.slot(p)
 			if sl.Word&spanring.StateMask != spanring.SlotClosed {

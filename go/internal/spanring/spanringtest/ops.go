@@ -25,7 +25,7 @@ const (
 	Begin       OpKind = iota // LaneBegin(To)
 	End                       // LaneEnd(To)
 	Next                      // NextLane(From, To)
-	Harvest                   // a harvest: lands, fails or leaves each closed span, closes idle retired pools
+	Harvest                   // a harvest: lands, fails or leaves each closed span, closes idle retired pools; with RecordSticky, each pool it asks fails sticky
 	Step                      // BeginStep: counts the step, arms one in every, opens a pending pool
 	NextStep                  // NextStep(From, To): BeginStep, then NextLane(From, To)
 	KernelBegin               // KernelBegin(Kernel) on the lane stream, on the installed recorder
@@ -42,7 +42,8 @@ const (
 // the first record (its clock anchor), and fails to open.
 type Fault uint8
 
-// The faults.
+// The faults. A harvest has only RecordSticky: every pool it asks about a
+// closed span fails with a sticky error.
 const (
 	NoFault      Fault = iota
 	RecordError        // the record fails with a driver error: the span is counted errored
@@ -62,6 +63,9 @@ func (o Op) String() string {
 		path = "c"
 	}
 	fault := [...]string{"", ", record fails", ", record sticky"}[o.Fault]
+	if o.Kind == Harvest && o.Fault != NoFault {
+		return "harvest, sticky"
+	}
 	switch o.Kind {
 	case Step:
 		return path + " step"
@@ -162,6 +166,10 @@ func (g *Ops) Op() (Op, bool) {
 		if f := pick(100); f < 3 {
 			o.Fault = RecordError
 		} else if f < 4 {
+			o.Fault = RecordSticky
+		}
+	case Harvest:
+		if pick(25) == 0 {
 			o.Fault = RecordSticky
 		}
 	}
