@@ -30,7 +30,6 @@ import (
 	"unsafe"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
-	"github.com/gpuspans/gpuspans/go/internal/spanring"
 	"github.com/gpuspans/gpuspans/go/internal/spanring/spanringtest"
 )
 
@@ -103,22 +102,13 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 		return spanringtest.Steps{Step: hub.Step.Load(), LeakClock: hub.LeakClock.Load(), ArmedSteps: hub.ArmedSteps.Load(),
 			State: atomic.LoadUint32(hub.State), Mirror: atomic.LoadUint32(e.word)}
 	}
-	// The hub's recorders as the model lists them: each one seen published,
-	// refreshed while published (its ring appears when its pool opens).
-	views := []spanring.Recorder{first}
+	var views spanringtest.Views
+	views.See(pub.recs)
 	ring := func() spanringtest.Ring {
-		if pub := published(); pub != nil && len(pub.recs) == 1 {
-			cur := pub.recs[0]
-			i := 0
-			for i < len(views) && views[i].Status != cur.Status {
-				i++
-			}
-			if i == len(views) {
-				views = append(views, cur)
-			}
-			views[i] = cur
+		if pub := published(); pub != nil {
+			views.See(pub.recs)
 		}
-		return spanringtest.Ring{Recs: views, Dropped: first.Dropped, Errored: first.Errored,
+		return spanringtest.Ring{Recs: views.Recs(), Dropped: first.Dropped, Errored: first.Errored,
 			OpenLanes: hub.OpenLanes.Load(), LaneAlreadyOpen: hub.LaneAlreadyOpen.Load(), Steps: steps()}
 	}
 	start := steps()
@@ -240,14 +230,7 @@ func ringDiff(handle C.gs_hub, ops uint64, seed int64) (int, string) {
 		if d := m.Diff(ring()); d != "" {
 			return diverged(i, op, "\n%s", d)
 		}
-		keepRecs := m.Prune()
-		kept := views[:0]
-		for j, v := range views {
-			if keepRecs[j] {
-				kept = append(kept, v)
-			}
-		}
-		views = kept
+		views.Prune(m)
 		// The counts only a snapshot reads: after the ops that may change
 		// them (rare ones), and at the end.
 		switch {

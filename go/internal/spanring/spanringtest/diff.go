@@ -94,16 +94,39 @@ func show(s Slot) string {
 		states[s.Word&spanring.StateMask], s.Key, s.Step, s.From, s.Lent, s.Kind)
 }
 
-// Prune forgets the finished recorders, once Diff has seen them sealed; it
-// returns which of Recs it kept, for the caller to forget the same.
-func (m *Model) Prune() []bool {
-	keep := make([]bool, len(m.Recs))
-	kept := m.Recs[:0]
+// Views are a hub's recorders as the model lists them (Model.Recs), for
+// Ring: each one seen published, refreshed while published (its ring
+// appears when its pool opens), until Prune.
+type Views struct{ recs []spanring.Recorder }
+
+// See takes the recorders the hub publishes now.
+func (v *Views) See(published []spanring.Recorder) {
+	for _, cur := range published {
+		i := 0
+		for i < len(v.recs) && v.recs[i].Status != cur.Status {
+			i++
+		}
+		if i == len(v.recs) {
+			v.recs = append(v.recs, cur)
+		}
+		v.recs[i] = cur
+	}
+}
+
+// Recs are the recorders seen, oldest first.
+func (v *Views) Recs() []spanring.Recorder { return v.recs }
+
+// Prune makes m forget its finished recorders, once Diff has seen them
+// sealed, and v forget the same.
+func (v *Views) Prune(m *Model) {
+	kept, views := m.Recs[:0], v.recs[:0]
 	for i, r := range m.Recs {
-		if keep[i] = !r.Finished(); keep[i] {
+		if !r.Finished() {
 			kept = append(kept, r)
+			if i < len(v.recs) {
+				views = append(views, v.recs[i])
+			}
 		}
 	}
-	m.Recs = kept
-	return keep
+	m.Recs, v.recs = kept, views
 }
