@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The checks CI runs besides the test command (.ci/run runs the race tests
 # and the end-to-end tests itself). The list of them is the `step` lines
-# below, and nowhere else: each names a check and the seconds it took on a
-# warm machine (the number before its name; - where not measured yet).
+# below, and nowhere else: each names a check and the seconds it took when
+# last measured, warm caches, on a 2-core machine shared with other builds
+# (the number before its name; - where not measured yet).
 #   tools/ci/checks.sh          run them all, then print the seconds each took
 #   tools/ci/checks.sh --list   print the list, from the step lines
 # Needs tools/bootstrap.sh to have run.
@@ -51,7 +52,7 @@ step - "buildifier: formatting (all Starlark) and lint (MODULE.bazel)"
 tools/buildifier.sh -mode=check -r . || fail "buildifier would reformat the files above: run 'tools/buildifier.sh -r .'"
 tools/buildifier.sh -mode=check -lint=warn MODULE.bazel || fail "MODULE.bazel has lint warnings"
 
-step - "protobuf: committed Go code current"
+step 1 "protobuf: committed Go code current"
 tools/genproto.sh --check
 
 step 1 "the amalgamations (go/cuda, go/cuda/cudatest) current with cuda/"
@@ -131,7 +132,7 @@ for fn in BeginStep LaneBegin LaneEnd NextLane NextStep KernelBegin KernelEnd; d
   grep -qE "can inline \(\*Hub\)\.$fn\$" <<<"$inl" || fail "(*Hub).$fn no longer inlines"
 done
 
-step - "CGO_ENABLED=0: the API compiles without cgo"
+step 120 "CGO_ENABLED=0: the API compiles without cgo"
 CGO_ENABLED=0 go build ./...
 CGO_ENABLED=0 go vet ./...
 
@@ -145,7 +146,7 @@ diff <(exports "$(out //go/capi:capi)") <(exports -D "$so") || fail "$so and the
 [[ "$(exports -D "$so" | wc -l)" -gt 30 ]] || fail "$so exports too few gs_hub_ functions: $(exports -D "$so" | wc -l)"
 ! exports -D "$so" | grep -q gs_hub_testing_ || fail "$so exports test hooks"
 
-step - "the ring's differential test catches a mutation of each writer and of their protocol"
+step 346 "the ring's differential test catches a mutation of each writer and of their protocol"
 tools/ci/ringdiff_mutations.sh
 
 step - "examples/: a consumer workspace builds gpuspans as an external repository"
