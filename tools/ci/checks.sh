@@ -58,7 +58,7 @@ tools/genproto.sh --check
 step 1 "the amalgamations (go/cuda, go/cuda/cudatest) current with cuda/"
 tools/amalgamate.sh --check
 
-step 2 "markdown: every relative link and anchor resolves"
+step 1 "markdown: every relative link and anchor resolves"
 python3 tools/ci/links.py --self-test
 python3 tools/ci/links.py || fail "broken links in the Markdown above"
 # README.md is the front page; the guides under docs/ hold the rest.
@@ -68,10 +68,10 @@ step 1 "gofmt"
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
 [[ -z "$unformatted" ]] || fail "gofmt would change: $unformatted"
 
-step 26 "go vet"
+step 2 "go vet"
 go vet ./...
 
-step - "staticcheck (staticcheck.conf)"
+step 8 "staticcheck (staticcheck.conf)"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 step 1 "dependencies: three wings, library < HTTP < applications (tools/ci/wings.sh)"
@@ -124,7 +124,7 @@ doubletargets='//cuda:core_testing + //go/cuda/cudatest + //go/cuda/cudatest/gpu
 notonly="$(bzq "($doubletargets) except attr(testonly, 1, $doubletargets)")"
 [[ -z "$notonly" ]] || fail "test doubles not testonly: $notonly"
 
-step 3 "inlining: the span entry points inline into the caller"
+step 1 "inlining: the span entry points inline into the caller"
 # The disabled path is one check of an atomic word only if the entry point
 # inlines; a change that pushes one over the inliner's budget fails here.
 inl="$(go build -gcflags=-m ./go/gpuspans 2>&1)"
@@ -132,7 +132,7 @@ for fn in BeginStep LaneBegin LaneEnd NextLane NextStep KernelBegin KernelEnd; d
   grep -qE "can inline \(\*Hub\)\.$fn\$" <<<"$inl" || fail "(*Hub).$fn no longer inlines"
 done
 
-step 120 "CGO_ENABLED=0: the API compiles without cgo"
+step 6 "CGO_ENABLED=0: the API compiles without cgo"
 CGO_ENABLED=0 go build ./...
 CGO_ENABLED=0 go vet ./...
 
