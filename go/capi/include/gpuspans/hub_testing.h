@@ -24,8 +24,9 @@ uint64_t gs_hub_testing_crossings(void);
 
 /* gs_hub_testing_ring_diff drives hub through ops random operations from
  * seed (steps, next steps and lane operations, each through the C span
- * path or Go's at random, some with a failing record; harvests, levels, a
- * captured stream, installs and uninstalls) and compares every word of its
+ * path or Go's at random, some with a failing record; kernel spans,
+ * harvests, levels and periods, a captured stream, installs and
+ * uninstalls, through Go) and compares every word of its
  * rings with the protocol's model (go/internal/spanring/spanringtest)
  * after each. The hub needs one recorder open on the fake driver at level
  * kernel on device 0's stream 0x7e570000, and nothing else calling it
