@@ -1,6 +1,9 @@
 // CPU tests of the gpuspans core against the fake driver (//cuda:core_testing).
 // No GPU, no test framework: each test is a function, CHECK counts
-// failures, and the last line reads "N passed, N failed".
+// failures, and the last line reads "N passed, N failed". Over 600 lines:
+// one binary, so that CI builds and runs the core's CPU tests once under
+// each configuration (plain, and the sanitizers' --config=asan), the
+// tests sharing the fake driver's helpers at the top.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -166,16 +166,17 @@ func TestCBench(t *testing.T) {
 	run(t, exe, "20000")
 }
 
-// The C span path on the fake driver (testdata/spanpath_test.c), and the
-// same program with every lane call sent through Go: both pass, and every
-// outcome they count is the same.
 // TestRingDifferential holds the ring's two writers, recorder.go and
-// spanpath.c, to one protocol op for op: a million random step and lane
-// operations over 4 seeds, each sent to C or Go at random, every word of
-// the ring and the hub's step words compared with
+// spanpath.c, to one protocol op for op (testdata/ringdiff_test.c): a
+// million random operations over 4 seeds, the step and lane ones each sent
+// to C or Go at random, some with a failing or sticky record, among
+// harvests, levels, captures, installs and uninstalls; every word of every
+// ring, the device's counts and the hub's step words compared with
 // go/internal/spanring/spanringtest's model after each, and no operation
-// sent to C entering Go (testdata/ringdiff_test.c). tools/ci/ringdiff_mutations.sh checks that
-// it fails under a mutation of either writer and of the shared protocol.
+// sent to C entering Go but where the model says. A difference fails it
+// with "diverged after op N"; tools/ci/ringdiff_mutations.sh checks that
+// it fails so under mutations of either writer, of NextStep and of the
+// shared layout.
 func TestRingDifferential(t *testing.T) {
 	exe := compile(t, "gcc", library(t, "c-archive"), "ringdiff_test", "-I../../cuda/include", "testdata/ringdiff_test.c")
 	ops := "250000"
@@ -190,7 +191,7 @@ func TestRingDifferential(t *testing.T) {
 }
 
 // TestKernelWindowsBesideTheCSpanPath holds kernel windows to
-// GPU_FACTS' rules on the fake CUPTI while steps go through the C span
+// docs/gpu-facts.md's CUPTI rules on the fake CUPTI while steps go through the C span
 // path (testdata/windows_test.c): the word that lets C take a step must
 // send every step that opens or closes a window to Go.
 func TestKernelWindowsBesideTheCSpanPath(t *testing.T) {
@@ -202,6 +203,9 @@ func TestKernelWindowsBesideTheCSpanPath(t *testing.T) {
 	}
 }
 
+// The C span path on the fake driver (testdata/spanpath_test.c), and the
+// same program with every lane call sent through Go: both pass, and every
+// outcome they count is the same.
 func TestSpanPath(t *testing.T) {
 	exe := compile(t, "gcc", library(t, "c-archive"), "spanpath_test", "-I../../cuda/include", "testdata/spanpath_test.c")
 	summaries := map[string][]string{}

@@ -30,6 +30,7 @@ func TestZeroAllocs(t *testing.T) {
 		{"disabled/lane span", func() { off.LaneBegin(0); off.LaneEnd(0) }},
 		{"disabled/kernel span", func() { off.KernelEnd(off.KernelBegin(1, kernelStream)) }},
 		{"enabled/lane span", func() { h.LaneBegin(0); h.LaneEnd(0) }},
+		{"enabled/shared boundaries", func() { h.LaneBegin(0); h.NextLane(0, 1); h.NextStep(1, 0); h.LaneEnd(0) }},
 		{"enabled/kernel span", func() { h.KernelEnd(h.KernelBegin(1, kernelStream)) }},
 		{"enabled/device kernel span", func() { h.KernelEnd(h.Device(0).KernelBegin(2, kernelStream)) }},
 		{"enabled/step and harvest", func() {

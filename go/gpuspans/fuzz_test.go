@@ -1,14 +1,18 @@
 package gpuspans
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gpuspans/gpuspans/go/internal/spanring/spanringtest"
+)
 
 // maxFuzzCalls bounds the choices one input makes, so each run stays quick.
 const maxFuzzCalls = 4096
 
 // FuzzHubCalls plays the fuzzer's bytes as a sequence of hub calls on counting
-// fakes, against the model of model_test.go: the first byte picks the ring
-// size (1 to 16 slots), each later byte one choice (which call, which lane,
-// which span to end, ...). The hub must never panic, must agree with the
+// fakes, against the ring's model as model_test.go drives it: the first byte
+// picks the ring size (1 to 16 slots), each later byte one choice of
+// spanringtest.Ops (which call, which lane, which span to end, ...). The hub must never panic, must agree with the
 // model after every call, and its accounting must balance (Begun == Landed +
 // dropped + InFlight + Errored); the fakes fail the run on any breach of the
 // backend contract, such as a call after Close or after a sticky error. The
@@ -27,13 +31,13 @@ func FuzzHubCalls(f *testing.F) {
 		if len(data) > maxFuzzCalls {
 			data = data[:maxFuzzCalls]
 		}
-		runModel(t, slots, func(n int) (int, bool) {
+		runModel(t, slots, spanringtest.NewOpsFrom(func(n int) (int, bool) {
 			if len(data) == 0 {
 				return 0, false
 			}
 			b := data[0]
 			data = data[1:]
 			return int(b) % n, true
-		})
+		}, 2), maxFuzzCalls)
 	})
 }

@@ -1,3 +1,7 @@
+// Over 600 lines: the Hub's state and the methods that change its level,
+// its recorders and its step, which keep the state word, its mirror and
+// the C step word (syncMirror, syncCStep) current in one place.
+
 package gpuspans
 
 import (

@@ -1,5 +1,9 @@
 //go:build cgo
 
+// Over 600 lines: the kernel tracer's tests on the fake CUPTI, which
+// share one fixture (tracedHub, the fake clock, the replayer) and keep
+// each of docs/gpu-facts.md's CUPTI rules beside the test that breaks it.
+
 package integration
 
 import (
@@ -429,7 +433,8 @@ func TestWindowStepsAsideForAProfiler(t *testing.T) {
 // from the subscriber the profiler left (torch.profiler keeps it after it
 // stops), at its first window, on the stepping thread: every CUPTI call
 // there, no graph replayed while attached with collection off before the
-// finalize (GPU_FACTS' rules; the fake counts a break of either).
+// finalize (docs/gpu-facts.md's CUPTI rules; the fake counts a break of
+// either).
 func TestWindowTakesOverFromAFinishedProfiler(t *testing.T) {
 	f := cudatest.UseFakeCUPTI()
 	f.OtherSubscriber(true)

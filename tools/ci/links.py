@@ -2,8 +2,12 @@
 """Checks that every relative link of the repository's Markdown resolves:
 the file or folder it names exists, and its #anchor is a heading of that
 file, spelt as GitHub spells heading anchors. Links to other sites are not
-followed. Prints each broken link as file:line: link: why, and exits 1 if
-there is one.
+followed. A path quoted in code (`go/capi/spanpath.c`, `tools/ci/`,
+`go/export/...`, `cuda/src/pool.cc:112`) whose first folder is one at the
+top of the repository must name a file or folder too, from the top or
+from the Markdown file's folder; CHANGELOG.md is history, and keeps the
+names things had. Prints each broken link or path as file:line: link:
+why, and exits 1 if there is one.
 
     tools/ci/links.py              # the tracked *.md files (git ls-files)
     tools/ci/links.py FILE...      # those files
@@ -20,6 +24,10 @@ LINK = re.compile(r"(?<!\\)\[(?:[^\]\\]|\\.)*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 FENCE = re.compile(r"^\s*(```|~~~)")
 CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+# A quoted path: folders and a file or folder, no spaces, globs or
+# placeholders; a trailing :line or :from-to is dropped, /... is the folder.
+QUOTED_PATH = re.compile(r"^(?:\./)?([A-Za-z0-9_.-]+)/[\w./@+-]*?(?:/\.\.\.)?$")
+HISTORY = {"CHANGELOG.md"}
 
 
 def lines_outside_code(text):
@@ -57,13 +65,44 @@ def anchors(path):
     return out
 
 
+def tops(root):
+    """The folders at the top of the repository that git tracks files in: a
+    quoted path must start with one of them to be checked (an ignored
+    folder, such as the GPU machine's .carry/, is not the repository's)."""
+    try:
+        files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return {e for e in os.listdir(root) if os.path.isdir(os.path.join(root, e)) and e != ".git"}
+    return {f.split("/", 1)[0] for f in files if "/" in f}
+
+
+def quoted_paths(line, top):
+    """The repository paths quoted in code spans of line, as written and as
+    a path to test."""
+    for m in CODE_SPAN.finditer(line):
+        quoted = m.group(2).strip()
+        path = re.sub(r":\d+(?:-\d+)?$", "", quoted)
+        pm = QUOTED_PATH.match(path)
+        if not pm or pm.group(1) not in top:
+            continue
+        if path.endswith("/..."):
+            path = path[: -len("/...")]
+        yield quoted, path
+
+
 def check(files, root):
     broken = []
     cache = {}
+    top = tops(root)
     for f in files:
         with open(f, encoding="utf-8") as fh:
             text = fh.read()
         for n, line in lines_outside_code(text):
+            if os.path.basename(f) not in HISTORY:
+                for quoted, path in quoted_paths(line, top):
+                    here = os.path.join(os.path.dirname(f), path)
+                    if not os.path.exists(os.path.join(root, path)) and not os.path.exists(here):
+                        broken.append(f"{f}:{n}: `{quoted}`: no such file or folder")
             line = CODE_SPAN.sub(lambda m: " " * len(m.group(0)), line)  # a link in code is text
             for m in LINK.finditer(line):
                 target = m.group(1)
@@ -96,14 +135,23 @@ def self_test():
         good = os.path.join(d, "good.md")
         with open(good, "w") as f:
             f.write("# Top\n\n[a](docs/a.md) [b](docs/a.md#what-it-costs) [c](docs/a.md#what-it-costs-1) "
-                    "[d](#top) [e](https://example.invalid/x) [f](docs) `[g](nowhere.md)`\n")
+                    "[d](#top) [e](https://example.invalid/x) [f](docs) `[g](nowhere.md)`\n"
+                    "`docs/a.md` `docs/a.md:3` `docs/` `docs/...` `a.md` `notatop/x.go` `docs/*.md` "
+                    "`//docs:x` `/metrics` `docs/$X`\n\n```\ndocs/gone.md\n```\n")
+        with open(os.path.join(d, "docs", "rel.md"), "w") as f:
+            f.write("`docs/a.md`, and from here `a.md`\n")
+        with open(os.path.join(d, "CHANGELOG.md"), "w") as f:
+            f.write("- moved `docs/old.md` away\n")
         bad = os.path.join(d, "bad.md")
         with open(bad, "w") as f:
             f.write("[a](docs/b.md)\n[b](docs/a.md#not-a-heading)\n[c](#nowhere)\n[d](../../etc/passwd)\n"
-                    "[e](docs/a.md#not-a-heading-1)\n")
-        assert check([good, os.path.join(d, "docs", "a.md")], d) == [], check([good], d)
+                    "[e](docs/a.md#not-a-heading-1)\n"
+                    "see `docs/gone.md` and `docs/a.md:12` and `docs/gone/...`\n")
+        fine = [good, os.path.join(d, "docs", "a.md"), os.path.join(d, "docs", "rel.md"), os.path.join(d, "CHANGELOG.md")]
+        assert check(fine, d) == [], check(fine, d)
         got = check([bad], d)
-        assert len(got) == 5, got
+        assert len(got) == 7, got
+        assert sum("no such file or folder" in g for g in got) == 2, got
     print("links: self-test passed")
 
 

@@ -3,6 +3,8 @@
 // gs_hub_close racing gs_hub_serve and gs_hub_drain on other threads, and
 // kernel tokens passed to the wrong hub. go/capi's Go test runs it against
 // the c-archive and the c-shared library. Exits non-zero on a failure.
+// Over 600 lines: one program, which TestCHostile builds and runs against
+// each build of the library.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>

@@ -1,7 +1,8 @@
 // One ring, two writers, one protocol: gs_hub_testing_ring_diff sends
-// random step and lane operations to the C span path (spanpath.c) or Go's at random
-// and compares every word of the ring with go/internal/spanring's model
-// after each (go/internal/spanring/spanringtest). go/capi's
+// random step and lane operations to the C span path (spanpath.c) or Go's
+// at random, among harvests, levels, captures, failing records and
+// re-installs, and compares every word of the rings with
+// go/internal/spanring/spanringtest's model after each. go/capi's
 // TestRingDifferential runs this against the tests' library:
 //   ringdiff_test OPS SEED...
 // with a ring of 8 slots and 3 lanes, so that slots run out, shared
@@ -37,7 +38,9 @@ int main(int argc, char** argv) {
     gs_hub_status st = gs_hub_create(&o, &hub);
     CHECK(st == GS_HUB_OK, "gs_hub_create: %s", gs_hub_status_name(st));
     if (st != GS_HUB_OK) break;
-    st = gs_hub_install_cuda(hub, 0, 0x5100);
+    // A stream far from those the fake driver makes (from 0x5000, one a
+    // pool): a made one of the same value would end the pretend capture.
+    st = gs_hub_install_cuda(hub, 0, 0x7e570000);
     CHECK(st == GS_HUB_OK, "install: %s", last_error(hub));
     st = gs_hub_begin_step(hub);  // opens the pool on the fake driver
     CHECK(st == GS_HUB_OK, "step: %s", last_error(hub));

@@ -3,9 +3,9 @@
 // while Go's c_step word allows and sends them to Go otherwise, with a
 // background harvester running and a second thread switching kernel
 // timing between auto and events and the level between Step and Kernel.
-// GPU_FACTS' rules must hold: every CUPTI call on the stepping thread
-// (the one that replays the graph), no finalize after a replay made while
-// attached with collection off. And the word must be right: once kernel
+// docs/gpu-facts.md's CUPTI rules must hold: every CUPTI call on the
+// stepping thread (the one that replays the graph), no finalize after a
+// replay made while attached with collection off. And the word must be right: once kernel
 // timing is events a step detaches CUPTI (a step taken in C while a
 // window is open would leave it attached) and later steps stay in C; once
 // auto is back, windows open again (steps taken in C would open none).

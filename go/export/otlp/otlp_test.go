@@ -1,3 +1,6 @@
+// Over 600 lines: the exporter's end-to-end tests, every one against the
+// in-process receiver below (OTLP over HTTP and gRPC) and its helpers.
+
 package otlp
 
 import (

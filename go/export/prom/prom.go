@@ -1,3 +1,7 @@
+// Over 600 lines: the Collector and the Options it checks, with every
+// series' description beside the code that fills it from one snapshot, so
+// that a series and its help text change together.
+
 // Package prom exports a gpuspans hub to Prometheus.
 //
 // The Collector holds no metric state of its own: each scrape takes one hub

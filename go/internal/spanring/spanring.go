@@ -4,9 +4,10 @@
 // Go paths. It defines the memory and the protocol's values; the Go
 // protocol is go/gpuspans' recorder.go, the C one go/capi's spanpath.c,
 // and the two must stay step for step alike (docs/design.md, span paths):
-// go/capi's TestRingDifferential drives both on one ring, op by op, against
-// the model in spanringtest, and tools/ci/ringdiff_mutations.sh proves it
-// catches a change to either.
+// spanringtest models the whole protocol; go/capi's TestRingDifferential
+// drives both writers by it on one hub, op by op, go/gpuspans' model test
+// the Go writer alone, and tools/ci/ringdiff_mutations.sh proves the
+// former catches a change to either as a divergence at an op.
 //
 // The protocol, per recorder (one install on one device):
 //   - Next counts the positions handed out; position p uses slot p % n.

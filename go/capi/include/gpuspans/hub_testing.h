@@ -22,14 +22,17 @@ extern "C" {
 void gs_hub_testing_count_crossings(int32_t on);
 uint64_t gs_hub_testing_crossings(void);
 
-/* gs_hub_testing_ring_diff drives hub through ops random lane operations
- * from seed, each through the C span path or Go's at random, with
- * harvests between, and compares every word of its ring with the
- * protocol's model (go/internal/spanring/spanringtest) after each. The hub
- * needs one recorder open on the fake driver at level kernel, and nothing
- * else calling it meanwhile. 0: every word as the model says (buf says
- * what ran); 1: the first difference and the operations before it in buf;
- * 2: a hub it cannot drive so. buf is a C string cut to cap. */
+/* gs_hub_testing_ring_diff drives hub through ops random operations from
+ * seed (steps, next steps and lane operations, each through the C span
+ * path or Go's at random, some with a failing record; kernel spans,
+ * harvests, levels and periods, a captured stream, installs and
+ * uninstalls, through Go) and compares every word of its
+ * rings with the protocol's model (go/internal/spanring/spanringtest)
+ * after each. The hub needs one recorder open on the fake driver at level
+ * kernel on device 0's stream 0x7e570000, and nothing else calling it
+ * meanwhile. 0: every word as the model says (buf says what ran); 1:
+ * "diverged after op N", the difference and the operations before it in
+ * buf; 2: a hub it cannot drive so. buf is a C string cut to cap. */
 int32_t gs_hub_testing_ring_diff(gs_hub hub, uint64_t ops, int64_t seed, char* buf, size_t cap);
 
 #ifdef __cplusplus

@@ -1,3 +1,6 @@
+// Over 600 lines: the demo's tests, each running Run or its engine on the
+// simulated GPU with the fast configuration below.
+
 package demo
 
 import (
