@@ -52,7 +52,9 @@ namespace {
   X(cuptiSubscribe)          \
   X(cuptiUnsubscribe)        \
   X(cuptiFinalize)           \
-  X(cuptiSetThreadIdType)
+  X(cuptiSetThreadIdType)    \
+  X(cuptiActivityEnableDriverApi) \
+  X(cuptiActivityEnableRuntimeApi)
 
 struct Cupti {
 #define GS_CUPTI_FIELD(name) PFN_##name name;
@@ -145,6 +147,10 @@ struct Tracer {
   // or pthread_self cut to 32 bits where CUPTI kept its default type).
   std::atomic<uint32_t> own_tid{0}, own_pthread{0};
   std::atomic<bool> watching{false};
+  // LaunchCallsOnly: the window's API records are the launch calls alone;
+  // filtered: some per-cbid switch may be off (AllCalls undoes it).
+  bool launch_calls_only = false;
+  bool filtered = false;
   std::atomic<uint64_t> foreign_launches{0};
   // Graph launches of other threads in this window, by thread: those the
   // records show, by the runtime's and the driver's calls (one replay may
@@ -322,10 +328,12 @@ int LaunchKind(const CUpti_ActivityAPI& a) {
   return 0;
 }
 
-// Watch counts a window's launches made by other threads than its own.
-void Watch(Tracer& t, const CUpti_ActivityAPI& a) {
+
+// Watch counts a window's launches made by other threads than its own;
+// launch is LaunchKind(a).
+void Watch(Tracer& t, const CUpti_ActivityAPI& a, int launch) {
   if (!t.watching.load() || a.threadId == t.own_tid.load() || a.threadId == t.own_pthread.load()) return;
-  switch (LaunchKind(a)) {
+  switch (launch) {
     case 2: {
       std::lock_guard<std::mutex> l(t.watch_mu);
       if (Tracer::Launcher* x = LauncherOf(t, a.threadId, a.threadId)) {
@@ -411,25 +419,48 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
   size_t n = 0;
   CUpti_Activity* rec = nullptr;
   while (buffer && valid > 0 && api.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    gs_kernel_record& r = batch[n];
     if (rec->kind == CUPTI_ACTIVITY_KIND_DRIVER || rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
-      Watch(t, *reinterpret_cast<const CUpti_ActivityAPI*>(rec));
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+      int launch = LaunchKind(*a);
+      Watch(t, *a, launch);
+      if (launch == 0) continue;
+      r = gs_kernel_record{};
+      r.start_ns = static_cast<int64_t>(a->start);
+      r.end_ns = static_cast<int64_t>(a->end);
+      r.graph = launch == 2 ? GS_RECORD_LAUNCHED_GRAPH : 0;
+      r.correlation = a->correlationId;
+      r.kind = GS_RECORD_LAUNCH;
+      // The window's thread as gettid, also where CUPTI kept pthread ids.
+      r.thread = a->threadId == t.own_pthread.load() && t.own_tid.load() != 0 ? t.own_tid.load() : a->threadId;
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY || rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+      const auto* c = reinterpret_cast<const CUpti_CopyRecordPrefix*>(rec);
+      r = gs_kernel_record{};
+      r.start_ns = static_cast<int64_t>(c->start);
+      r.end_ns = static_cast<int64_t>(c->end);
+      r.device = c->deviceId;
+      r.stream = c->streamId;
+      r.graph = c->graphId;
+      r.correlation = c->correlationId;
+      r.context = c->contextId;
+      r.kind = rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY ? GS_RECORD_MEMCPY : GS_RECORD_MEMSET;
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const auto* k = reinterpret_cast<const CUpti_KernelRecordPrefix*>(rec);
+      r.start_ns = static_cast<int64_t>(k->start);
+      r.end_ns = static_cast<int64_t>(k->end);
+      r.device = k->deviceId;
+      r.stream = k->streamId;
+      r.name = Intern(t, k->name);
+      if (r.name == 0) t.names_overflow++;
+      r.graph = k->graphId;
+      r.correlation = k->correlationId;
+      r.context = k->contextId;
+      r.kind = GS_RECORD_KERNEL;
+      r.thread = 0;
+    } else {
       continue;
     }
-    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
-    const auto* k = reinterpret_cast<const CUpti_KernelRecordPrefix*>(rec);
-    gs_kernel_record& r = batch[n++];
-    r.start_ns = static_cast<int64_t>(k->start);
-    r.end_ns = static_cast<int64_t>(k->end);
-    r.device = k->deviceId;
-    r.stream = k->streamId;
-    r.name = Intern(t, k->name);
-    if (r.name == 0) t.names_overflow++;
-    r.graph = k->graphId;
-    r.correlation = k->correlationId;
-    r.context = k->contextId;
-    r.kind = GS_RECORD_KERNEL;
-    r.thread = 0;
-    if (n == sizeof(batch) / sizeof(batch[0])) {
+    if (++n == sizeof(batch) / sizeof(batch[0])) {
       Push(t, batch, n);
       n = 0;
     }
@@ -580,9 +611,84 @@ void NoWindows(Tracer& t, const char* why) {
   t.no_windows_why = why;
 }
 
-// The activity kinds of the launch watch: every API call of the process
-// while a window collects, each record naming the calling thread.
+// The activity kinds of the launch watch: the API calls of the process
+// while a window collects, each record naming the calling thread. Where
+// CUPTI can (LaunchCallsOnly), only the launch calls.
 constexpr CUpti_ActivityKind kWatchKinds[] = {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_RUNTIME};
+
+// What a window collects besides kernels: a copy or memset on the device is
+// not idle. Optional: a CUPTI that refuses them leaves copies as idle.
+constexpr CUpti_ActivityKind kCopyKinds[] = {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+
+// The launch calls the watch and the launch records need, by API.
+constexpr uint32_t kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
+constexpr uint32_t kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060};
+
+// Callback ids run from 1 to a bound that grows with each CUDA release
+// (CUDA 13.0: below 1,000 for either API): switching goes up to the first
+// run of kCbidMisses refusals, and never past kMaxCbid.
+constexpr uint32_t kMaxCbid = 4096;
+constexpr int kCbidMisses = 16;
+
+// SwitchApis sets every cbid of one API to on, up to CUPTI's bound, and
+// returns the highest it accepted (0: none).
+uint32_t SwitchApis(CUptiResult (*fn)(uint32_t, uint8_t), uint8_t on) {
+  uint32_t last = 0;
+  int misses = 0;
+  for (uint32_t cbid = 1; cbid < kMaxCbid && misses < kCbidMisses; cbid++) {
+    if (fn(cbid, on) == CUPTI_SUCCESS) {
+      last = cbid;
+      misses = 0;
+    } else {
+      misses++;
+    }
+  }
+  return last;
+}
+
+// LaunchCallsOnly switches the API records of a window's watch off but for
+// the launch calls: every other call of every thread would write a record
+// while the window collects (an eager torch launch makes several runtime
+// calls), which nearly doubled an eager window's step on an H100. False,
+// with every call recorded as before, where CUPTI lacks the per-cbid
+// switches (before CUDA 12.5) or refuses them. The switches may outlive
+// cuptiFinalize, so AllCalls switches them back at the window's end: a
+// profiler that attaches later records every call. Caller holds t.mu.
+bool LaunchCallsOnly(Tracer& t, const Cupti& api) {
+  if (!api.cuptiActivityEnableDriverApi || !api.cuptiActivityEnableRuntimeApi) return false;
+  t.filtered = true;  // from here AllCalls undoes whatever was switched
+  if (SwitchApis(api.cuptiActivityEnableDriverApi, 0) == 0 || SwitchApis(api.cuptiActivityEnableRuntimeApi, 0) == 0) {
+    return false;
+  }
+  for (uint32_t c : kDriverLaunches) {
+    if (api.cuptiActivityEnableDriverApi(c, 1) != CUPTI_SUCCESS) return false;
+  }
+  for (uint32_t c : kRuntimeLaunches) {
+    if (api.cuptiActivityEnableRuntimeApi(c, 1) != CUPTI_SUCCESS) return false;
+  }
+  return true;
+}
+
+// AllCalls switches every API record back on after LaunchCallsOnly.
+// Caller holds t.mu.
+void AllCalls(Tracer& t, const Cupti& api) {
+  if (!t.filtered) return;
+  t.filtered = false;
+  SwitchApis(api.cuptiActivityEnableDriverApi, 1);
+  SwitchApis(api.cuptiActivityEnableRuntimeApi, 1);
+}
 
 // StopCollecting turns a window's collection and launch watch off and has
 // every record delivered. Caller holds t.mu.
@@ -591,8 +697,10 @@ gs_status StopCollecting(Tracer& t, gs_error* err) {
   CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
   for (CUpti_ActivityKind k : kWatchKinds) t.api.cuptiActivityDisable(k);
+  for (CUpti_ActivityKind k : kCopyKinds) t.api.cuptiActivityDisable(k);
   t.enabled = 0;
   t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  AllCalls(t, t.api);
   t.watching = false;
   Forget(t);
   return st;
@@ -757,13 +865,20 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
                             k == CUPTI_ACTIVITY_KIND_DRIVER ? "cuptiActivityEnable(DRIVER)" : "cuptiActivityEnable(RUNTIME)");
       }
     }
+    if (st == GS_OK) {
+      // A refusal leaves every call recorded: costlier, as right.
+      t.launch_calls_only = gs::LaunchCallsOnly(t, api);
+      for (CUpti_ActivityKind k : gs::kCopyKinds) api.cuptiActivityEnable(k);
+    }
   }
   if (st != GS_OK) {
     // CUPTI may be initialised by now, and collecting since an instant: a
     // finalize gives the process back as it was.
     t.watching = false;
     for (CUpti_ActivityKind k : gs::kWatchKinds) api.cuptiActivityDisable(k);
+    for (CUpti_ActivityKind k : gs::kCopyKinds) api.cuptiActivityDisable(k);
     api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    gs::AllCalls(t, api);
     if (api.cuptiFinalize() == CUPTI_SUCCESS) {
       t.detaches++;
     } else {

@@ -19,11 +19,25 @@
 
 namespace {
 
+// Callback ids (cupti_runtime_cbid.h, cupti_driver_cbid.h): two launches,
+// and two calls that launch nothing (cudaGetDevice, cuCtxGetCurrent).
+constexpr uint32_t CUPTI_RUNTIME_LAUNCH_KERNEL = 211;
+constexpr uint32_t CUPTI_DRIVER_GRAPH_LAUNCH = 514;
+constexpr uint32_t CUPTI_RUNTIME_NOT_A_LAUNCH = 10;
+constexpr uint32_t CUPTI_DRIVER_NOT_A_LAUNCH = 303;
+
 void Open() {
   gs_error err;
   gs_status st = gs_tracer_open(nullptr, 1000, &err);
   if (st != GS_OK) fprintf(stderr, "gs_tracer_open: %s\n", err.message);
   CHECK_EQ(st, GS_OK);
+}
+
+// Drain empties the ring of what earlier tests left.
+void Drain() {
+  gs_kernel_record r[256];
+  while (gs_tracer_read(r, 256) > 0) {
+  }
 }
 
 std::string Name(uint32_t id) {
@@ -203,8 +217,10 @@ void WindowCollectsAndDetaches() {
   CHECK_EQ(gs_testing_cupti_finalizes(), 1);
   CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
   gs_kernel_record r[4];
-  CHECK_EQ(gs_tracer_read(r, 4), 2);  // the close's forced flush delivered them
-  CHECK_EQ(r[0].graph, 4);
+  CHECK_EQ(gs_tracer_read(r, 4), 3);  // the close's forced flush delivered them
+  CHECK_EQ(r[0].kind, GS_RECORD_LAUNCH);  // the graph's launch
+  CHECK_EQ(r[0].graph, GS_RECORD_LAUNCHED_GRAPH);
+  CHECK_EQ(r[1].graph, 4);
   CHECK(gs_tracer_clock_offset_ns() != 0 || off == 0);
   gs_tracer_stats s;
   gs_tracer_get_stats(&s);
@@ -356,8 +372,8 @@ void WindowBesideForeignGraphReplaysStaysAttached() {
   CHECK_EQ(gs_testing_cupti_finalizes(), 0);
   CHECK_EQ(gs_testing_cupti_attached(), 1);
   CHECK_EQ(gs_testing_cupti_enabled(), 0);
-  gs_kernel_record r[4];
-  CHECK_EQ(gs_tracer_read(r, 4), 1);  // delivered all the same
+  gs_kernel_record r[8];
+  CHECK_EQ(gs_tracer_read(r, 8), 5);  // delivered all the same: 4 launches, 1 kernel
   gs_tracer_stats s;
   gs_tracer_get_stats(&s);
   CHECK_EQ(s.foreign_graph_launches, 1);
@@ -462,6 +478,100 @@ void CloseWaitsForAGuardedReplay() {
   CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
 }
 
+// A window delivers copies and memsets as their own kinds, and the host
+// side of launches (kernel and graph, any thread) with their thread,
+// times and correlation; other API calls write no record at all.
+void WindowRecordsCopiesAndLaunches() {
+  gs_testing_use_fake_cupti();
+  Drain();
+  CHECK_EQ(gs_testing_cupti_copy(0, 1, 1, 2, 0, 0), 0);  // not collecting yet
+  WindowOpen();
+  uint32_t me = static_cast<uint32_t>(gs_testing_thread_id());
+  uint32_t launch = gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 100, 130);
+  CHECK(launch != 0);
+  CHECK_EQ(gs_testing_cupti_kernel(0, 1, 140, 160, "k", 0), 1);
+  CHECK_EQ(gs_testing_cupti_copy(0, 1, 170, 190, 0, 0), 1);
+  CHECK_EQ(gs_testing_cupti_copy(0, 2, 200, 210, 1, 5), 1);
+  uint32_t graph = gs_testing_cupti_api_call(0, CUPTI_DRIVER_GRAPH_LAUNCH, 220, 240);
+  CHECK(graph != 0);
+  uint32_t other = 0;
+  std::thread([&] { other = gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 250, 260); }).join();
+  CHECK(other != 0);
+  // Not a launch: switched off where CUPTI can, and never a record.
+  CHECK_EQ(gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 300, 310), 0);
+  CHECK_EQ(gs_testing_cupti_api_call(0, CUPTI_DRIVER_NOT_A_LAUNCH, 300, 310), 0);
+  CHECK(gs_testing_cupti_api_switched_off() > 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_api_switched_off(), 0);  // a later profiler records every call
+  gs_kernel_record r[16];
+  size_t n = gs_tracer_read(r, 16);
+  CHECK_EQ(n, 6);
+  if (n != 6) return;
+  CHECK_EQ(r[0].kind, GS_RECORD_LAUNCH);
+  CHECK_EQ(r[0].start_ns, 100);
+  CHECK_EQ(r[0].end_ns, 130);
+  CHECK_EQ(r[0].correlation, launch);
+  CHECK_EQ(r[0].thread, me);
+  CHECK_EQ(r[0].graph, 0);
+  CHECK_EQ(r[1].kind, GS_RECORD_KERNEL);
+  CHECK_EQ(r[1].thread, 0);
+  CHECK_EQ(r[2].kind, GS_RECORD_MEMCPY);
+  CHECK_EQ(r[2].start_ns, 170);
+  CHECK_EQ(r[2].end_ns, 190);
+  CHECK_EQ(r[2].stream, 1);
+  CHECK_EQ(r[2].name, 0);
+  CHECK_EQ(r[3].kind, GS_RECORD_MEMSET);
+  CHECK_EQ(r[3].stream, 2);
+  CHECK_EQ(r[3].graph, 5);
+  CHECK_EQ(r[4].kind, GS_RECORD_LAUNCH);
+  CHECK_EQ(r[4].correlation, graph);
+  CHECK_EQ(r[4].graph, GS_RECORD_LAUNCHED_GRAPH);
+  CHECK_EQ(r[4].device, 0);
+  CHECK_EQ(r[5].kind, GS_RECORD_LAUNCH);
+  CHECK(r[5].thread != 0 && r[5].thread != me);
+  CHECK_EQ(r[5].start_ns, 250);
+  gs_tracer_stats s;
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.foreign_launches, 1);
+}
+
+// The watch's cost: a window switches every API record off but the launch
+// calls', and where CUPTI cannot, records every call and still works.
+void WindowRecordsOnlyLaunchCalls() {
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_api_call(0, CUPTI_DRIVER_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_kernel_launch();
+  CHECK_EQ(gs_testing_cupti_graph_launch(), 0);
+  CHECK_EQ(gs_testing_cupti_api_records(), 2);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  Drain();
+  // Without the per-cbid switches: every call recorded, only launches read.
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_no_api_switches(1);
+  WindowOpen();
+  gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_kernel_launch();
+  CHECK_EQ(gs_testing_cupti_api_records(), 2);
+  CHECK_EQ(gs_testing_cupti_api_switched_off(), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  gs_kernel_record r[4];
+  CHECK_EQ(gs_tracer_read(r, 4), 1);
+  CHECK_EQ(r[0].kind, GS_RECORD_LAUNCH);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+}
+
+// Attached tracing collects kernels alone, as before.
+void AttachedRecordsKernelsOnly() {
+  gs_testing_use_fake_cupti();
+  Open();
+  CHECK_EQ(gs_tracer_enable(1, nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_copy(0, 1, 1, 2, 0, 0), 0);
+  CHECK_EQ(gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 0, 0), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+}
+
 }  // namespace
 
 int main() {
@@ -484,6 +594,9 @@ int main() {
       {"WindowBesideForeignGraphReplaysStaysAttached", WindowBesideForeignGraphReplaysStaysAttached},
       {"GuardedReplaysNeverOverlapADetach", GuardedReplaysNeverOverlapADetach},
       {"CloseWaitsForAGuardedReplay", CloseWaitsForAGuardedReplay},
+      {"WindowRecordsCopiesAndLaunches", WindowRecordsCopiesAndLaunches},
+      {"WindowRecordsOnlyLaunchCalls", WindowRecordsOnlyLaunchCalls},
+      {"AttachedRecordsKernelsOnly", AttachedRecordsKernelsOnly},
   };
   int passed = 0, failed = 0;
   for (auto& t : tests) {

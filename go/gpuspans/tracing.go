@@ -424,6 +424,9 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 	}
 	for i := range recs {
 		r := &recs[i]
+		if r.Kind != backend.RecordKernel {
+			continue // copies, memsets and launch calls are no kernel spans
+		}
 		dev := int(r.Device)
 		if dev >= MaxDevices || h.devs[dev] == nil {
 			continue

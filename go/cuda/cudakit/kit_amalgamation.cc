@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 2dde855dabfa32bb9263e0c18be12bc7245c38925763684560b9de22fe91411c
+// sees only this file, rebuilds when they change: f63a53c0ef32012688901147a321fb9201e2fcbea9aaf1556e06990d4556fa67
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

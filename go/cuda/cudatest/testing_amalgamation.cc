@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 508b862683961749c1c67846e0dd3513a10ce20efbf897d8df96a314abe315bf
+// sees only this file, rebuilds when they change: 38b78b49f5c5aa187ecdab131650ad6003770ba422ccfbd34f9d8483a89bba23
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
