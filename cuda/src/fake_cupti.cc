@@ -59,6 +59,7 @@ struct FakeCupti {
   bool api_off[2][kCbids] = {};
   bool no_api_switches = false;  // the per-cbid symbols are missing
   int64_t api_records = 0;       // API records queued
+  int64_t callbacks = 0;         // API calls that reached the subscriber's callbacks
   int thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   int64_t enables = 0, disables = 0;
   int64_t clock_offset = 0;  // Unix ns minus the fake's timestamp
@@ -72,6 +73,8 @@ struct FakeCupti {
   uint32_t correlation = 0;
   CUpti_CallbackFunc subscriber = nullptr;  // the one subscriber, if any
   bool domain_on = false;
+  bool callback_on[2][kCbids] = {};  // the subscriber's callbacks: driver, runtime domain by cbid
+  bool no_callbacks = false;         // cuptiEnableCallback is missing
   int64_t finalizes = 0;
   // The rules of kernel windows (gpuspans/tracer.h), as the fake can see
   // them: CUPTI attached from RegisterCallbacks to Finalize; a graph
@@ -227,8 +230,21 @@ CUptiResult Subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc cb, void*)
 }
 CUptiResult Unsubscribe(CUpti_SubscriberHandle) {
   std::lock_guard<std::mutex> l(F().mu);
+  Stray(F());
   F().subscriber = nullptr;
   F().domain_on = false;
+  memset(F().callback_on, 0, sizeof F().callback_on);
+  return CUPTI_SUCCESS;
+}
+CUptiResult EnableCallback(uint32_t enable, CUpti_SubscriberHandle, int domain, uint32_t cbid) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  Stray(f);
+  if (!f.subscriber || (domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) || cbid == 0 ||
+      cbid >= kCbids) {
+    return kInvalidParameter;
+  }
+  f.callback_on[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 1 : 0][cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult EnableDomain(uint32_t enable, CUpti_SubscriberHandle, int) {
@@ -251,6 +267,7 @@ CUptiResult Finalize() {
   f.enabled = false;
   f.subscriber = nullptr;
   f.domain_on = false;
+  memset(f.callback_on, 0, sizeof f.callback_on);
   f.req = nullptr;
   f.done = nullptr;
   return CUPTI_SUCCESS;
@@ -304,6 +321,7 @@ void* FakeCuptiSymbol(void*, const char* name) {
       (strcmp(name, "cuptiActivityEnableDriverApi") == 0 || strcmp(name, "cuptiActivityEnableRuntimeApi") == 0)) {
     return nullptr;
   }
+  if (F().no_callbacks && strcmp(name, "cuptiEnableCallback") == 0) return nullptr;
   struct Entry {
     const char* name;
     void* fn;
@@ -326,6 +344,7 @@ void* FakeCuptiSymbol(void*, const char* name) {
       {"cuptiSetThreadIdType", reinterpret_cast<void*>(&SetThreadIdType)},
       {"cuptiActivityEnableDriverApi", reinterpret_cast<void*>(&EnableDriverApi)},
       {"cuptiActivityEnableRuntimeApi", reinterpret_cast<void*>(&EnableRuntimeApi)},
+      {"cuptiEnableCallback", reinterpret_cast<void*>(&EnableCallback)},
   };
   for (const Entry& e : kTable) {
     if (strcmp(e.name, name) == 0) return e.fn;
@@ -354,6 +373,7 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     memset(f.api_off, 0, sizeof f.api_off);
     f.no_api_switches = false;
     f.api_records = 0;
+    f.callbacks = 0;
     f.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
     f.enables = f.disables = 0;
     f.clock_offset = 0;
@@ -361,6 +381,8 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.drop = f.pending = 0;
     f.subscriber = nullptr;
     f.domain_on = false;
+    memset(f.callback_on, 0, sizeof f.callback_on);
+    f.no_callbacks = false;
     f.finalizes = 0;
     f.attached = f.replayed_off = f.replayed_foreign = false;
     f.attach_tid = 0;
@@ -405,9 +427,29 @@ namespace gs {
 namespace {
 // ApiCall queues the API record of a call by the calling thread when its
 // kind's collection is on. Caller holds f.mu.
+// The call goes to the subscriber's callbacks, enter and exit, where
+// enabled for its cbid (the callbacks call no CUPTI function of the fake).
 void ApiCall(FakeCupti& f, CUpti_ActivityKind kind, uint32_t cbid, int64_t start = 0, int64_t end = 0) {
   int i = ApiSlot(kind);
-  if (i < 0 || !f.api_on[i] || (cbid < kCbids && f.api_off[i][cbid])) return;
+  if (i < 0) return;
+  bool callback = f.subscriber && cbid < kCbids && f.callback_on[i][cbid];
+  bool record = f.api_on[i] && !(cbid < kCbids && f.api_off[i][cbid]);
+  if (!callback && !record) return;
+  uint32_t correlation = ++f.correlation;  // one id per call, as CUPTI's
+  if (callback) {
+    uint64_t scratch = 0;
+    CUpti_CallbackDataPrefix d;
+    memset(&d, 0, sizeof d);
+    d.correlationData = &scratch;
+    d.correlationId = correlation;
+    int domain = i == 1 ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+    d.callbackSite = CUPTI_API_ENTER;
+    f.subscriber(nullptr, domain, cbid, &d);
+    d.callbackSite = CUPTI_API_EXIT;
+    f.subscriber(nullptr, domain, cbid, &d);
+    f.callbacks++;
+  }
+  if (!record) return;
   f.api_records++;
   CUpti_ActivityAPI a;
   memset(&a, 0, sizeof a);
@@ -422,7 +464,7 @@ void ApiCall(FakeCupti& f, CUpti_ActivityKind kind, uint32_t cbid, int64_t start
   a.threadId = f.thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
                    ? static_cast<uint32_t>(syscall(SYS_gettid))
                    : static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));
-  a.correlationId = ++f.correlation;
+  a.correlationId = correlation;
   f.queued.push_back(RecOf(a));
 }
 }  // namespace
@@ -437,9 +479,20 @@ extern "C" void gs_testing_cupti_kernel_launch(void) {
 extern "C" uint32_t gs_testing_cupti_api_call(int32_t runtime, uint32_t cbid, int64_t start_ns, int64_t end_ns) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
-  int64_t before = f.api_records;
+  int64_t before = f.api_records + f.callbacks;
+  uint32_t first = f.correlation + 1;
   gs::ApiCall(f, runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER, cbid, start_ns, end_ns);
-  return f.api_records == before ? 0 : f.correlation;
+  return f.api_records + f.callbacks == before ? 0 : first;
+}
+
+extern "C" int64_t gs_testing_cupti_callbacks(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().callbacks;
+}
+
+extern "C" void gs_testing_cupti_no_callbacks(int32_t missing) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().no_callbacks = missing != 0;
 }
 
 extern "C" int32_t gs_testing_cupti_copy(uint32_t device, uint32_t stream, int64_t start_ns, int64_t end_ns,

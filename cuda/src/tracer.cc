@@ -54,7 +54,8 @@ namespace {
   X(cuptiFinalize)           \
   X(cuptiSetThreadIdType)    \
   X(cuptiActivityEnableDriverApi) \
-  X(cuptiActivityEnableRuntimeApi)
+  X(cuptiActivityEnableRuntimeApi) \
+  X(cuptiEnableCallback)
 
 struct Cupti {
 #define GS_CUPTI_FIELD(name) PFN_##name name;
@@ -151,6 +152,11 @@ struct Tracer {
   // filtered: some per-cbid switch may be off (AllCalls undoes it).
   bool launch_calls_only = false;
   bool filtered = false;
+  // The watch by callbacks (CallbackWatch): our subscriber while a window
+  // collects, and the window's clock offset, which its callbacks read
+  // instead of calling CUPTI on the launching threads.
+  CUpti_SubscriberHandle sub = nullptr;
+  std::atomic<int64_t> callback_offset{0};
   std::atomic<uint64_t> foreign_launches{0};
   // Graph launches of other threads in this window, by thread: those the
   // records show, by the runtime's and the driver's calls (one replay may
@@ -295,11 +301,11 @@ void Unquiesce() {
   g.cv.notify_all();
 }
 
-// LaunchKind sorts an API record: 2 a graph replay, 1 a kernel launch, 0
-// anything else.
-int LaunchKind(const CUpti_ActivityAPI& a) {
-  if (a.kind == CUPTI_ACTIVITY_KIND_DRIVER) {
-    switch (a.cbid) {
+// LaunchKindOf sorts an API call of the runtime (runtime) or the driver: 2
+// a graph replay, 1 a kernel launch, 0 anything else.
+int LaunchKindOf(bool runtime, uint32_t cbid) {
+  if (!runtime) {
+    switch (cbid) {
       case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
       case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
         return 2;
@@ -313,7 +319,7 @@ int LaunchKind(const CUpti_ActivityAPI& a) {
     }
     return 0;
   }
-  switch (a.cbid) {
+  switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
       return 2;
@@ -328,17 +334,17 @@ int LaunchKind(const CUpti_ActivityAPI& a) {
   return 0;
 }
 
+int LaunchKind(const CUpti_ActivityAPI& a) { return LaunchKindOf(a.kind == CUPTI_ACTIVITY_KIND_RUNTIME, a.cbid); }
 
-// Watch counts a window's launches made by other threads than its own;
-// launch is LaunchKind(a).
-void Watch(Tracer& t, const CUpti_ActivityAPI& a, int launch) {
-  if (!t.watching.load() || a.threadId == t.own_tid.load() || a.threadId == t.own_pthread.load()) return;
+// Watch counts a window's launches made by other threads than its own:
+// launch (LaunchKindOf) of the runtime's (runtime) or the driver's, by
+// thread tid as CUPTI names it.
+void Watch(Tracer& t, uint32_t tid, bool runtime, int launch) {
+  if (!t.watching.load() || tid == t.own_tid.load() || tid == t.own_pthread.load()) return;
   switch (launch) {
     case 2: {
       std::lock_guard<std::mutex> l(t.watch_mu);
-      if (Tracer::Launcher* x = LauncherOf(t, a.threadId, a.threadId)) {
-        (a.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? x->runtime : x->driver)++;
-      }
+      if (Tracer::Launcher* x = LauncherOf(t, tid, tid)) (runtime ? x->runtime : x->driver)++;
       break;
     }
     case 1:
@@ -423,7 +429,7 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
     if (rec->kind == CUPTI_ACTIVITY_KIND_DRIVER || rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
       int launch = LaunchKind(*a);
-      Watch(t, *a, launch);
+      Watch(t, a->threadId, a->kind == CUPTI_ACTIVITY_KIND_RUNTIME, launch);
       if (launch == 0) continue;
       r = gs_kernel_record{};
       r.start_ns = static_cast<int64_t>(a->start);
@@ -636,6 +642,63 @@ constexpr uint32_t kRuntimeLaunches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060};
 
+// LaunchCallback is the watch's callback on the launch calls: at the call's
+// exit, a GS_RECORD_LAUNCH record from the enter's and the exit's times,
+// and the watch's count. It runs on the launching thread, so it calls no
+// CUPTI function: the times are the host's clock less the window's offset.
+void LaunchCallback(void*, int domain, uint32_t cbid, const void* data) {
+  const auto* d = static_cast<const CUpti_CallbackDataPrefix*>(data);
+  Tracer& t = T();
+  int64_t now = HostNowNs() - t.callback_offset.load(std::memory_order_relaxed);
+  if (d->callbackSite == CUPTI_API_ENTER) {
+    if (d->correlationData) *d->correlationData = static_cast<uint64_t>(now);
+    return;
+  }
+  bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  int launch = LaunchKindOf(runtime, cbid);
+  if (launch == 0) return;
+  static thread_local uint32_t tid = static_cast<uint32_t>(ThisThread());
+  gs_kernel_record r{};
+  r.start_ns = d->correlationData && *d->correlationData != 0 ? static_cast<int64_t>(*d->correlationData) : now;
+  r.end_ns = now;
+  r.graph = launch == 2 ? GS_RECORD_LAUNCHED_GRAPH : 0;
+  r.correlation = d->correlationId;
+  r.kind = GS_RECORD_LAUNCH;
+  r.thread = tid;
+  Push(t, &r, 1);
+  Watch(t, tid, runtime, launch);
+}
+
+// CallbackWatch watches a window's launches through a subscriber with
+// callbacks on the launch calls alone, no API activity records: a call
+// CUPTI has no callback enabled for costs it nothing more, where API
+// activity records make CUPTI time every call of every thread. False, and
+// nothing left subscribed, where CUPTI refuses (another client's
+// subscriber, such as torch.profiler's after it stopped): then the
+// activity records watch. Caller holds t.mu, on the window's thread.
+bool CallbackWatch(Tracer& t, const Cupti& api) {
+  if (!api.cuptiSubscribe || !api.cuptiUnsubscribe || !api.cuptiEnableCallback) return false;
+  t.callback_offset = SampleOffset(api);
+  CUpti_SubscriberHandle sub = nullptr;
+  if (api.cuptiSubscribe(&sub, &LaunchCallback, nullptr) != CUPTI_SUCCESS) return false;
+  bool ok = true;
+  for (uint32_t c : kDriverLaunches) ok = ok && api.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, c) == CUPTI_SUCCESS;
+  for (uint32_t c : kRuntimeLaunches) ok = ok && api.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, c) == CUPTI_SUCCESS;
+  if (!ok) {
+    api.cuptiUnsubscribe(sub);
+    return false;
+  }
+  t.sub = sub;
+  return true;
+}
+
+// EndCallbackWatch unsubscribes CallbackWatch's subscriber. Caller holds t.mu.
+void EndCallbackWatch(Tracer& t, const Cupti& api) {
+  if (!t.sub) return;
+  api.cuptiUnsubscribe(t.sub);
+  t.sub = nullptr;
+}
+
 // Callback ids run from 1 to a bound that grows with each CUDA release
 // (CUDA 13.0: below 1,000 for either API): switching goes up to the first
 // run of kCbidMisses refusals, and never past kMaxCbid.
@@ -696,6 +759,7 @@ gs_status StopCollecting(Tracer& t, gs_error* err) {
   gs_status st = GS_OK;
   CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  EndCallbackWatch(t, t.api);
   for (CUpti_ActivityKind k : kWatchKinds) t.api.cuptiActivityDisable(k);
   for (CUpti_ActivityKind k : kCopyKinds) t.api.cuptiActivityDisable(k);
   t.enabled = 0;
@@ -857,17 +921,20 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
     t.watching = true;
     CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) st = gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+    bool callbacks = st == GS_OK && gs::CallbackWatch(t, api);
     for (CUpti_ActivityKind k : gs::kWatchKinds) {
-      if (st != GS_OK) break;
+      if (st != GS_OK || callbacks) break;
       // No watch, no safe detach beside another thread's graphs: no window.
       if ((r = api.cuptiActivityEnable(k)) != CUPTI_SUCCESS) {
         st = gs::CuptiError(api, err, GS_ERR_DRIVER, r,
                             k == CUPTI_ACTIVITY_KIND_DRIVER ? "cuptiActivityEnable(DRIVER)" : "cuptiActivityEnable(RUNTIME)");
       }
     }
-    if (st == GS_OK) {
+    if (st == GS_OK && !callbacks) {
       // A refusal leaves every call recorded: costlier, as right.
       t.launch_calls_only = gs::LaunchCallsOnly(t, api);
+    }
+    if (st == GS_OK) {
       for (CUpti_ActivityKind k : gs::kCopyKinds) api.cuptiActivityEnable(k);
     }
   }
@@ -875,6 +942,7 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
     // CUPTI may be initialised by now, and collecting since an instant: a
     // finalize gives the process back as it was.
     t.watching = false;
+    gs::EndCallbackWatch(t, api);
     for (CUpti_ActivityKind k : gs::kWatchKinds) api.cuptiActivityDisable(k);
     for (CUpti_ActivityKind k : gs::kCopyKinds) api.cuptiActivityDisable(k);
     api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);

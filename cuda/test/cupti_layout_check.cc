@@ -38,7 +38,14 @@ SAME_OFFSET(graphNodeId);
 SAME_OFFSET(graphId);
 static_assert(offsetof(CUpti_CallbackData, callbackSite) == offsetof(ours::CUpti_CallbackDataPrefix, callbackSite),
               "callbackSite");
+static_assert(offsetof(CUpti_CallbackData, correlationData) ==
+                  offsetof(ours::CUpti_CallbackDataPrefix, correlationData),
+              "correlationData");
+static_assert(offsetof(CUpti_CallbackData, correlationId) == offsetof(ours::CUpti_CallbackDataPrefix, correlationId),
+              "correlationId");
 static_assert(int{CUPTI_CB_DOMAIN_DRIVER_API} == int{ours::CUPTI_CB_DOMAIN_DRIVER_API}, "driver domain");
+static_assert(int{CUPTI_CB_DOMAIN_RUNTIME_API} == int{ours::CUPTI_CB_DOMAIN_RUNTIME_API}, "runtime domain");
+static_assert(int{CUPTI_API_ENTER} == int{ours::CUPTI_API_ENTER}, "api enter");
 static_assert(int{CUPTI_API_EXIT} == int{ours::CUPTI_API_EXIT}, "api exit");
 static_assert(alignof(CUpti_ActivityKernel10) == alignof(ours::CUpti_KernelRecordPrefix), "alignment");
 static_assert(int{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL} == int{ours::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, "kind");

@@ -98,9 +98,9 @@ func TestTracerWindowReadsCopiesAndLaunches(t *testing.T) {
 		t.Fatalf("read %d records, want 4: %+v", n, recs[:n])
 	}
 	l := recs[0]
-	if l.Kind != backend.RecordLaunch || l.StartNs != 100 || l.EndNs != 140 || l.Correlation != corr ||
+	if l.Kind != backend.RecordLaunch || l.StartNs > l.EndNs || l.EndNs == 0 || l.Correlation != corr ||
 		l.Thread != uint32(cudatest.ThreadID()) || l.Graph != backend.LaunchedGraph {
-		t.Errorf("launch record %+v, want a graph launch 100..140 by thread %d, correlation %d", l, cudatest.ThreadID(), corr)
+		t.Errorf("launch record %+v, want a graph launch by thread %d, correlation %d", l, cudatest.ThreadID(), corr)
 	}
 	if recs[1].Kind != backend.RecordKernel || recs[1].Graph != 7 {
 		t.Errorf("kernel record %+v", recs[1])

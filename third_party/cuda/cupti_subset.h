@@ -67,12 +67,21 @@ enum {
 enum { CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
 
 /* Callback domains and sites (cupti_callbacks.h). */
-enum { CUPTI_CB_DOMAIN_DRIVER_API = 1 };
-enum { CUPTI_API_EXIT = 1 };
+enum { CUPTI_CB_DOMAIN_DRIVER_API = 1, CUPTI_CB_DOMAIN_RUNTIME_API = 2 };
+enum { CUPTI_API_ENTER = 0, CUPTI_API_EXIT = 1 };
 
-/* The leading field of CUpti_CallbackData, what a driver API callback gets. */
+/* The leading fields of CUpti_CallbackData, what a driver or runtime API
+ * callback gets. */
 typedef struct CUpti_CallbackDataPrefix {
-  int32_t callbackSite; /* CUPTI_API_ENTER (0) or CUPTI_API_EXIT (1) */
+  int32_t callbackSite;          /*  0: CUPTI_API_ENTER or CUPTI_API_EXIT */
+  const char* functionName;      /*  8 */
+  const void* functionParams;    /* 16 */
+  void* functionReturnValue;     /* 24 */
+  const char* symbolName;        /* 32 */
+  CUcontext context;             /* 40 */
+  uint32_t contextUid;           /* 48 */
+  uint64_t* correlationData;     /* 56: the call's scratch, shared by its enter and exit */
+  uint32_t correlationId;        /* 64: the call's activity records carry it */
 } CUpti_CallbackDataPrefix;
 
 /* Every activity record starts with its kind; records are 8-byte aligned. */
@@ -208,6 +217,8 @@ typedef CUptiResult (*PFN_cuptiSubscribe)(CUpti_SubscriberHandle* subscriber,
                                           CUpti_CallbackFunc callback, void* userdata);
 typedef CUptiResult (*PFN_cuptiUnsubscribe)(CUpti_SubscriberHandle subscriber);
 typedef CUptiResult (*PFN_cuptiEnableDomain)(uint32_t enable, CUpti_SubscriberHandle subscriber, int domain);
+typedef CUptiResult (*PFN_cuptiEnableCallback)(uint32_t enable, CUpti_SubscriberHandle subscriber, int domain,
+                                               uint32_t cbid);
 typedef CUptiResult (*PFN_cuptiFinalize)(void);
 typedef CUptiResult (*PFN_cuptiSetThreadIdType)(int type);
 /* Per-API switches of DRIVER and RUNTIME activity records (CUDA 12.5 and

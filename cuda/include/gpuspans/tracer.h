@@ -19,9 +19,11 @@
  *   another thread is refused while the opener lives, collection cannot be
  *   turned off inside a window, no CUPTI call of ours runs on another
  *   thread while a window is open, and a window watches which threads
- *   launch (CUPTI's DRIVER and RUNTIME records of the launch calls alone,
- *   where CUPTI can switch the others off): one in which another thread
- *   replayed a CUDA graph is not detached (gs_tracer_close). A window also
+ *   launch (callbacks on the launch calls alone, or CUPTI's DRIVER and
+ *   RUNTIME records where CUPTI refuses our subscriber): one in which
+ *   another thread replayed a CUDA graph is not detached (gs_tracer_close).
+ *   The subscriber is ours only while a window collects: a profiler
+ *   started then finds CUPTI taken. A window also
  *   delivers copies and memsets and the host side of every launch call
  *   (gs_kernel_record.kind).
  * - Attached (gs_tracer_open .. gs_tracer_close): collection switched by
@@ -74,7 +76,8 @@ typedef struct gs_kernel_record {
  * and stream are 0. Copies, memsets and launches come from kernel windows
  * alone, launches of every thread (one record per runtime or driver call
  * CUPTI reports: a runtime launch whose driver call CUPTI reports too
- * gives two, and the kernels carry one of their correlations). */
+ * gives two, and the kernels carry one of their correlations). Launch
+ * records reach the ring as the calls return, before their kernels'. */
 #define GS_RECORD_KERNEL 0u
 #define GS_RECORD_MEMCPY 1u
 #define GS_RECORD_MEMSET 2u

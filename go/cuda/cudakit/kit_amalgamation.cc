@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: f63a53c0ef32012688901147a321fb9201e2fcbea9aaf1556e06990d4556fa67
+// sees only this file, rebuilds when they change: 077d1f8f97cc2d5b39acdfc0b64dd5abe4df535d13258a792ddc63f526e8a75e
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

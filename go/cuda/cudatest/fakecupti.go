@@ -117,9 +117,10 @@ func (*FakeCUPTI) Copy(device, stream uint32, start, end int64, memset bool, gra
 }
 
 // LaunchCall plays a runtime API call cbid (CallLaunchKernel,
-// CallGraphLaunch) by this thread from start to end (ns on the fake's
-// clock) and returns its correlation id, which kernels it launched carry;
-// 0 when a window's watch did not record it.
+// CallGraphLaunch) by this thread and returns its correlation id, which
+// kernels it launched carry; 0 when a window's watch did not see it. A
+// watch by callbacks times the call itself; one by activity records gets
+// start and end (ns on the fake's clock).
 func (*FakeCUPTI) LaunchCall(cbid uint32, start, end int64) uint32 {
 	return uint32(C.gs_testing_cupti_api_call(1, C.uint32_t(cbid), C.int64_t(start), C.int64_t(end)))
 }

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 38b78b49f5c5aa187ecdab131650ad6003770ba422ccfbd34f9d8483a89bba23
+// sees only this file, rebuilds when they change: 2d041da0fa5d3a8466551f887faa0ecbb4cb595a36f276828621feec96317e3b
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
