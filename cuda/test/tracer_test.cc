@@ -3,6 +3,7 @@
 // drops, refusals. CI runs them under ASan and UBSan too. No test framework:
 // the last line reads "N passed, N failed".
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -489,6 +490,10 @@ int64_t RealtimeNs() {
 // side of launches (kernel and graph, any thread) with their thread,
 // times and correlation, from callbacks on the launch calls alone.
 void WindowRecordsCopiesAndLaunches() {
+  setenv("GPUSPANS_LAUNCH_WATCH", "callbacks", 1);
+  struct Unset {
+    ~Unset() { unsetenv("GPUSPANS_LAUNCH_WATCH"); }
+  } unset;
   gs_testing_use_fake_cupti();
   gs_testing_cupti_expect_thread(gs_testing_thread_id());
   Drain();
@@ -571,6 +576,7 @@ void WindowRecordsCopiesAndLaunches() {
 // us subscribe; else API activity records switched off but the launch
 // calls'; else every call recorded, as before. Each way the window works.
 void WindowWatchesLaunchCallsAlone() {
+  setenv("GPUSPANS_LAUNCH_WATCH", "callbacks", 1);
   gs_testing_use_fake_cupti();
   WindowOpen();
   gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
@@ -587,6 +593,7 @@ void WindowWatchesLaunchCallsAlone() {
   gs_testing_cupti_other_subscriber(1);
   gs_error err;
   CHECK_EQ(gs_tracer_window_open(nullptr, GS_TRACER_TAKE_OVER, &err), GS_OK);
+  unsetenv("GPUSPANS_LAUNCH_WATCH");
   CHECK(gs_testing_cupti_api_switched_off() > 0);
   uint32_t launch = gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 100, 130);
   gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
@@ -604,6 +611,16 @@ void WindowWatchesLaunchCallsAlone() {
   CHECK_EQ(r[0].correlation, launch);
   CHECK_EQ(r[0].thread, static_cast<uint32_t>(gs_testing_thread_id()));
   CHECK_EQ(r[1].graph, GS_RECORD_LAUNCHED_GRAPH);
+  // The default, the activity records: the same, and no callback.
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_kernel_launch();
+  CHECK_EQ(gs_testing_cupti_api_records(), 1);
+  CHECK_EQ(gs_testing_cupti_callbacks(), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_api_switched_off(), 0);
+  Drain();
   // Neither callbacks nor switches: every call recorded, only launches read.
   gs_testing_use_fake_cupti();
   gs_testing_cupti_no_callbacks(1);

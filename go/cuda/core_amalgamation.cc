@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 673ba802bf0d06ee9fc7b61b0a2062a9d857ee21fbb25c5bf370a9a0cf442316
+// sees only this file, rebuilds when they change: 640ff174a6d42ec2f76b21b9b8ba333fc577440c2dbeda17aa39208895a43b2b
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 077d1f8f97cc2d5b39acdfc0b64dd5abe4df535d13258a792ddc63f526e8a75e
+// sees only this file, rebuilds when they change: 46f4783517cc34cabd8b6ce58daab4a9eb79b88244e39e5332e2308e9f43f3eb
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif
