@@ -2,10 +2,10 @@
 """Issue 50's GPU workloads: the busy ratio gpuspans reports for a lane
 against the truth, what a kernel window costs, and tokens/s between windows.
 
-The decoder: LAYERS layers of layer norm, matmul, gelu, matmul, add (7
+The decoder: --layers layers of layer norm, matmul, gelu, matmul, add (7
 kernels a layer with torch 2.11's bf16 matmuls) over a [batch, d] bf16
-activation, captured as two CUDA graphs (the first SPLIT layers, then the
-rest; 324 kernels a step) replayed in one "decode" lane, or run eagerly
+activation, captured as two CUDA graphs (the first half of the layers,
+then the rest; 324 kernels a step at 46 layers) replayed in one "decode" lane, or run eagerly
 (323 launches). A step is: the lane
 begins, [host stall], graph a, [host stall | a device-to-host copy], graph
 b, the lane ends, a sync (an engine reading its sampled tokens).
@@ -54,8 +54,6 @@ import sys
 import tempfile
 import time
 
-LAYERS = 46
-SPLIT = 23
 STALLS = (0.0, 0.00025, 0.0005, 0.001)  # graph_varying's choices, seconds
 
 WORKLOADS = {
@@ -78,7 +76,7 @@ def spin(seconds):
 
 
 class Decoder:
-    def __init__(self, torch, d, batch, copy_mb):
+    def __init__(self, torch, d, batch, copy_mb, layers):
         self.t = torch
         self.F = torch.nn.functional
         g = torch.Generator(device="cuda").manual_seed(0)
@@ -88,12 +86,13 @@ class Decoder:
             return torch.randn(*shape, generator=g, device="cuda", dtype=dt) * 0.02
 
         self.d = d
-        self.w1 = [w(d, d) for _ in range(LAYERS)]
-        self.w2 = [w(d, d) for _ in range(LAYERS)]
+        self.n = layers
+        self.w1 = [w(d, d) for _ in range(layers)]
+        self.w2 = [w(d, d) for _ in range(layers)]
         self.x = w(batch, d)
         self.src = w(copy_mb << 19)  # bf16: copy_mb MiB to copy back
-        self.a = self.capture(0, SPLIT)
-        self.b = self.capture(SPLIT, LAYERS)
+        self.a = self.capture(0, layers // 2)
+        self.b = self.capture(layers // 2, layers)
 
     def layers(self, lo, hi):
         F, x = self.F, self.x
@@ -117,7 +116,7 @@ class Decoder:
 
     def eager(self):
         with self.t.inference_mode():
-            self.layers(0, LAYERS)
+            self.layers(0, self.n)
 
 
 class Steps:
@@ -457,12 +456,12 @@ ROLES = {"bare": role_bare, "profiler": role_profiler, "gpuspans": role_gpuspans
 def child(args):
     import torch
 
-    m = Decoder(torch, args.d, args.batch, args.copy_mb)
+    m = Decoder(torch, args.d, args.batch, args.copy_mb, args.layers)
     for _ in range(20):
         Steps(m, {}).run()
     names = [n for n in args.workloads.split(",") if n]
     emit({"role": args.role, "case": "device", "device": torch.cuda.get_device_name(), "torch": torch.__version__,
-          "layers": LAYERS, "d": args.d, "batch": args.batch})
+          "layers": args.layers, "d": args.d, "batch": args.batch})
     ROLES[args.role](torch, m, args, names)
 
 
@@ -560,6 +559,7 @@ def main():
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--libs", default="", help="NAME=PATH[+VAR=VALUE...],... libraries (and environment) to run the "
                     "gpuspans role with, one process each (default: $GPUSPANS_LIB)")
+    ap.add_argument("--layers", type=int, default=46)
     ap.add_argument("--d", type=int, default=2048)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--copy-mb", type=int, default=4)
