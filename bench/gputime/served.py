@@ -41,7 +41,7 @@ h100-served/README.md), about 4 minutes:
     L=out/python/libgpuspans.so
     PYTHONPATH=python GPUSPANS_LIB=$L GPUSPANS_HOT=out/python/_hot.abi3.so \\
         python3 bench/gputime/served.py \\
-        --libs records=$L,callbacks=$L+GPUSPANS_LAUNCH_WATCH=callbacks
+        --libs callbacks=$L,records=$L+GPUSPANS_LAUNCH_WATCH=records
 """
 
 import argparse

@@ -669,12 +669,11 @@ void LaunchCallback(void*, int domain, uint32_t cbid, const void* data) {
   Watch(t, tid, runtime, launch);
 }
 
-// CallbacksWanted: the watch by callbacks is asked for
-// ($GPUSPANS_LAUNCH_WATCH=callbacks). Not the default until a GPU has run
-// it: the activity records' watch is the one measured (H100, 2026-12-06).
+// CallbacksWanted: the watch by callbacks, unless the activity records'
+// is asked for ($GPUSPANS_LAUNCH_WATCH=records), to compare the two.
 bool CallbacksWanted() {
   const char* v = getenv("GPUSPANS_LAUNCH_WATCH");
-  return v && strcmp(v, "callbacks") == 0;
+  return !(v && strcmp(v, "records") == 0);
 }
 
 // CallbackWatch watches a window's launches through a subscriber with

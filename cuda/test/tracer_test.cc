@@ -611,9 +611,11 @@ void WindowWatchesLaunchCallsAlone() {
   CHECK_EQ(r[0].correlation, launch);
   CHECK_EQ(r[0].thread, static_cast<uint32_t>(gs_testing_thread_id()));
   CHECK_EQ(r[1].graph, GS_RECORD_LAUNCHED_GRAPH);
-  // The default, the activity records: the same, and no callback.
+  // The activity records asked for: the same, and no callback.
+  setenv("GPUSPANS_LAUNCH_WATCH", "records", 1);
   gs_testing_use_fake_cupti();
   WindowOpen();
+  unsetenv("GPUSPANS_LAUNCH_WATCH");
   gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
   gs_testing_cupti_kernel_launch();
   CHECK_EQ(gs_testing_cupti_api_records(), 1);

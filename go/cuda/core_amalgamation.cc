@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 640ff174a6d42ec2f76b21b9b8ba333fc577440c2dbeda17aa39208895a43b2b
+// sees only this file, rebuilds when they change: 3d47ec502106a2858b2335abcf24601b978fa1f37901ed725f53de3a00c9ac5e
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

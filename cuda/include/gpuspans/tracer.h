@@ -19,11 +19,11 @@
  *   another thread is refused while the opener lives, collection cannot be
  *   turned off inside a window, no CUPTI call of ours runs on another
  *   thread while a window is open, and a window watches which threads
- *   launch (CUPTI's DRIVER and RUNTIME records of the launch calls alone;
- *   with $GPUSPANS_LAUNCH_WATCH=callbacks, a subscriber's callbacks on
- *   them, held only while a window collects: a profiler started then
- *   finds CUPTI taken): one in which another thread replayed a CUDA graph
- *   is not detached (gs_tracer_close). A window also
+ *   launch (a subscriber's callbacks on the launch calls alone, held only
+ *   while a window collects, so a profiler started then finds CUPTI
+ *   taken; CUPTI's DRIVER and RUNTIME records of them where CUPTI refuses
+ *   the subscriber, or with $GPUSPANS_LAUNCH_WATCH=records): one in which
+ *   another thread replayed a CUDA graph is not detached (gs_tracer_close). A window also
  *   delivers copies and memsets and the host side of every launch call
  *   (gs_kernel_record.kind).
  * - Attached (gs_tracer_open .. gs_tracer_close): collection switched by

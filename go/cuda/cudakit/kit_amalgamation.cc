@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 46f4783517cc34cabd8b6ce58daab4a9eb79b88244e39e5332e2308e9f43f3eb
+// sees only this file, rebuilds when they change: 46ac102509bbb10a2b42e46ee44ce7406606f579633032b38e900195911efd49
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

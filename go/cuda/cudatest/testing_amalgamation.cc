@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: a1d2e04615141a9422e0a2616576f88228ffa27cf4b403e20c27eb06b1fd85ab
+// sees only this file, rebuilds when they change: 2b1cf234c51839a70a1105e6d5a50d29cbeb760ee8b07f8b798ad90518692c05
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
