@@ -22,6 +22,10 @@ namespace {
 
 // Real records are larger than the prefix we read; so are the fake's.
 constexpr size_t kStride = 200;
+// The fake's callback ids run 1..kCbids-1 per API, as CUPTI's run up to
+// its CBID_SIZE; a switch past them is refused.
+constexpr uint32_t kCbids = 1000;
+constexpr CUptiResult kInvalidParameter = 1;  // CUPTI_ERROR_INVALID_PARAMETER
 
 // One queued activity record, of any kind, as CUPTI would lay it out.
 struct Rec {
@@ -49,6 +53,13 @@ struct FakeCupti {
   CUptiResult enable_result = CUPTI_SUCCESS;
   bool enabled = false;   // CONCURRENT_KERNEL
   bool api_on[2] = {};    // DRIVER, RUNTIME
+  bool copy_on[2] = {};   // MEMCPY, MEMSET
+  // Per-cbid switches of API records (DRIVER, RUNTIME), cbids 1..kCbids-1:
+  // kept across cuptiFinalize, as nothing says CUPTI resets them.
+  bool api_off[2][kCbids] = {};
+  bool no_api_switches = false;  // the per-cbid symbols are missing
+  int64_t api_records = 0;       // API records queued
+  int64_t callbacks = 0;         // API calls that reached the subscriber's callbacks
   int thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   int64_t enables = 0, disables = 0;
   int64_t clock_offset = 0;  // Unix ns minus the fake's timestamp
@@ -62,6 +73,8 @@ struct FakeCupti {
   uint32_t correlation = 0;
   CUpti_CallbackFunc subscriber = nullptr;  // the one subscriber, if any
   bool domain_on = false;
+  bool callback_on[2][kCbids] = {};  // the subscriber's callbacks: driver, runtime domain by cbid
+  bool no_callbacks = false;         // cuptiEnableCallback is missing
   int64_t finalizes = 0;
   // The rules of kernel windows (gpuspans/tracer.h), as the fake can see
   // them: CUPTI attached from RegisterCallbacks to Finalize; a graph
@@ -109,6 +122,20 @@ CUptiResult GetTimestamp(uint64_t* ts) {
 int ApiSlot(CUpti_ActivityKind kind) {
   return kind == CUPTI_ACTIVITY_KIND_DRIVER ? 0 : kind == CUPTI_ACTIVITY_KIND_RUNTIME ? 1 : -1;
 }
+// CopySlot is kind's place in copy_on; -1 for another kind.
+int CopySlot(CUpti_ActivityKind kind) {
+  return kind == CUPTI_ACTIVITY_KIND_MEMCPY ? 0 : kind == CUPTI_ACTIVITY_KIND_MEMSET ? 1 : -1;
+}
+CUptiResult SwitchApi(int slot, uint32_t cbid, uint8_t on) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  Stray(f);
+  if (cbid == 0 || cbid >= kCbids) return kInvalidParameter;
+  f.api_off[slot][cbid] = on == 0;
+  return CUPTI_SUCCESS;
+}
+CUptiResult EnableDriverApi(uint32_t cbid, uint8_t on) { return SwitchApi(0, cbid, on); }
+CUptiResult EnableRuntimeApi(uint32_t cbid, uint8_t on) { return SwitchApi(1, cbid, on); }
 // enables and disables count CONCURRENT_KERNEL's switches alone.
 CUptiResult Enable(CUpti_ActivityKind kind) {
   FakeCupti& f = F();
@@ -117,6 +144,10 @@ CUptiResult Enable(CUpti_ActivityKind kind) {
   int i = ApiSlot(kind);
   if (i >= 0) {
     f.api_on[i] = true;
+    return CUPTI_SUCCESS;
+  }
+  if ((i = CopySlot(kind)) >= 0) {
+    f.copy_on[i] = true;
     return CUPTI_SUCCESS;
   }
   if (kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) return 1;
@@ -132,6 +163,10 @@ CUptiResult Disable(CUpti_ActivityKind kind) {
   int i = ApiSlot(kind);
   if (i >= 0) {
     f.api_on[i] = false;
+    return CUPTI_SUCCESS;
+  }
+  if ((i = CopySlot(kind)) >= 0) {
+    f.copy_on[i] = false;
     return CUPTI_SUCCESS;
   }
   f.disables++;
@@ -195,8 +230,21 @@ CUptiResult Subscribe(CUpti_SubscriberHandle* sub, CUpti_CallbackFunc cb, void*)
 }
 CUptiResult Unsubscribe(CUpti_SubscriberHandle) {
   std::lock_guard<std::mutex> l(F().mu);
+  Stray(F());
   F().subscriber = nullptr;
   F().domain_on = false;
+  memset(F().callback_on, 0, sizeof F().callback_on);
+  return CUPTI_SUCCESS;
+}
+CUptiResult EnableCallback(uint32_t enable, CUpti_SubscriberHandle, int domain, uint32_t cbid) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  Stray(f);
+  if (!f.subscriber || (domain != CUPTI_CB_DOMAIN_DRIVER_API && domain != CUPTI_CB_DOMAIN_RUNTIME_API) || cbid == 0 ||
+      cbid >= kCbids) {
+    return kInvalidParameter;
+  }
+  f.callback_on[domain == CUPTI_CB_DOMAIN_RUNTIME_API ? 1 : 0][cbid] = enable != 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult EnableDomain(uint32_t enable, CUpti_SubscriberHandle, int) {
@@ -213,11 +261,13 @@ CUptiResult Finalize() {
   f.replayed_off = f.replayed_foreign = false;
   f.attached = false;
   f.api_on[0] = f.api_on[1] = false;
+  f.copy_on[0] = f.copy_on[1] = false;
   f.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   f.other = false;  // a finalize clears every subscriber, another client's too
   f.enabled = false;
   f.subscriber = nullptr;
   f.domain_on = false;
+  memset(f.callback_on, 0, sizeof f.callback_on);
   f.req = nullptr;
   f.done = nullptr;
   return CUPTI_SUCCESS;
@@ -267,6 +317,11 @@ int64_t Deliver(int32_t per_buffer) {
 int g_fake_cupti_library;
 void* FakeCuptiOpen(const char*) { return F().fail_open ? nullptr : &g_fake_cupti_library; }
 void* FakeCuptiSymbol(void*, const char* name) {
+  if (F().no_api_switches &&
+      (strcmp(name, "cuptiActivityEnableDriverApi") == 0 || strcmp(name, "cuptiActivityEnableRuntimeApi") == 0)) {
+    return nullptr;
+  }
+  if (F().no_callbacks && strcmp(name, "cuptiEnableCallback") == 0) return nullptr;
   struct Entry {
     const char* name;
     void* fn;
@@ -287,6 +342,9 @@ void* FakeCuptiSymbol(void*, const char* name) {
       {"cuptiEnableDomain", reinterpret_cast<void*>(&EnableDomain)},
       {"cuptiFinalize", reinterpret_cast<void*>(&Finalize)},
       {"cuptiSetThreadIdType", reinterpret_cast<void*>(&SetThreadIdType)},
+      {"cuptiActivityEnableDriverApi", reinterpret_cast<void*>(&EnableDriverApi)},
+      {"cuptiActivityEnableRuntimeApi", reinterpret_cast<void*>(&EnableRuntimeApi)},
+      {"cuptiEnableCallback", reinterpret_cast<void*>(&EnableCallback)},
   };
   for (const Entry& e : kTable) {
     if (strcmp(e.name, name) == 0) return e.fn;
@@ -311,6 +369,11 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.enable_result = CUPTI_SUCCESS;
     f.enabled = false;
     f.api_on[0] = f.api_on[1] = false;
+    f.copy_on[0] = f.copy_on[1] = false;
+    memset(f.api_off, 0, sizeof f.api_off);
+    f.no_api_switches = false;
+    f.api_records = 0;
+    f.callbacks = 0;
     f.thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
     f.enables = f.disables = 0;
     f.clock_offset = 0;
@@ -318,6 +381,8 @@ extern "C" void gs_testing_use_fake_cupti(void) {
     f.drop = f.pending = 0;
     f.subscriber = nullptr;
     f.domain_on = false;
+    memset(f.callback_on, 0, sizeof f.callback_on);
+    f.no_callbacks = false;
     f.finalizes = 0;
     f.attached = f.replayed_off = f.replayed_foreign = false;
     f.attach_tid = 0;
@@ -362,19 +427,44 @@ namespace gs {
 namespace {
 // ApiCall queues the API record of a call by the calling thread when its
 // kind's collection is on. Caller holds f.mu.
-void ApiCall(FakeCupti& f, CUpti_ActivityKind kind, uint32_t cbid) {
+// The call goes to the subscriber's callbacks, enter and exit, where
+// enabled for its cbid (the callbacks call no CUPTI function of the fake).
+void ApiCall(FakeCupti& f, CUpti_ActivityKind kind, uint32_t cbid, int64_t start = 0, int64_t end = 0) {
   int i = ApiSlot(kind);
-  if (i < 0 || !f.api_on[i]) return;
+  if (i < 0) return;
+  bool callback = f.subscriber && cbid < kCbids && f.callback_on[i][cbid];
+  bool record = f.api_on[i] && !(cbid < kCbids && f.api_off[i][cbid]);
+  if (!callback && !record) return;
+  uint32_t correlation = ++f.correlation;  // one id per call, as CUPTI's
+  if (callback) {
+    uint64_t scratch = 0;
+    CUpti_CallbackDataPrefix d;
+    memset(&d, 0, sizeof d);
+    d.correlationData = &scratch;
+    d.correlationId = correlation;
+    int domain = i == 1 ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
+    d.callbackSite = CUPTI_API_ENTER;
+    f.subscriber(nullptr, domain, cbid, &d);
+    d.callbackSite = CUPTI_API_EXIT;
+    f.subscriber(nullptr, domain, cbid, &d);
+    f.callbacks++;
+  }
+  if (!record) return;
+  f.api_records++;
   CUpti_ActivityAPI a;
   memset(&a, 0, sizeof a);
   a.kind = kind;
   a.cbid = cbid;
   a.start = a.end = static_cast<uint64_t>(HostNowNs() - f.clock_offset);
+  if (start != 0 || end != 0) {
+    a.start = static_cast<uint64_t>(start);
+    a.end = static_cast<uint64_t>(end);
+  }
   a.processId = static_cast<uint32_t>(getpid());
   a.threadId = f.thread_id_type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
                    ? static_cast<uint32_t>(syscall(SYS_gettid))
                    : static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));
-  a.correlationId = ++f.correlation;
+  a.correlationId = correlation;
   f.queued.push_back(RecOf(a));
 }
 }  // namespace
@@ -384,6 +474,65 @@ extern "C" void gs_testing_cupti_kernel_launch(void) {
   FakeCupti& f = F();
   std::lock_guard<std::mutex> l(f.mu);
   gs::ApiCall(f, CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel);
+}
+
+extern "C" uint32_t gs_testing_cupti_api_call(int32_t runtime, uint32_t cbid, int64_t start_ns, int64_t end_ns) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  int64_t before = f.api_records + f.callbacks;
+  uint32_t first = f.correlation + 1;
+  gs::ApiCall(f, runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER, cbid, start_ns, end_ns);
+  return f.api_records + f.callbacks == before ? 0 : first;
+}
+
+extern "C" int64_t gs_testing_cupti_callbacks(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().callbacks;
+}
+
+extern "C" void gs_testing_cupti_no_callbacks(int32_t missing) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().no_callbacks = missing != 0;
+}
+
+extern "C" int32_t gs_testing_cupti_copy(uint32_t device, uint32_t stream, int64_t start_ns, int64_t end_ns,
+                                         int32_t memset_not_copy, uint32_t graph) {
+  FakeCupti& f = F();
+  std::lock_guard<std::mutex> l(f.mu);
+  if (!f.copy_on[memset_not_copy ? 1 : 0]) return 0;
+  CUpti_CopyRecordPrefix r;
+  memset(&r, 0, sizeof r);
+  r.kind = memset_not_copy ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_MEMCPY;
+  r.bytes = 4096;
+  r.start = static_cast<uint64_t>(start_ns);
+  r.end = static_cast<uint64_t>(end_ns);
+  r.deviceId = device;
+  r.contextId = device + 1;
+  r.streamId = stream;
+  r.correlationId = ++f.correlation;
+  r.graphId = graph;
+  r.graphNodeId = graph ? f.correlation : 0;
+  f.queued.push_back(gs::RecOf(r));
+  return 1;
+}
+
+extern "C" int64_t gs_testing_cupti_api_records(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  return F().api_records;
+}
+
+extern "C" int32_t gs_testing_cupti_api_switched_off(void) {
+  std::lock_guard<std::mutex> l(F().mu);
+  int32_t n = 0;
+  for (auto& api : F().api_off) {
+    for (bool off : api) n += off ? 1 : 0;
+  }
+  return n;
+}
+
+extern "C" void gs_testing_cupti_no_api_switches(int32_t missing) {
+  std::lock_guard<std::mutex> l(F().mu);
+  F().no_api_switches = missing != 0;
 }
 
 extern "C" void gs_testing_cupti_drop(uint32_t device, uint64_t n) {

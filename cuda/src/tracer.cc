@@ -52,7 +52,10 @@ namespace {
   X(cuptiSubscribe)          \
   X(cuptiUnsubscribe)        \
   X(cuptiFinalize)           \
-  X(cuptiSetThreadIdType)
+  X(cuptiSetThreadIdType)    \
+  X(cuptiActivityEnableDriverApi) \
+  X(cuptiActivityEnableRuntimeApi) \
+  X(cuptiEnableCallback)
 
 struct Cupti {
 #define GS_CUPTI_FIELD(name) PFN_##name name;
@@ -145,6 +148,15 @@ struct Tracer {
   // or pthread_self cut to 32 bits where CUPTI kept its default type).
   std::atomic<uint32_t> own_tid{0}, own_pthread{0};
   std::atomic<bool> watching{false};
+  // LaunchCallsOnly: the window's API records are the launch calls alone;
+  // filtered: some per-cbid switch may be off (AllCalls undoes it).
+  bool launch_calls_only = false;
+  bool filtered = false;
+  // The watch by callbacks (CallbackWatch): our subscriber while a window
+  // collects, and the window's clock offset, which its callbacks read
+  // instead of calling CUPTI on the launching threads.
+  CUpti_SubscriberHandle sub = nullptr;
+  std::atomic<int64_t> callback_offset{0};
   std::atomic<uint64_t> foreign_launches{0};
   // Graph launches of other threads in this window, by thread: those the
   // records show, by the runtime's and the driver's calls (one replay may
@@ -361,11 +373,11 @@ void Unquiesce() {
   g.cv.notify_all();
 }
 
-// LaunchKind sorts an API record: 2 a graph replay, 1 a kernel launch, 0
-// anything else.
-int LaunchKind(const CUpti_ActivityAPI& a) {
-  if (a.kind == CUPTI_ACTIVITY_KIND_DRIVER) {
-    switch (a.cbid) {
+// LaunchKindOf sorts an API call of the runtime (runtime) or the driver: 2
+// a graph replay, 1 a kernel launch, 0 anything else.
+int LaunchKindOf(bool runtime, uint32_t cbid) {
+  if (!runtime) {
+    switch (cbid) {
       case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
       case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
         return 2;
@@ -379,7 +391,7 @@ int LaunchKind(const CUpti_ActivityAPI& a) {
     }
     return 0;
   }
-  switch (a.cbid) {
+  switch (cbid) {
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
     case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
       return 2;
@@ -394,15 +406,17 @@ int LaunchKind(const CUpti_ActivityAPI& a) {
   return 0;
 }
 
-// Watch counts a window's launches made by other threads than its own.
-void Watch(Tracer& t, const CUpti_ActivityAPI& a) {
-  if (!t.watching.load() || a.threadId == t.own_tid.load() || a.threadId == t.own_pthread.load()) return;
-  switch (LaunchKind(a)) {
+int LaunchKind(const CUpti_ActivityAPI& a) { return LaunchKindOf(a.kind == CUPTI_ACTIVITY_KIND_RUNTIME, a.cbid); }
+
+// Watch counts a window's launches made by other threads than its own:
+// launch (LaunchKindOf) of the runtime's (runtime) or the driver's, by
+// thread tid as CUPTI names it.
+void Watch(Tracer& t, uint32_t tid, bool runtime, int launch) {
+  if (!t.watching.load() || tid == t.own_tid.load() || tid == t.own_pthread.load()) return;
+  switch (launch) {
     case 2: {
       std::lock_guard<std::mutex> l(t.watch_mu);
-      if (Tracer::Launcher* x = LauncherOf(t, a.threadId, a.threadId)) {
-        (a.kind == CUPTI_ACTIVITY_KIND_RUNTIME ? x->runtime : x->driver)++;
-      }
+      if (Tracer::Launcher* x = LauncherOf(t, tid, tid)) (runtime ? x->runtime : x->driver)++;
       break;
     }
     case 1:
@@ -483,25 +497,48 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
   size_t n = 0;
   CUpti_Activity* rec = nullptr;
   while (buffer && valid > 0 && api.cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+    gs_kernel_record& r = batch[n];
     if (rec->kind == CUPTI_ACTIVITY_KIND_DRIVER || rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
-      Watch(t, *reinterpret_cast<const CUpti_ActivityAPI*>(rec));
+      const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
+      int launch = LaunchKind(*a);
+      Watch(t, a->threadId, a->kind == CUPTI_ACTIVITY_KIND_RUNTIME, launch);
+      if (launch == 0) continue;
+      r = gs_kernel_record{};
+      r.start_ns = static_cast<int64_t>(a->start);
+      r.end_ns = static_cast<int64_t>(a->end);
+      r.graph = launch == 2 ? GS_RECORD_LAUNCHED_GRAPH : 0;
+      r.correlation = a->correlationId;
+      r.kind = GS_RECORD_LAUNCH;
+      // The window's thread as gettid, also where CUPTI kept pthread ids.
+      r.thread = a->threadId == t.own_pthread.load() && t.own_tid.load() != 0 ? t.own_tid.load() : a->threadId;
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY || rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+      const auto* c = reinterpret_cast<const CUpti_CopyRecordPrefix*>(rec);
+      r = gs_kernel_record{};
+      r.start_ns = static_cast<int64_t>(c->start);
+      r.end_ns = static_cast<int64_t>(c->end);
+      r.device = c->deviceId;
+      r.stream = c->streamId;
+      r.graph = c->graphId;
+      r.correlation = c->correlationId;
+      r.context = c->contextId;
+      r.kind = rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY ? GS_RECORD_MEMCPY : GS_RECORD_MEMSET;
+    } else if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+      const auto* k = reinterpret_cast<const CUpti_KernelRecordPrefix*>(rec);
+      r.start_ns = static_cast<int64_t>(k->start);
+      r.end_ns = static_cast<int64_t>(k->end);
+      r.device = k->deviceId;
+      r.stream = k->streamId;
+      r.name = Intern(t, k->name);
+      if (r.name == 0) t.names_overflow++;
+      r.graph = k->graphId;
+      r.correlation = k->correlationId;
+      r.context = k->contextId;
+      r.kind = GS_RECORD_KERNEL;
+      r.thread = 0;
+    } else {
       continue;
     }
-    if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
-    const auto* k = reinterpret_cast<const CUpti_KernelRecordPrefix*>(rec);
-    gs_kernel_record& r = batch[n++];
-    r.start_ns = static_cast<int64_t>(k->start);
-    r.end_ns = static_cast<int64_t>(k->end);
-    r.device = k->deviceId;
-    r.stream = k->streamId;
-    r.name = Intern(t, k->name);
-    if (r.name == 0) t.names_overflow++;
-    r.graph = k->graphId;
-    r.correlation = k->correlationId;
-    r.context = k->contextId;
-    r.kind = GS_RECORD_KERNEL;
-    r.thread = 0;
-    if (n == sizeof(batch) / sizeof(batch[0])) {
+    if (++n == sizeof(batch) / sizeof(batch[0])) {
       Push(t, batch, n);
       n = 0;
     }
@@ -652,9 +689,148 @@ void NoWindows(Tracer& t, const char* why) {
   t.no_windows_why = why;
 }
 
-// The activity kinds of the launch watch: every API call of the process
-// while a window collects, each record naming the calling thread.
+// The activity kinds of the launch watch: the API calls of the process
+// while a window collects, each record naming the calling thread. Where
+// CUPTI can (LaunchCallsOnly), only the launch calls.
 constexpr CUpti_ActivityKind kWatchKinds[] = {CUPTI_ACTIVITY_KIND_DRIVER, CUPTI_ACTIVITY_KIND_RUNTIME};
+
+// What a window collects besides kernels: a copy or memset on the device is
+// not idle. Optional: a CUPTI that refuses them leaves copies as idle.
+constexpr CUpti_ActivityKind kCopyKinds[] = {CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET};
+
+// The launch calls the watch and the launch records need, by API.
+constexpr uint32_t kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz};
+constexpr uint32_t kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060};
+
+// LaunchCallback is the watch's callback on the launch calls: at the call's
+// exit, a GS_RECORD_LAUNCH record from the enter's and the exit's times,
+// and the watch's count. It runs on the launching thread, so it calls no
+// CUPTI function: the times are the host's clock less the window's offset.
+void LaunchCallback(void*, int domain, uint32_t cbid, const void* data) {
+  const auto* d = static_cast<const CUpti_CallbackDataPrefix*>(data);
+  Tracer& t = T();
+  int64_t now = HostNowNs() - t.callback_offset.load(std::memory_order_relaxed);
+  if (d->callbackSite == CUPTI_API_ENTER) {
+    if (d->correlationData) *d->correlationData = static_cast<uint64_t>(now);
+    return;
+  }
+  bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  int launch = LaunchKindOf(runtime, cbid);
+  if (launch == 0) return;
+  static thread_local uint32_t tid = static_cast<uint32_t>(ThisThread());
+  gs_kernel_record r{};
+  r.start_ns = d->correlationData && *d->correlationData != 0 ? static_cast<int64_t>(*d->correlationData) : now;
+  r.end_ns = now;
+  r.graph = launch == 2 ? GS_RECORD_LAUNCHED_GRAPH : 0;
+  r.correlation = d->correlationId;
+  r.kind = GS_RECORD_LAUNCH;
+  r.thread = tid;
+  Push(t, &r, 1);
+  Watch(t, tid, runtime, launch);
+}
+
+// CallbacksWanted: the watch by callbacks, unless the activity records'
+// is asked for ($GPUSPANS_LAUNCH_WATCH=records), to compare the two.
+bool CallbacksWanted() {
+  const char* v = getenv("GPUSPANS_LAUNCH_WATCH");
+  return !(v && strcmp(v, "records") == 0);
+}
+
+// CallbackWatch watches a window's launches through a subscriber with
+// callbacks on the launch calls alone, no API activity records: a call
+// CUPTI has no callback enabled for costs it nothing more, where API
+// activity records make CUPTI time every call of every thread. False, and
+// nothing left subscribed, where CUPTI refuses (another client's
+// subscriber, such as torch.profiler's after it stopped): then the
+// activity records watch. Caller holds t.mu, on the window's thread.
+bool CallbackWatch(Tracer& t, const Cupti& api) {
+  if (!api.cuptiSubscribe || !api.cuptiUnsubscribe || !api.cuptiEnableCallback) return false;
+  t.callback_offset = SampleOffset(api);
+  CUpti_SubscriberHandle sub = nullptr;
+  if (api.cuptiSubscribe(&sub, &LaunchCallback, nullptr) != CUPTI_SUCCESS) return false;
+  bool ok = true;
+  for (uint32_t c : kDriverLaunches) ok = ok && api.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, c) == CUPTI_SUCCESS;
+  for (uint32_t c : kRuntimeLaunches) ok = ok && api.cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, c) == CUPTI_SUCCESS;
+  if (!ok) {
+    api.cuptiUnsubscribe(sub);
+    return false;
+  }
+  t.sub = sub;
+  return true;
+}
+
+// EndCallbackWatch unsubscribes CallbackWatch's subscriber. Caller holds t.mu.
+void EndCallbackWatch(Tracer& t, const Cupti& api) {
+  if (!t.sub) return;
+  api.cuptiUnsubscribe(t.sub);
+  t.sub = nullptr;
+}
+
+// Callback ids run from 1 to a bound that grows with each CUDA release
+// (CUDA 13.0: below 1,000 for either API): switching goes up to the first
+// run of kCbidMisses refusals, and never past kMaxCbid.
+constexpr uint32_t kMaxCbid = 4096;
+constexpr int kCbidMisses = 16;
+
+// SwitchApis sets every cbid of one API to on, up to CUPTI's bound, and
+// returns the highest it accepted (0: none).
+uint32_t SwitchApis(CUptiResult (*fn)(uint32_t, uint8_t), uint8_t on) {
+  uint32_t last = 0;
+  int misses = 0;
+  for (uint32_t cbid = 1; cbid < kMaxCbid && misses < kCbidMisses; cbid++) {
+    if (fn(cbid, on) == CUPTI_SUCCESS) {
+      last = cbid;
+      misses = 0;
+    } else {
+      misses++;
+    }
+  }
+  return last;
+}
+
+// LaunchCallsOnly switches the API records of a window's watch off but for
+// the launch calls: every other call of every thread would write a record
+// while the window collects (an eager torch launch makes several runtime
+// calls), which nearly doubled an eager window's step on an H100. False,
+// with every call recorded as before, where CUPTI lacks the per-cbid
+// switches (before CUDA 12.5) or refuses them. The switches may outlive
+// cuptiFinalize, so AllCalls switches them back at the window's end: a
+// profiler that attaches later records every call. Caller holds t.mu.
+bool LaunchCallsOnly(Tracer& t, const Cupti& api) {
+  if (!api.cuptiActivityEnableDriverApi || !api.cuptiActivityEnableRuntimeApi) return false;
+  t.filtered = true;  // from here AllCalls undoes whatever was switched
+  if (SwitchApis(api.cuptiActivityEnableDriverApi, 0) == 0 || SwitchApis(api.cuptiActivityEnableRuntimeApi, 0) == 0) {
+    return false;
+  }
+  for (uint32_t c : kDriverLaunches) {
+    if (api.cuptiActivityEnableDriverApi(c, 1) != CUPTI_SUCCESS) return false;
+  }
+  for (uint32_t c : kRuntimeLaunches) {
+    if (api.cuptiActivityEnableRuntimeApi(c, 1) != CUPTI_SUCCESS) return false;
+  }
+  return true;
+}
+
+// AllCalls switches every API record back on after LaunchCallsOnly.
+// Caller holds t.mu.
+void AllCalls(Tracer& t, const Cupti& api) {
+  if (!t.filtered) return;
+  t.filtered = false;
+  SwitchApis(api.cuptiActivityEnableDriverApi, 1);
+  SwitchApis(api.cuptiActivityEnableRuntimeApi, 1);
+}
 
 // StopCollecting turns a window's collection and launch watch off and has
 // every record delivered. Caller holds t.mu.
@@ -662,9 +838,12 @@ gs_status StopCollecting(Tracer& t, gs_error* err) {
   gs_status st = GS_OK;
   CUptiResult r = t.api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) st = CuptiError(t.api, err, GS_ERR_DRIVER, r, "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  EndCallbackWatch(t, t.api);
   for (CUpti_ActivityKind k : kWatchKinds) t.api.cuptiActivityDisable(k);
+  for (CUpti_ActivityKind k : kCopyKinds) t.api.cuptiActivityDisable(k);
   t.enabled = 0;
   t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  AllCalls(t, t.api);
   t.watching = false;
   Forget(t);
   return st;
@@ -815,21 +994,32 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
     t.watching = true;
     CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) st = gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
+    bool callbacks = st == GS_OK && gs::CallbacksWanted() && gs::CallbackWatch(t, api);
     for (CUpti_ActivityKind k : gs::kWatchKinds) {
-      if (st != GS_OK) break;
+      if (st != GS_OK || callbacks) break;
       // No watch, no safe detach beside another thread's graphs: no window.
       if ((r = api.cuptiActivityEnable(k)) != CUPTI_SUCCESS) {
         st = gs::CuptiError(api, err, GS_ERR_DRIVER, r,
                             k == CUPTI_ACTIVITY_KIND_DRIVER ? "cuptiActivityEnable(DRIVER)" : "cuptiActivityEnable(RUNTIME)");
       }
     }
+    if (st == GS_OK && !callbacks) {
+      // A refusal leaves every call recorded: costlier, as right.
+      t.launch_calls_only = gs::LaunchCallsOnly(t, api);
+    }
+    if (st == GS_OK) {
+      for (CUpti_ActivityKind k : gs::kCopyKinds) api.cuptiActivityEnable(k);
+    }
   }
   if (st != GS_OK) {
     // CUPTI may be initialised by now, and collecting since an instant: a
     // finalize gives the process back as it was.
     t.watching = false;
+    gs::EndCallbackWatch(t, api);
     for (CUpti_ActivityKind k : gs::kWatchKinds) api.cuptiActivityDisable(k);
+    for (CUpti_ActivityKind k : gs::kCopyKinds) api.cuptiActivityDisable(k);
     api.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    gs::AllCalls(t, api);
     if (api.cuptiFinalize() == CUPTI_SUCCESS) {
       t.detaches++;
     } else {

@@ -38,7 +38,14 @@ SAME_OFFSET(graphNodeId);
 SAME_OFFSET(graphId);
 static_assert(offsetof(CUpti_CallbackData, callbackSite) == offsetof(ours::CUpti_CallbackDataPrefix, callbackSite),
               "callbackSite");
+static_assert(offsetof(CUpti_CallbackData, correlationData) ==
+                  offsetof(ours::CUpti_CallbackDataPrefix, correlationData),
+              "correlationData");
+static_assert(offsetof(CUpti_CallbackData, correlationId) == offsetof(ours::CUpti_CallbackDataPrefix, correlationId),
+              "correlationId");
 static_assert(int{CUPTI_CB_DOMAIN_DRIVER_API} == int{ours::CUPTI_CB_DOMAIN_DRIVER_API}, "driver domain");
+static_assert(int{CUPTI_CB_DOMAIN_RUNTIME_API} == int{ours::CUPTI_CB_DOMAIN_RUNTIME_API}, "runtime domain");
+static_assert(int{CUPTI_API_ENTER} == int{ours::CUPTI_API_ENTER}, "api enter");
 static_assert(int{CUPTI_API_EXIT} == int{ours::CUPTI_API_EXIT}, "api exit");
 static_assert(alignof(CUpti_ActivityKernel10) == alignof(ours::CUpti_KernelRecordPrefix), "alignment");
 static_assert(int{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL} == int{ours::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL}, "kind");
@@ -52,7 +59,24 @@ SAME_API_OFFSET(kind);
 SAME_API_OFFSET(cbid);
 SAME_API_OFFSET(threadId);
 static_assert(sizeof(CUpti_ActivityAPI) == sizeof(ours::CUpti_ActivityAPI), "API record size");
+#define SAME_COPY_OFFSET(type, field) \
+  static_assert(offsetof(type, field) == offsetof(ours::CUpti_CopyRecordPrefix, field), #type "." #field)
+#define SAME_COPY_OFFSETS(type)          \
+  SAME_COPY_OFFSET(type, kind);          \
+  SAME_COPY_OFFSET(type, bytes);         \
+  SAME_COPY_OFFSET(type, start);         \
+  SAME_COPY_OFFSET(type, end);           \
+  SAME_COPY_OFFSET(type, deviceId);      \
+  SAME_COPY_OFFSET(type, contextId);     \
+  SAME_COPY_OFFSET(type, streamId);      \
+  SAME_COPY_OFFSET(type, correlationId); \
+  SAME_COPY_OFFSET(type, graphNodeId);   \
+  SAME_COPY_OFFSET(type, graphId)
+SAME_COPY_OFFSETS(CUpti_ActivityMemcpy6);
+SAME_COPY_OFFSETS(CUpti_ActivityMemset4);
 #define SAME_VALUE(name) static_assert(int{name} == int{ours::name}, #name)
+SAME_VALUE(CUPTI_ACTIVITY_KIND_MEMCPY);
+SAME_VALUE(CUPTI_ACTIVITY_KIND_MEMSET);
 SAME_VALUE(CUPTI_ACTIVITY_KIND_DRIVER);
 SAME_VALUE(CUPTI_ACTIVITY_KIND_RUNTIME);
 SAME_VALUE(CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT);
@@ -78,5 +102,8 @@ static_assert(int{CUPTI_ACTIVITY_FLAG_FLUSH_FORCED} == int{ours::CUPTI_ACTIVITY_
 int main() {
   printf("cupti layout: CUpti_ActivityKernel10 matches cupti_subset.h (CUPTI_API_VERSION %d, record %zu bytes)\n",
          CUPTI_API_VERSION, sizeof(CUpti_ActivityKernel10));
+  // The tracer switches API records off per cbid up to the first run of
+  // refusals: these are the bounds of this toolkit's tables.
+  printf("cupti cbids: driver %d, runtime %d\n", int{CUPTI_DRIVER_TRACE_CBID_SIZE}, int{CUPTI_RUNTIME_TRACE_CBID_SIZE});
   return 0;
 }

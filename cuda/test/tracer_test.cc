@@ -3,9 +3,11 @@
 // drops, refusals. CI runs them under ASan and UBSan too. No test framework:
 // the last line reads "N passed, N failed".
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <time.h>
 
 #include <atomic>
 #include <chrono>
@@ -21,11 +23,25 @@
 
 namespace {
 
+// Callback ids (cupti_runtime_cbid.h, cupti_driver_cbid.h): two launches,
+// and two calls that launch nothing (cudaGetDevice, cuCtxGetCurrent).
+constexpr uint32_t CUPTI_RUNTIME_LAUNCH_KERNEL = 211;
+constexpr uint32_t CUPTI_DRIVER_GRAPH_LAUNCH = 514;
+constexpr uint32_t CUPTI_RUNTIME_NOT_A_LAUNCH = 10;
+constexpr uint32_t CUPTI_DRIVER_NOT_A_LAUNCH = 303;
+
 void Open() {
   gs_error err;
   gs_status st = gs_tracer_open(nullptr, 1000, &err);
   if (st != GS_OK) fprintf(stderr, "gs_tracer_open: %s\n", err.message);
   CHECK_EQ(st, GS_OK);
+}
+
+// Drain empties the ring of what earlier tests left.
+void Drain() {
+  gs_kernel_record r[256];
+  while (gs_tracer_read(r, 256) > 0) {
+  }
 }
 
 std::string Name(uint32_t id) {
@@ -205,8 +221,10 @@ void WindowCollectsAndDetaches() {
   CHECK_EQ(gs_testing_cupti_finalizes(), 1);
   CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
   gs_kernel_record r[4];
-  CHECK_EQ(gs_tracer_read(r, 4), 2);  // the close's forced flush delivered them
-  CHECK_EQ(r[0].graph, 4);
+  CHECK_EQ(gs_tracer_read(r, 4), 3);  // the close's forced flush delivered them
+  CHECK_EQ(r[0].kind, GS_RECORD_LAUNCH);  // the graph's launch
+  CHECK_EQ(r[0].graph, GS_RECORD_LAUNCHED_GRAPH);
+  CHECK_EQ(r[1].graph, 4);
   CHECK(gs_tracer_clock_offset_ns() != 0 || off == 0);
   gs_tracer_stats s;
   gs_tracer_get_stats(&s);
@@ -358,8 +376,8 @@ void WindowBesideForeignGraphReplaysStaysAttached() {
   CHECK_EQ(gs_testing_cupti_finalizes(), 0);
   CHECK_EQ(gs_testing_cupti_attached(), 1);
   CHECK_EQ(gs_testing_cupti_enabled(), 0);
-  gs_kernel_record r[4];
-  CHECK_EQ(gs_tracer_read(r, 4), 1);  // delivered all the same
+  gs_kernel_record r[8];
+  CHECK_EQ(gs_tracer_read(r, 8), 5);  // delivered all the same: 4 launches, 1 kernel
   gs_tracer_stats s;
   gs_tracer_get_stats(&s);
   CHECK_EQ(s.foreign_graph_launches, 1);
@@ -533,6 +551,174 @@ void CloseWaitsForAGuardedReplay() {
   CHECK_EQ(gs_testing_cupti_bad_finalizes(), 0);
 }
 
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// A window delivers copies and memsets as their own kinds, and the host
+// side of launches (kernel and graph, any thread) with their thread,
+// times and correlation, from callbacks on the launch calls alone.
+void WindowRecordsCopiesAndLaunches() {
+  setenv("GPUSPANS_LAUNCH_WATCH", "callbacks", 1);
+  struct Unset {
+    ~Unset() { unsetenv("GPUSPANS_LAUNCH_WATCH"); }
+  } unset;
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_expect_thread(gs_testing_thread_id());
+  Drain();
+  CHECK_EQ(gs_testing_cupti_copy(0, 1, 1, 2, 0, 0), 0);  // not collecting yet
+  WindowOpen();
+  uint32_t me = static_cast<uint32_t>(gs_testing_thread_id());
+  int64_t t0 = RealtimeNs();
+  uint32_t launch = gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 0, 0);
+  CHECK(launch != 0);
+  CHECK_EQ(gs_testing_cupti_kernel(0, 1, 140, 160, "k", 0), 1);
+  CHECK_EQ(gs_testing_cupti_copy(0, 1, 170, 190, 0, 0), 1);
+  CHECK_EQ(gs_testing_cupti_copy(0, 2, 200, 210, 1, 5), 1);
+  uint32_t graph = gs_testing_cupti_api_call(0, CUPTI_DRIVER_GRAPH_LAUNCH, 0, 0);
+  CHECK(graph != 0);
+  uint32_t other = 0, other_tid = 0;
+  std::thread([&] {
+    other_tid = static_cast<uint32_t>(gs_testing_thread_id());
+    other = gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 0, 0);
+  }).join();
+  CHECK(other != 0);
+  int64_t t1 = RealtimeNs();
+  // Not a launch: no callback, no record.
+  CHECK_EQ(gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0), 0);
+  CHECK_EQ(gs_testing_cupti_api_call(0, CUPTI_DRIVER_NOT_A_LAUNCH, 0, 0), 0);
+  CHECK_EQ(gs_testing_cupti_api_records(), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_stray_calls(), 0);  // the callbacks call no CUPTI function
+  gs_kernel_record r[16];
+  size_t n = gs_tracer_read(r, 16);
+  CHECK_EQ(n, 6);
+  int launches = 0, copies = 0, memsets = 0, kernels = 0;
+  int64_t off = gs_tracer_clock_offset_ns();
+  for (size_t i = 0; i < n; i++) {
+    switch (r[i].kind) {
+      case GS_RECORD_LAUNCH:
+        launches++;
+        CHECK(r[i].start_ns <= r[i].end_ns);
+        CHECK(r[i].start_ns + off >= t0 - 1000000 && r[i].end_ns + off <= t1 + 1000000);  // CUPTI's clock
+        CHECK_EQ(r[i].device, 0);
+        if (r[i].correlation == launch) {
+          CHECK_EQ(r[i].thread, me);
+          CHECK_EQ(r[i].graph, 0);
+        } else if (r[i].correlation == graph) {
+          CHECK_EQ(r[i].thread, me);
+          CHECK_EQ(r[i].graph, GS_RECORD_LAUNCHED_GRAPH);
+        } else {
+          CHECK_EQ(r[i].correlation, other);
+          CHECK_EQ(r[i].thread, other_tid);
+        }
+        break;
+      case GS_RECORD_MEMCPY:
+        copies++;
+        CHECK_EQ(r[i].start_ns, 170);
+        CHECK_EQ(r[i].end_ns, 190);
+        CHECK_EQ(r[i].stream, 1);
+        CHECK_EQ(r[i].name, 0);
+        CHECK_EQ(r[i].thread, 0);
+        break;
+      case GS_RECORD_MEMSET:
+        memsets++;
+        CHECK_EQ(r[i].stream, 2);
+        CHECK_EQ(r[i].graph, 5);
+        break;
+      case GS_RECORD_KERNEL:
+        kernels++;
+        CHECK_EQ(r[i].thread, 0);
+        break;
+    }
+  }
+  CHECK_EQ(launches, 3);
+  CHECK_EQ(copies, 1);
+  CHECK_EQ(memsets, 1);
+  CHECK_EQ(kernels, 1);
+  gs_tracer_stats s;
+  gs_tracer_get_stats(&s);
+  CHECK_EQ(s.foreign_launches, 1);
+}
+
+// The watch's cost: callbacks on the launch calls alone where CUPTI lets
+// us subscribe; else API activity records switched off but the launch
+// calls'; else every call recorded, as before. Each way the window works.
+void WindowWatchesLaunchCallsAlone() {
+  setenv("GPUSPANS_LAUNCH_WATCH", "callbacks", 1);
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_api_call(0, CUPTI_DRIVER_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_kernel_launch();
+  CHECK_EQ(gs_testing_cupti_graph_launch(), 0);
+  CHECK_EQ(gs_testing_cupti_callbacks(), 2);
+  CHECK_EQ(gs_testing_cupti_api_records(), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  Drain();
+  // Another client's subscriber (a profiler's, taken over): the activity
+  // records, of the launch calls alone, switched back at the close.
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_other_subscriber(1);
+  gs_error err;
+  CHECK_EQ(gs_tracer_window_open(nullptr, GS_TRACER_TAKE_OVER, &err), GS_OK);
+  unsetenv("GPUSPANS_LAUNCH_WATCH");
+  CHECK(gs_testing_cupti_api_switched_off() > 0);
+  uint32_t launch = gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 100, 130);
+  gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_api_call(0, CUPTI_DRIVER_NOT_A_LAUNCH, 0, 0);
+  CHECK_EQ(gs_testing_cupti_graph_launch(), 0);
+  CHECK_EQ(gs_testing_cupti_api_records(), 2);
+  CHECK_EQ(gs_testing_cupti_callbacks(), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_api_switched_off(), 0);  // a later profiler records every call
+  gs_kernel_record r[8];
+  CHECK_EQ(gs_tracer_read(r, 8), 2);
+  CHECK_EQ(r[0].kind, GS_RECORD_LAUNCH);
+  CHECK_EQ(r[0].start_ns, 100);
+  CHECK_EQ(r[0].end_ns, 130);
+  CHECK_EQ(r[0].correlation, launch);
+  CHECK_EQ(r[0].thread, static_cast<uint32_t>(gs_testing_thread_id()));
+  CHECK_EQ(r[1].graph, GS_RECORD_LAUNCHED_GRAPH);
+  // The activity records asked for: the same, and no callback.
+  setenv("GPUSPANS_LAUNCH_WATCH", "records", 1);
+  gs_testing_use_fake_cupti();
+  WindowOpen();
+  unsetenv("GPUSPANS_LAUNCH_WATCH");
+  gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_kernel_launch();
+  CHECK_EQ(gs_testing_cupti_api_records(), 1);
+  CHECK_EQ(gs_testing_cupti_callbacks(), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_api_switched_off(), 0);
+  Drain();
+  // Neither callbacks nor switches: every call recorded, only launches read.
+  gs_testing_use_fake_cupti();
+  gs_testing_cupti_no_callbacks(1);
+  gs_testing_cupti_no_api_switches(1);
+  WindowOpen();
+  gs_testing_cupti_api_call(1, CUPTI_RUNTIME_NOT_A_LAUNCH, 0, 0);
+  gs_testing_cupti_kernel_launch();
+  CHECK_EQ(gs_testing_cupti_api_records(), 2);
+  CHECK_EQ(gs_testing_cupti_api_switched_off(), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+  CHECK_EQ(gs_tracer_read(r, 8), 1);
+  CHECK_EQ(r[0].kind, GS_RECORD_LAUNCH);
+  CHECK_EQ(gs_testing_cupti_finalizes(), 1);
+}
+
+// Attached tracing collects kernels alone, as before.
+void AttachedRecordsKernelsOnly() {
+  gs_testing_use_fake_cupti();
+  Open();
+  CHECK_EQ(gs_tracer_enable(1, nullptr), GS_OK);
+  CHECK_EQ(gs_testing_cupti_copy(0, 1, 1, 2, 0, 0), 0);
+  CHECK_EQ(gs_testing_cupti_api_call(1, CUPTI_RUNTIME_LAUNCH_KERNEL, 0, 0), 0);
+  CHECK_EQ(gs_tracer_close(nullptr), GS_OK);
+}
+
 }  // namespace
 
 int main() {
@@ -557,6 +743,9 @@ int main() {
       {"CloseWaitsForAGuardedReplay", CloseWaitsForAGuardedReplay},
       {"UnmatchedExitsAreRefused", UnmatchedExitsAreRefused},
       {"AGuardLeftHeldCostsOneWait", AGuardLeftHeldCostsOneWait},
+      {"WindowRecordsCopiesAndLaunches", WindowRecordsCopiesAndLaunches},
+      {"WindowWatchesLaunchCallsAlone", WindowWatchesLaunchCallsAlone},
+      {"AttachedRecordsKernelsOnly", AttachedRecordsKernelsOnly},
   };
   int passed = 0, failed = 0;
   for (auto& t : tests) {

@@ -193,7 +193,7 @@ type KernelRecord struct {
 	Device      uint32 // device ordinal
 	Stream      uint32 // the tracer's stream id (CUPTI's), not a Stream handle
 	Name        uint32 // KernelTracer.Name's id; 0 when the tracer could not keep the name
-	Graph       uint32 // id of the CUDA graph the kernel was replayed from; 0: none
+	Graph       uint32 // id of the CUDA graph the kernel was replayed from; 0: none (launches: LaunchedGraph)
 	Correlation uint32 // the tracer's id of the launch call
 	Context     uint32 // the tracer's id of the CUDA context
 	Kind        RecordKind
@@ -216,6 +216,13 @@ const (
 	RecordMemset
 	RecordLaunch
 )
+
+// LaunchedGraph is a RecordLaunch's Graph when it launched a CUDA graph
+// (0: a kernel): the call's record does not say which graph, its kernels
+// (of the same Correlation) do. Copies, memsets and launches come from
+// kernel windows alone, launches of every thread; a runtime launch whose
+// driver call the tracer also reports gives two records.
+const LaunchedGraph uint32 = 0xffffffff
 
 // MaxTracerDevices bounds TracerStats.DroppedByDevice.
 const MaxTracerDevices = 64

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: f81564a43dd6cbaee258036bad41d02b45ebb30c07e948a33eeef99558cae546
+// sees only this file, rebuilds when they change: 217de8c787c50e345035cfbe5607c01e3ca1eacc97e5a7bc23977cedf1d649f5
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

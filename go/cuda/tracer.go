@@ -36,6 +36,8 @@ var (
 	_ = [1]int{}[unsafe.Offsetof(backend.KernelRecord{}.Thread)-unsafe.Offsetof(C.gs_kernel_record{}.thread)]
 	_ = [1]int{}[backend.RecordLaunch-C.GS_RECORD_LAUNCH]
 	_ = [1]int{}[C.GS_RECORD_LAUNCH-backend.RecordLaunch]
+	_ = [1]int{}[backend.LaunchedGraph-C.GS_RECORD_LAUNCHED_GRAPH]
+	_ = [1]int{}[C.GS_RECORD_LAUNCHED_GRAPH-backend.LaunchedGraph]
 	_ = [1]int{}[backend.MaxTracerDevices-C.GS_TRACER_MAX_DEVICES]
 	_ = [1]int{}[backend.MaxTracerNames-C.GS_TRACER_MAX_NAMES]
 )

@@ -67,3 +67,48 @@ func TestTracerReadsNames(t *testing.T) {
 		t.Errorf("unknown id named %q", got)
 	}
 }
+
+// A window's copies, memsets and launch calls reach Go as their own kinds,
+// with the launching thread and the correlation its kernels carry.
+func TestTracerWindowReadsCopiesAndLaunches(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	f := cudatest.UseFakeCUPTI()
+	t.Cleanup(cudatest.UseRealCUPTI)
+	drain := make([]backend.KernelRecord, 1024)
+	tr, err := cuda.OpenTracer("", backend.TracerWindow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tr.Read(drain) > 0 {
+	}
+	corr := f.LaunchCall(cudatest.CallGraphLaunch, 100, 140)
+	if corr == 0 {
+		t.Fatal("the window's watch did not record a graph launch")
+	}
+	f.Kernel(0, 3, 150, 170, "k", 7)
+	f.Copy(0, 3, 180, 200, false, 0)
+	f.Copy(0, 4, 210, 220, true, 0)
+	if err := tr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]backend.KernelRecord, 8)
+	n := tr.Read(recs)
+	if n != 4 {
+		t.Fatalf("read %d records, want 4: %+v", n, recs[:n])
+	}
+	l := recs[0]
+	if l.Kind != backend.RecordLaunch || l.StartNs > l.EndNs || l.EndNs == 0 || l.Correlation != corr ||
+		l.Thread != uint32(cudatest.ThreadID()) || l.Graph != backend.LaunchedGraph {
+		t.Errorf("launch record %+v, want a graph launch by thread %d, correlation %d", l, cudatest.ThreadID(), corr)
+	}
+	if recs[1].Kind != backend.RecordKernel || recs[1].Graph != 7 {
+		t.Errorf("kernel record %+v", recs[1])
+	}
+	if c := recs[2]; c.Kind != backend.RecordMemcpy || c.StartNs != 180 || c.EndNs != 200 || c.Stream != 3 || c.Name != 0 {
+		t.Errorf("copy record %+v", c)
+	}
+	if m := recs[3]; m.Kind != backend.RecordMemset || m.Stream != 4 {
+		t.Errorf("memset record %+v", m)
+	}
+}

@@ -427,8 +427,10 @@ func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel) {
 	}
 }
 
-// launchEnd returns when the launch call of correlation corr returned;
-// false when the window has no record of it.
+// launchEnd returns when the launch call of correlation corr returned
+// (the earliest of its records: a runtime launch and the driver call
+// inside it share the correlation, and the work was queued once the inner
+// one returned); false when the window has no record of it.
 func (a *gpuAnalysis) launchEnd(corr uint32) (int64, bool) {
 	if corr == 0 {
 		return 0, false

@@ -27,6 +27,8 @@ enum {
 
 typedef int CUpti_ActivityKind;
 enum {
+  CUPTI_ACTIVITY_KIND_MEMCPY = 1, /* copies: CUpti_ActivityMemcpy6 (CUDA 13) */
+  CUPTI_ACTIVITY_KIND_MEMSET = 2, /* memsets on the device: CUpti_ActivityMemset4 */
   CUPTI_ACTIVITY_KIND_DRIVER = 4,  /* CUpti_ActivityAPI records of driver API calls */
   CUPTI_ACTIVITY_KIND_RUNTIME = 5, /* the same of runtime API calls */
   CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL = 10,
@@ -65,12 +67,21 @@ enum {
 enum { CUPTI_ACTIVITY_FLAG_FLUSH_FORCED = 1 };
 
 /* Callback domains and sites (cupti_callbacks.h). */
-enum { CUPTI_CB_DOMAIN_DRIVER_API = 1 };
-enum { CUPTI_API_EXIT = 1 };
+enum { CUPTI_CB_DOMAIN_DRIVER_API = 1, CUPTI_CB_DOMAIN_RUNTIME_API = 2 };
+enum { CUPTI_API_ENTER = 0, CUPTI_API_EXIT = 1 };
 
-/* The leading field of CUpti_CallbackData, what a driver API callback gets. */
+/* The leading fields of CUpti_CallbackData, what a driver or runtime API
+ * callback gets. */
 typedef struct CUpti_CallbackDataPrefix {
-  int32_t callbackSite; /* CUPTI_API_ENTER (0) or CUPTI_API_EXIT (1) */
+  int32_t callbackSite;          /*  0: CUPTI_API_ENTER or CUPTI_API_EXIT */
+  const char* functionName;      /*  8 */
+  const void* functionParams;    /* 16 */
+  void* functionReturnValue;     /* 24 */
+  const char* symbolName;        /* 32 */
+  CUcontext context;             /* 40 */
+  uint32_t contextUid;           /* 48 */
+  uint64_t* correlationData;     /* 56: the call's scratch, shared by its enter and exit */
+  uint32_t correlationId;        /* 64: the call's activity records carry it */
 } CUpti_CallbackDataPrefix;
 
 /* Every activity record starts with its kind; records are 8-byte aligned. */
@@ -134,6 +145,32 @@ GS_CUPTI_OFFSET(graphId, 156);
 static_assert(sizeof(CUpti_KernelRecordPrefix) == 160, "prefix size");
 #endif
 
+/* The leading fields of a MEMCPY record (CUpti_ActivityMemcpy5 and 6) and a
+ * MEMSET record (CUpti_ActivityMemset4): they agree up to graphId. */
+typedef struct CUpti_CopyRecordPrefix {
+  CUpti_ActivityKind kind; /*  0 */
+  uint32_t kindBytes;      /*  4: copyKind, srcKind, dstKind, flags; a memset's value */
+  uint64_t bytes;          /*  8 */
+  uint64_t start;          /* 16: ns, CUPTI's clock */
+  uint64_t end;            /* 24 */
+  uint32_t deviceId;       /* 32 */
+  uint32_t contextId;      /* 36 */
+  uint32_t streamId;       /* 40 */
+  uint32_t correlationId;  /* 44 */
+  uint32_t more;           /* 48: a copy's runtimeCorrelationId; a memset's flags and memoryKind */
+  uint32_t pad;            /* 52 */
+  void* reserved0;         /* 56 */
+  uint64_t graphNodeId;    /* 64 */
+  uint32_t graphId;        /* 72 */
+} __attribute__((packed, aligned(8))) CUpti_CopyRecordPrefix;
+
+#ifdef __cplusplus
+static_assert(offsetof(CUpti_CopyRecordPrefix, start) == 16, "copy start");
+static_assert(offsetof(CUpti_CopyRecordPrefix, deviceId) == 32, "copy deviceId");
+static_assert(offsetof(CUpti_CopyRecordPrefix, correlationId) == 44, "copy correlationId");
+static_assert(offsetof(CUpti_CopyRecordPrefix, graphId) == 72, "copy graphId");
+#endif
+
 /* A DRIVER or RUNTIME record (CUpti_ActivityAPI, unchanged since CUDA 4):
  * one API call, made by threadId (by default what pthread_self() returns,
  * cut to 32 bits). */
@@ -180,8 +217,14 @@ typedef CUptiResult (*PFN_cuptiSubscribe)(CUpti_SubscriberHandle* subscriber,
                                           CUpti_CallbackFunc callback, void* userdata);
 typedef CUptiResult (*PFN_cuptiUnsubscribe)(CUpti_SubscriberHandle subscriber);
 typedef CUptiResult (*PFN_cuptiEnableDomain)(uint32_t enable, CUpti_SubscriberHandle subscriber, int domain);
+typedef CUptiResult (*PFN_cuptiEnableCallback)(uint32_t enable, CUpti_SubscriberHandle subscriber, int domain,
+                                               uint32_t cbid);
 typedef CUptiResult (*PFN_cuptiFinalize)(void);
 typedef CUptiResult (*PFN_cuptiSetThreadIdType)(int type);
+/* Per-API switches of DRIVER and RUNTIME activity records (CUDA 12.5 and
+ * later): with the kind enabled, a cbid switched off writes no record. */
+typedef CUptiResult (*PFN_cuptiActivityEnableDriverApi)(uint32_t cbid, uint8_t enable);
+typedef CUptiResult (*PFN_cuptiActivityEnableRuntimeApi)(uint32_t cbid, uint8_t enable);
 
 #ifdef __cplusplus
 }

@@ -19,8 +19,13 @@
  *   another thread is refused while the opener lives, collection cannot be
  *   turned off inside a window, no CUPTI call of ours runs on another
  *   thread while a window is open, and a window watches which threads
- *   launch (CUPTI's DRIVER and RUNTIME records): one in which another
- *   thread replayed a CUDA graph is not detached (gs_tracer_close).
+ *   launch (a subscriber's callbacks on the launch calls alone, held only
+ *   while a window collects, so a profiler started then finds CUPTI
+ *   taken; CUPTI's DRIVER and RUNTIME records of them where CUPTI refuses
+ *   the subscriber, or with $GPUSPANS_LAUNCH_WATCH=records): one in which
+ *   another thread replayed a CUDA graph is not detached (gs_tracer_close). A window also
+ *   delivers copies and memsets and the host side of every launch call
+ *   (gs_kernel_record.kind).
  * - Attached (gs_tracer_open .. gs_tracer_close): collection switched by
  *   gs_tracer_enable from any thread; CUPTI stays attached to the process
  *   for good (every launch pays about 1 us, a graph launch about 0.3-0.6 us
@@ -64,13 +69,20 @@ typedef struct gs_kernel_record {
 
 /* gs_kernel_record.kind. A copy or memset has device, stream, start and end
  * as a kernel has (name 0). A launch is the host's side of a kernel launch
- * or a CUDA graph launch (graph nonzero): start and end bracket the call on
- * the calling thread, on the same clock as the device's records, and
- * correlation is the one its kernels carry; device and stream are 0. */
+ * or a CUDA graph launch (graph GS_RECORD_LAUNCHED_GRAPH: CUPTI's record
+ * of the call does not say which graph, its kernels do): start and end
+ * bracket the call on the calling thread, on the same clock as the
+ * device's records, and correlation is the one its kernels carry; device
+ * and stream are 0. Copies, memsets and launches come from kernel windows
+ * alone, launches of every thread (one record per runtime or driver call
+ * CUPTI reports: a runtime launch whose driver call CUPTI reports too
+ * gives two, and the kernels carry one of their correlations). Launch
+ * records reach the ring as the calls return, before their kernels'. */
 #define GS_RECORD_KERNEL 0u
 #define GS_RECORD_MEMCPY 1u
 #define GS_RECORD_MEMSET 2u
 #define GS_RECORD_LAUNCH 3u
+#define GS_RECORD_LAUNCHED_GRAPH 0xffffffffu
 
 /* Records lost, per device ordinal (0..GS_TRACER_MAX_DEVICES-1; a record of a
  * higher ordinal is counted and dropped). */
@@ -83,7 +95,7 @@ typedef struct gs_kernel_record {
 /* Counters since the tracer last opened (but detaches and windows); each
  * only grows until the next open. */
 typedef struct gs_tracer_stats {
-  uint64_t records;         /* kernel records put into the ring */
+  uint64_t records;         /* records put into the ring, of every kind */
   uint64_t cupti_dropped;   /* records CUPTI reported lost (no buffer in time) */
   uint64_t ring_dropped;    /* records lost because the ring was full */
   uint64_t names_overflow;  /* records whose name did not fit the name table (name 0) */

@@ -95,6 +95,41 @@ int32_t gs_testing_cupti_guarded_graph_launch(int64_t hold_ns);
  * (cuLaunchKernel). */
 void gs_testing_cupti_kernel_launch(void);
 
+/* gs_testing_cupti_api_call plays an API call by the calling thread,
+ * cbid of the runtime API (runtime != 0) or the driver API: it calls a
+ * subscriber's callbacks (enter, exit) enabled for cbid, and while that
+ * API's activity is on and cbid not switched off
+ * (cuptiActivityEnableDriverApi or RuntimeApi) it queues its record, from
+ * start_ns to end_ns on the fake's clock (both 0: now). It returns the
+ * call's correlation id; 0 when neither happened. */
+uint32_t gs_testing_cupti_api_call(int32_t runtime, uint32_t cbid, int64_t start_ns, int64_t end_ns);
+
+/* gs_testing_cupti_copy queues a copy (memset_not_copy 0) or a memset
+ * record, as if it had run, if that kind's collection is on; it returns 1
+ * when queued, else 0. */
+int32_t gs_testing_cupti_copy(uint32_t device, uint32_t stream, int64_t start_ns, int64_t end_ns,
+                              int32_t memset_not_copy, uint32_t graph);
+
+/* gs_testing_cupti_api_records counts the API records (DRIVER, RUNTIME)
+ * the fake queued since gs_testing_use_fake_cupti. */
+int64_t gs_testing_cupti_api_records(void);
+
+/* gs_testing_cupti_api_switched_off counts the cbids of both APIs whose
+ * records are switched off now. The fake keeps the switches across
+ * cuptiFinalize. */
+int32_t gs_testing_cupti_api_switched_off(void);
+
+/* gs_testing_cupti_callbacks counts the API calls that reached a
+ * subscriber's callbacks (enabled with cuptiEnableCallback for their cbid)
+ * since gs_testing_use_fake_cupti; gs_testing_cupti_no_callbacks makes the
+ * fake lack cuptiEnableCallback (nonzero). */
+int64_t gs_testing_cupti_callbacks(void);
+void gs_testing_cupti_no_callbacks(int32_t missing);
+
+/* gs_testing_cupti_no_api_switches makes the fake lack the per-cbid
+ * switches (nonzero), as CUPTI before 12.5 does. */
+void gs_testing_cupti_no_api_switches(int32_t missing);
+
 /* gs_testing_cupti_bad_finalizes counts finalizes that followed a replay
  * made while attached with collection off, or by another thread. */
 int64_t gs_testing_cupti_bad_finalizes(void);

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: c50c35d1237018f5da79677e3616a7a6fb2e29e282fd2859baa8eae4e8a4493a
+// sees only this file, rebuilds when they change: c568f68db175489c1d3869b91d913b035ce908c7fa58f2fd1298f3317139ce82
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

@@ -43,3 +43,9 @@ type FakeCounters struct {
 	DestroysInFlight    int64 // events destroyed while recorded and not complete: must stay 0 but after a sticky error
 	LiveModules         int64 // modules loaded and not unloaded
 }
+
+// The callback ids of the launch calls LaunchCall plays.
+const (
+	CallLaunchKernel uint32 = 211 // cudaLaunchKernel (runtime)
+	CallGraphLaunch  uint32 = 311 // cudaGraphLaunch (runtime)
+)

@@ -109,6 +109,22 @@ func (*FakeCUPTI) GraphLaunchFor(hold time.Duration) int {
 // launch watch sees it.
 func (*FakeCUPTI) KernelLaunch() { C.gs_testing_cupti_kernel_launch() }
 
+// Copy queues a record of a copy (memset false) or a memset run on device
+// and stream from start to end (ns on the fake's clock), from graph (0:
+// none), if a window collects copies; it reports whether it was recorded.
+func (*FakeCUPTI) Copy(device, stream uint32, start, end int64, memset bool, graph uint32) bool {
+	return C.gs_testing_cupti_copy(C.uint32_t(device), C.uint32_t(stream), C.int64_t(start), C.int64_t(end), cbool(memset), C.uint32_t(graph)) != 0
+}
+
+// LaunchCall plays a runtime API call cbid (CallLaunchKernel,
+// CallGraphLaunch) by this thread and returns its correlation id, which
+// kernels it launched carry; 0 when a window's watch did not see it. A
+// watch by callbacks times the call itself; one by activity records gets
+// start and end (ns on the fake's clock).
+func (*FakeCUPTI) LaunchCall(cbid uint32, start, end int64) uint32 {
+	return uint32(C.gs_testing_cupti_api_call(1, C.uint32_t(cbid), C.int64_t(start), C.int64_t(end)))
+}
+
 // BadFinalizes counts finalizes that followed a replay made while attached
 // with collection off, or by another thread.
 func (*FakeCUPTI) BadFinalizes() int64 { return int64(C.gs_testing_cupti_bad_finalizes()) }

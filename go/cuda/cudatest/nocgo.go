@@ -123,6 +123,12 @@ func (*FakeCUPTI) Finalizes() int64 { return 0 }
 // GraphLaunch does nothing: this build has no cgo.
 func (*FakeCUPTI) GraphLaunch() int { return 0 }
 
+// Copy records nothing: this build has no cgo.
+func (*FakeCUPTI) Copy(uint32, uint32, int64, int64, bool, uint32) bool { return false }
+
+// LaunchCall records nothing: this build has no cgo.
+func (*FakeCUPTI) LaunchCall(uint32, int64, int64) uint32 { return 0 }
+
 // BadFinalizes is 0: this build has no cgo.
 func (*FakeCUPTI) BadFinalizes() int64 { return 0 }
 

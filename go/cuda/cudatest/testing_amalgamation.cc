@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: af19dfb5f3dfdb9f7e1af7819ca3bfb23b6198fcb364816626a77c33bf921d61
+// sees only this file, rebuilds when they change: 28cb7a74abc50c1e126aa793d3ba8fa25190d47248630e5892810780417dc4dc
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
