@@ -47,40 +47,58 @@ func (h *Hub) settleServed(t *laneTotals, lw *laneWindow, sd *laneSide, lanes []
 }
 
 // servedPerSpan is the lane's served time per span from its spans around
-// a window: the mean of the medians before and after, or the one side
-// there is; false when there is none, or the two differ by more than
-// GPUTimeServedShift of the smaller.
+// a window: the mean of the two sides' trimmed means, or the one side there
+// is; false when there is none, or the two differ by more than
+// GPUTimeServedShift of the smaller and by more than their noise (three
+// standard errors) too: a lane whose time moved across the window.
 func servedPerSpan(sd *laneSide) (int64, bool) {
 	if sd == nil {
 		return 0, false
 	}
-	b, a := median(sd.before[:sd.nb]), median(sd.after[:sd.na])
+	b, vb, nb := trimmedMean(sd.before[:sd.nb])
+	a, va, na := trimmedMean(sd.after[:sd.na])
 	switch {
-	case sd.nb > 0 && sd.na > 0:
-		if float64(max(a, b)-min(a, b)) > GPUTimeServedShift*float64(min(a, b)) {
+	case nb > 0 && na > 0:
+		d := max(a, b) - min(a, b)
+		if d > GPUTimeServedShift*min(a, b) && d*d > 9*(vb/float64(nb)+va/float64(na)) {
 			return 0, false
 		}
-		return (a + b) / 2, true
-	case sd.nb > 0:
-		return b, true
-	case sd.na > 0:
-		return a, true
+		return int64((a + b) / 2), true
+	case nb > 0:
+		return int64(b), true
+	case na > 0:
+		return int64(a), true
 	}
 	return 0, false
 }
 
-// median is the median of v (the mean of the middle two for an even
-// count), reordering v; 0 for none.
-func median(v []int64) int64 {
+// trimmedMean is the mean of v without its highest and lowest eighth (one
+// at least, of 3 or more): an outlier step (a 20 ms stall among 700 us
+// steps) moves it no more than a median, yet a lane whose time varies step
+// to step (a host stall of 0 to 1 ms) reads its mean, where a median reads
+// a typical step and the ratio would be off by the skew. It returns the
+// variance of what it kept and how many; reorders v.
+func trimmedMean(v []int64) (mean, variance float64, n int) {
 	if len(v) == 0 {
-		return 0
+		return 0, 0, 0
 	}
 	slices.Sort(v)
-	n := len(v)
-	if n%2 == 1 {
-		return v[n/2]
+	k := (len(v) + 7) / 8
+	if len(v) < 3 {
+		k = 0
 	}
-	return (v[n/2-1] + v[n/2]) / 2
+	kept := v[k : len(v)-k]
+	for _, x := range kept {
+		mean += float64(x)
+	}
+	mean /= float64(len(kept))
+	for _, x := range kept {
+		variance += (float64(x) - mean) * (float64(x) - mean)
+	}
+	if len(kept) > 1 {
+		variance /= float64(len(kept) - 1)
+	}
+	return mean, variance, len(kept)
 }
 
 // servedCauses turns a window's idle by cause (raw, splitting idle, the

@@ -57,8 +57,8 @@ type LaneGPUTime struct {
 	RecentCauses                                           IdleCauses
 	// Unsettled counts windows whose served time could not be estimated:
 	// the lane's time before and after the window differed by more than
-	// GPUTimeServedShift, or no span of the lane ran outside windows near
-	// it. Their spans are in Time, Busy and Idle, not in the served totals.
+	// GPUTimeServedShift and more than its noise, or no span of the lane
+	// ran outside windows near it. Their spans are in Time, Busy and Idle, not in the served totals.
 	Unsettled uint64
 	// Kernels are the kernels with the most time inside the lane in the
 	// latest window that measured it, most first (at most
@@ -230,14 +230,14 @@ const (
 	GPUTimeLaunchesPerLane = 4096
 	GPUTimeLaunchForget    = 4 * GPUTimeBaselineHalfLife
 
-	// The served estimate (docs/design.md, the served step): the median
-	// of the lane's latest GPUTimeServedSpans spans outside windows
-	// before a window, and of its first ones after, averaged. Medians
-	// differing by more than GPUTimeServedShift of the smaller leave the
-	// window unsettled. A window's analysis waits for its after side up
-	// to GPUTimeServedWaitSteps steps past the window, GPUTimeServedWait
-	// of time, or the next window, whichever comes first, and settles on
-	// the spans it has.
+	// The served estimate (docs/design.md, the served step): the trimmed
+	// mean of the lane's latest GPUTimeServedSpans spans outside windows
+	// before a window, and of its first ones after, averaged. Means
+	// differing by more than GPUTimeServedShift of the smaller, and by more
+	// than their noise, leave the window unsettled. A window's analysis
+	// waits for its after side up to GPUTimeServedWaitSteps steps past the
+	// window, GPUTimeServedWait of time, or the next window, whichever
+	// comes first, and settles on the spans it has.
 	GPUTimeServedSpans     = 16
 	GPUTimeServedShift     = 0.10
 	GPUTimeServedWaitSteps = 64

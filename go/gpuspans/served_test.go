@@ -48,7 +48,8 @@ func TestShareCausesSumsExactly(t *testing.T) {
 	}
 }
 
-// The estimate: medians, their mean, one side alone, and the shift bound.
+// The estimate: trimmed means, their mean, one side alone, and the shift
+// bound, which a noisy lane's sides may pass without a shift.
 func TestServedPerSpan(t *testing.T) {
 	side := func(before, after []int64) *laneSide {
 		sd := &laneSide{nb: int32(len(before)), na: int32(len(after))}
@@ -70,6 +71,13 @@ func TestServedPerSpan(t *testing.T) {
 		{"both", side([]int64{100, 100, 9000}, []int64{104, 104, 1}), 102, true},
 		{"within the bound", side([]int64{100}, []int64{110}), 105, true},
 		{"past it", side([]int64{100}, []int64{111}), 0, false},
+		// A stall of 0, 250, 500 or 1000 us drawn per step: the mean, not
+		// the typical step; the sides differ by 30% and settle, as within
+		// their noise.
+		{"varying", side([]int64{0, 250, 500, 1000, 0, 250, 500, 1000, 0, 250, 500, 1000, 250, 500, 1000, 0},
+			[]int64{500, 1000, 1000, 250, 500, 1000, 0, 250, 500, 1000, 250, 500, 1000, 0, 500, 250}), 479, true},
+		// A steady lane that moved by 20% across the window.
+		{"moved", side([]int64{1000, 1001, 999, 1000, 1002, 998, 1000, 1000}, []int64{1200, 1201, 1199, 1200, 1200, 1202, 1198, 1200}), 0, false},
 	} {
 		got, ok := servedPerSpan(c.sd)
 		if got != c.want || ok != c.ok {
