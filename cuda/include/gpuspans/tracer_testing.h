@@ -9,9 +9,8 @@
 #ifndef GPUSPANS_TRACER_TESTING_H_
 #define GPUSPANS_TRACER_TESTING_H_
 
+#include <stddef.h>
 #include <stdint.h>
-
-#include "gpuspans/tracer.h"
 
 #ifdef __cplusplus
 extern "C" {
