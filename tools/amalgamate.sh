@@ -43,7 +43,7 @@ HDR
 core() {
   gen go/cuda/core_amalgamation.cc "the C++ core (driver loading, the pool, the kernel tracer)" //cuda:core \
     cuda/src/driver.cc cuda/src/pool.cc cuda/src/anchor.cc cuda/src/calibration.cc cuda/src/harvest.cc \
-    cuda/src/kernel_name.cc cuda/src/tracer.cc
+    cuda/src/kernel_name.cc cuda/src/lock_rank.cc cuda/src/launch_watch.cc cuda/src/launch_guard.cc cuda/src/tracer.cc
 }
 testing() {
   gen go/cuda/cudatest/testing_amalgamation.cc "the fake driver, the fake CUPTI and the pool's test hook" \

@@ -23,11 +23,6 @@ void SetCuptiLoaderForTesting(const CuptiLoader* loader);
 // fake CUPTI stands for a fresh process. The tracer must be closed.
 void ResetTracerForTesting();
 
-// InLaunchGuard reports whether the calling thread is between
-// gs_launch_guard_enter and gs_launch_guard_exit: the fake CUPTI tells
-// guarded replays from others by it.
-bool InLaunchGuard();
-
 }  // namespace gs
 
 #endif  // GPUSPANS_CUDA_SRC_CUPTI_LOADER_H_

@@ -13,6 +13,8 @@
 
 #include "cupti_subset.h"
 #include "cupti_loader.h"
+#include "launch_guard.h"
+#include "lock_rank.h"
 #include "driver.h"
 #include "gpuspans/tracer.h"
 #include "gpuspans/tracer_testing.h"
@@ -618,3 +620,11 @@ extern "C" int64_t gs_testing_cupti_stray_calls(void) {
 extern "C" int64_t gs_testing_thread_id(void) { return static_cast<int64_t>(syscall(SYS_gettid)); }
 
 extern "C" int32_t gs_testing_in_launch_guard(void) { return gs::InLaunchGuard() ? 1 : 0; }
+
+extern "C" uint64_t gs_testing_lock_rank_violations(char* why, size_t cap) { return gs::LockRankViolations(why, cap); }
+
+extern "C" void gs_testing_lock_out_of_order(void) {
+  gs::RankedMutex inner(gs::kRankRing), outer(gs::kRankTracer);
+  std::lock_guard<gs::RankedMutex> a(inner);
+  std::lock_guard<gs::RankedMutex> b(outer);
+}

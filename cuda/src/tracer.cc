@@ -1,12 +1,12 @@
-// The kernel tracer: CUPTI's activity records of every kernel, parsed into a
+// The kernel tracer: CUPTI's activity records of every kernel (and, in a
+// kernel window, its copies, memsets and launch calls), parsed into a
 // bounded ring on CUPTI's thread (and, attached, our flush thread), read in
-// batches by the control plane; and, for kernel windows, the launch watch
-// (other threads' launches in a window's API records) and the launch guard
-// (other threads' launches held off a window's attach and detach).
-// gpuspans/tracer.h has the contract. One file (over 600 lines) because
-// CUPTI's callbacks, the ring they fill, the watch's counts, the guard and
-// the open and close they race share one state and its lock order; names
-// are kernel_name.cc's.
+// batches by the control plane; and a window's attach and detach.
+// gpuspans/tracer.h has the contract. Beside it: the launch watch's counts
+// (launch_watch.cc), the launch guard (launch_guard.cc), kernel names
+// (kernel_name.cc), and the locks' order (lock_rank.h). One file over 600
+// lines because CUPTI's callbacks, the ring they fill and the open and
+// close they race share one state, Tracer.
 #include "gpuspans/tracer.h"
 
 #include <dlfcn.h>
@@ -33,6 +33,9 @@
 #include "cupti_subset.h"
 #include "driver.h"
 #include "kernel_name.h"
+#include "launch_guard.h"
+#include "launch_watch.h"
+#include "lock_rank.h"
 
 namespace gs {
 namespace {
@@ -107,7 +110,7 @@ struct Name {
 // The tracer. One per process, never destroyed: CUPTI may call the buffer
 // callbacks at any time after they are registered, also after a close.
 struct Tracer {
-  std::mutex mu;  // open, close, enable, and the fields up to the flusher's
+  RankedMutex mu{kRankTracer};  // open, close, enable, and the fields up to the flusher's (lock_rank.h: the order)
   bool open = false;
   bool window = false;  // this open is a kernel window
   pid_t owner = 0;      // window: the thread that opened it (the last one, once closed)
@@ -121,20 +124,20 @@ struct Tracer {
   Cupti api{};
 
   std::thread flusher;  // attached opens only
-  std::mutex flush_mu;
-  std::condition_variable flush_cv;
+  RankedMutex flush_mu{kRankFlush};
+  std::condition_variable_any flush_cv;
   bool stop = false;
   uint32_t period_ms = 0;  // gs_tracer_open's flush_period_ms
 
-  std::mutex buf_mu;
+  RankedMutex buf_mu{kRankBuffers};
   std::vector<uint8_t*> free_buffers;
   size_t outstanding = 0;  // buffers handed to CUPTI and not yet returned
 
-  std::mutex ring_mu;
+  RankedMutex ring_mu{kRankRing};
   gs_kernel_record* ring = nullptr;  // kRingCap entries, made at the first open
   size_t head = 0, count = 0;
 
-  std::mutex name_mu;
+  RankedMutex name_mu{kRankNames};
   std::unordered_map<const char*, uint32_t> by_ptr;
   std::unordered_map<std::string, uint32_t> by_label;
   std::vector<Name> names;  // id-1
@@ -143,11 +146,7 @@ struct Tracer {
   std::atomic<uint64_t> buffers{0}, buffers_refused{0}, flushes{0};
   std::atomic<uint32_t> enabled{0};
   std::atomic<uint64_t> windows{0}, detaches{0};  // for the process, never reset
-  // The launch watch, in windows: CUPTI's API records of launches, by
-  // thread. own_*: the window's thread, as those records name it (gettid,
-  // or pthread_self cut to 32 bits where CUPTI kept its default type).
-  std::atomic<uint32_t> own_tid{0}, own_pthread{0};
-  std::atomic<bool> watching{false};
+  // The launch watch's CUPTI side (its counts are launch_watch.h's):
   // LaunchCallsOnly: the window's API records are the launch calls alone;
   // filtered: some per-cbid switch may be off (AllCalls undoes it).
   bool launch_calls_only = false;
@@ -157,24 +156,6 @@ struct Tracer {
   // instead of calling CUPTI on the launching threads.
   CUpti_SubscriberHandle sub = nullptr;
   std::atomic<int64_t> callback_offset{0};
-  std::atomic<uint64_t> foreign_launches{0};
-  // Graph launches of other threads in this window, by thread: those the
-  // records show, by the runtime's and the driver's calls (one replay may
-  // show as both), and those passed through the launch guard. Past
-  // kMaxWatched threads nothing is told apart (overflow).
-  struct Launcher {
-    uint32_t tid, pthread;
-    uint64_t runtime, driver, guarded;
-  };
-  static constexpr size_t kMaxWatched = 64;
-  std::mutex watch_mu;
-  Launcher launchers[kMaxWatched];
-  size_t nlaunchers = 0;
-  bool overflow = false;
-  // Set at the close from the above: graph launches not passed through the
-  // guard, and the first thread that made one.
-  std::atomic<uint64_t> foreign_graph_launches{0};
-  std::atomic<uint32_t> foreign_thread{0};
   std::atomic<uint64_t> dropped_by_device[GS_TRACER_MAX_DEVICES]{};
 };
 
@@ -209,224 +190,8 @@ bool ThreadAlive(pid_t tid, bool wait) {
   return true;
 }
 
-// The launch guard (gpuspans/tracer.h): threads other than the stepping
-// thread pass their CUDA graph launches through it, and a window's detach
-// holds new ones off and waits for those in flight, so none overlaps it.
-// Each thread's depth is its own (g_guard_depth), so an exit without its
-// enter is refused and can never drive inflight below zero; the holders
-// are kept in a small table so that a guard left held can be named.
-struct Guard {
-  std::atomic<int64_t> inflight{0};
-  std::atomic<bool> closing{false};
-  std::atomic<uint64_t> launches{0}, waits{0};
-  std::atomic<uint64_t> unmatched{0};        // exits refused: no enter on that thread
-  std::atomic<uint32_t> unmatched_thread{0}; // the latest thread refused
-  std::atomic<uint64_t> backoffs{0};         // quiesces refused at once, without a wait
-  // The outermost enter of each thread inside the guard: its thread id and
-  // since when (CLOCK_MONOTONIC ns); tid 0 is a free slot. A holder past
-  // the table is counted in inflight but not named.
-  static constexpr int kHolders = 64;
-  struct Holder {
-    std::atomic<uint32_t> tid{0};
-    std::atomic<int64_t> since{0};
-  } holders[kHolders];
-  std::mutex mu;  // closing's waiters, and the threads below
-  std::condition_variable cv;
-};
-
-void ForgetGuardDepth();
-
-Guard& G() {
-  static Guard* g = new Guard;  // leaked: guarded launches may outlive static destructors
-  return *g;
-}
-
-int64_t MonoNs() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
-
-// A child forked while a window's attach or detach held the guard has no
-// thread left to release it, nor any of the holders.
-__attribute__((constructor)) void ResetGuardInForks() {
-  pthread_atfork(nullptr, nullptr, [] {
-    Guard& g = G();
-    g.closing.store(false);
-    g.inflight.store(0);
-    for (Guard::Holder& h : g.holders) h.tid.store(0);
-    ForgetGuardDepth();
-  });
-}
-
-// LauncherOf finds the thread whose records name it id (either form), or
-// adds it; null past the bound. Caller holds t.watch_mu.
-Tracer::Launcher* LauncherOf(Tracer& t, uint32_t tid, uint32_t pthread) {
-  for (size_t i = 0; i < t.nlaunchers; i++) {
-    Tracer::Launcher& l = t.launchers[i];
-    if (l.tid == tid || l.pthread == pthread || l.tid == pthread || l.pthread == tid) return &l;
-  }
-  if (t.nlaunchers == Tracer::kMaxWatched) {
-    t.overflow = true;
-    return nullptr;
-  }
-  Tracer::Launcher& l = t.launchers[t.nlaunchers++];
-  l = Tracer::Launcher{tid, pthread, 0, 0, 0};
-  return &l;
-}
-
-// Unguarded sets foreign_graph_launches and foreign_thread from the
-// window's launchers, once every record is in. Caller holds t.mu.
-void Unguarded(Tracer& t) {
-  std::lock_guard<std::mutex> l(t.watch_mu);
-  uint64_t n = t.overflow ? 1 : 0;
-  uint32_t first = 0;
-  for (size_t i = 0; i < t.nlaunchers; i++) {
-    const Tracer::Launcher& x = t.launchers[i];
-    uint64_t seen = x.runtime > x.driver ? x.runtime : x.driver;
-    if (seen > x.guarded) {
-      n += seen - x.guarded;
-      if (first == 0) first = x.tid;
-    }
-  }
-  t.foreign_graph_launches = n;
-  t.foreign_thread = first;
-}
-
-// kQuiesceWait bounds how long a detach waits for guarded launches in
-// flight (a graph launch takes microseconds on the host) before it gives
-// up for this step. A thread inside the guard for longer than that holds
-// it past any launch (an exit lost to an exception, or a hung call): then
-// quiesces refuse at once, without a wait, until it leaves, so that a
-// guard left held costs the stepping thread one bounded wait, not one
-// every step.
-constexpr auto kQuiesceWait = std::chrono::milliseconds(20);
-
-void Unquiesce();
-void LongestHolder(uint32_t* tid, int64_t* held);
-
-// Quiesce holds new guarded launches off and waits for those in flight;
-// false (nothing held) when some are still in flight after kQuiesceWait,
-// or at once when one has been for longer.
-bool Quiesce() {
-  Guard& g = G();
-  g.closing.store(true);
-  if (g.inflight.load() > 0) {
-    uint32_t tid;
-    int64_t held;
-    LongestHolder(&tid, &held);
-    if (held > std::chrono::nanoseconds(kQuiesceWait).count()) {
-      g.backoffs++;
-      Unquiesce();
-      return false;
-    }
-  }
-  auto deadline = std::chrono::steady_clock::now() + kQuiesceWait;
-  while (g.inflight.load() > 0) {
-    if (std::chrono::steady_clock::now() > deadline) {
-      Unquiesce();
-      return false;
-    }
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-// LongestHolder names the thread inside the guard longest, and for how
-// long; 0 and 0 when none is.
-void LongestHolder(uint32_t* tid, int64_t* held) {
-  *tid = 0;
-  *held = 0;
-  int64_t now = MonoNs();
-  for (Guard::Holder& h : G().holders) {
-    uint32_t id = h.tid.load();
-    int64_t since = h.since.load();
-    if (id != 0 && since != 0 && now - since > *held) {
-      *held = now - since;
-      *tid = id;
-    }
-  }
-}
-
-// GuardHeld is a quiesce's refusal, naming the thread inside the guard
-// longest. go/cuda tells it from other GS_ERR_BUSY by "the launch guard is
-// held".
-gs_status GuardHeld(gs_error* err, const char* op, const char* then) {
-  Guard& g = G();
-  uint32_t holder = 0;
-  int64_t held = 0;
-  LongestHolder(&holder, &held);
-  return SetError(err, GS_ERR_BUSY, 0,
-                  "%s: the launch guard is held by thread %u for %.1f ms (%lld launches inside it; a window waits "
-                  "%lld ms for them, and not at all while one stays longer): the window %s at a later step",
-                  op, holder, static_cast<double>(held) / 1e6, static_cast<long long>(g.inflight.load()),
-                  static_cast<long long>(kQuiesceWait.count()), then);
-}
-
-// Unquiesce lets guarded launches go on.
-void Unquiesce() {
-  Guard& g = G();
-  {
-    std::lock_guard<std::mutex> l(g.mu);
-    g.closing.store(false);
-  }
-  g.cv.notify_all();
-}
-
-// LaunchKindOf sorts an API call of the runtime (runtime) or the driver: 2
-// a graph replay, 1 a kernel launch, 0 anything else.
-int LaunchKindOf(bool runtime, uint32_t cbid) {
-  if (!runtime) {
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch:
-      case CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz:
-        return 2;
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-      case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
-        return 1;
-    }
-    return 0;
-  }
-  switch (cbid) {
-    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000:
-      return 2;
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060:
-    case CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060:
-      return 1;
-  }
-  return 0;
-}
-
-int LaunchKind(const CUpti_ActivityAPI& a) { return LaunchKindOf(a.kind == CUPTI_ACTIVITY_KIND_RUNTIME, a.cbid); }
-
-// Watch counts a window's launches made by other threads than its own:
-// launch (LaunchKindOf) of the runtime's (runtime) or the driver's, by
-// thread tid as CUPTI names it.
-void Watch(Tracer& t, uint32_t tid, bool runtime, int launch) {
-  if (!t.watching.load() || tid == t.own_tid.load() || tid == t.own_pthread.load()) return;
-  switch (launch) {
-    case 2: {
-      std::lock_guard<std::mutex> l(t.watch_mu);
-      if (Tracer::Launcher* x = LauncherOf(t, tid, tid)) (runtime ? x->runtime : x->driver)++;
-      break;
-    }
-    case 1:
-      t.foreign_launches++;
-      break;
-  }
-}
-
 uint32_t Intern(Tracer& t, const char* name) {
-  std::lock_guard<std::mutex> l(t.name_mu);
+  std::lock_guard<gs::RankedMutex> l(t.name_mu);
   auto p = t.by_ptr.find(name);
   if (p != t.by_ptr.end()) return p->second;
   std::string full = FullKernelName(name);
@@ -451,7 +216,7 @@ void CountDrop(Tracer& t, uint32_t device, uint64_t n) {
 }
 
 void Push(Tracer& t, const gs_kernel_record* recs, size_t n) {
-  std::lock_guard<std::mutex> l(t.ring_mu);
+  std::lock_guard<gs::RankedMutex> l(t.ring_mu);
   for (size_t i = 0; i < n; i++) {
     if (t.count == kRingCap || recs[i].device >= GS_TRACER_MAX_DEVICES) {
       t.ring_dropped++;
@@ -467,7 +232,7 @@ void Push(Tracer& t, const gs_kernel_record* recs, size_t n) {
 void BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   Tracer& t = T();
   *max_records = 0;
-  std::lock_guard<std::mutex> l(t.buf_mu);
+  std::lock_guard<gs::RankedMutex> l(t.buf_mu);
   uint8_t* b = nullptr;
   if (!t.free_buffers.empty()) {
     b = t.free_buffers.back();
@@ -500,17 +265,18 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
     gs_kernel_record& r = batch[n];
     if (rec->kind == CUPTI_ACTIVITY_KIND_DRIVER || rec->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
       const auto* a = reinterpret_cast<const CUpti_ActivityAPI*>(rec);
-      int launch = LaunchKind(*a);
-      Watch(t, a->threadId, a->kind == CUPTI_ACTIVITY_KIND_RUNTIME, launch);
-      if (launch == 0) continue;
+      bool runtime = a->kind == CUPTI_ACTIVITY_KIND_RUNTIME;
+      LaunchWatch::Launch launch = LaunchWatch::KindOf(runtime, a->cbid);
+      Watch().Count(a->threadId, runtime, launch);
+      if (launch == LaunchWatch::Launch::kOther) continue;
       r = gs_kernel_record{};
       r.start_ns = static_cast<int64_t>(a->start);
       r.end_ns = static_cast<int64_t>(a->end);
-      r.graph = launch == 2 ? GS_RECORD_LAUNCHED_GRAPH : 0;
+      r.graph = launch == LaunchWatch::Launch::kGraph ? GS_RECORD_LAUNCHED_GRAPH : 0;
       r.correlation = a->correlationId;
       r.kind = GS_RECORD_LAUNCH;
       // The window's thread as gettid, also where CUPTI kept pthread ids.
-      r.thread = a->threadId == t.own_pthread.load() && t.own_tid.load() != 0 ? t.own_tid.load() : a->threadId;
+      r.thread = Watch().Own(a->threadId);
     } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY || rec->kind == CUPTI_ACTIVITY_KIND_MEMSET) {
       const auto* c = reinterpret_cast<const CUpti_CopyRecordPrefix*>(rec);
       r = gs_kernel_record{};
@@ -552,7 +318,7 @@ void BufferCompleted(CUcontext ctx, uint32_t stream_id, uint8_t* buffer, size_t,
     CountDrop(t, dev, dropped);
   }
   if (buffer) {
-    std::lock_guard<std::mutex> l(t.buf_mu);
+    std::lock_guard<gs::RankedMutex> l(t.buf_mu);
     if (t.outstanding > 0) t.outstanding--;
     t.free_buffers.push_back(buffer);
   }
@@ -623,15 +389,10 @@ gs_status Start(Tracer& t, gs_error* err) {
   // Counters are per open (gpuspans/tracer.h): a hub that opens the tracer
   // again must not count an earlier open's drops as its own.
   for (auto* c : {&t.records, &t.cupti_dropped, &t.ring_dropped, &t.names_overflow, &t.buffers,
-                  &t.buffers_refused, &t.flushes, &t.foreign_launches, &t.foreign_graph_launches}) {
+                  &t.buffers_refused, &t.flushes}) {
     c->store(0);
   }
-  t.foreign_thread = 0;
-  {
-    std::lock_guard<std::mutex> l(t.watch_mu);
-    t.nlaunchers = 0;
-    t.overflow = false;
-  }
+  Watch().Reset();
   for (auto& c : t.dropped_by_device) c.store(0);
   return GS_OK;
 }
@@ -648,7 +409,7 @@ gs_status Register(Tracer& t, const Cupti& api, gs_error* err) {
 // Forget forgets buffers CUPTI still holds (none after a forced flush,
 // unless another client took the callbacks), so later opens stay bounded.
 void Forget(Tracer& t) {
-  std::lock_guard<std::mutex> bl(t.buf_mu);
+  std::lock_guard<gs::RankedMutex> bl(t.buf_mu);
   t.outstanding = 0;
 }
 
@@ -668,7 +429,7 @@ int64_t SampleOffset(const Cupti& api) {
 }
 
 void FlushLoop(Tracer* t) {
-  std::unique_lock<std::mutex> l(t->flush_mu);
+  std::unique_lock<gs::RankedMutex> l(t->flush_mu);
   while (!t->stop) {
     t->flush_cv.wait_for(l, std::chrono::milliseconds(t->period_ms));
     if (t->stop) break;
@@ -727,18 +488,18 @@ void LaunchCallback(void*, int domain, uint32_t cbid, const void* data) {
     return;
   }
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  int launch = LaunchKindOf(runtime, cbid);
-  if (launch == 0) return;
+  LaunchWatch::Launch launch = LaunchWatch::KindOf(runtime, cbid);
+  if (launch == LaunchWatch::Launch::kOther) return;
   static thread_local uint32_t tid = static_cast<uint32_t>(ThisThread());
   gs_kernel_record r{};
   r.start_ns = d->correlationData && *d->correlationData != 0 ? static_cast<int64_t>(*d->correlationData) : now;
   r.end_ns = now;
-  r.graph = launch == 2 ? GS_RECORD_LAUNCHED_GRAPH : 0;
+  r.graph = launch == LaunchWatch::Launch::kGraph ? GS_RECORD_LAUNCHED_GRAPH : 0;
   r.correlation = d->correlationId;
   r.kind = GS_RECORD_LAUNCH;
   r.thread = tid;
   Push(t, &r, 1);
-  Watch(t, tid, runtime, launch);
+  Watch().Count(tid, runtime, launch);
 }
 
 // CallbacksWanted: the watch by callbacks, unless the activity records'
@@ -844,7 +605,7 @@ gs_status StopCollecting(Tracer& t, gs_error* err) {
   t.enabled = 0;
   t.api.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   AllCalls(t, t.api);
-  t.watching = false;
+  Watch().End();
   Forget(t);
   return st;
 }
@@ -865,17 +626,17 @@ gs_status CloseWindow(Tracer& t, gs_error* err) {
     ~Release() { Unquiesce(); }
   } release;
   gs_status st = StopCollecting(t, err);
-  Unguarded(t);
+  Watch().Settle();
   t.window_offset = SampleOffset(t.api);
   t.open = false;
   t.window = false;
-  if (uint64_t n = t.foreign_graph_launches.load()) {
+  if (uint64_t n = Watch().ForeignGraphLaunches()) {
     char why[240];
     snprintf(why, sizeof why,
              "thread %u replayed %llu CUDA graphs in thread %d's kernel window: a detach beside another thread's "
              "replays loses the CUDA context, so CUPTI stays attached and windows are off (several launching "
              "threads: use attached)",
-             t.foreign_thread.load(), static_cast<unsigned long long>(n), static_cast<int>(t.owner));
+             Watch().ForeignThread(), static_cast<unsigned long long>(n), static_cast<int>(t.owner));
     NoWindows(t, why);
     return SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_close: %s", why);
   }
@@ -897,7 +658,7 @@ void SetCuptiLoaderForTesting(const CuptiLoader* loader) {
 
 void ResetTracerForTesting() {
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.mu);
+  std::lock_guard<gs::RankedMutex> l(t.mu);
   t.no_windows = false;
   t.no_windows_why.clear();
   t.owner = 0;
@@ -917,7 +678,7 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
                         "gs_tracer_open: flush period %u ms outside 1..60000", flush_period_ms);
   }
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.mu);
+  std::lock_guard<gs::RankedMutex> l(t.mu);
   if (t.open) return gs::SetError(err, GS_ERR_BUSY, 0, "gs_tracer_open: the tracer is open already in this process");
   gs::Cupti api;
   gs_status st = gs::Load(path, false, &api, err);
@@ -930,7 +691,7 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
   t.period_ms = flush_period_ms;
   t.window_offset = 0;
   {
-    std::lock_guard<std::mutex> fl(t.flush_mu);
+    std::lock_guard<gs::RankedMutex> fl(t.flush_mu);
     t.stop = false;
   }
   try {
@@ -944,7 +705,7 @@ extern "C" gs_status gs_tracer_open(const char* path, uint32_t flush_period_ms, 
 
 extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_error* err) {
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.mu);
+  std::lock_guard<gs::RankedMutex> l(t.mu);
   if (t.no_windows) {
     return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_window_open: %s, so kernel windows stay off in this process",
                         t.no_windows_why.c_str());
@@ -989,9 +750,7 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
   if ((st = gs::Start(t, err)) == GS_OK && (st = gs::Register(t, api, err)) == GS_OK) {
     // The watch names threads by gettid where CUPTI lets us choose.
     if (api.cuptiSetThreadIdType) api.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    t.own_tid = static_cast<uint32_t>(me);
-    t.own_pthread = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self()));
-    t.watching = true;
+    gs::Watch().Begin(static_cast<uint32_t>(me), static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self())));
     CUptiResult r = api.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (r != CUPTI_SUCCESS) st = gs::CuptiError(api, err, GS_ERR_DRIVER, r, "cuptiActivityEnable(CONCURRENT_KERNEL)");
     bool callbacks = st == GS_OK && gs::CallbacksWanted() && gs::CallbackWatch(t, api);
@@ -1014,7 +773,7 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
   if (st != GS_OK) {
     // CUPTI may be initialised by now, and collecting since an instant: a
     // finalize gives the process back as it was.
-    t.watching = false;
+    gs::Watch().End();
     gs::EndCallbackWatch(t, api);
     for (CUpti_ActivityKind k : gs::kWatchKinds) api.cuptiActivityDisable(k);
     for (CUpti_ActivityKind k : gs::kCopyKinds) api.cuptiActivityDisable(k);
@@ -1038,7 +797,7 @@ extern "C" gs_status gs_tracer_window_open(const char* path, uint32_t flags, gs_
 
 extern "C" gs_status gs_tracer_enable(int32_t on, gs_error* err) {
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.mu);
+  std::lock_guard<gs::RankedMutex> l(t.mu);
   if (!t.open) return gs::SetError(err, GS_ERR_INVALID_ARGUMENT, 0, "gs_tracer_enable: the tracer is not open");
   if ((t.enabled.load() != 0) == (on != 0)) return GS_OK;
   if (t.window) {
@@ -1070,7 +829,7 @@ extern "C" gs_status gs_tracer_enable(int32_t on, gs_error* err) {
 extern "C" size_t gs_tracer_read(gs_kernel_record* out, size_t cap) {
   if (!out || cap == 0) return 0;
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.ring_mu);
+  std::lock_guard<gs::RankedMutex> l(t.ring_mu);
   size_t n = t.count < cap ? t.count : cap;
   for (size_t i = 0; i < n; i++) out[i] = t.ring[(t.head + i) % gs::kRingCap];
   t.head = (t.head + n) % gs::kRingCap;
@@ -1081,7 +840,7 @@ extern "C" size_t gs_tracer_read(gs_kernel_record* out, size_t cap) {
 namespace {
 size_t CopyName(uint32_t id, bool full, char* buf, size_t cap) {
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.name_mu);
+  std::lock_guard<gs::RankedMutex> l(t.name_mu);
   if (buf && cap > 0) buf[0] = 0;
   if (id == 0 || id > t.names.size()) return 0;
   const std::string& s = full ? t.names[id - 1].full : t.names[id - 1].label;
@@ -1112,18 +871,19 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
   out->detaches = t.detaches;
   out->windows = t.windows;
   out->enabled = t.enabled;
-  out->foreign_launches = t.foreign_launches;
-  out->foreign_graph_launches = t.foreign_graph_launches;
-  gs::Guard& g = gs::G();
+  out->foreign_launches = gs::Watch().ForeignLaunches();
+  out->foreign_graph_launches = gs::Watch().ForeignGraphLaunches();
+  gs::GuardState g = gs::GuardNow();
   out->guarded_launches = g.launches;
   out->guard_waits = g.waits;
-  out->guard_inflight = g.inflight.load();
-  out->guard_unmatched_exits = g.unmatched.load();
-  out->guard_unmatched_thread = g.unmatched_thread.load();
-  out->guard_backoffs = g.backoffs.load();
-  gs::LongestHolder(&out->guard_holder, &out->guard_held_ns);
+  out->guard_inflight = g.inflight;
+  out->guard_unmatched_exits = g.unmatched_exits;
+  out->guard_unmatched_thread = g.unmatched_thread;
+  out->guard_backoffs = g.backoffs;
+  out->guard_holder = g.holder;
+  out->guard_held_ns = g.held_ns;
   {
-    std::lock_guard<std::mutex> l(t.name_mu);
+    std::lock_guard<gs::RankedMutex> l(t.name_mu);
     out->names = static_cast<uint32_t>(t.names.size());
   }
   for (int i = 0; i < GS_TRACER_MAX_DEVICES; i++) out->dropped_by_device[i] = t.dropped_by_device[i];
@@ -1131,7 +891,7 @@ extern "C" void gs_tracer_get_stats(gs_tracer_stats* out) {
 
 extern "C" int64_t gs_tracer_clock_offset_ns(void) {
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.mu);
+  std::lock_guard<gs::RankedMutex> l(t.mu);
   // A window's offset was sampled on its own thread: no CUPTI call here.
   if (t.window || (!t.open && t.window_offset != 0)) return t.window_offset;
   if (!t.open) return 0;
@@ -1140,7 +900,7 @@ extern "C" int64_t gs_tracer_clock_offset_ns(void) {
 
 extern "C" gs_status gs_tracer_close(gs_error* err) {
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.mu);
+  std::lock_guard<gs::RankedMutex> l(t.mu);
   if (!t.open) return GS_OK;
   if (t.window) {
     pid_t me = gs::ThisThread();
@@ -1159,7 +919,7 @@ extern "C" gs_status gs_tracer_close(gs_error* err) {
     t.enabled = 0;
   }
   {
-    std::lock_guard<std::mutex> fl(t.flush_mu);
+    std::lock_guard<gs::RankedMutex> fl(t.flush_mu);
     t.stop = true;
   }
   t.flush_cv.notify_all();
@@ -1172,7 +932,7 @@ extern "C" gs_status gs_tracer_close(gs_error* err) {
 
 extern "C" gs_status gs_tracer_abandon(gs_error* err) {
   Tracer& t = T();
-  std::lock_guard<std::mutex> l(t.mu);
+  std::lock_guard<gs::RankedMutex> l(t.mu);
   if (!t.open || !t.window) return GS_OK;
   gs::NoWindows(t, "a kernel window was abandoned (its thread never stepped again), so CUPTI stays attached and a detach could break a CUDA graph");
   gs_status st = gs::StopCollecting(t, err);
@@ -1181,76 +941,3 @@ extern "C" gs_status gs_tracer_abandon(gs_error* err) {
   return st;
 }
 
-namespace gs {
-namespace {
-thread_local int g_guard_depth = 0;
-thread_local int g_guard_slot = -1;  // this thread's Guard::holders entry, -1: none
-}  // namespace
-bool InLaunchGuard() { return g_guard_depth > 0; }
-namespace {
-// The forking thread, alone in its child, is inside no guard there.
-void ForgetGuardDepth() {
-  g_guard_depth = 0;
-  g_guard_slot = -1;
-}
-}  // namespace
-}  // namespace gs
-
-extern "C" void gs_launch_guard_enter(void) {
-  gs::Guard& g = gs::G();
-  if (gs::g_guard_depth++ == 0) {
-    uint32_t me = static_cast<uint32_t>(gs::ThisThread());
-    for (int i = 0; i < gs::Guard::kHolders; i++) {
-      uint32_t free = 0;
-      if (g.holders[i].tid.compare_exchange_strong(free, me)) {
-        g.holders[i].since.store(gs::MonoNs());
-        gs::g_guard_slot = i;
-        break;
-      }
-    }
-  }
-  g.launches++;
-  for (bool waited = false;;) {
-    g.inflight.fetch_add(1);
-    if (!g.closing.load()) {
-      // A window's open and close quiesce the guard, so a launch that
-      // enters while it watches is all inside its collection.
-      Tracer& t = gs::T();
-      if (t.watching.load()) {
-        static thread_local uint32_t tid = static_cast<uint32_t>(gs::ThisThread());
-        std::lock_guard<std::mutex> l(t.watch_mu);
-        if (Tracer::Launcher* x =
-                gs::LauncherOf(t, tid, static_cast<uint32_t>(reinterpret_cast<uintptr_t>(pthread_self())))) {
-          x->guarded++;
-        }
-      }
-      return;
-    }
-    g.inflight.fetch_sub(1);  // a detach is under way: wait for its end
-    if (!waited) {
-      waited = true;
-      g.waits++;
-    }
-    std::unique_lock<std::mutex> l(g.mu);
-    g.cv.wait_for(l, std::chrono::milliseconds(1), [&] { return !g.closing.load(); });
-  }
-}
-
-extern "C" int32_t gs_launch_guard_depth(void) { return gs::g_guard_depth; }
-
-extern "C" void gs_launch_guard_exit(void) {
-  gs::Guard& g = gs::G();
-  if (gs::g_guard_depth <= 0) {
-    // An exit this thread never entered: dropping inflight for it would let
-    // a detach run during another thread's guarded replay.
-    g.unmatched++;
-    g.unmatched_thread.store(static_cast<uint32_t>(gs::ThisThread()));
-    return;
-  }
-  if (--gs::g_guard_depth == 0 && gs::g_guard_slot >= 0) {
-    g.holders[gs::g_guard_slot].since.store(0);
-    g.holders[gs::g_guard_slot].tid.store(0);
-    gs::g_guard_slot = -1;
-  }
-  g.inflight.fetch_sub(1);
-}

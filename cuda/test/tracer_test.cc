@@ -758,6 +758,22 @@ int main() {
       fprintf(stderr, "FAIL %s\n", t.name);
     }
   }
+  // Every test above took the tracer's locks in their order
+  // (cuda/src/lock_rank.h); the check counts one taken the wrong way.
+  char why[160];
+  uint64_t bad = gs_testing_lock_rank_violations(why, sizeof why);
+  if (bad != 0) {
+    failed++;
+    fprintf(stderr, "FAIL LocksInOrder: %llu taken out of order, the first: %s\n", static_cast<unsigned long long>(bad), why);
+  } else {
+    gs_testing_lock_out_of_order();
+    if (gs_testing_lock_rank_violations(why, sizeof why) == 1 && strstr(why, "rank 1 while holding one of rank 4")) {
+      passed++;
+    } else {
+      failed++;
+      fprintf(stderr, "FAIL LocksInOrder: a lock taken out of order was not seen (%s)\n", why);
+    }
+  }
   gs_testing_use_real_cupti();
   printf("%d passed, %d failed\n", passed, failed);
   return failed == 0 ? 0 : 1;

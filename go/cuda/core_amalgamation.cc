@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 217de8c787c50e345035cfbe5607c01e3ca1eacc97e5a7bc23977cedf1d649f5
+// sees only this file, rebuilds when they change: c504fc4a21e7702c5a586bc73d9b74202911683d28308ede48c82254f1025dbd
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"
@@ -19,5 +19,8 @@
 #include "../../cuda/src/calibration.cc"
 #include "../../cuda/src/harvest.cc"
 #include "../../cuda/src/kernel_name.cc"
+#include "../../cuda/src/lock_rank.cc"
+#include "../../cuda/src/launch_watch.cc"
+#include "../../cuda/src/launch_guard.cc"
 #include "../../cuda/src/tracer.cc"
 #endif

@@ -23,7 +23,7 @@ if [[ "${1:-}" == "--plain" ]]; then
   mkdir -p "$DEST/tests" "$DEST/bin"
   inc=(-std=c++17 -O2 -Icuda/include -Ithird_party/cuda -Icuda -I.)
   core=(cuda/src/driver.cc cuda/src/pool.cc cuda/src/anchor.cc cuda/src/calibration.cc
-    cuda/src/harvest.cc cuda/src/kernel_name.cc cuda/src/tracer.cc)
+    cuda/src/harvest.cc cuda/src/kernel_name.cc cuda/src/lock_rank.cc cuda/src/launch_watch.cc cuda/src/launch_guard.cc cuda/src/tracer.cc)
   g++ "${inc[@]}" -o "$DEST/bin/driver_bench" cuda/bench/driver_bench.cc "${core[@]}" cuda/src/kit.cc -ldl -pthread
   g++ "${inc[@]}" -o "$DEST/tests/gpu_test" cuda/test/gpu_test.cc "${core[@]}" cuda/src/fake_driver.cc cuda/src/fake_cupti.cc cuda/src/pool_testing.cc cuda/src/kit.cc -ldl -pthread
   # A test binary per Go package with GPU tests, as Bazel's targets tagged

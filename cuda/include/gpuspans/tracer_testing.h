@@ -148,6 +148,14 @@ int64_t gs_testing_cupti_stray_calls(void);
  * the launch guard (gs_launch_guard_enter). */
 int32_t gs_testing_in_launch_guard(void);
 
+/* gs_testing_lock_rank_violations returns how many of the tracer's locks
+ * were taken out of their order (cuda/src/lock_rank.h) in the process, and
+ * writes the first into why (cap bytes, NUL-terminated).
+ * gs_testing_lock_out_of_order takes two of its lock ranks the wrong way
+ * round, once: the check must count it. */
+uint64_t gs_testing_lock_rank_violations(char* why, size_t cap);
+void gs_testing_lock_out_of_order(void);
+
 /* gs_testing_thread_id is the calling thread's kernel id (gettid). */
 int64_t gs_testing_thread_id(void);
 

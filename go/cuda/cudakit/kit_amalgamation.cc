@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: c568f68db175489c1d3869b91d913b035ce908c7fa58f2fd1298f3317139ce82
+// sees only this file, rebuilds when they change: a1370511859e597ab19f8c2738bfae926caa830c0dc3fc65acd165d394e87777
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

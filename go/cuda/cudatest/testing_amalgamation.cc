@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 28cb7a74abc50c1e126aa793d3ba8fa25190d47248630e5892810780417dc4dc
+// sees only this file, rebuilds when they change: b644bf3a83dd42ec4f192ef5e0715dd51afb97f34ad52b8e81f727e9f8183f63
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
