@@ -18,20 +18,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=tools/ci/mutate.sh
+source "$ROOT/tools/ci/mutate.sh"
 FILE=go/gpuspans/gpuanalysis.go
 
 mutate() { # mutate NAME FROM TO
   local name=$1 from=$2 to=$3 src="$TMP/$1"
-  mkdir -p "$src"
-  (cd "$ROOT" && git ls-files -z | tar --null -T - -cf -) | (cd "$src" && tar -xf -)
-  python3 - "$src/$FILE" "$from" "$to" <<'PY'
-import sys
-path, old, new = sys.argv[1], sys.argv[2], sys.argv[3]
-s = open(path).read()
-if s.count(old) != 1:
-    sys.exit(f"{path}: the mutation's text occurs {s.count(old)} times, want once: {old!r}")
-open(path, "w").write(s.replace(old, new))
-PY
+  mutated_copy "$src" "$FILE" "$from" "$to"
   local out
   if out="$(cd "$src" && go test -count=1 -run '^TestGPUAnalysisAgainstEveryNanosecond$' ./go/gpuspans 2>&1)"; then
     echo "gpuanalysis mutation $name: the test passed; it must catch it" >&2

@@ -29,6 +29,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=tools/ci/mutate.sh
+source "$ROOT/tools/ci/mutate.sh"
 want=("$@")
 caught=0
 
@@ -38,16 +40,7 @@ mutate() { # mutate NAME FILE FROM TO
     return
   fi
   local t0=$SECONDS
-  mkdir -p "$src"
-  (cd "$ROOT" && git ls-files -z | tar --null -T - -cf -) | (cd "$src" && tar -xf -)
-  python3 - "$src/$file" "$from" "$to" <<'PY'
-import sys
-path, old, new = sys.argv[1], sys.argv[2], sys.argv[3]
-s = open(path).read()
-if s.count(old) != 1:
-    sys.exit(f"{path}: the mutation's text occurs {s.count(old)} times, want once: {old!r}")
-open(path, "w").write(s.replace(old, new))
-PY
+  mutated_copy "$src" "$file" "$from" "$to"
   local out
   if out="$(cd "$src" && GPUSPANS_RINGDIFF_OPS=100000 go test -count=1 -run '^TestRingDifferential$' ./go/capi 2>&1)"; then
     echo "ringdiff mutation $name: the test passed; it must catch it" >&2
