@@ -674,33 +674,7 @@ func TestStatusCountsEngineStepsAtLevelOff(t *testing.T) {
 // On the simulator, kernel windows see the engine's kernels, graph
 // replays included, and GPU time measures its lanes from them.
 func TestSimKernelWindowsMeasureGPUTime(t *testing.T) {
-	gpu := NewSimGPU(0)
-	hub, err := gpuspans.New(gpuspans.Options{Lanes: []string{LanePrefill, LaneDecode}, Level: gpuspans.LevelKernel, Logf: t.Logf,
-		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: gpu.Tracer(), KernelWindowEvery: gpuspans.MinKernelWindowEvery})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Install(0, gpu.Stream(), gpu.Opener()); err != nil {
-		t.Fatal(err)
-	}
-	eng, err := NewEngine(hub, gpu, EngineConfig{Prefill: DefaultPrefill, Decode: DefaultDecode, Graph: DefaultGraph})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.Capture(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 40; i++ {
-		if err := eng.Step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := hub.CloseKernelTracer(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 3; i++ {
-		hub.Harvest()
-	}
+	hub := windowedSimSteps(t, 0, 40)
 	g := hub.GPUTime()
 	if g.Windows == 0 || len(g.Lanes) == 0 {
 		t.Fatalf("GPU time after 40 steps: %+v", g)
@@ -727,33 +701,7 @@ func TestSimKernelWindowsMeasureGPUTime(t *testing.T) {
 // the graph replay reads as idle because of the host: 2 ms of host work
 // after about 1 ms of queued kernels (prefill's and decode's).
 func TestSimGPUTimeSaysTheHostStalled(t *testing.T) {
-	gpu := NewSimGPU(0)
-	hub, err := gpuspans.New(gpuspans.Options{Lanes: []string{LanePrefill, LaneDecode}, Level: gpuspans.LevelKernel, Logf: t.Logf,
-		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: gpu.Tracer(), KernelWindowEvery: gpuspans.MinKernelWindowEvery})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Install(0, gpu.Stream(), gpu.Opener()); err != nil {
-		t.Fatal(err)
-	}
-	eng, err := NewEngine(hub, gpu, EngineConfig{Prefill: DefaultPrefill, Decode: DefaultDecode, Graph: DefaultGraph, HostGap: 2 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.Capture(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 20; i++ {
-		if err := eng.Step(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := hub.CloseKernelTracer(); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 3; i++ {
-		hub.Harvest()
-	}
+	hub := windowedSimSteps(t, 2*time.Millisecond, 20)
 	for _, l := range hub.GPUTime().Lanes {
 		if l.Lane != LaneDecode {
 			continue
@@ -767,4 +715,39 @@ func TestSimGPUTimeSaysTheHostStalled(t *testing.T) {
 		return
 	}
 	t.Fatal("decode not measured")
+}
+
+// windowedSimSteps runs the simulated engine (host work hostGap between
+// its steps) for steps steps with a kernel window at every chance, then
+// closes the tracer and harvests until the windows are analysed.
+func windowedSimSteps(t *testing.T, hostGap time.Duration, steps int) *gpuspans.Hub {
+	t.Helper()
+	gpu := NewSimGPU(0)
+	hub, err := gpuspans.New(gpuspans.Options{Lanes: []string{LanePrefill, LaneDecode}, Level: gpuspans.LevelKernel, Logf: t.Logf,
+		KernelTiming: gpuspans.KernelTimingAuto, KernelTracer: gpu.Tracer(), KernelWindowEvery: gpuspans.MinKernelWindowEvery})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Install(0, gpu.Stream(), gpu.Opener()); err != nil {
+		t.Fatal(err)
+	}
+	eng, err := NewEngine(hub, gpu, EngineConfig{Prefill: DefaultPrefill, Decode: DefaultDecode, Graph: DefaultGraph, HostGap: hostGap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Capture(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < steps; i++ {
+		if err := eng.Step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hub.CloseKernelTracer(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		hub.Harvest()
+	}
+	return hub
 }
