@@ -291,8 +291,10 @@ func windowedHub(t testing.TB) *gpuspans.Hub {
 	return h
 }
 
-// windowedHubClock is windowedHub with its clock.
-func windowedHubClock(t testing.TB) (*gpuspans.Hub, *sim.Clock) {
+// tracedHub is a hub at kernel timing auto, a window due every
+// millisecond, on one simulated GPU whose kernels the fake tracer reports
+// when told, on a manual clock.
+func tracedHub(t testing.TB) (*gpuspans.Hub, *sim.Clock, *fake.Tracer, *sim.GPU) {
 	t.Helper()
 	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
 	tracer := new(fake.Tracer)
@@ -305,6 +307,13 @@ func windowedHubClock(t testing.TB) (*gpuspans.Hub, *sim.Clock) {
 	if err := h.Install(0, stream, gpu.Opener()); err != nil {
 		t.Fatal(err)
 	}
+	return h, clock, tracer, gpu
+}
+
+// windowedHubClock is windowedHub with its clock.
+func windowedHubClock(t testing.TB) (*gpuspans.Hub, *sim.Clock) {
+	t.Helper()
+	h, clock, tracer, gpu := tracedHub(t)
 	for step := 0; step < 8; step++ {
 		h.BeginStep()
 		for lane := 0; lane < windowedLanes; lane++ {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/gpuspans/gpuspans/go/backend/fake"
 	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 )
@@ -343,17 +342,7 @@ func TestRecentKernelQuantiles(t *testing.T) {
 // minute: p50 and p99 within 1.1% of the gaps' own (a classic-only
 // server's default gap buckets are 4 apart), count and sum their totals.
 func TestRecentGapQuantiles(t *testing.T) {
-	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
-	tracer := new(fake.Tracer)
-	h, err := gpuspans.New(gpuspans.Options{Level: gpuspans.LevelKernel, Now: clock.Now, Logf: func(string, ...interface{}) {},
-		KernelTracer: tracer.Opener(), KernelTiming: gpuspans.KernelTimingAuto, KernelWindowEvery: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpu := sim.New(sim.Options{Now: clock.Now})
-	if err := h.Install(0, stream, gpu.Opener()); err != nil {
-		t.Fatal(err)
-	}
+	h, clock, tracer, gpu := tracedHub(t)
 	var gaps []time.Duration
 	step := func(i int, scale float64) {
 		h.BeginStep()
