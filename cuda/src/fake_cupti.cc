@@ -403,6 +403,24 @@ extern "C" void gs_testing_cupti_fail_open(int32_t fail) { F().fail_open = fail 
 extern "C" void gs_testing_cupti_other_subscriber(int32_t other) { F().other = other != 0; }
 extern "C" void gs_testing_cupti_fail_enable(int32_t result) { F().enable_result = result; }
 
+namespace gs {
+namespace {
+// Place sets what a kernel's and a copy's record share: where and when it
+// ran, a new correlation id, and its graph (a node of it, made up).
+template <typename Record>
+void Place(FakeCupti& f, Record& r, uint32_t device, uint32_t stream, int64_t start_ns, int64_t end_ns, uint32_t graph) {
+  r.start = static_cast<uint64_t>(start_ns);
+  r.end = static_cast<uint64_t>(end_ns);
+  r.deviceId = device;
+  r.contextId = device + 1;
+  r.streamId = stream;
+  r.correlationId = ++f.correlation;
+  r.graphId = graph;
+  r.graphNodeId = graph ? f.correlation : 0;
+}
+}  // namespace
+}  // namespace gs
+
 extern "C" int32_t gs_testing_cupti_kernel(uint32_t device, uint32_t stream, int64_t start_ns, int64_t end_ns,
                                            const char* name, uint32_t graph) {
   FakeCupti& f = F();
@@ -411,16 +429,9 @@ extern "C" int32_t gs_testing_cupti_kernel(uint32_t device, uint32_t stream, int
   CUpti_KernelRecordPrefix r;
   memset(&r, 0, sizeof(r));
   r.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  r.start = static_cast<uint64_t>(start_ns);
-  r.end = static_cast<uint64_t>(end_ns);
-  r.deviceId = device;
-  r.contextId = device + 1;
-  r.streamId = stream;
-  r.correlationId = ++f.correlation;
+  gs::Place(f, r, device, stream, start_ns, end_ns, graph);
   f.names.emplace_back(name ? name : "");
   r.name = f.names.back().c_str();
-  r.graphId = graph;
-  r.graphNodeId = graph ? f.correlation : 0;
   f.queued.push_back(gs::RecOf(r));
   return 1;
 }
@@ -506,14 +517,7 @@ extern "C" int32_t gs_testing_cupti_copy(uint32_t device, uint32_t stream, int64
   memset(&r, 0, sizeof r);
   r.kind = memset_not_copy ? CUPTI_ACTIVITY_KIND_MEMSET : CUPTI_ACTIVITY_KIND_MEMCPY;
   r.bytes = 4096;
-  r.start = static_cast<uint64_t>(start_ns);
-  r.end = static_cast<uint64_t>(end_ns);
-  r.deviceId = device;
-  r.contextId = device + 1;
-  r.streamId = stream;
-  r.correlationId = ++f.correlation;
-  r.graphId = graph;
-  r.graphNodeId = graph ? f.correlation : 0;
+  gs::Place(f, r, device, stream, start_ns, end_ns, graph);
   f.queued.push_back(gs::RecOf(r));
   return 1;
 }

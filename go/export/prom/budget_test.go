@@ -31,12 +31,8 @@ const (
 	registeredKernelCount = 64
 )
 
-// storedSeries counts the series Prometheus stores from one gather: with
-// native histograms on, one per histogram that has a native part; classic
-// only (and for a histogram without one), each histogram's _bucket series
-// (+Inf included), _sum and _count. Every other sample is one series
-// either way.
-func storedSeries(t *testing.T, c *Collector) (native, classic int, names map[string]int) {
+// families gathers c's families through a pedantic registry.
+func families(t *testing.T, c *Collector) []*dto.MetricFamily {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(c)
@@ -44,6 +40,17 @@ func storedSeries(t *testing.T, c *Collector) (native, classic int, names map[st
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mfs
+}
+
+// storedSeries counts the series Prometheus stores from one gather: with
+// native histograms on, one per histogram that has a native part; classic
+// only (and for a histogram without one), each histogram's _bucket series
+// (+Inf included), _sum and _count. Every other sample is one series
+// either way.
+func storedSeries(t *testing.T, c *Collector) (native, classic int, names map[string]int) {
+	t.Helper()
+	mfs := families(t, c)
 	names = make(map[string]int)
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {

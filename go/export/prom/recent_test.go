@@ -254,12 +254,7 @@ func TestRecentQuantilesEveryLane(t *testing.T) {
 // "_sum".
 func summaries(t *testing.T, c *Collector, family, name string) map[string]map[string]float64 {
 	t.Helper()
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	mfs := families(t, c)
 	out := map[string]map[string]float64{}
 	for _, mf := range mfs {
 		if mf.GetName() != family {
