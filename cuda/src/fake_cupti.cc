@@ -1,6 +1,8 @@
 // A fake CUPTI for CPU tests: the activity API subset the tracer calls,
 // delivering synthesised kernel records through the tracer's own buffer
-// callbacks. gpuspans/tracer_testing.h has the hooks.
+// callbacks. gpuspans/tracer_testing.h has the hooks. One file over 600
+// lines: it is one fake library, whose state every hook and every CUPTI
+// entry point shares, and it fails the way the GPU machine's CUPTI failed.
 #include <pthread.h>
 #include <string.h>
 #include <sys/syscall.h>

@@ -1,7 +1,9 @@
 // CPU tests of the kernel tracer against the fake CUPTI (//cuda:core_testing):
 // record parsing through the real buffer callbacks, names, the bounded ring,
-// drops, refusals. CI runs them under ASan and UBSan too. No test framework:
-// the last line reads "N passed, N failed".
+// drops, refusals, windows, the launch guard and watch, the locks' order.
+// CI runs them under ASan and UBSan too. No test framework: the last line
+// reads "N passed, N failed". One file over 600 lines, as one binary: the
+// tracer is one per process, and its tests share the fake CUPTI's state.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

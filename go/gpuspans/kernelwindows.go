@@ -505,3 +505,18 @@ func (w *kernelWindows) statusLocked(s *KernelTimingStatus) {
 	s.Windows.Every = time.Duration(w.every.Load())
 	s.Windows.Steps = int(w.nsteps.Load())
 }
+
+// guardSeen publishes the launch guard's state and logs exits it refused
+// since the last harvest: each is a caller's bug that, taken, would have
+// let a detach run beside another thread's replay. Harvest.
+func (h *Hub) guardSeen(g backend.LaunchGuard) {
+	w := h.kw
+	w.mu.Lock()
+	prev := w.stats.Guard.UnmatchedExits
+	w.stats.Guard = g
+	w.mu.Unlock()
+	if g.UnmatchedExits > prev {
+		w.logf("gpuspans: the launch guard refused %d gs_launch_guard_exit calls without a gs_launch_guard_enter on their thread "+
+			"(%d in all, the latest on thread %d): pair every exit with an enter on the same thread", g.UnmatchedExits-prev, g.UnmatchedExits, g.UnmatchedThread)
+	}
+}

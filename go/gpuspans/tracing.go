@@ -327,21 +327,6 @@ func (h *Hub) harvestTracer() {
 	}
 }
 
-// guardSeen publishes the launch guard's state and logs exits it refused
-// since the last harvest: each is a caller's bug that, taken, would have
-// let a detach run beside another thread's replay. Harvest.
-func (h *Hub) guardSeen(g backend.LaunchGuard) {
-	w := h.kw
-	w.mu.Lock()
-	prev := w.stats.Guard.UnmatchedExits
-	w.stats.Guard = g
-	w.mu.Unlock()
-	if g.UnmatchedExits > prev {
-		w.logf("gpuspans: the launch guard refused %d gs_launch_guard_exit calls without a gs_launch_guard_enter on their thread "+
-			"(%d in all, the latest on thread %d): pair every exit with an enter on the same thread", g.UnmatchedExits-prev, g.UnmatchedExits, g.UnmatchedThread)
-	}
-}
-
 // copySteps copies the armed steps recorded since the last harvest; win
 // keeps the newest tracedSteps. Caller holds h.mu.
 func (l *tracerLanding) copySteps(w *kernelWindows) {

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 0740eacdaa26a30d2bdcc0480a6b71603d7d9e6e4c2471b8e556b4fbc43bb37f
+// sees only this file, rebuilds when they change: 8af8c4345e0f548511e5acaa6291106754f237470ee8fce04fe6ce1500cdf500
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
