@@ -17,7 +17,12 @@ for ((i = 0; i < burners; i++)); do
   (while :; do :; done) &
   pids+=($!)
 done
-sleep 5
+# The load average follows the burners over a minute or so: start the
+# tests once it has (at most two minutes).
+for ((i = 0; i < 120; i++)); do
+  awk -v want="$burners" '{exit !($1 >= want)}' /proc/loadavg && break
+  sleep 1
+done
 echo "loaded: $burners CPU burners on $cores cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 start=$SECONDS
 rc=0
