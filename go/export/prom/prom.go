@@ -502,11 +502,11 @@ var gapLayout = func() *layout {
 // lane's latest windows: like its recent quantiles they are absent for a
 // lane not in live, with no span in the last minute (a lane that stopped),
 // where the counters stay, as counters do.
-func (c *Collector) gpuTime(ch chan<- prometheus.Metric, g *gpuspans.GPUTime, live map[laneKey]bool) {
+func (c *Collector) gpuTime(ch chan<- prometheus.Metric, g *gpuspans.GPUTime, live map[seriesName]bool) {
 	for i := range g.Lanes {
 		l := &g.Lanes[i]
 		dev := strconv.Itoa(l.Device)
-		now := live[laneKey{l.Device, l.Lane}]
+		now := live[seriesName{l.Device, l.Lane}]
 		if l.RecentServed > 0 && now {
 			ch <- prometheus.MustNewConstMetric(c.busyRatio, prometheus.GaugeValue, l.BusyRatio(), dev, l.Lane)
 		}
@@ -546,10 +546,11 @@ func causes(c *gpuspans.IdleCauses) [5]causePart {
 	return [5]causePart{{"host", c.Host}, {"launch", c.Launch}, {"copy", c.Copy}, {"wait", c.Wait}, {"other", c.Other}}
 }
 
-// laneKey names a lane on a device.
-type laneKey struct {
+// seriesName is a summary's device and name: a lane's, a kernel's, or
+// none for a device's gaps.
+type seriesName struct {
 	device int
-	lane   string
+	name   string
 }
 
 // histogram sends a as a histogram, built now: the snapshot is reused by

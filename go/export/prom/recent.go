@@ -28,7 +28,7 @@ var (
 // the hub began (s's aggregates). Classic-only servers read these where
 // their buckets are too coarse for a quantile. It returns the lanes with
 // spans in that minute.
-func (c *Collector) recent(ch chan<- prometheus.Metric, s *gpuspans.Snapshot) map[laneKey]bool {
+func (c *Collector) recent(ch chan<- prometheus.Metric, s *gpuspans.Snapshot) map[seriesName]bool {
 	ws := gpuspans.WindowsWithin(c.hub.Windows(), recentSpan)
 	live := c.recentOf(ch, c.laneRecent, recentQuantiles[:], ws, func(w *gpuspans.Window) []gpuspans.WindowAggregate { return w.Lanes }, s.Lanes, true)
 	if c.kernels {
@@ -42,15 +42,15 @@ func (c *Collector) recent(ch chan<- prometheus.Metric, s *gpuspans.Snapshot) ma
 // when named) in the windows ws (of), with totals from the aggregates,
 // and returns the device and names it sent.
 func (c *Collector) recentOf(ch chan<- prometheus.Metric, d *prometheus.Desc, quantiles []float64, ws []gpuspans.Window,
-	of func(*gpuspans.Window) []gpuspans.WindowAggregate, totals []gpuspans.Aggregate, named bool) map[laneKey]bool {
-	type key = laneKey
+	of func(*gpuspans.Window) []gpuspans.WindowAggregate, totals []gpuspans.Aggregate, named bool) map[seriesName]bool {
+	type key = seriesName
 	merged := make(map[key]*gpuspans.Aggregate)
 	var order []key
 	for i := range ws {
 		list := of(&ws[i])
 		for j := range list {
 			l := &list[j]
-			k := key{device: l.Device, lane: l.Name}
+			k := key{device: l.Device, name: l.Name}
 			a := merged[k]
 			if a == nil {
 				a = new(gpuspans.Aggregate)
@@ -66,7 +66,7 @@ func (c *Collector) recentOf(ch chan<- prometheus.Metric, d *prometheus.Desc, qu
 	sent := make(map[key]bool, len(order))
 	total := make(map[key]*gpuspans.Aggregate, len(totals))
 	for i := range totals {
-		total[key{device: totals[i].Device, lane: totals[i].Name}] = &totals[i]
+		total[key{device: totals[i].Device, name: totals[i].Name}] = &totals[i]
 	}
 	for _, k := range order {
 		a, t := merged[k], total[k]
@@ -79,7 +79,7 @@ func (c *Collector) recentOf(ch chan<- prometheus.Metric, d *prometheus.Desc, qu
 		}
 		labels := []string{strconv.Itoa(k.device)}
 		if named {
-			labels = append(labels, k.lane)
+			labels = append(labels, k.name)
 		}
 		ch <- prometheus.MustNewConstSummary(d, t.Count, t.Sum.Seconds(), qs, labels...)
 		sent[k] = true
