@@ -1,0 +1,251 @@
+package profile
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// WindowLane is one kernel window's measurement of one lane on one device,
+// per lane span.
+type WindowLane struct {
+	Model, Driver, Lane string
+	Spans               int64
+	// Served is the lane's time per span outside windows around the window
+	// (0: the window is unsettled, and Idle is zero too).
+	Served float64
+	Busy   float64
+	Idle   Causes
+	// Kernels are the window's kernel names in the lane.
+	Kernels []WindowKernel
+}
+
+// WindowKernel is one kernel name's time and launches per span in a window.
+type WindowKernel struct {
+	Name           string
+	Time, Launches float64
+}
+
+// Builder gathers a build's profile window by window. A lane keeps the
+// averages of at most keptKernels names in memory (the heaviest), so that a
+// lane whose kernels change from step to step keeps bounded memory. Not
+// safe for concurrent use.
+type Builder struct {
+	lanes []*laneAcc
+}
+
+const keptKernels = 4 * MaxKernels
+
+type laneAcc struct {
+	lane        Lane // Kernels unused
+	idle        Causes
+	idleWindows uint64
+	kernels     map[string]*kernelAcc
+	cutBelow    float64
+	scratch     []*kernelAcc
+}
+
+type kernelAcc struct {
+	name     string
+	time     Stat
+	launches float64 // summed over the windows that ran it
+	runs     uint64
+	seen     uint64 // the lane's window count when it last ran
+}
+
+// Add adds one window's lane.
+func (b *Builder) Add(w *WindowLane) {
+	if w.Spans <= 0 {
+		return
+	}
+	l := b.lane(w.Model, w.Driver, w.Lane)
+	l.lane.Windows++
+	l.lane.Spans += uint64(w.Spans)
+	l.lane.Busy.Add(w.Busy)
+	if w.Served > 0 {
+		l.lane.Time.Add(w.Served)
+		l.idle.Host += w.Idle.Host
+		l.idle.Launch += w.Idle.Launch
+		l.idle.Copy += w.Idle.Copy
+		l.idle.Wait += w.Idle.Wait
+		l.idle.Other += w.Idle.Other
+		l.idleWindows++
+	}
+	if l.kernels == nil {
+		l.kernels = make(map[string]*kernelAcc)
+	}
+	n := l.lane.Windows
+	for i := range w.Kernels {
+		wk := &w.Kernels[i]
+		k := l.kernels[wk.Name]
+		if k == nil {
+			// The windows before this one ran it 0 per span.
+			k = &kernelAcc{name: wk.Name, time: Stat{N: n - 1}}
+			l.kernels[wk.Name] = k
+		}
+		k.time.Add(wk.Time)
+		k.launches += wk.Launches
+		k.runs++
+		k.seen = n
+	}
+	for _, k := range l.kernels {
+		for k.time.N < n { // not run in this window
+			k.time.Add(0)
+		}
+	}
+	if len(l.kernels) > keptKernels {
+		l.cutBelow = max(l.cutBelow, cutLightest(l, keptKernels))
+	}
+}
+
+// lane returns the accumulator of a lane on a device model and driver,
+// made on first use.
+func (b *Builder) lane(model, driver, lane string) *laneAcc {
+	for _, l := range b.lanes {
+		if l.lane.Model == model && l.lane.Driver == driver && l.lane.Lane == lane {
+			return l
+		}
+	}
+	l := &laneAcc{lane: Lane{Model: model, Driver: driver, Lane: lane}}
+	b.lanes = append(b.lanes, l)
+	return l
+}
+
+// Windows is how many windows measured a lane on a device model.
+func (b *Builder) Windows(model, lane string) uint64 {
+	var n uint64
+	for _, l := range b.lanes {
+		if l.lane.Model == model && l.lane.Lane == lane {
+			n += l.lane.Windows
+		}
+	}
+	return n
+}
+
+// MinWindows is the fewest windows of any lane; 0 without lanes.
+func (b *Builder) MinWindows() uint64 {
+	var n uint64
+	for i, l := range b.lanes {
+		if i == 0 || l.lane.Windows < n {
+			n = l.lane.Windows
+		}
+	}
+	return n
+}
+
+// cutLightest drops all but keep of l's kernels, the heaviest kept, and
+// returns the heaviest mean dropped.
+func cutLightest(l *laneAcc, keep int) float64 {
+	s := l.scratch[:0]
+	for _, k := range l.kernels {
+		s = append(s, k)
+	}
+	slices.SortFunc(s, heavier)
+	cut := 0.0
+	for _, k := range s[keep:] {
+		cut = max(cut, k.time.Mean)
+		delete(l.kernels, k.name)
+	}
+	clear(s)
+	l.scratch = s[:0]
+	return cut
+}
+
+// heavier orders kernels by mean time, most first, then by name.
+func heavier(a, b *kernelAcc) int {
+	if c := cmp.Compare(b.time.Mean, a.time.Mean); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.name, b.name)
+}
+
+// Profile returns the profile gathered so far, of build, written by host
+// at now: its lanes by device model and lane name, each with its
+// MaxKernels heaviest kernels. Lanes of one model with two drivers (a
+// machine mid-upgrade) are kept apart by the Builder and written as the
+// one with more windows.
+func (b *Builder) Profile(build, host string, now time.Time) *Profile {
+	p := &Profile{Format: Format, Build: build, Host: host, Written: now.UTC()}
+	for _, l := range b.lanes {
+		if l.lane.Windows == 0 {
+			continue
+		}
+		if o := p.Lane(l.lane.Model, l.lane.Lane); o != nil {
+			if o.Windows >= l.lane.Windows {
+				continue
+			}
+			*o = l.out()
+			continue
+		}
+		if len(p.Lanes) < MaxLanes {
+			p.Lanes = append(p.Lanes, l.out())
+		}
+	}
+	slices.SortFunc(p.Lanes, func(a, b Lane) int {
+		if c := cmp.Compare(a.Model, b.Model); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Lane, b.Lane)
+	})
+	return p
+}
+
+// out is l as a profile's lane.
+func (l *laneAcc) out() Lane {
+	o := l.lane
+	if l.idleWindows > 0 {
+		w := float64(l.idleWindows)
+		o.Idle = Causes{Host: l.idle.Host / w, Launch: l.idle.Launch / w, Copy: l.idle.Copy / w, Wait: l.idle.Wait / w, Other: l.idle.Other / w}
+	}
+	ks := make([]*kernelAcc, 0, len(l.kernels))
+	for _, k := range l.kernels {
+		ks = append(ks, k)
+	}
+	slices.SortFunc(ks, heavier)
+	o.CutBelow = l.cutBelow
+	if len(ks) > MaxKernels {
+		o.KernelsCut = len(ks) - MaxKernels
+		o.CutBelow = max(o.CutBelow, ks[MaxKernels].time.Mean)
+		ks = ks[:MaxKernels]
+	}
+	o.Kernels = make([]Kernel, 0, len(ks))
+	names := make(map[string]bool, len(ks))
+	for _, k := range ks {
+		name := truncName(k.name)
+		if names[name] { // two long names alike in their first MaxName bytes
+			continue
+		}
+		names[name] = true
+		o.Kernels = append(o.Kernels, Kernel{Name: name, Launches: k.launches / float64(max(k.runs, 1)), Time: k.time})
+	}
+	o.Model, o.Driver, o.Lane = truncName(o.Model), truncName(o.Driver), truncName(o.Lane)
+	return o
+}
+
+// truncName cuts a name to MaxName bytes on a rune boundary, and replaces
+// control characters, so that what the hub writes always reads back.
+func truncName(s string) string {
+	ok := len(s) <= MaxName
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f || r == 0xfffd {
+			ok = false
+			break
+		}
+	}
+	if ok {
+		return s
+	}
+	out := make([]rune, 0, len(s))
+	n := 0
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			r = '?'
+		}
+		if n+len(string(r)) > MaxName {
+			break
+		}
+		n += len(string(r))
+		out = append(out, r)
+	}
+	return string(out)
+}

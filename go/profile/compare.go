@@ -1,0 +1,347 @@
+package profile
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// What Compare calls a change. A lane is compared once both profiles have
+// MinWindows windows of it: five windows put the standard error of a
+// kernel's mean at under half its window-to-window spread, so a kernel that
+// moved by MovedRatio is told from one that jitters by a few percent
+// (about 3% between windows of a graph decode on an H100) while the first
+// comparison still comes within a minute at the default window period (10
+// s). A kernel moved when its time per span changed by MovedRatio of the
+// old, by MovedMin, and by Sigmas standard errors of the difference; a
+// lane's time or busy time by LaneRatio and Sigmas.
+const (
+	MinWindows = 5
+	MovedRatio = 0.10
+	MovedMin   = 2000.0 // ns per span
+	LaneRatio  = 0.05
+	Sigmas     = 3.0
+	MaxChanges = 10 // kernel changes listed per lane, the largest
+)
+
+// Change is how a kernel name changed between two profiles.
+type Change string
+
+// The changes.
+const (
+	Grew   Change = "grew"
+	Shrank Change = "shrank"
+	New    Change = "new"  // run after, not before
+	Gone   Change = "gone" // run before, not after
+)
+
+// KernelChange is one kernel name that changed in a lane.
+type KernelChange struct {
+	Name   string  `json:"name"`
+	Change Change  `json:"change"`
+	Before float64 `json:"before_ns"` // per span; 0 for a new one
+	After  float64 `json:"after_ns"`  // per span; 0 for a gone one
+}
+
+// LaneDiff compares one lane of two profiles.
+type LaneDiff struct {
+	Model  string `json:"model"`
+	Lane   string `json:"lane"`
+	Model2 string `json:"model_after,omitempty"` // the after profile's model, when compared across models
+	// Drivers, when they differ.
+	Driver, Driver2 string     `json:"-"`
+	Windows         [2]uint64  `json:"windows"`
+	Time            [2]float64 `json:"time_ns"` // per span outside windows, before and after
+	Busy            [2]float64 `json:"busy_ns"` // per span
+	// TimeMoved and BusyMoved: +1 grew, -1 shrank, 0 neither (by
+	// LaneRatio and Sigmas).
+	TimeMoved int `json:"time_moved"`
+	BusyMoved int `json:"busy_moved"`
+	// Kernels are the kernel names that changed, the largest change in
+	// time per span first (at most MaxChanges; More counts the rest).
+	Kernels []KernelChange `json:"kernels"`
+	More    int            `json:"more,omitempty"`
+}
+
+// Worse reports whether the lane's time or busy time per span grew, or a
+// kernel grew or came new.
+func (l *LaneDiff) Worse() bool {
+	if l.TimeMoved > 0 || l.BusyMoved > 0 {
+		return true
+	}
+	for _, k := range l.Kernels {
+		if k.Change == Grew || k.Change == New {
+			return true
+		}
+	}
+	return false
+}
+
+// Changed reports whether anything moved in the lane.
+func (l *LaneDiff) Changed() bool {
+	return l.TimeMoved != 0 || l.BusyMoved != 0 || len(l.Kernels) > 0
+}
+
+// Diff compares two profiles.
+type Diff struct {
+	Before string     `json:"before"` // builds
+	After  string     `json:"after"`
+	Lanes  []LaneDiff `json:"lanes"`
+	// Skipped says, a line each, why a lane was not compared.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Changed reports whether any lane changed.
+func (d *Diff) Changed() bool {
+	for i := range d.Lanes {
+		if d.Lanes[i].Changed() {
+			return true
+		}
+	}
+	return false
+}
+
+// CompareOptions are Compare's options.
+type CompareOptions struct {
+	// AnyModel compares a lane with the same lane of another device model
+	// where its own model is not in the other profile (two machines).
+	AnyModel bool
+	// MinWindows overrides MinWindows when positive.
+	MinWindows uint64
+}
+
+// Compare says what changed from before to after, lane by lane (by device
+// model and lane name).
+func Compare(before, after *Profile, o CompareOptions) Diff {
+	minw := uint64(MinWindows)
+	if o.MinWindows > 0 {
+		minw = o.MinWindows
+	}
+	d := Diff{Before: before.Build, After: after.Build}
+	used := make([]bool, len(before.Lanes))
+	match := func(a *Lane, anyModel bool) int {
+		for i := range before.Lanes {
+			b := &before.Lanes[i]
+			if !used[i] && b.Lane == a.Lane && (b.Model == a.Model || anyModel) {
+				return i
+			}
+		}
+		return -1
+	}
+	pairs := make([]int, len(after.Lanes))
+	for j := range after.Lanes {
+		pairs[j] = match(&after.Lanes[j], false)
+		if pairs[j] >= 0 {
+			used[pairs[j]] = true
+		}
+	}
+	for j := range after.Lanes {
+		if pairs[j] < 0 && o.AnyModel {
+			if pairs[j] = match(&after.Lanes[j], true); pairs[j] >= 0 {
+				used[pairs[j]] = true
+			}
+		}
+	}
+	for j := range after.Lanes {
+		a := &after.Lanes[j]
+		if pairs[j] < 0 {
+			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: only in %s", a.Lane, modelName(a.Model), buildName(after.Build)))
+			continue
+		}
+		b := &before.Lanes[pairs[j]]
+		if b.Windows < minw || a.Windows < minw {
+			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: %d and %d windows, comparing needs %d", a.Lane, modelName(a.Model), b.Windows, a.Windows, minw))
+			continue
+		}
+		d.Lanes = append(d.Lanes, compareLane(b, a))
+	}
+	for i := range before.Lanes {
+		if !used[i] {
+			b := &before.Lanes[i]
+			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: only in %s", b.Lane, modelName(b.Model), buildName(before.Build)))
+		}
+	}
+	return d
+}
+
+func modelName(m string) string {
+	if m == "" {
+		return "an unnamed device"
+	}
+	return m
+}
+
+func buildName(b string) string { return fmt.Sprintf("build %q", b) }
+
+// compareLane compares lane b (before) with a (after).
+func compareLane(b, a *Lane) LaneDiff {
+	ld := LaneDiff{Model: b.Model, Lane: a.Lane, Windows: [2]uint64{b.Windows, a.Windows},
+		Time: [2]float64{b.Time.Mean, a.Time.Mean}, Busy: [2]float64{b.Busy.Mean, a.Busy.Mean}}
+	if a.Model != b.Model {
+		ld.Model2 = a.Model
+	}
+	if a.Driver != b.Driver {
+		ld.Driver, ld.Driver2 = b.Driver, a.Driver
+	}
+	ld.TimeMoved = moved(b.Time, a.Time, LaneRatio, 0)
+	ld.BusyMoved = moved(b.Busy, a.Busy, LaneRatio, 0)
+	before := make(map[string]*Kernel, len(b.Kernels))
+	for i := range b.Kernels {
+		before[b.Kernels[i].Name] = &b.Kernels[i]
+	}
+	var ch []KernelChange
+	for i := range a.Kernels {
+		k := &a.Kernels[i]
+		o := before[k.Name]
+		if o == nil {
+			// A name cut from the before profile may have run there: new
+			// only if heavier than anything cut.
+			if k.Time.Mean >= MovedMin && k.Time.Mean > b.CutBelow*(1+MovedRatio) {
+				ch = append(ch, KernelChange{Name: k.Name, Change: New, After: k.Time.Mean})
+			}
+			continue
+		}
+		delete(before, k.Name)
+		switch moved(o.Time, k.Time, MovedRatio, MovedMin) {
+		case 1:
+			ch = append(ch, KernelChange{Name: k.Name, Change: Grew, Before: o.Time.Mean, After: k.Time.Mean})
+		case -1:
+			ch = append(ch, KernelChange{Name: k.Name, Change: Shrank, Before: o.Time.Mean, After: k.Time.Mean})
+		}
+	}
+	for _, o := range before {
+		if o.Time.Mean >= MovedMin && o.Time.Mean > a.CutBelow*(1+MovedRatio) {
+			ch = append(ch, KernelChange{Name: o.Name, Change: Gone, Before: o.Time.Mean})
+		}
+	}
+	slices.SortFunc(ch, func(x, y KernelChange) int {
+		if c := cmp.Compare(math.Abs(y.After-y.Before), math.Abs(x.After-x.Before)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Name, y.Name)
+	})
+	if len(ch) > MaxChanges {
+		ld.More = len(ch) - MaxChanges
+		ch = ch[:MaxChanges]
+	}
+	ld.Kernels = ch
+	return ld
+}
+
+// moved says whether a moved from b: +1 up, -1 down, 0 neither. It moved
+// when the difference of the means is at least ratio of b's, at least
+// floor, and more than Sigmas standard errors of the difference.
+func moved(b, a Stat, ratio, floor float64) int {
+	diff := a.Mean - b.Mean
+	mag := math.Abs(diff)
+	se := math.Sqrt(b.SE()*b.SE() + a.SE()*a.SE())
+	if mag < ratio*b.Mean || mag < floor || mag <= Sigmas*se || mag == 0 {
+		return 0
+	}
+	if diff > 0 {
+		return 1
+	}
+	return -1
+}
+
+// Percent is after's change from before, in percent (+20.5); +Inf from 0.
+func Percent(before, after float64) float64 {
+	if before == 0 {
+		if after == 0 {
+			return 0
+		}
+		return math.Inf(1)
+	}
+	return (after/before - 1) * 100
+}
+
+// Line is one lane's changes as one line of text, for a log.
+func (l *LaneDiff) Line() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "lane %q on %s: time per step %s (%s -> %s), busy %s (%s -> %s)", l.Lane, modelName(l.Model),
+		pct(l.Time[0], l.Time[1]), us(l.Time[0]), us(l.Time[1]), pct(l.Busy[0], l.Busy[1]), us(l.Busy[0]), us(l.Busy[1]))
+	if len(l.Kernels) == 0 {
+		b.WriteString("; no kernel moved")
+	}
+	for i, k := range l.Kernels {
+		if i == 0 {
+			b.WriteString("; kernels: ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%.120s %s", k.Name, k.Change)
+		switch k.Change {
+		case New:
+			fmt.Fprintf(&b, " (%s)", us(k.After))
+		case Gone:
+			fmt.Fprintf(&b, " (was %s)", us(k.Before))
+		default:
+			fmt.Fprintf(&b, " %s (%s -> %s)", pct(k.Before, k.After), us(k.Before), us(k.After))
+		}
+	}
+	if l.More > 0 {
+		fmt.Fprintf(&b, " and %d more", l.More)
+	}
+	if l.Model2 != "" {
+		fmt.Fprintf(&b, " (after: %s)", l.Model2)
+	}
+	if l.Driver != l.Driver2 {
+		fmt.Fprintf(&b, " (driver %s -> %s)", l.Driver, l.Driver2)
+	}
+	return b.String()
+}
+
+func pct(before, after float64) string {
+	p := Percent(before, after)
+	if math.IsInf(p, 1) {
+		return "new"
+	}
+	return fmt.Sprintf("%+.1f%%", p)
+}
+
+func us(ns float64) string { return fmt.Sprintf("%.1f us", ns/1e3) }
+
+// WriteTable writes d as a table a person reads: a line per lane, then its
+// changed kernels.
+func (d *Diff) WriteTable(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "before: build %q\nafter:  build %q\n\n", d.Before, d.After)
+	fmt.Fprintf(&b, "%-14s %-26s %8s %12s %12s %8s %12s %12s %8s\n", "lane", "device", "windows", "time before", "time after", "change", "busy before", "busy after", "change")
+	for i := range d.Lanes {
+		l := &d.Lanes[i]
+		fmt.Fprintf(&b, "%-14.40s %-26.40s %8s %12s %12s %8s %12s %12s %8s\n", l.Lane, modelName(l.Model), fmt.Sprintf("%d/%d", l.Windows[0], l.Windows[1]),
+			us(l.Time[0]), us(l.Time[1]), mark(pct(l.Time[0], l.Time[1]), l.TimeMoved), us(l.Busy[0]), us(l.Busy[1]), mark(pct(l.Busy[0], l.Busy[1]), l.BusyMoved))
+	}
+	for i := range d.Lanes {
+		l := &d.Lanes[i]
+		if len(l.Kernels) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "\nkernels that changed in lane %q (per step):\n", l.Lane)
+		for _, k := range l.Kernels {
+			fmt.Fprintf(&b, "  %-7s %12s %12s %8s  %.200s\n", k.Change, us(k.Before), us(k.After), pct(k.Before, k.After), k.Name)
+		}
+		if l.More > 0 {
+			fmt.Fprintf(&b, "  and %d more\n", l.More)
+		}
+	}
+	if len(d.Lanes) > 0 && !d.Changed() {
+		b.WriteString("\nno lane and no kernel changed\n")
+	}
+	for _, s := range d.Skipped {
+		fmt.Fprintf(&b, "not compared: %s\n", s)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// mark stars a change that counts.
+func mark(s string, moved int) string {
+	if moved != 0 {
+		return s + "*"
+	}
+	return s
+}

@@ -1,0 +1,299 @@
+// Package profile is a GPU profile that outlives the process: per lane and
+// device model, what kernel windows measured of a build (a lane's time per
+// step outside windows, its busy time, its idle by cause, each kernel
+// name's time and launches per step), so that the next build can be
+// compared with it at its start, and two builds or two machines with
+// `gpuspans profile diff` (docs/design.md, profiles across builds).
+//
+// A profile is a JSON file of bounded size. The hub writes it (Write), the
+// command and the hub read it (Read), and Compare says what changed.
+package profile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gpuspans/gpuspans/go/export/outfile"
+	"github.com/gpuspans/gpuspans/go/internal/smallfile"
+)
+
+// Format names the file's format; a file without it is not a profile.
+const Format = "gpuspans-profile/1"
+
+// Bounds of a profile. A lane keeps its MaxKernels heaviest kernel names;
+// with MaxLanes lanes, names of MaxName bytes and the numbers around them
+// a profile stays under MaxBytes, which Read refuses past.
+const (
+	MaxLanes   = 256 // lane entries (a lane on one device model is one)
+	MaxKernels = 64  // kernel names per lane
+	MaxName    = 512 // bytes of a kernel, lane, model, driver or build name
+	MaxBytes   = 16 << 20
+)
+
+// Stat is the mean of a measurement over windows, with its spread
+// (Welford's running sums), in ns per lane span.
+type Stat struct {
+	N    uint64  `json:"n"`
+	Mean float64 `json:"mean"`
+	M2   float64 `json:"m2"` // the sum of squared deviations from Mean
+}
+
+// Add adds one window's value.
+func (s *Stat) Add(x float64) {
+	s.N++
+	d := x - s.Mean
+	s.Mean += d / float64(s.N)
+	s.M2 += d * (x - s.Mean)
+}
+
+// SE is the standard error of the mean; 0 with fewer than 2 values.
+func (s Stat) SE() float64 {
+	if s.N < 2 {
+		return 0
+	}
+	return math.Sqrt(s.M2 / float64(s.N-1) / float64(s.N))
+}
+
+// Causes are a lane's idle time per span, by why the device waited (as
+// gpuspans.IdleCauses), in ns.
+type Causes struct {
+	Host   float64 `json:"host"`
+	Launch float64 `json:"launch"`
+	Copy   float64 `json:"copy"`
+	Wait   float64 `json:"wait"`
+	Other  float64 `json:"other"`
+}
+
+// Kernel is one kernel name's time and launches per lane span.
+type Kernel struct {
+	Name     string  `json:"name"`
+	Launches float64 `json:"launches"` // per span, the mean over windows that ran it
+	Time     Stat    `json:"time_ns"`  // its intervals inside the span, summed
+}
+
+// Lane is what windows measured of one lane on one device model: every
+// device of that model and driver adds to it.
+type Lane struct {
+	Model   string `json:"model"`  // the device's product name, "NVIDIA H100 80GB HBM3"
+	Driver  string `json:"driver"` // the driver's CUDA version, "13.0"
+	Lane    string `json:"lane"`
+	Windows uint64 `json:"windows"` // windows measured
+	Spans   uint64 `json:"spans"`   // lane spans measured
+	// Time is the lane's time per span outside windows (the served time,
+	// without the windows' own cost), Busy the device's busy time inside
+	// it, Idle the rest by cause.
+	Time Stat   `json:"time_ns"`
+	Busy Stat   `json:"busy_ns"`
+	Idle Causes `json:"idle_ns"`
+	// Kernels are the heaviest kernel names, most first; KernelsCut counts
+	// the names left out, and CutBelow is the heaviest of them (ns per
+	// span): a name missing from the list may have had up to that.
+	Kernels    []Kernel `json:"kernels"`
+	KernelsCut int      `json:"kernels_cut,omitempty"`
+	CutBelow   float64  `json:"cut_below_ns,omitempty"`
+}
+
+// Profile is one build's profile.
+type Profile struct {
+	Format  string    `json:"format"`
+	Build   string    `json:"build"` // the engine's build identity
+	Written time.Time `json:"written"`
+	Host    string    `json:"host,omitempty"` // the machine that wrote it
+	Lanes   []Lane    `json:"lanes"`
+}
+
+// Lane returns p's lane of name on model, or nil.
+func (p *Profile) Lane(model, lane string) *Lane {
+	for i := range p.Lanes {
+		if l := &p.Lanes[i]; l.Model == model && l.Lane == lane {
+			return l
+		}
+	}
+	return nil
+}
+
+// ErrNotProfile marks a file that is not a profile at all (no Format):
+// never read as one, never replaced by one.
+var ErrNotProfile = errors.New("not a gpuspans profile")
+
+// Read reads and checks the profile at path. Errors name the file and what
+// is wrong with it; a file that is not a profile wraps ErrNotProfile.
+func Read(path string) (*Profile, error) {
+	b, err := smallfile.Read(path, MaxBytes)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("profile %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse decodes and checks a profile.
+func Parse(b []byte) (*Profile, error) {
+	var head struct {
+		Format string `json:"format"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil || head.Format == "" {
+		return nil, fmt.Errorf("%w (no %q format field)", ErrNotProfile, Format)
+	}
+	if head.Format != Format {
+		return nil, fmt.Errorf("format %.40q, want %q (written by another version of gpuspans)", head.Format, Format)
+	}
+	var p Profile
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(&p); err != nil {
+		return nil, fmt.Errorf("corrupt: %v", err)
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// Check reports the first thing wrong with p: a field out of its bounds, a
+// number that is not a finite non-negative one, a lane twice.
+func (p *Profile) Check() error {
+	if p.Format != Format {
+		return fmt.Errorf("format %.40q, want %q", p.Format, Format)
+	}
+	if err := checkName("build", p.Build, true); err != nil {
+		return err
+	}
+	if err := checkName("host", p.Host, false); err != nil {
+		return err
+	}
+	if len(p.Lanes) > MaxLanes {
+		return fmt.Errorf("%d lanes, at most %d", len(p.Lanes), MaxLanes)
+	}
+	seen := make(map[[2]string]bool, len(p.Lanes))
+	for i := range p.Lanes {
+		l := &p.Lanes[i]
+		for _, f := range []struct {
+			what, v string
+			need    bool
+		}{{"model", l.Model, false}, {"driver", l.Driver, false}, {"lane", l.Lane, true}} {
+			if err := checkName(f.what, f.v, f.need); err != nil {
+				return fmt.Errorf("lane %d: %w", i, err)
+			}
+		}
+		k := [2]string{l.Model, l.Lane}
+		if seen[k] {
+			return fmt.Errorf("lane %q on %q twice", l.Lane, l.Model)
+		}
+		seen[k] = true
+		if len(l.Kernels) > MaxKernels {
+			return fmt.Errorf("lane %q: %d kernels, at most %d", l.Lane, len(l.Kernels), MaxKernels)
+		}
+		nums := []float64{l.Time.Mean, l.Time.M2, l.Busy.Mean, l.Busy.M2, l.Idle.Host, l.Idle.Launch, l.Idle.Copy, l.Idle.Wait, l.Idle.Other, l.CutBelow}
+		if l.KernelsCut < 0 {
+			return fmt.Errorf("lane %q: kernels_cut %d", l.Lane, l.KernelsCut)
+		}
+		names := make(map[string]bool, len(l.Kernels))
+		for j := range l.Kernels {
+			kr := &l.Kernels[j]
+			if err := checkName("kernel", kr.Name, true); err != nil {
+				return fmt.Errorf("lane %q: %w", l.Lane, err)
+			}
+			if names[kr.Name] {
+				return fmt.Errorf("lane %q: kernel %.80q twice", l.Lane, kr.Name)
+			}
+			names[kr.Name] = true
+			if kr.Time.N > l.Windows {
+				return fmt.Errorf("lane %q: kernel %.80q in %d windows of %d", l.Lane, kr.Name, kr.Time.N, l.Windows)
+			}
+			nums = append(nums, kr.Launches, kr.Time.Mean, kr.Time.M2)
+		}
+		if l.Time.N > l.Windows || l.Busy.N > l.Windows {
+			return fmt.Errorf("lane %q: more values than its %d windows", l.Lane, l.Windows)
+		}
+		for _, x := range nums {
+			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > 1e15 {
+				return fmt.Errorf("lane %q: a value of %v (times are ns per span: finite, 0 or more)", l.Lane, x)
+			}
+		}
+	}
+	return nil
+}
+
+// checkName checks one of p's names: valid UTF-8 of at most MaxName
+// bytes, without control characters; need: not empty.
+func checkName(what, s string, need bool) error {
+	switch {
+	case need && s == "":
+		return fmt.Errorf("%s empty", what)
+	case len(s) > MaxName:
+		return fmt.Errorf("%s of %d bytes, at most %d", what, len(s), MaxName)
+	case !utf8.ValidString(s):
+		return fmt.Errorf("%s %.80q is not UTF-8", what, s)
+	}
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return fmt.Errorf("%s %.80q has a control character", what, s)
+		}
+	}
+	return nil
+}
+
+// Write writes p to path, crash-safe (a complete file, synced, renamed
+// onto the path), replacing only a profile: a file at path that is not
+// one, or not a regular file, is never replaced (ErrNotProfile). A
+// profile of another format version is replaced.
+func Write(path string, p *Profile) error {
+	if err := p.Check(); err != nil {
+		return fmt.Errorf("profile %s: not written: %w", path, err)
+	}
+	if err := Owned(path); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(p, "", " ")
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	if len(b) > MaxBytes {
+		return fmt.Errorf("profile %s: %d bytes, more than %d: not written", path, len(b), MaxBytes)
+	}
+	f, err := outfile.Create("profile", path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Abort()
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Abort()
+		return fmt.Errorf("profile %s: %w", path, err)
+	}
+	return f.Commit()
+}
+
+// Owned reports whether a profile may be written at path: nothing is
+// there, or a profile (of any format version) is. It never creates
+// anything.
+func Owned(path string) error {
+	if err := outfile.Check("profile", path); err != nil {
+		return err
+	}
+	b, err := smallfile.Read(path, MaxBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("profile %s: %w: not replaced", path, err)
+	}
+	var head struct {
+		Format string `json:"format"`
+	}
+	if json.Unmarshal(b, &head) != nil || len(head.Format) < len("gpuspans-profile/") || head.Format[:len("gpuspans-profile/")] != "gpuspans-profile/" {
+		return fmt.Errorf("profile %s: %w: gpuspans replaces only a profile it wrote", path, ErrNotProfile)
+	}
+	return nil
+}
