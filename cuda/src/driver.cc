@@ -193,6 +193,15 @@ void NormalizeBusId(const char* in, char* buf, size_t cap) {
   }
 }
 
+// FormatDriverVersion writes cuDriverGetVersion's 1000 * major + 10 * minor
+// as nvidia-smi's "CUDA Version" does: 13000 -> "13.0", 12080 -> "12.8".
+// A version it cannot be (not positive) leaves buf empty.
+void FormatDriverVersion(int v, char* buf, size_t cap) {
+  if (cap == 0) return;
+  buf[0] = 0;
+  if (v > 0) snprintf(buf, cap, "%d.%d", v / 1000, (v % 1000) / 10);
+}
+
 }  // namespace gs
 
 extern "C" {
@@ -271,6 +280,12 @@ gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_
       out->name[0] = 0;
       return gs::SetError(err, GS_ERR_DRIVER, r, "cuDeviceGetName(%d)", device);
     }
+  }
+  if (d->cuDriverGetVersion) {
+    int v = 0;
+    r = d->cuDriverGetVersion(&v);
+    if (r != CUDA_SUCCESS) return gs::SetError(err, GS_ERR_DRIVER, r, "cuDriverGetVersion");
+    gs::FormatDriverVersion(v, out->driver, sizeof(out->driver));
   }
   if (err) *err = gs_error{};
   return GS_OK;

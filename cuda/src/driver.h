@@ -43,6 +43,7 @@ namespace gs {
   X(cuDeviceGetName, "cuDeviceGetName")                              \
   X(cuDeviceGetUuid, "cuDeviceGetUuid_v2")                           \
   X(cuDeviceGetPCIBusId, "cuDeviceGetPCIBusId")                     \
+  X(cuDriverGetVersion, "cuDriverGetVersion")                       \
   X(cuModuleLoadData, "cuModuleLoadData")                            \
   X(cuModuleUnload, "cuModuleUnload")                                \
   X(cuModuleGetFunction, "cuModuleGetFunction")                      \

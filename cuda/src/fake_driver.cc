@@ -189,6 +189,17 @@ CUresult FakeDeviceGetPCIBusId(char* id, int len, CUdevice dev) {
   return CUDA_SUCCESS;
 }
 
+// The driver's CUDA version, as cuDriverGetVersion reports it: 12.9, so that
+// the minor digit shows.
+constexpr int kFakeDriverVersion = 12090;
+
+CUresult FakeDriverGetVersion(int* version) {
+  FAKE_BEGIN();
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  *version = kFakeDriverVersion;
+  return CUDA_SUCCESS;
+}
+
 CUresult FakePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
   FAKE_BEGIN();
   if (dev < 0 || dev >= s.device_count) return CUDA_ERROR_INVALID_DEVICE;
@@ -415,6 +426,7 @@ const Entry kSymbols[] = {
     {"cuDeviceGetUuid_v2", reinterpret_cast<void*>(&FakeDeviceGetUuid)},
     {"cuDeviceGetUuid", reinterpret_cast<void*>(&FakeDeviceGetUuid)},
     {"cuDeviceGetPCIBusId", reinterpret_cast<void*>(&FakeDeviceGetPCIBusId)},
+    {"cuDriverGetVersion", reinterpret_cast<void*>(&FakeDriverGetVersion)},
     {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(&FakePrimaryCtxRetain)},
     {"cuDevicePrimaryCtxRelease_v2", reinterpret_cast<void*>(&FakePrimaryCtxRelease)},
     {"cuCtxGetCurrent", reinterpret_cast<void*>(&FakeCtxGetCurrent)},

@@ -149,9 +149,20 @@ void TestDeviceIdentity() {
   CHECK(strcmp(id.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01") == 0);
   CHECK(strcmp(id.pci_bus_id, "00000000:1A:00.0") == 0);  // the driver's "0000:1a:00.0", as NVML writes it
   CHECK(strcmp(id.name, "gpuspans fake GPU") == 0);
+  CHECK(strcmp(id.driver, "12.9") == 0);  // the fake's cuDriverGetVersion, 12090
   CHECK_EQ(gs_driver_device_identity(2, &id, &err), GS_ERR_DRIVER);
   CHECK(strstr(err.message, "cuDeviceGet(2)") != nullptr);
   CHECK_EQ(gs_driver_device_identity(0, nullptr, &err), GS_ERR_INVALID_ARGUMENT);
+  // A failing cuDriverGetVersion (the 5th call: device, UUID, bus id, name,
+  // version) is an error naming it, and leaves the field empty.
+  constexpr int32_t kInvalidValue = 1;  // CUDA_ERROR_INVALID_VALUE
+  gs_testing_fake_fail_call(5, kInvalidValue);
+  CHECK_EQ(gs_driver_device_identity(0, &id, &err), GS_ERR_DRIVER);
+  CHECK(strstr(err.message, "cuDriverGetVersion") != nullptr);
+  CHECK_EQ(err.cu_result, kInvalidValue);
+  CHECK_EQ(id.driver[0], 0);
+  CHECK_EQ(gs_driver_device_identity(0, &id, &err), GS_OK);
+  CHECK(strcmp(id.driver, "12.9") == 0);
 
   // A driver without the calls: empty fields, not an error.
   gs_testing_use_fake_driver();
@@ -160,14 +171,17 @@ void TestDeviceIdentity() {
   CHECK_EQ(gs_driver_device_identity(0, &id, &err), GS_OK);
   CHECK(strcmp(id.uuid, "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae00") == 0);  // unversioned fallback
   CHECK_EQ(id.pci_bus_id[0], 0);
+  CHECK(strcmp(id.driver, "12.9") == 0);
   gs_testing_fake_drop_symbol("cuDeviceGetUuid");
   gs_testing_use_fake_driver();
   gs_testing_fake_drop_symbol("cuDeviceGetUuid_v2");
   gs_testing_fake_drop_symbol("cuDeviceGetUuid");
   gs_testing_fake_drop_symbol("cuDeviceGetName");
+  gs_testing_fake_drop_symbol("cuDriverGetVersion");
   CHECK_EQ(gs_driver_device_identity(0, &id, &err), GS_OK);
   CHECK_EQ(id.uuid[0], 0);
   CHECK_EQ(id.name[0], 0);
+  CHECK_EQ(id.driver[0], 0);
   CHECK(strcmp(id.pci_bus_id, "00000000:19:00.0") == 0);
 }
 

@@ -105,6 +105,7 @@ type Identity struct {
 	UUID     string // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
 	PCIBusID string // "00000000:19:00.0", as NVML writes it
 	Name     string // the product name, "NVIDIA H200"
+	Driver   string // the driver's CUDA version, "13.0"
 }
 
 // Identifier is implemented by pools that know their device's identity; the

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: c504fc4a21e7702c5a586bc73d9b74202911683d28308ede48c82254f1025dbd
+// sees only this file, rebuilds when they change: 6db88ede0d4ef83c8a9b7a7c31dd0b052c6e4d86efaf0122e140f8866c91f36d
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../cuda/src/driver.cc"
 #include "../../cuda/src/pool.cc"

@@ -146,8 +146,9 @@ func DeviceCount() (int, error) {
 	return int(n), nil
 }
 
-// DeviceIdentity reports device's UUID, PCI bus id and name as the driver
-// tells them (fields it cannot tell are empty), loading the driver first.
+// DeviceIdentity reports device's UUID, PCI bus id and name, and the
+// driver's CUDA version, as the driver tells them (fields it cannot tell are
+// empty), loading the driver first.
 func DeviceIdentity(device int) (backend.Identity, error) {
 	var id C.gs_device_identity
 	var e C.gs_error
@@ -158,6 +159,7 @@ func DeviceIdentity(device int) (backend.Identity, error) {
 		UUID:     C.GoString(&id.uuid[0]),
 		PCIBusID: C.GoString(&id.pci_bus_id[0]),
 		Name:     C.GoString(&id.name[0]),
+		Driver:   C.GoString(&id.driver[0]),
 	}, nil
 }
 
@@ -214,8 +216,8 @@ func (p *Pool) EventOffset() (offset time.Duration, ok bool) {
 	return time.Duration(ns), ns >= 0
 }
 
-// Identity is the device's UUID, PCI bus id and name, read when the pool
-// opened.
+// Identity is the device's UUID, PCI bus id and name, and the driver's CUDA
+// version, read when the pool opened.
 func (p *Pool) Identity() backend.Identity { return p.id }
 
 // Device is the device ordinal the pool lives on.

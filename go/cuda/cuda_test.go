@@ -413,7 +413,7 @@ func TestTwoDevices(t *testing.T) {
 func TestDeviceIdentity(t *testing.T) {
 	f := useFake(t)
 	f.SetDeviceCount(2)
-	want := backend.Identity{UUID: "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01", PCIBusID: "00000000:1A:00.0", Name: "gpuspans fake GPU"}
+	want := backend.Identity{UUID: "GPU-a0a1a2a3-a4a5-a6a7-a8a9-aaabacadae01", PCIBusID: "00000000:1A:00.0", Name: "gpuspans fake GPU", Driver: "12.9"}
 	if id, err := cuda.DeviceIdentity(1); id != want || err != nil {
 		t.Errorf("DeviceIdentity(1) = %+v, %v; want %+v", id, err, want)
 	}

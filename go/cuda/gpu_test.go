@@ -5,6 +5,7 @@ package cuda_test
 import (
 	"errors"
 	"os/exec"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -155,7 +156,8 @@ func TestGPUCaptureSafety(t *testing.T) {
 }
 
 // The driver's identity of every device matches nvidia-smi's (as DCGM
-// exporter labels series: UUID "GPU-...", pci_bus_id "00000000:19:00.0").
+// exporter labels series: UUID "GPU-...", pci_bus_id "00000000:19:00.0"),
+// and the driver's CUDA version its banner's "CUDA Version: 13.0".
 func TestGPUDeviceIdentity(t *testing.T) {
 	_ = openGPU(t, 4)
 	n, err := cuda.DeviceCount()
@@ -165,6 +167,16 @@ func TestGPUDeviceIdentity(t *testing.T) {
 		t.Fatalf("nvidia-smi: %v", err)
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	banner, err := exec.Command("nvidia-smi").Output()
+	if err != nil {
+		t.Fatalf("nvidia-smi: %v", err)
+	}
+	// A forward-compatibility libcuda (cuda-compat) may report a newer
+	// version than the banner's, and fail this test.
+	driver := ""
+	if m := regexp.MustCompile(`CUDA Version: (\d+\.\d+)`).FindSubmatch(banner); m != nil {
+		driver = string(m[1])
+	}
 	for dev := 0; dev < n; dev++ {
 		id, err := cuda.DeviceIdentity(dev)
 		gpuMust(t, err)
@@ -184,6 +196,9 @@ func TestGPUDeviceIdentity(t *testing.T) {
 		}
 		if found[2] != id.PCIBusID || found[3] != id.Name {
 			t.Errorf("device %d: %+v; nvidia-smi says bus %q, name %q", dev, id, found[2], found[3])
+		}
+		if id.Driver != driver {
+			t.Errorf("device %d: driver %q; nvidia-smi says CUDA Version %q", dev, id.Driver, driver)
 		}
 	}
 }

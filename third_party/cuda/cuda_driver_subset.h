@@ -92,6 +92,7 @@ enum { CU_STREAM_DEFAULT = 0x0, CU_STREAM_NON_BLOCKING = 0x1 };
 typedef CUresult (*PFN_cuInit)(unsigned int flags);
 typedef CUresult (*PFN_cuGetErrorName)(CUresult error, const char** str);
 typedef CUresult (*PFN_cuGetErrorString)(CUresult error, const char** str);
+typedef CUresult (*PFN_cuDriverGetVersion)(int* driverVersion);
 
 /* Devices and contexts. */
 typedef CUresult (*PFN_cuDeviceGetCount)(int* count);

@@ -105,13 +105,16 @@ typedef struct gs_device_identity {
   char uuid[48];       /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", lower-case hex */
   char pci_bus_id[24]; /* "00000000:19:00.0": 8-digit domain, upper-case hex, as NVML */
   char name[96];       /* the product name, "NVIDIA H200" */
+  char driver[16];     /* the driver's CUDA version, "13.0" (cuDriverGetVersion:
+                        * 13000 -> "13.0"); empty when the driver lacks the call */
 } gs_device_identity;
 
 /* gs_driver_device_identity fills *out for device ordinal `device`
  * (cuDeviceGetUuid_v2, falling back to cuDeviceGetUuid; cuDeviceGetPCIBusId;
- * cuDeviceGetName). A call the driver lacks leaves its field empty; a call
- * that fails returns GS_ERR_DRIVER naming it. GS_ERR_INVALID_ARGUMENT for a
- * NULL out. Thread-safe. Capture-safe (no stream or context work). */
+ * cuDeviceGetName; cuDriverGetVersion, the same for every device). A call
+ * the driver lacks leaves its field empty; a call that fails returns
+ * GS_ERR_DRIVER naming it. GS_ERR_INVALID_ARGUMENT for a NULL out.
+ * Thread-safe. Capture-safe (no stream or context work). */
 gs_status gs_driver_device_identity(int32_t device, gs_device_identity* out, gs_error* err);
 
 /* gs_pool_create makes a pool of `slots` event pairs (begin, end) with timing

@@ -226,13 +226,16 @@ func (p *pool) Device() int { return p.g.device }
 func (p *pool) EventOffset() (time.Duration, bool) { return time.Duration(p.g.offset), true }
 
 // Identity names the simulated device in the formats of a real one, marked
-// simulated so that no dashboard mistakes it for hardware.
+// simulated so that no dashboard mistakes it for hardware: the UUID's first
+// group spells it in hex, the name in words. The bus id and the driver's
+// CUDA version are plain values in a real one's format.
 func (p *pool) Identity() backend.Identity {
 	d := p.g.device
 	return backend.Identity{
 		UUID:     fmt.Sprintf("GPU-51a1a7ed-0000-0000-0000-%012x", d),
 		PCIBusID: fmt.Sprintf("00000000:%02X:00.0", 0x80+d),
 		Name:     "gpuspans simulated GPU",
+		Driver:   "13.0",
 	}
 }
 func (p *pool) Slots() int { return len(p.pairs) }

@@ -131,6 +131,18 @@ func TestFailuresAndClose(t *testing.T) {
 	}
 }
 
+// A simulated device's identity has a real one's formats, marked simulated.
+func TestIdentity(t *testing.T) {
+	_, _, p := newPool(t, 1)
+	want := backend.Identity{
+		UUID: "GPU-51a1a7ed-0000-0000-0000-000000000002", PCIBusID: "00000000:82:00.0",
+		Name: "gpuspans simulated GPU", Driver: "13.0",
+	}
+	if id := p.(backend.Identifier).Identity(); id != want {
+		t.Errorf("Identity() = %+v, want %+v", id, want)
+	}
+}
+
 func TestClock(t *testing.T) {
 	c := NewClock(t0)
 	c.Advance(time.Minute)

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: a1370511859e597ab19f8c2738bfae926caa830c0dc3fc65acd165d394e87777
+// sees only this file, rebuilds when they change: 81462cd1498ecc40ee6f3c1a3b9c390b653bc25eb4c57126cd5e1ca7ef765a83
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/kit.cc"
 #endif

@@ -11,7 +11,7 @@
 // distinct (a clash is a compile error, never a silent mix-up).
 //
 // Hash of every included source and header, so that Go's build cache, which
-// sees only this file, rebuilds when they change: 8af8c4345e0f548511e5acaa6291106754f237470ee8fce04fe6ce1500cdf500
+// sees only this file, rebuilds when they change: f3c0b220f10683daf7cb2d62c5eb92c2fc4bb0a0eda02b886d01f41c46043b08
 #ifndef GPUSPANS_NO_AMALGAMATION
 #include "../../../cuda/src/fake_driver.cc"
 #include "../../../cuda/src/fake_cupti.cc"
