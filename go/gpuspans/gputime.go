@@ -290,7 +290,9 @@ func (h *Hub) settleLane(lw *laneWindow, sd *laneSide, lanes []winLane, now int6
 	g := &h.gt
 	t := g.lanes[lw.key]
 	t.windows++
+	settled := t.settled
 	h.settleServed(t, lw, sd, lanes)
+	h.addProfileLane(lw, t, t.settled > settled)
 	first := t.lastNs == 0
 	dt := float64(now - t.lastNs)
 	t.lastNs = now

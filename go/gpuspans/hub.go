@@ -111,6 +111,8 @@ type Hub struct {
 	tl                tracerLanding
 	gt                gpuTimes
 	spanPath          spanring.Publisher // a span path outside Go, or nil (spanpath.go)
+
+	prof profiles // this build's profile, while RunProfile runs (profiles.go)
 }
 
 // wantStarts reports whether a harvest starting at now places spans.

@@ -182,6 +182,8 @@ type Snapshot struct {
 	// GPUTime is what kernel windows measured of where the GPU's time
 	// went (Hub.GPUTime).
 	GPUTime GPUTime
+	// Profile is the hub's profile across builds (Hub.RunProfile).
+	Profile ProfileStatus
 	// Options are the options the hub runs with now (Hub.Options).
 	Options Options
 }
@@ -283,6 +285,7 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 	c.RecentOverwritten = h.recentOverwritten
 	s.KernelTiming = h.kernelTimingStatus()
 	h.gpuTimeInto(&s.GPUTime)
+	s.Profile = h.ProfileStatus()
 
 	s.Lanes = s.Lanes[:0]
 	s.Kernels = s.Kernels[:0]

@@ -1,0 +1,390 @@
+package gpuspans
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gpuspans/gpuspans/go/profile"
+)
+
+// Profiles across builds (docs/design.md): while RunProfile runs, each
+// kernel window's lanes add to this build's profile (package profile),
+// which RunProfile writes to its file and compares with the profile of
+// another build it found there at its start.
+
+// ProfileOptions are RunProfile's options.
+type ProfileOptions struct {
+	// Path is the profile file: read at the start, written by this run
+	// once a lane has profile.MinWindows windows. Only a profile is ever
+	// replaced there.
+	Path string
+	// Build is the engine's build identity (its version, an image digest):
+	// a profile of another build at Path is the one compared with.
+	Build string
+	// Every is how often the profile is written (0: DefaultProfileEvery,
+	// at least a second); it is written at the end of the run too.
+	Every time.Duration
+}
+
+// DefaultProfileEvery is how often RunProfile writes the profile.
+const DefaultProfileEvery = time.Minute
+
+// ProfileStatus is the hub's profile: where it is kept, what it was
+// compared with, and what changed since.
+type ProfileStatus struct {
+	Path, Build string // "": no RunProfile has run
+	Running     bool
+	// Windows counts the windows added to this build's profile.
+	Windows uint64
+	// Written is when this build's profile was last written (zero: not
+	// yet); WriteErr says why the latest write failed ("" if it did not).
+	Written  time.Time
+	WriteErr string
+	// Before is the build of the profile found at Path at the start, and
+	// when it was written ("": none, or ignored); Ignored says why a
+	// profile found there is not compared with.
+	Before        string
+	BeforeWritten time.Time
+	Ignored       string
+	// Since compares this build's windows with Before's lane by lane,
+	// once both have profile.MinWindows windows of it; nil until then. It
+	// is replaced, never changed: a Snapshot may share it.
+	Since *profile.Diff
+}
+
+// profiles is the hub's side of the profile.
+type profiles struct {
+	on atomic.Bool // a RunProfile runs: windows feed the builder
+
+	// Guarded by the harvest lock.
+	builder profile.Builder
+	windows uint64
+	wl      profile.WindowLane // scratch
+	count   map[int32]int32    // scratch: launches per kernel name
+
+	mu sync.Mutex // guards st
+	st ProfileStatus
+}
+
+// addProfileLane adds a settled window's lane to the profile, when one is
+// kept. t is the lane's totals after the window (settled: its latest
+// recent entry is this window's). Caller holds the harvest lock.
+func (h *Hub) addProfileLane(lw *laneWindow, t *laneTotals, settled bool) {
+	p := &h.prof
+	if !p.on.Load() || lw.spans <= 0 {
+		return
+	}
+	model, driver := h.deviceModel(int(lw.key[0]))
+	spans := float64(lw.spans)
+	wl := &p.wl
+	*wl = profile.WindowLane{Model: model, Driver: driver, Lane: h.lanes[lw.key[1]], Spans: lw.spans,
+		Busy: float64(lw.busy) / spans, Kernels: wl.Kernels[:0]}
+	if settled {
+		r := &t.recent[(t.settled-1)%GPUTimeRecentWindows]
+		c := r.causes
+		wl.Served = float64(r.served) / spans
+		wl.Idle = profile.Causes{Host: float64(c.Host) / spans, Launch: float64(c.Launch) / spans,
+			Copy: float64(c.Copy) / spans, Wait: float64(c.Wait) / spans, Other: float64(c.Other) / spans}
+	}
+	if p.count == nil {
+		p.count = make(map[int32]int32)
+	}
+	clear(p.count)
+	for lk := range lw.launches {
+		p.count[lk.name]++
+	}
+	for name, ns := range lw.shares {
+		wl.Kernels = append(wl.Kernels, profile.WindowKernel{Name: h.kernelNames[name], Time: float64(ns) / spans, Launches: float64(p.count[name])})
+	}
+	p.builder.Add(wl)
+	p.windows++
+}
+
+// deviceModel is a device's product name and driver version, as its pool
+// tells them ("" when it cannot). Caller holds the harvest lock.
+func (h *Hub) deviceModel(dev int) (model, driver string) {
+	for _, r := range h.recs {
+		if r != nil && r.device == dev {
+			return r.id.Name, r.id.Driver
+		}
+	}
+	return "", ""
+}
+
+// RunProfile keeps this build's GPU profile in a file (ProfileOptions)
+// until ctx is done: it reads the profile there, compares the hub's kernel
+// windows with it when it is another build's, lane by lane once both have
+// profile.MinWindows windows of the lane, logging a line a lane as it
+// does, and writes this build's profile every o.Every and before it
+// returns. Run it on its own goroutine, never the stepping thread: it
+// blocks, and writing the file is I/O. A profile at the path that cannot
+// be read is ignored, logged; a file there that is not a profile is never
+// replaced. It returns an error only for bad options or when a RunProfile
+// runs already; else nil once ctx is done.
+func (h *Hub) RunProfile(ctx context.Context, o ProfileOptions) error {
+	every := o.Every
+	switch {
+	case o.Path == "":
+		return errors.New("gpuspans: RunProfile: ProfileOptions.Path is empty")
+	case o.Build == "":
+		return errors.New("gpuspans: RunProfile: ProfileOptions.Build is empty: give the engine's build identity (its version, an image digest)")
+	case len(o.Build) > profile.MaxName || strings.ContainsFunc(o.Build, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("gpuspans: RunProfile: ProfileOptions.Build %.40q: at most %d bytes of text without control characters", o.Build, profile.MaxName)
+	case every < 0:
+		return fmt.Errorf("gpuspans: RunProfile: ProfileOptions.Every is %v, want 0 (every %v) or more", every, DefaultProfileEvery)
+	case every == 0:
+		every = DefaultProfileEvery
+	}
+	every = max(every, time.Second)
+	if !h.prof.on.CompareAndSwap(false, true) {
+		return fmt.Errorf("gpuspans: RunProfile: a profile is kept already (%s)", h.ProfileStatus().Path)
+	}
+	defer h.prof.on.Store(false)
+	h.mu.Lock()
+	h.prof.builder = profile.Builder{}
+	h.prof.windows = 0
+	h.mu.Unlock()
+	r := &profileRun{h: h, o: o}
+	r.setStatus(func(st *ProfileStatus) { *st = ProfileStatus{Path: o.Path, Build: o.Build, Running: true} })
+	defer r.setStatus(func(st *ProfileStatus) { st.Running = false })
+	r.host, _ = os.Hostname()
+	r.start()
+
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	next := time.Now().Add(every)
+	for {
+		select {
+		case <-ctx.Done():
+			r.compare()
+			r.write()
+			return nil
+		case now := <-tick.C:
+			r.compare()
+			if !now.Before(next) {
+				r.write()
+				next = now.Add(every)
+			}
+		}
+	}
+}
+
+// ProfileStatus returns the hub's profile status.
+func (h *Hub) ProfileStatus() ProfileStatus {
+	h.prof.mu.Lock()
+	defer h.prof.mu.Unlock()
+	return h.prof.st
+}
+
+// profileRun is one RunProfile's state, on its goroutine.
+type profileRun struct {
+	h       *Hub
+	o       ProfileOptions
+	host    string
+	before  *profile.Profile // another build's, to compare with; nil: none
+	noWrite string           // why this run never writes ("": it does)
+	seen    uint64           // builder windows at the latest compare
+	cur     *profile.Profile // this build's, as of seen
+	logged  map[string]bool  // lanes whose comparison was logged
+	checked bool             // the devices were checked against before's
+	failed  string           // the latest write error logged
+}
+
+func (r *profileRun) logf(format string, args ...interface{}) {
+	r.h.logf("gpuspans: profile %s: "+format, append([]interface{}{r.o.Path}, args...)...)
+}
+
+func (r *profileRun) setStatus(f func(st *ProfileStatus)) {
+	r.h.prof.mu.Lock()
+	f(&r.h.prof.st)
+	r.h.prof.mu.Unlock()
+}
+
+// start reads the profile at the path.
+func (r *profileRun) start() {
+	p, err := profile.Read(r.o.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		r.logf("none yet: this build's (%q) is written once a lane has %d windows", r.o.Build, profile.MinWindows)
+		return
+	case err != nil:
+		if errors.Is(err, profile.ErrNotProfile) || profile.Owned(r.o.Path) != nil {
+			r.noWrite = "the file there is not a profile: never replaced"
+		}
+		msg := strings.TrimPrefix(err.Error(), "profile "+r.o.Path+": ")
+		r.ignore("cannot be read (%s): not compared with; %s", msg, orWritten(r.noWrite))
+		return
+	case p.Build == r.o.Build:
+		r.logf("this build's (%q, written %s): nothing to compare with; rewritten once a lane has %d windows", p.Build, p.Written.Format(time.RFC3339), profile.MinWindows)
+		return
+	}
+	var lanes []string
+	for _, l := range p.Lanes {
+		if _, ok := r.h.LaneIndex(l.Lane); ok && !slices.Contains(lanes, l.Lane) {
+			lanes = append(lanes, l.Lane)
+		}
+	}
+	if len(lanes) == 0 {
+		r.ignore("build %q's has none of this hub's lanes (%s): not compared with; %s", p.Build, laneNames(p), orWritten(""))
+		return
+	}
+	r.before = p
+	r.setStatus(func(st *ProfileStatus) { st.Before, st.BeforeWritten = p.Build, p.Written })
+	r.logf("build %q's (written %s): compared with this build (%q) lane by lane once a lane has %d windows", p.Build, p.Written.Format(time.RFC3339), r.o.Build, profile.MinWindows)
+}
+
+func orWritten(noWrite string) string {
+	if noWrite != "" {
+		return noWrite
+	}
+	return "this build's replaces it once a lane has enough windows"
+}
+
+func laneNames(p *profile.Profile) string {
+	var s []string
+	for _, l := range p.Lanes {
+		if !slices.Contains(s, l.Lane) {
+			s = append(s, fmt.Sprintf("%.40q", l.Lane))
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// ignore stops comparing, saying why in the log and the status.
+func (r *profileRun) ignore(format string, args ...interface{}) {
+	msg := fmt.Sprintf(format, args...)
+	r.before = nil
+	r.logf("%s", msg)
+	r.setStatus(func(st *ProfileStatus) { st.Before, st.BeforeWritten, st.Ignored = "", time.Time{}, msg })
+}
+
+// snapshot takes this build's profile from the builder when windows were
+// added since the last one.
+func (r *profileRun) snapshot() bool {
+	h := r.h
+	h.mu.Lock()
+	n := h.prof.windows
+	if n == r.seen {
+		h.mu.Unlock()
+		return false
+	}
+	r.cur = h.prof.builder.Profile(r.o.Build, r.host, h.now())
+	h.mu.Unlock()
+	r.seen = n
+	r.setStatus(func(st *ProfileStatus) { st.Windows = n })
+	return true
+}
+
+// compare compares this build's windows with the other build's profile.
+func (r *profileRun) compare() {
+	if !r.snapshot() || r.before == nil {
+		return
+	}
+	if !r.checked && len(r.cur.Lanes) > 0 {
+		r.checked = true
+		if !r.checkDevices() {
+			return
+		}
+	}
+	d := profile.Compare(r.before, r.cur, profile.CompareOptions{})
+	if len(d.Lanes) == 0 {
+		return
+	}
+	if r.logged == nil {
+		r.logged = make(map[string]bool)
+	}
+	for i := range d.Lanes {
+		l := &d.Lanes[i]
+		if k := l.Model + "\x00" + l.Lane; !r.logged[k] {
+			r.logged[k] = true
+			verdict := "nothing moved"
+			if l.Worse() {
+				verdict = "WORSE"
+			} else if l.Changed() {
+				verdict = "changed"
+			}
+			r.h.logf("gpuspans: since build %q: %s: %s", d.Before, verdict, l.Line())
+		}
+	}
+	r.setStatus(func(st *ProfileStatus) { st.Since = &d })
+}
+
+// checkDevices refuses another build's profile measured on none of this
+// hub's device models, or with another driver: its times say nothing of
+// this build's.
+func (r *profileRun) checkDevices() bool {
+	type md struct{ model, driver string }
+	var here, there []md
+	for _, l := range r.cur.Lanes {
+		if m := (md{l.Model, l.Driver}); !slices.Contains(here, m) {
+			here = append(here, m)
+		}
+	}
+	for _, l := range r.before.Lanes {
+		if m := (md{l.Model, l.Driver}); !slices.Contains(there, m) {
+			there = append(there, m)
+		}
+	}
+	sameModel := false
+	for _, t := range there {
+		for _, m := range here {
+			if t.model == m.model {
+				sameModel = true
+				if t.driver == m.driver {
+					return true
+				}
+			}
+		}
+	}
+	name := func(s []md) string {
+		var b []string
+		for _, m := range s {
+			b = append(b, fmt.Sprintf("%q driver %q", m.model, m.driver))
+		}
+		return strings.Join(b, ", ")
+	}
+	if sameModel {
+		r.ignore("build %q's was measured with another driver (%s; this hub: %s): not compared with", r.before.Build, name(there), name(here))
+	} else {
+		r.ignore("build %q's was measured on another device model (%s; this hub: %s): not compared with", r.before.Build, name(there), name(here))
+	}
+	return false
+}
+
+// write writes this build's profile once a lane has enough windows.
+func (r *profileRun) write() {
+	r.snapshot()
+	if r.noWrite != "" || r.cur == nil {
+		return
+	}
+	enough := false
+	for _, l := range r.cur.Lanes {
+		enough = enough || l.Windows >= profile.MinWindows
+	}
+	if !enough {
+		return
+	}
+	err := profile.Write(r.o.Path, r.cur)
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+		if msg != r.failed {
+			r.h.logf("gpuspans: %s", msg)
+		}
+	}
+	r.failed = msg
+	r.setStatus(func(st *ProfileStatus) {
+		st.WriteErr = msg
+		if err == nil {
+			st.Written = r.cur.Written
+		}
+	})
+}
