@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -146,6 +147,61 @@ func (e *hub) stopHarvester() {
 	e.mu.Lock()
 	stop, done := e.harvestStop, e.harvestDone
 	e.harvestStop, e.harvestDone = nil, nil
+	e.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-done
+	}
+}
+
+//export gs_hub_start_profile_go
+func gs_hub_start_profile_go(handle C.gs_hub, path, build *C.char, everyMs C.int64_t) C.gs_hub_status {
+	return onHub("gs_hub_start_profile", handle, func(c call) C.gs_hub_status {
+		p, st := goString(c, "path", path)
+		if st != statusOK {
+			return st
+		}
+		b, st := goString(c, "build", build)
+		if st != statusOK {
+			return st
+		}
+		if everyMs < 0 || int64(everyMs) > math.MaxInt64/int64(time.Millisecond) {
+			return c.fail(statusInvalidArgument, "every_ms %d, want 0 (a minute) or more", int64(everyMs))
+		}
+		o := gpuspans.ProfileOptions{Path: p, Build: b, Every: time.Duration(everyMs) * time.Millisecond}
+		if err := o.Check(); err != nil {
+			return c.fail(statusInvalidArgument, "%v", err)
+		}
+		c.e.mu.Lock()
+		defer c.e.mu.Unlock()
+		if c.e.profileStop != nil {
+			return c.fail(statusLimit, "a profile is kept already on this hub (%s); stop it first", c.e.h.ProfileStatus().Path)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		c.e.profileStop, c.e.profileDone = cancel, done
+		go func() {
+			defer close(done)
+			_ = c.e.h.RunProfile(ctx, o) // checked above; the only other error, one running, is ruled out by profileStop
+		}()
+		return statusOK
+	})
+}
+
+//export gs_hub_stop_profile_go
+func gs_hub_stop_profile_go(handle C.gs_hub) C.gs_hub_status {
+	return onHub("gs_hub_stop_profile", handle, func(c call) C.gs_hub_status {
+		c.e.stopProfile()
+		return statusOK
+	})
+}
+
+// stopProfile stops the profile's goroutine, if one runs, and waits for its
+// last write.
+func (e *hub) stopProfile() {
+	e.mu.Lock()
+	stop, done := e.profileStop, e.profileDone
+	e.profileStop, e.profileDone = nil, nil
 	e.mu.Unlock()
 	if stop != nil {
 		stop()

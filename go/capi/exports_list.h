@@ -34,6 +34,8 @@
   X(PID, STATUS, gs_hub_status, gs_hub_drain, gs_hub_drain_go, (gs_hub hub, int32_t timeout_ms, uint64_t* in_flight), (hub, timeout_ms, in_flight)) \
   X(PID, STATUS, gs_hub_status, gs_hub_start_harvester, gs_hub_start_harvester_go, (gs_hub hub, int64_t interval_us), (hub, interval_us)) \
   X(PID, STATUS, gs_hub_status, gs_hub_stop_harvester, gs_hub_stop_harvester_go, (gs_hub hub), (hub)) \
+  X(PID, STATUS, gs_hub_status, gs_hub_start_profile, gs_hub_start_profile_go, (gs_hub hub, const char* path, const char* build, int64_t every_ms), (hub, path, build, every_ms)) \
+  X(PID, STATUS, gs_hub_status, gs_hub_stop_profile, gs_hub_stop_profile_go, (gs_hub hub), (hub)) \
   X(PID, STATUS, gs_hub_status, gs_hub_snapshot, gs_hub_snapshot_go, (gs_hub hub, int32_t format, void* buf, size_t cap, size_t* len), (hub, format, buf, cap, len)) \
   X(PID, STATUS, gs_hub_status, gs_hub_serve, gs_hub_serve_go, (gs_hub hub, const char* addr, const char* token, int32_t flags, char* bound, size_t bound_cap), (hub, addr, token, flags, bound, bound_cap)) \
   X(PID, STATUS, gs_hub_status, gs_hub_stop_serving, gs_hub_stop_serving_go, (gs_hub hub), (hub)) \

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gpuspans/gpuspans/go/profile"
 )
@@ -130,22 +131,16 @@ func (h *Hub) deviceModel(dev int) (model, driver string) {
 // replaced. It returns an error only for bad options or when a RunProfile
 // runs already; else nil once ctx is done.
 func (h *Hub) RunProfile(ctx context.Context, o ProfileOptions) error {
+	if err := o.Check(); err != nil {
+		return err
+	}
 	every := o.Every
-	switch {
-	case o.Path == "":
-		return errors.New("gpuspans: RunProfile: ProfileOptions.Path is empty")
-	case o.Build == "":
-		return errors.New("gpuspans: RunProfile: ProfileOptions.Build is empty: give the engine's build identity (its version, an image digest)")
-	case len(o.Build) > profile.MaxName || strings.ContainsFunc(o.Build, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return fmt.Errorf("gpuspans: RunProfile: ProfileOptions.Build %.40q: at most %d bytes of text without control characters", o.Build, profile.MaxName)
-	case every < 0:
-		return fmt.Errorf("gpuspans: RunProfile: ProfileOptions.Every is %v, want 0 (every %v) or more", every, DefaultProfileEvery)
-	case every == 0:
+	if every == 0 {
 		every = DefaultProfileEvery
 	}
 	every = max(every, time.Second)
 	if !h.prof.on.CompareAndSwap(false, true) {
-		return fmt.Errorf("gpuspans: RunProfile: a profile is kept already (%s)", h.ProfileStatus().Path)
+		return fmt.Errorf("gpuspans: a profile is kept already (%s)", h.ProfileStatus().Path)
 	}
 	defer h.prof.on.Store(false)
 	h.mu.Lock()
@@ -175,6 +170,21 @@ func (h *Hub) RunProfile(ctx context.Context, o ProfileOptions) error {
 			}
 		}
 	}
+}
+
+// Check reports what is wrong with o, naming the field.
+func (o ProfileOptions) Check() error {
+	switch {
+	case o.Path == "":
+		return errors.New("gpuspans: ProfileOptions.Path is empty")
+	case o.Build == "":
+		return errors.New("gpuspans: ProfileOptions.Build is empty: give the engine's build identity (its version, an image digest)")
+	case len(o.Build) > profile.MaxName || !utf8.ValidString(o.Build) || strings.ContainsFunc(o.Build, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return fmt.Errorf("gpuspans: ProfileOptions.Build %.40q: want at most %d bytes of UTF-8 text without control characters", o.Build, profile.MaxName)
+	case o.Every < 0:
+		return fmt.Errorf("gpuspans: ProfileOptions.Every is %v, want 0 (every %v) or more", o.Every, DefaultProfileEvery)
+	}
+	return nil
 }
 
 // ProfileStatus returns the hub's profile status.

@@ -336,6 +336,25 @@ class Hub:
         """Stops the background harvester, if one runs, after its last tick."""
         self._check(self._lib.gs_hub_stop_harvester(self._h))
 
+    def start_profile(self, path: str, build: str, every: float = 0) -> None:
+        """Keeps this build's GPU profile in the file at path, on a thread of
+        the library's (gs_hub_start_profile): a profile of another build
+        found there is compared with the hub's kernel windows, lane by lane,
+        in a log line a lane, snapshot()["profile"], the live page and
+        /metrics; this build's is written every `every` seconds (0: a
+        minute) and at stop_profile() or close(). build is the engine's
+        build identity (its version, an image digest). A file there that is
+        not a profile is never replaced."""
+        if not isinstance(path, str) or not isinstance(build, str):
+            raise TypeError("gpuspans: start_profile: path and build must be str")
+        if isinstance(every, bool) or not isinstance(every, (int, float)) or not (0 <= every <= 1e9):
+            raise ValueError(f"gpuspans: start_profile: every {every!r} s: want 0 (a minute) to 1e9")
+        self._check(self._lib.gs_hub_start_profile(self._h, _cstr("path", path), _cstr("build", build), round(every * 1000)))
+
+    def stop_profile(self) -> None:
+        """Writes the profile and stops keeping it, if start_profile runs."""
+        self._check(self._lib.gs_hub_stop_profile(self._h))
+
     def set_kernel_span_every(self, n: int) -> None:
         """Arms kernel spans on 1 step in n (n >= 1) from the next step."""
         self._check(self._lib.gs_hub_set_kernel_span_every(self._h, _int("kernel_span_every", n, _I32)))

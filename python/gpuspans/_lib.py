@@ -174,6 +174,8 @@ def load(path=None):
         "gs_hub_set_kernel_timing": (i32, [u64, i32]),
         "gs_hub_start_harvester": (i32, [u64, ctypes.c_int64]),
         "gs_hub_stop_harvester": (i32, [u64]),
+        "gs_hub_start_profile": (i32, [u64, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int64]),
+        "gs_hub_stop_profile": (i32, [u64]),
         "gs_hub_get_kernel_timing": (i32, [u64, p(i32), p(i32)]),
         "gs_hub_set_kernel_windows": (i32, [u64, ctypes.c_int64, i32]),
         "gs_hub_request_kernel_window": (i32, [u64]),

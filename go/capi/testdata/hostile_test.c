@@ -227,6 +227,8 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_request_kernel_window(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_start_harvester(b, 1000));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_harvester(b));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_start_profile(b, "p", "v1", 0));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_stop_profile(b));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_metrics(b, big, sizeof big, &n));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_set_metrics(b, 0, 0));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_recent_spans(b, 0, NULL, 0, &n));
@@ -289,6 +291,39 @@ static void extreme_arguments(void) {
   EXPECT(GS_HUB_ERR_LIMIT, gs_hub_start_harvester(hub, 1000));
   EXPECT(GS_HUB_OK, gs_hub_stop_harvester(hub));
   EXPECT(GS_HUB_OK, gs_hub_start_harvester(hub, 1000));  // left running: close stops it
+
+  // gs_hub_start_profile: bad arguments are refused by name; a file that
+  // is not a profile is never replaced.
+  {
+    char path[] = "/tmp/gs_hostile_profile_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0, "mkstemp");
+    CHECK(write(fd, "not a profile\n", 14) == 14, "write");
+    close(fd);
+    char longb[600];
+    memset(longb, 'b', sizeof longb - 1);
+    longb[sizeof longb - 1] = 0;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, NULL, "v1", 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, path, NULL, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, "", "v1", 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, path, "", 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, path, "a\nb", 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, path, longb, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, path, "v1", -1));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, path, "v1", INT64_MIN));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_start_profile(hub, path, "v1", INT64_MAX));
+    EXPECT(GS_HUB_OK, gs_hub_stop_profile(hub));  // none runs
+    EXPECT(GS_HUB_OK, gs_hub_start_profile(hub, path, "v1", 1));
+    EXPECT(GS_HUB_ERR_LIMIT, gs_hub_start_profile(hub, path, "v2", 0));
+    EXPECT(GS_HUB_OK, gs_hub_stop_profile(hub));
+    EXPECT(GS_HUB_OK, gs_hub_start_profile(hub, path, "v1", 1));  // left running: close stops it
+    char back[32] = {0};
+    FILE* f = fopen(path, "r");
+    CHECK(f != NULL && fread(back, 1, sizeof back - 1, f) == 14, "reading %s back", path);
+    if (f) fclose(f);
+    CHECK(strcmp(back, "not a profile\n") == 0, "%s was replaced: %s", path, back);
+    unlink(path);
+  }
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_install_sim(hub, 0, 1, INT64_MIN));
   EXPECT(GS_HUB_OK, gs_hub_install_sim(hub, 0, UINT64_MAX, INT64_MAX));
   EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_sim_launch(hub, 0, 1, INT64_MIN));

@@ -171,6 +171,8 @@ func demoFlags(cfg *demo.Config) (fs *flag.FlagSet, token, tokenFile *string) {
 	fs.StringVar(&cfg.OTLPProtocol, "otlp_protocol", cfg.OTLPProtocol, "OTLP `protocol`: grpc or http/protobuf; empty: $OTEL_EXPORTER_OTLP_[TRACES_]PROTOCOL, else http/protobuf")
 	fs.IntVar(&cfg.OTLPSampleEvery, "otlp_sample_every", cfg.OTLPSampleEvery, "with OTLP, send the spans of one step in this many (1..1048576)")
 	fs.IntVar(&cfg.Requests, "requests", cfg.Requests, "with OTLP, simulated requests in every step's batch, each a span the step's GPU spans link to")
+	fs.StringVar(&cfg.Profile.Path, "profile", "", "GPU profile `file`: read at start (another build's is compared with this one's kernel windows, a line a lane), this build's written there every minute and at exit; only a profile is ever replaced (see gpuspans profile diff)")
+	fs.StringVar(&cfg.Profile.Build, "build", "", "the engine's build `identity` its profile is tagged with (its version); empty: the metric label version or build, if given")
 	fs.Var((*statusEvery)(&cfg.StatusEvery), "status_every", "status line `period` (5s, or seconds: 5); 0: 0.5s on a terminal (rewritten in place), 5s otherwise; negative (-1): none")
 	hubFlags(fs, &cfg.Hub)
 	return fs, token, tokenFile
@@ -210,6 +212,13 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.Token = tok
 	cfg.Command = cmdName
+	if cfg.Profile.Path != "" && cfg.Profile.Build == "" {
+		for _, k := range []string{"version", "build"} {
+			if v := cfg.MetricLabels[k]; v != "" && cfg.Profile.Build == "" {
+				cfg.Profile.Build = v
+			}
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

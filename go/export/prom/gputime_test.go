@@ -1,11 +1,15 @@
 package prom
 
 import (
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/gpuspans/gpuspans/go/profile"
 )
 
 // gather returns the collector's metrics of family name, by their labels
@@ -100,5 +104,45 @@ func TestGPUTimeGaugesAbsentAfterTheLaneStops(t *testing.T) {
 	}
 	if n := count("gpuspans_lane_recent_duration_seconds"); n != 0 {
 		t.Errorf("%d recent summaries: the gauges' rule is theirs", n)
+	}
+}
+
+// Against the previous build: the two ratios and the kernels that changed,
+// by change, six series a lane.
+func TestSinceBuildSeries(t *testing.T) {
+	c := NewCollector(windowedHub(t), Options{})
+	d := &profile.Diff{Before: "v1", After: "v2", Lanes: []profile.LaneDiff{{Model: "NVIDIA H200", Lane: "decode",
+		Time: [2]float64{1000, 1200}, Busy: [2]float64{800, 1000},
+		Kernels: []profile.KernelChange{{Name: "a", Change: profile.Grew}, {Name: "b", Change: profile.Grew}, {Name: "c", Change: profile.Gone}}}}}
+	ch := make(chan prometheus.Metric, 16)
+	c.sinceBuild(ch, d)
+	c.sinceBuild(ch, nil)
+	close(ch)
+	got := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		key := m.Desc().String()[:60]
+		for _, l := range pb.Label {
+			if l.GetName() == "change" {
+				key = l.GetValue()
+			}
+		}
+		got[key] = pb.GetGauge().GetValue()
+	}
+	if len(got) != 6 || got["grew"] != 2 || got["gone"] != 1 || got["new"] != 0 || got["shrank"] != 0 {
+		t.Errorf("series %v", got)
+	}
+	var ratios []float64
+	for k, v := range got {
+		if strings.Contains(k, "ratio") {
+			ratios = append(ratios, v)
+		}
+	}
+	sort.Float64s(ratios)
+	if len(ratios) != 2 || ratios[0] != 1.2 || ratios[1] != 1.25 {
+		t.Errorf("ratios %v, want 1.2 and 1.25", ratios)
 	}
 }

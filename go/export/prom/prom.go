@@ -121,6 +121,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/profile"
 )
 
 // Options configures a Collector; the zero Options is the default.
@@ -160,6 +161,7 @@ var reservedLabels = map[string]bool{
 	"device": true, "lane": true, "kernel": true, "quantile": true, "le": true, "reason": true, "state": true,
 	"uuid": true, "pci_bus_id": true, "name": true, "mode": true, "source": true, "phase": true, "level": true, "cause": true,
 	"job": true, "instance": true,
+	"device_model": true, "previous_build": true, "change": true,
 }
 
 // CheckConstLabels reports what is wrong with labels meant for every
@@ -290,8 +292,10 @@ type Collector struct {
 	windowsLeftAttached          *prometheus.Desc
 	windowKernels, lastKernels   *prometheus.Desc
 	busyRatio, busy, idle        *prometheus.Desc
-	laneWindowCost, unsettled    *prometheus.Desc
-	kernelShare, gaps            *prometheus.Desc
+	// Against the previous build's profile (Hub.RunProfile).
+	timeVsBuild, busyVsBuild, kernelsVsBuild *prometheus.Desc
+	laneWindowCost, unsettled                *prometheus.Desc
+	kernelShare, gaps                        *prometheus.Desc
 
 	mu   sync.Mutex
 	snap gpuspans.Snapshot
@@ -358,6 +362,9 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		windowKernels:       d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
 		lastKernels:         d("kernel_window_last_kernels", "How many kernel records the newest finished kernel window landed. Appears at the first."),
 
+		timeVsBuild:    d("lane_time_vs_previous_build_ratio", "A lane's time per step outside kernel windows over the previous build's, from the profile this build compares with (Hub.RunProfile, gs_hub_start_profile); 1.2: 20% slower. Absent until both builds have 5 windows of the lane.", "device_model", "lane", "previous_build"),
+		busyVsBuild:    d("lane_busy_vs_previous_build_ratio", "A lane's busy time per step (kernels running) over the previous build's, as lane_time_vs_previous_build_ratio.", "device_model", "lane", "previous_build"),
+		kernelsVsBuild: d("lane_kernels_changed_vs_previous_build", "Kernel names of a lane whose time per step changed against the previous build, by change (grew, shrank, new, gone; at most 10 a lane are counted, the largest), as lane_time_vs_previous_build_ratio.", "device_model", "lane", "previous_build", "change"),
 		busyRatio:      d("lane_busy_ratio", "Fraction of a lane's served time in which some kernel of the device ran, over the lane's latest 16 settled kernel windows: busy inside the windows over the lane's time outside them (a window slows the step it measures); the rest is idle (lane_idle_seconds_total says why). Absent until a window settled for the lane, and while the lane has had no span for a minute.", "device", "lane"),
 		busy:           d("lane_busy_seconds_total", "Time some kernel of the device ran inside a lane's spans, over the spans of settled kernel windows (not every span: divide by lane_busy_seconds_total + the sum of lane_idle_seconds_total, not by the lane histogram's sum). Absent until a kernel window measured the lane.", "device", "lane"),
 		idle:           d("lane_idle_seconds_total", "Time no kernel of the device ran inside a lane's served time, over the spans of settled kernel windows, by cause: host (the device ran out of work before the next launch call returned), launch (work queued, not yet started), copy (copies or memsets ran, no kernel), wait (queued behind another stream or an event), other. The windows' own cost is not in it (lane_window_cost_seconds_total). Absent until a kernel window measured the lane.", "device", "lane", "cause"),
@@ -390,6 +397,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.level, c.levelInfo, c.every, c.kernelTiming, c.tracerFallback,
 		c.windows, c.windowsSkipped, c.windowsAbandoned, c.windowsLeftAttached, c.windowCost, c.windowKernels, c.lastKernels,
 		c.busyRatio, c.busy, c.idle, c.laneWindowCost, c.unsettled, c.kernelShare, c.gaps,
+		c.timeVsBuild, c.busyVsBuild, c.kernelsVsBuild,
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
@@ -483,6 +491,41 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 
 	c.devices(ch, s.Devices)
 	c.gpuTime(ch, &s.GPUTime, live)
+	c.sinceBuild(ch, s.Profile.Since)
+}
+
+// sinceBuild sends each compared lane's time and busy time per step
+// against the previous build's, and its kernels that changed: 6 series a
+// lane, once compared.
+func (c *Collector) sinceBuild(ch chan<- prometheus.Metric, d *profile.Diff) {
+	if d == nil {
+		return
+	}
+	for i := range d.Lanes {
+		l := &d.Lanes[i]
+		if l.Time[0] > 0 {
+			ch <- prometheus.MustNewConstMetric(c.timeVsBuild, prometheus.GaugeValue, l.Time[1]/l.Time[0], l.Model, l.Lane, d.Before)
+		}
+		if l.Busy[0] > 0 {
+			ch <- prometheus.MustNewConstMetric(c.busyVsBuild, prometheus.GaugeValue, l.Busy[1]/l.Busy[0], l.Model, l.Lane, d.Before)
+		}
+		var n [4]int
+		for _, k := range l.Kernels {
+			switch k.Change {
+			case profile.Grew:
+				n[0]++
+			case profile.Shrank:
+				n[1]++
+			case profile.New:
+				n[2]++
+			case profile.Gone:
+				n[3]++
+			}
+		}
+		for j, change := range []profile.Change{profile.Grew, profile.Shrank, profile.New, profile.Gone} {
+			ch <- prometheus.MustNewConstMetric(c.kernelsVsBuild, prometheus.GaugeValue, float64(n[j]), l.Model, l.Lane, d.Before, string(change))
+		}
+	}
 }
 
 // sharesPerLane is how many kernels lane_kernel_share_ratio names per lane.

@@ -31,6 +31,8 @@ type snapshotJSON struct {
 	Options         optionsJSON      `json:"options"` // page-only: gpuspans.Options as the hub runs with them
 	// GPUTime is absent before the first kernel window was analysed.
 	GPUTime *gpuTimeJSON `json:"gpu_time,omitempty"`
+	// Profile is absent while no profile is kept (page-only).
+	Profile *profileJSON `json:"profile,omitempty"`
 	// RecentWindows are the hub's recent windows, oldest first, the open
 	// one last (page-only; only from MarshalSnapshotWindows).
 	RecentWindows []windowJSON `json:"recent_windows,omitempty"`
@@ -117,6 +119,7 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 		j.KernelTiming.Reason = s.KernelTiming.Err.Error()
 	}
 	j.GPUTime = gpuTime(&s.GPUTime)
+	j.Profile = profileOf(&s.Profile)
 	if !now.IsZero() {
 		j.TakenUnixNs = now.UnixNano()
 	}

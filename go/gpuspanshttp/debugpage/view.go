@@ -41,6 +41,7 @@ type page struct {
 	DropCard  dropCard
 	Trends    []trend // per lane, p50 and p99 over the hub's recent windows
 	GPU       *gpuView
+	Profile   *profileView
 }
 
 // trend is one lane's p50 and p99 in each of the hub's recent windows,
@@ -425,6 +426,7 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 		{"abandoned pools", "retired pools given up on while still busy, left unclosed", c.AbandonedPools, true},
 	}
 	p.GPU = newGPUView(&s.GPUTime, p.Multi)
+	p.Profile = newProfileView(&s.Profile)
 	return p
 }
 

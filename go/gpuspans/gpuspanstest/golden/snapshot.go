@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/profile"
 )
 
 // HandSnapshot is a snapshot written by hand that sets every field of the
@@ -47,6 +48,15 @@ func FullSnapshot() gpuspans.Snapshot {
 	}
 	s.PerDevice = []gpuspans.DeviceCounters{{Device: 3, Begun: 1, Landed: 2}}
 	s.GPUTime = FullGPUTime()
+	s.Profile = gpuspans.ProfileStatus{Path: "/var/lib/engine/decode.profile", Build: "v2", Running: true, Windows: 7,
+		Written: time.Unix(1_700_000_000, 0), Before: "v1", BeforeWritten: time.Unix(1_699_990_000, 0),
+		Since: &profile.Diff{Before: "v1", After: "v2", Lanes: []profile.LaneDiff{{Model: "NVIDIA H200", Lane: "decode",
+			Windows: [2]uint64{40, 7}, Time: [2]float64{1_250_000, 1_400_000}, Busy: [2]float64{1_150_000, 1_300_000},
+			TimeMoved: 1, BusyMoved: 1, Kernels: []profile.KernelChange{
+				{Name: "gemm_256x128", Change: profile.Grew, Before: 400_000, After: 550_000},
+				{Name: "flash_fwd_sm90", Change: profile.New, After: 30_000},
+				{Name: "flash_fwd_sm80", Change: profile.Gone, Before: 32_000}}}},
+			Skipped: []string{`lane "prefill" on NVIDIA H200: 40 and 3 windows, comparing needs 5`}}}
 	return s
 }
 

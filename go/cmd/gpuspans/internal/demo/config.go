@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/export/otlp"
@@ -70,6 +71,10 @@ type Config struct {
 	OTLPSampleEvery int
 	// Requests is how many simulated requests each step serves (with OTLP).
 	Requests int
+
+	// Profile keeps the build's GPU profile in a file and compares it with
+	// another build's found there (Hub.RunProfile); Path "": none.
+	Profile gpuspans.ProfileOptions
 
 	// StatusEvery is the status line's period (0: twice a second on a
 	// terminal, every five seconds otherwise; < 0: no status line).
@@ -170,6 +175,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("steps %d: want >= 0", c.Steps)
 	case c.Duration < 0:
 		return fmt.Errorf("duration %v: want >= 0", c.Duration)
+	case c.Profile.Path == "" && c.Profile.Build != "":
+		return fmt.Errorf("build %q without profile: the build identity tags a profile; give --profile too", c.Profile.Build)
+	case c.Profile.Path != "" && c.Profile.Build == "":
+		return fmt.Errorf("profile %s without build: give the engine's build identity (--build, or a version or build label in --metric_labels)", c.Profile.Path)
+	case c.Profile.Path != "" && c.Profile.Check() != nil:
+		return errors.New(strings.TrimPrefix(c.Profile.Check().Error(), "gpuspans: "))
 	case c.TracePath != "" && c.TraceSpans < 1:
 		return fmt.Errorf("trace spans %d: want >= 1", c.TraceSpans)
 	case len(c.Engine.Prefill)+len(c.Engine.Decode)+len(c.Engine.Graph) == 0:

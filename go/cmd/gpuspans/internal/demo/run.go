@@ -97,6 +97,9 @@ type demoRun struct {
 	reqs      *requests      // with exp
 	srv       *http.Server   // with ln
 	col       *collector
+	// The profile's goroutine (Hub.RunProfile), while it runs.
+	profStop context.CancelFunc
+	profDone chan struct{}
 
 	closers []func()
 }
@@ -178,7 +181,27 @@ func (r *demoRun) makeHub() error {
 		return err
 	}
 	r.hub = hub
+	if cfg.Profile.Path != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		r.profStop, r.profDone = cancel, make(chan struct{})
+		go func() {
+			defer close(r.profDone)
+			if err := hub.RunProfile(ctx, cfg.Profile); err != nil {
+				con.Printf("profile: %v", err)
+			}
+		}()
+		r.onExit(r.stopProfile)
+	}
 	return nil
+}
+
+// stopProfile has the profile's goroutine write it and return, if it runs.
+func (r *demoRun) stopProfile() {
+	if r.profStop != nil {
+		r.profStop()
+		<-r.profDone
+		r.profStop = nil
+	}
 }
 
 // makeEngine makes the engine that drives the hub on the GPU.
