@@ -18,6 +18,7 @@ import (
 const (
 	AttrDevice   = attribute.Key("gpuspans.device")
 	AttrPCIBusID = attribute.Key("gpuspans.pci_bus_id")
+	AttrDriver   = attribute.Key("gpuspans.driver") // the driver's CUDA version, "13.0"; hw.driver_version would be its own, "580.82.07"
 	AttrStream   = attribute.Key("gpuspans.stream")
 	AttrKind     = attribute.Key("gpuspans.kind")
 	AttrLane     = attribute.Key("gpuspans.lane")
@@ -297,6 +298,9 @@ func (a *assembler) device(device int) []attribute.KeyValue {
 		}
 		if id.PCIBusID != "" {
 			d.attrs = append(d.attrs, AttrPCIBusID.String(id.PCIBusID))
+		}
+		if id.Driver != "" {
+			d.attrs = append(d.attrs, AttrDriver.String(id.Driver))
 		}
 		break
 	}

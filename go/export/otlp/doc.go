@@ -73,6 +73,7 @@
 //	hw.model               the product name, "NVIDIA H200" (when known)
 //	gpuspans.device        the device ordinal (int)
 //	gpuspans.pci_bus_id    "00000000:19:00.0" (when known)
+//	gpuspans.driver        the driver's CUDA version, "13.0" (when known)
 //	gpuspans.stream        the stream, "0x..."
 //	gpuspans.kind          "lane" or "kernel"
 //	gpuspans.lane          the lane name, on lane spans

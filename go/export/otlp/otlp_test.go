@@ -389,8 +389,8 @@ func testReceiver(t *testing.T, protocol string) {
 		a := attrMap(sp.Attributes)
 		want := map[string]string{
 			"hw.type": "gpu", "hw.id": fmt.Sprintf("GPU-51a1a7ed-0000-0000-0000-%012x", s.Device), "hw.model": "gpuspans simulated GPU",
-			"gpuspans.pci_bus_id": fmt.Sprintf("00000000:%02X:00.0", 0x80+s.Device),
-			"gpuspans.device":     fmt.Sprint(s.Device), "gpuspans.stream": fmt.Sprintf("%#x", uint64(s.Stream)),
+			"gpuspans.pci_bus_id": fmt.Sprintf("00000000:%02X:00.0", 0x80+s.Device), "gpuspans.driver": "13.0",
+			"gpuspans.device": fmt.Sprint(s.Device), "gpuspans.stream": fmt.Sprintf("%#x", uint64(s.Stream)),
 			"gpuspans.kind": kind, "gpuspans." + kind: s.Name, "gpuspans.step": fmt.Sprint(s.Step),
 		}
 		if fmt.Sprint(a) != fmt.Sprint(want) {

@@ -159,7 +159,7 @@ const (
 // target labels Prometheus sets: a constant label taking one would clash.
 var reservedLabels = map[string]bool{
 	"device": true, "lane": true, "kernel": true, "quantile": true, "le": true, "reason": true, "state": true,
-	"uuid": true, "pci_bus_id": true, "name": true, "mode": true, "source": true, "phase": true, "level": true, "cause": true,
+	"uuid": true, "pci_bus_id": true, "name": true, "driver": true, "mode": true, "source": true, "phase": true, "level": true, "cause": true,
 	"job": true, "instance": true,
 	"device_model": true, "previous_build": true, "change": true,
 }
@@ -382,7 +382,7 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 
 		deviceUp:    d("device_up", "1 if the device's installed recorder is recording spans, else 0.", "device"),
 		eventOffset: d("event_offset_seconds", "How much longer an event pair reads than the kernel between them, measured when the pool opened; subtracted from kernel spans unless the hub reports them raw. Absent until measured.", "device"),
-		deviceInfo:  d("device_info", "The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.", "device", "state", "uuid", "pci_bus_id", "name"),
+		deviceInfo:  d("device_info", "The device's identity (as DCGM and nvidia-smi write it), the driver's CUDA version and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.", "device", "state", "uuid", "pci_bus_id", "name", "driver"),
 	}
 	return c
 }
@@ -667,7 +667,7 @@ func (c *Collector) devices(ch chan<- prometheus.Metric, devs []gpuspans.DeviceS
 			ch <- prometheus.MustNewConstMetric(c.eventOffset, prometheus.GaugeValue, d.EventOffset.Seconds(), dev)
 		}
 		id := d.Identity
-		ch <- prometheus.MustNewConstMetric(c.deviceInfo, prometheus.GaugeValue, 1, dev, d.State.String(), label(id.UUID), label(id.PCIBusID), label(id.Name))
+		ch <- prometheus.MustNewConstMetric(c.deviceInfo, prometheus.GaugeValue, 1, dev, d.State.String(), label(id.UUID), label(id.PCIBusID), label(id.Name), label(id.Driver))
 	}
 }
 

@@ -225,11 +225,11 @@ gpuspans_harvest_seconds_total 0
 gpuspans_device_up{device="0"} 1
 gpuspans_device_up{device="1"} 0
 gpuspans_device_up{device="2"} 0
-# HELP gpuspans_device_info The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.
+# HELP gpuspans_device_info The device's identity (as DCGM and nvidia-smi write it), the driver's CUDA version and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.
 # TYPE gpuspans_device_info gauge
-gpuspans_device_info{device="0",name="gpuspans simulated GPU",pci_bus_id="00000000:80:00.0",state="open",uuid="GPU-51a1a7ed-0000-0000-0000-000000000000"} 1
-gpuspans_device_info{device="1",name="",pci_bus_id="",state="failed",uuid=""} 1
-gpuspans_device_info{device="2",name="",pci_bus_id="",state="dead",uuid=""} 1
+gpuspans_device_info{device="0",driver="13.0",name="gpuspans simulated GPU",pci_bus_id="00000000:80:00.0",state="open",uuid="GPU-51a1a7ed-0000-0000-0000-000000000000"} 1
+gpuspans_device_info{device="1",driver="",name="",pci_bus_id="",state="failed",uuid=""} 1
+gpuspans_device_info{device="2",driver="",name="",pci_bus_id="",state="dead",uuid=""} 1
 # HELP gpuspans_event_offset_seconds How much longer an event pair reads than the kernel between them, measured when the pool opened; subtracted from kernel spans unless the hub reports them raw. Absent until measured.
 # TYPE gpuspans_event_offset_seconds gauge
 gpuspans_event_offset_seconds{device="0"} 0
@@ -279,21 +279,21 @@ func TestDeviceReplaced(t *testing.T) {
 	install()
 	install()
 	c := NewCollector(h, Options{})
-	want := func(state, name, bus, uuid string) string {
+	want := func(state, driver, name, bus, uuid string) string {
 		return `
 # HELP gpuspans_device_up 1 if the device's installed recorder is recording spans, else 0.
 # TYPE gpuspans_device_up gauge
 gpuspans_device_up{device="0"} 0
-# HELP gpuspans_device_info The device's identity (as DCGM and nvidia-smi write it) and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.
+# HELP gpuspans_device_info The device's identity (as DCGM and nvidia-smi write it), the driver's CUDA version and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.
 # TYPE gpuspans_device_info gauge
-gpuspans_device_info{device="0",name="` + name + `",pci_bus_id="` + bus + `",state="` + state + `",uuid="` + uuid + `"} 1
+gpuspans_device_info{device="0",driver="` + driver + `",name="` + name + `",pci_bus_id="` + bus + `",state="` + state + `",uuid="` + uuid + `"} 1
 `
 	}
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want("pending", "", "", "")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("pending", "", "", "", "")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
 		t.Error(err)
 	}
 	h.Uninstall(0)
-	if err := testutil.CollectAndCompare(c, strings.NewReader(want("retiring", "gpuspans simulated GPU", "00000000:80:00.0", "GPU-51a1a7ed-0000-0000-0000-000000000000")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
+	if err := testutil.CollectAndCompare(c, strings.NewReader(want("retiring", "13.0", "gpuspans simulated GPU", "00000000:80:00.0", "GPU-51a1a7ed-0000-0000-0000-000000000000")), "gpuspans_device_up", "gpuspans_device_info"); err != nil {
 		t.Error(err)
 	}
 }

@@ -127,6 +127,7 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 			Uuid:     d.Identity.UUID,
 			PciBusId: d.Identity.PCIBusID,
 			Name:     d.Identity.Name,
+			Driver:   d.Identity.Driver,
 
 			EventOffsetNs: int64(d.EventOffset),
 		}
@@ -251,7 +252,7 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 			Stream:   backend.Stream(pd.GetStream()),
 			Slots:    int(pd.GetSlots()),
 			InFlight: pd.GetInFlight(),
-			Identity: backend.Identity{UUID: pd.GetUuid(), PCIBusID: pd.GetPciBusId(), Name: pd.GetName()},
+			Identity: backend.Identity{UUID: pd.GetUuid(), PCIBusID: pd.GetPciBusId(), Name: pd.GetName(), Driver: pd.GetDriver()},
 
 			EventOffset: time.Duration(pd.GetEventOffsetNs()),
 		}

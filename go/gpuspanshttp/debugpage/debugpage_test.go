@@ -236,13 +236,18 @@ func TestSnapshotJSON(t *testing.T) {
 	if s.Counters.Landed != s.Counters.Begun || s.Counters.DroppedCapturing != 0 {
 		t.Errorf("counters %+v", s.Counters)
 	}
-	// The simulated device names itself and reports its event offset (0).
+	// The simulated device names itself and its driver, and reports its
+	// event offset (0).
 	if len(s.Devices) != 1 || !strings.HasPrefix(s.Devices[0].UUID, "GPU-") || s.Devices[0].PCIBusID == "" ||
-		s.Devices[0].Name != "gpuspans simulated GPU" || s.Devices[0].EventOffsetNs != 0 {
+		s.Devices[0].Name != "gpuspans simulated GPU" || s.Devices[0].Driver != "13.0" || s.Devices[0].EventOffsetNs != 0 {
 		t.Errorf("devices %+v", s.Devices)
 	}
-	if page := get(t, serve(hub, Options{}), "GET", Path).Body.String(); !strings.Contains(page, s.Devices[0].UUID) {
+	page := get(t, serve(hub, Options{}), "GET", Path).Body.String()
+	if !strings.Contains(page, s.Devices[0].UUID) {
 		t.Error("the page does not show the device's UUID")
+	}
+	if !strings.Contains(page, `<td class="l">13.0</td>`) {
+		t.Error("the page does not show the device's driver")
 	}
 }
 

@@ -65,6 +65,7 @@ type deviceJSON struct {
 	UUID     string `json:"uuid,omitempty"`
 	PCIBusID string `json:"pci_bus_id,omitempty"`
 	Name     string `json:"name,omitempty"`
+	Driver   string `json:"driver,omitempty"` // the driver's CUDA version, "13.0"
 	// EventOffsetNs is subtracted from kernel spans; -1 until measured.
 	EventOffsetNs int64 `json:"event_offset_ns"`
 }
@@ -129,7 +130,8 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 	for _, d := range s.Devices {
 		dj := deviceJSON{
 			Device: d.Device, State: d.State.String(), Stream: uint64(d.Stream), Slots: d.Slots, InFlight: d.InFlight,
-			UUID: d.Identity.UUID, PCIBusID: d.Identity.PCIBusID, Name: d.Identity.Name, EventOffsetNs: int64(d.EventOffset),
+			UUID: d.Identity.UUID, PCIBusID: d.Identity.PCIBusID, Name: d.Identity.Name, Driver: d.Identity.Driver,
+			EventOffsetNs: int64(d.EventOffset),
 		}
 		if d.Err != nil {
 			dj.Reason = d.Err.Error()

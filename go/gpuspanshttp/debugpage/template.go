@@ -166,8 +166,8 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 
 <h2>Devices</h2>
 {{if .Snap.Devices}}<table id="devices">
-<tr><th>gpu</th><th class="l">state</th><th class="l">name</th><th class="l">uuid</th><th class="l">pci bus id</th><th>event offset</th><th>slots</th><th>in flight</th><th class="l">stream</th><th class="l">reason</th></tr>
-{{range .Snap.Devices}}<tr><td>{{.Device}}</td><td class="l state-{{.State}}">{{.State}}</td><td class="l">{{.Name}}</td><td class="l"><code>{{.UUID}}</code></td><td class="l"><code>{{.PCIBusID}}</code></td><td>{{if ge .EventOffsetNs 0}}{{.EventOffsetNs}} ns{{else}}&ndash;{{end}}</td><td>{{.Slots}}</td><td>{{.InFlight}}</td><td class="l"><code>{{printf "%#x" .Stream}}</code></td><td class="l">{{.Reason}}</td></tr>
+<tr><th>gpu</th><th class="l">state</th><th class="l">name</th><th class="l">uuid</th><th class="l">pci bus id</th><th class="l">cuda driver</th><th>event offset</th><th>slots</th><th>in flight</th><th class="l">stream</th><th class="l">reason</th></tr>
+{{range .Snap.Devices}}<tr><td>{{.Device}}</td><td class="l state-{{.State}}">{{.State}}</td><td class="l">{{.Name}}</td><td class="l"><code>{{.UUID}}</code></td><td class="l"><code>{{.PCIBusID}}</code></td><td class="l">{{.Driver}}</td><td>{{if ge .EventOffsetNs 0}}{{.EventOffsetNs}} ns{{else}}&ndash;{{end}}</td><td>{{.Slots}}</td><td>{{.InFlight}}</td><td class="l"><code>{{printf "%#x" .Stream}}</code></td><td class="l">{{.Reason}}</td></tr>
 {{end}}</table>
 {{else}}<p>No device installed.</p>{{end}}
 </main>

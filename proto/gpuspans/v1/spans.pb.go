@@ -598,6 +598,9 @@ type DeviceStatus struct {
 	// The device's event offset, subtracted from kernel spans unless the hub
 	// reports them raw; -1 until measured.
 	EventOffsetNs int64 `protobuf:"varint,10,opt,name=event_offset_ns,json=eventOffsetNs,proto3" json:"event_offset_ns,omitempty"`
+	// The driver's CUDA version, as nvidia-smi's banner writes it ("13.0"),
+	// when known.
+	Driver        string `protobuf:"bytes,11,opt,name=driver,proto3" json:"driver,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -700,6 +703,13 @@ func (x *DeviceStatus) GetEventOffsetNs() int64 {
 		return x.EventOffsetNs
 	}
 	return 0
+}
+
+func (x *DeviceStatus) GetDriver() string {
+	if x != nil {
+		return x.Driver
+	}
+	return ""
 }
 
 // Counters since the hub started. Names follow the Prometheus metrics'
@@ -2144,7 +2154,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x06min_ns\x18\x06 \x01(\x03R\x05minNs\x12\x15\n" +
 	"\x06max_ns\x18\a \x01(\x03R\x05maxNs\x12&\n" +
 	"\x0fbucket_upper_ns\x18\b \x03(\x03R\rbucketUpperNs\x12#\n" +
-	"\rbucket_counts\x18\t \x03(\x04R\fbucketCountsJ\x04\b\x01\x10\x02R\x04kind\"\x8d\x02\n" +
+	"\rbucket_counts\x18\t \x03(\x04R\fbucketCountsJ\x04\b\x01\x10\x02R\x04kind\"\xa5\x02\n" +
 	"\fDeviceStatus\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -2157,7 +2167,8 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"pci_bus_id\x18\b \x01(\tR\bpciBusId\x12\x12\n" +
 	"\x04name\x18\t \x01(\tR\x04name\x12&\n" +
 	"\x0fevent_offset_ns\x18\n" +
-	" \x01(\x03R\reventOffsetNs\"\xba\x06\n" +
+	" \x01(\x03R\reventOffsetNs\x12\x16\n" +
+	"\x06driver\x18\v \x01(\tR\x06driver\"\xba\x06\n" +
 	"\bCounters\x12\x14\n" +
 	"\x05begun\x18\x01 \x01(\x04R\x05begun\x12\x16\n" +
 	"\x06landed\x18\x02 \x01(\x04R\x06landed\x12*\n" +

@@ -44,7 +44,7 @@ func FullSnapshot() gpuspans.Snapshot {
 	s.Devices[1] = gpuspans.DeviceStatus{
 		Device: 3, State: gpuspans.DeviceDead, Err: errors.New("cuEventRecord: illegal address (700)"), Stream: 2, Slots: 8,
 		InFlight: 1, EventOffset: 3344,
-		Identity: backend.Identity{UUID: "GPU-00000000-0000-0000-0000-000000000003", PCIBusID: "00000000:19:00.0", Name: "NVIDIA H200"},
+		Identity: backend.Identity{UUID: "GPU-00000000-0000-0000-0000-000000000003", PCIBusID: "00000000:19:00.0", Name: "NVIDIA H200", Driver: "13.0"},
 	}
 	s.PerDevice = []gpuspans.DeviceCounters{{Device: 3, Begun: 1, Landed: 2}}
 	s.GPUTime = FullGPUTime()
