@@ -154,6 +154,33 @@ class HubTest(unittest.TestCase):
             else:
                 os.environ["GPUSPANS_CUPTI"] = old
 
+    def test_profile(self):
+        # start_profile through the C ABI: bad arguments refused by name, one
+        # at a time, the status in the snapshot, and a file that is not a
+        # profile read as such and never replaced.
+        import tempfile
+        with tempfile.TemporaryDirectory() as d, gpuspans.Hub(level="step", quiet=True) as hub:
+            path = os.path.join(d, "notes.txt")
+            with open(path, "w") as f:
+                f.write("my notes\n")
+            for args, err in (((path, ""), gpuspans.Error), (("", "v1"), gpuspans.Error), ((path, "a\nb"), gpuspans.Error),
+                              ((path, "v1", -1), ValueError), ((path, "v1", float("nan")), ValueError),
+                              ((b"p", "v1"), TypeError), ((path, 3), TypeError), ((path, "v\0"), ValueError)):
+                with self.assertRaises(err, msg=repr(args)):
+                    hub.start_profile(*args)
+            hub.start_profile(path, "v1", 1)
+            with self.assertRaises(gpuspans.Error) as cm:
+                hub.start_profile(path, "v2")
+            self.assertEqual(cm.exception.name, "GS_HUB_ERR_LIMIT")
+            p = hub.snapshot()["profile"]
+            self.assertEqual((p["path"], p["build"], p["running"]), (path, "v1", True))
+            self.assertIn("not a gpuspans profile", p["ignored"])
+            hub.stop_profile()
+            hub.stop_profile()  # none runs
+            self.assertFalse(hub.snapshot()["profile"]["running"])
+            with open(path) as f:
+                self.assertEqual(f.read(), "my notes\n")
+
     def test_kernel_timing_falls_back_to_events(self):
         # GPUSPANS_CUPTI names a library that is not there: CUPTI stays off,
         # and kernel spans are event pairs as before, through the C ABI.
