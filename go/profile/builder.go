@@ -2,6 +2,7 @@ package profile
 
 import (
 	"cmp"
+	"math"
 	"slices"
 	"time"
 )
@@ -50,25 +51,29 @@ type kernelAcc struct {
 	time     Stat
 	launches float64 // summed over the windows that ran it
 	runs     uint64
-	seen     uint64 // the lane's window count when it last ran
+	seen     uint64  // the lane's window count when it last ran
+	cur      float64 // its time in the window being added
 }
 
-// Add adds one window's lane.
+// Add adds one window's lane. A window with a value that is not a finite
+// time (NaN, Inf, past MaxValue) is left out whole; a negative value (a
+// difference that rounding took below 0) counts as 0. A kernel name listed
+// twice in a window counts once, with the two's time and launches summed.
 func (b *Builder) Add(w *WindowLane) {
-	if w.Spans <= 0 {
+	if w.Spans <= 0 || !w.valid() {
 		return
 	}
 	l := b.lane(w.Model, w.Driver, w.Lane)
 	l.lane.Windows++
 	l.lane.Spans += uint64(w.Spans)
-	l.lane.Busy.Add(w.Busy)
+	l.lane.Busy.Add(max(w.Busy, 0))
 	if w.Served > 0 {
 		l.lane.Time.Add(w.Served)
-		l.idle.Host += w.Idle.Host
-		l.idle.Launch += w.Idle.Launch
-		l.idle.Copy += w.Idle.Copy
-		l.idle.Wait += w.Idle.Wait
-		l.idle.Other += w.Idle.Other
+		l.idle.Host += max(w.Idle.Host, 0)
+		l.idle.Launch += max(w.Idle.Launch, 0)
+		l.idle.Copy += max(w.Idle.Copy, 0)
+		l.idle.Wait += max(w.Idle.Wait, 0)
+		l.idle.Other += max(w.Idle.Other, 0)
 		l.idleWindows++
 	}
 	if l.kernels == nil {
@@ -83,19 +88,40 @@ func (b *Builder) Add(w *WindowLane) {
 			k = &kernelAcc{name: wk.Name, time: Stat{N: n - 1}}
 			l.kernels[wk.Name] = k
 		}
-		k.time.Add(wk.Time)
-		k.launches += wk.Launches
-		k.runs++
-		k.seen = n
+		if k.seen != n {
+			k.seen, k.cur = n, 0
+			k.runs++
+		}
+		k.cur += max(wk.Time, 0)
+		k.launches += max(wk.Launches, 0)
 	}
 	for _, k := range l.kernels {
-		for k.time.N < n { // not run in this window
+		for k.time.N+1 < n {
+			k.time.Add(0)
+		}
+		if k.seen == n {
+			k.time.Add(k.cur)
+		} else { // not run in this window
 			k.time.Add(0)
 		}
 	}
 	if len(l.kernels) > keptKernels {
 		l.cutBelow = max(l.cutBelow, cutLightest(l, keptKernels))
 	}
+}
+
+// valid reports whether w's values are times Add can take.
+func (w *WindowLane) valid() bool {
+	ok := func(x float64) bool { return !math.IsNaN(x) && x <= MaxValue && x >= -MaxValue }
+	if !ok(w.Served) || !ok(w.Busy) || !ok(w.Idle.Host) || !ok(w.Idle.Launch) || !ok(w.Idle.Copy) || !ok(w.Idle.Wait) || !ok(w.Idle.Other) {
+		return false
+	}
+	for i := range w.Kernels {
+		if !ok(w.Kernels[i].Time) || !ok(w.Kernels[i].Launches) {
+			return false
+		}
+	}
+	return true
 }
 
 // lane returns the accumulator of a lane on a device model and driver,
@@ -134,7 +160,9 @@ func (b *Builder) MinWindows() uint64 {
 }
 
 // cutLightest drops all but keep of l's kernels, the heaviest kept, and
-// returns the heaviest mean dropped.
+// returns the heaviest mean dropped. The kept ones move to a new map: a
+// map keeps the room of the most entries it ever held, and one window of
+// many names must not leave that behind.
 func cutLightest(l *laneAcc, keep int) float64 {
 	s := l.scratch[:0]
 	for _, k := range l.kernels {
@@ -144,9 +172,15 @@ func cutLightest(l *laneAcc, keep int) float64 {
 	cut := 0.0
 	for _, k := range s[keep:] {
 		cut = max(cut, k.time.Mean)
-		delete(l.kernels, k.name)
+	}
+	l.kernels = make(map[string]*kernelAcc, keep+keep/4)
+	for _, k := range s[:keep] {
+		l.kernels[k.name] = k
 	}
 	clear(s)
+	if cap(s) > 2*keptKernels {
+		s = nil
+	}
 	l.scratch = s[:0]
 	return cut
 }
@@ -163,22 +197,25 @@ func heavier(a, b *kernelAcc) int {
 // at now: its lanes by device model and lane name, each with its
 // MaxKernels heaviest kernels. Lanes of one model with two drivers (a
 // machine mid-upgrade) are kept apart by the Builder and written as the
-// one with more windows.
+// one with more windows. Names are made ones a profile can hold (see
+// truncName); build must not be empty.
 func (b *Builder) Profile(build, host string, now time.Time) *Profile {
-	p := &Profile{Format: Format, Build: build, Host: host, Written: now.UTC()}
+	p := &Profile{Format: Format, Build: truncName(build), Host: truncName(host), Written: now.UTC()}
 	for _, l := range b.lanes {
 		if l.lane.Windows == 0 {
 			continue
 		}
-		if o := p.Lane(l.lane.Model, l.lane.Lane); o != nil {
-			if o.Windows >= l.lane.Windows {
-				continue
+		out := l.out()
+		// Looked up by the names as written: two lanes whose names differ
+		// only past MaxName bytes or in control characters are one.
+		if o := p.Lane(out.Model, out.Lane); o != nil {
+			if o.Windows < out.Windows {
+				*o = out
 			}
-			*o = l.out()
 			continue
 		}
 		if len(p.Lanes) < MaxLanes {
-			p.Lanes = append(p.Lanes, l.out())
+			p.Lanes = append(p.Lanes, out)
 		}
 	}
 	slices.SortFunc(p.Lanes, func(a, b Lane) int {
@@ -212,6 +249,9 @@ func (l *laneAcc) out() Lane {
 	names := make(map[string]bool, len(ks))
 	for _, k := range ks {
 		name := truncName(k.name)
+		if name == "" {
+			name = unnamed
+		}
 		if names[name] { // two long names alike in their first MaxName bytes
 			continue
 		}
@@ -219,11 +259,19 @@ func (l *laneAcc) out() Lane {
 		o.Kernels = append(o.Kernels, Kernel{Name: name, Launches: k.launches / float64(max(k.runs, 1)), Time: k.time})
 	}
 	o.Model, o.Driver, o.Lane = truncName(o.Model), truncName(o.Driver), truncName(o.Lane)
+	if o.Lane == "" {
+		o.Lane = unnamed
+	}
 	return o
 }
 
+// unnamed stands for an empty lane or kernel name, which a profile cannot
+// hold.
+const unnamed = "(unnamed)"
+
 // truncName cuts a name to MaxName bytes on a rune boundary, and replaces
-// control characters, so that what the hub writes always reads back.
+// control characters with "?" and bytes that are not UTF-8 with U+FFFD, so
+// that what the hub writes always reads back.
 func truncName(s string) string {
 	ok := len(s) <= MaxName
 	for _, r := range s {

@@ -16,8 +16,14 @@ import (
 // (about 3% between windows of a graph decode on an H100) while the first
 // comparison still comes within a minute at the default window period (10
 // s). A kernel moved when its time per span changed by MovedRatio of the
-// old, by MovedMin, and by Sigmas standard errors of the difference; a
-// lane's time or busy time by LaneRatio and Sigmas.
+// old, by MovedMin, and significantly; a lane's time or busy time by
+// LaneRatio and significantly. Significantly: Welch's t-test rejects "the
+// same mean" at the level of Sigmas standard errors of a normal (0.27%,
+// two-sided), with the Student's t of the few windows' degrees of freedom
+// (3 standard errors of five windows' means happen by chance 20 times as
+// often as 0.27%), and for kernels that level shared among the lane's
+// kernels (Bonferroni), so that a lane of 64 noisy kernels is named no
+// more often than one of a single kernel.
 const (
 	MinWindows = 5
 	MovedRatio = 0.10
@@ -52,10 +58,11 @@ type LaneDiff struct {
 	Lane   string `json:"lane"`
 	Model2 string `json:"model_after,omitempty"` // the after profile's model, when compared across models
 	// Drivers, when they differ.
-	Driver, Driver2 string     `json:"-"`
-	Windows         [2]uint64  `json:"windows"`
-	Time            [2]float64 `json:"time_ns"` // per span outside windows, before and after
-	Busy            [2]float64 `json:"busy_ns"` // per span
+	Driver  string     `json:"driver,omitempty"`
+	Driver2 string     `json:"driver_after,omitempty"`
+	Windows [2]uint64  `json:"windows"`
+	Time    [2]float64 `json:"time_ns"` // per span outside windows, before and after; 0 where no window settled
+	Busy    [2]float64 `json:"busy_ns"` // per span
 	// TimeMoved and BusyMoved: +1 grew, -1 shrank, 0 neither (by
 	// LaneRatio and Sigmas).
 	TimeMoved int `json:"time_moved"`
@@ -92,6 +99,16 @@ type Diff struct {
 	Lanes  []LaneDiff `json:"lanes"`
 	// Skipped says, a line each, why a lane was not compared.
 	Skipped []string `json:"skipped,omitempty"`
+}
+
+// Worse reports whether any lane got worse (LaneDiff.Worse).
+func (d *Diff) Worse() bool {
+	for i := range d.Lanes {
+		if d.Lanes[i].Worse() {
+			return true
+		}
+	}
+	return false
 }
 
 // Changed reports whether any lane changed.
@@ -186,12 +203,20 @@ func compareLane(b, a *Lane) LaneDiff {
 	if a.Driver != b.Driver {
 		ld.Driver, ld.Driver2 = b.Driver, a.Driver
 	}
-	ld.TimeMoved = moved(b.Time, a.Time, LaneRatio, 0)
-	ld.BusyMoved = moved(b.Busy, a.Busy, LaneRatio, 0)
+	alpha := math.Erfc(Sigmas / math.Sqrt2)
+	ld.TimeMoved = moved(b.Time, a.Time, LaneRatio, 0, alpha)
+	ld.BusyMoved = moved(b.Busy, a.Busy, LaneRatio, 0, alpha)
 	before := make(map[string]*Kernel, len(b.Kernels))
 	for i := range b.Kernels {
 		before[b.Kernels[i].Name] = &b.Kernels[i]
 	}
+	tests := 0
+	for i := range a.Kernels {
+		if before[a.Kernels[i].Name] != nil {
+			tests++
+		}
+	}
+	alphaK := alpha / float64(max(tests, 1))
 	var ch []KernelChange
 	for i := range a.Kernels {
 		k := &a.Kernels[i]
@@ -205,7 +230,7 @@ func compareLane(b, a *Lane) LaneDiff {
 			continue
 		}
 		delete(before, k.Name)
-		switch moved(o.Time, k.Time, MovedRatio, MovedMin) {
+		switch moved(o.Time, k.Time, MovedRatio, MovedMin, alphaK) {
 		case 1:
 			ch = append(ch, KernelChange{Name: k.Name, Change: Grew, Before: o.Time.Mean, After: k.Time.Mean})
 		case -1:
@@ -233,18 +258,92 @@ func compareLane(b, a *Lane) LaneDiff {
 
 // moved says whether a moved from b: +1 up, -1 down, 0 neither. It moved
 // when the difference of the means is at least ratio of b's, at least
-// floor, and more than Sigmas standard errors of the difference.
-func moved(b, a Stat, ratio, floor float64) int {
+// floor, and significant at level alpha by Welch's t-test. A Stat of no
+// values never moved; where neither has a spread (fewer than 2 values, or
+// all alike) the ratio and the floor decide alone.
+func moved(b, a Stat, ratio, floor, alpha float64) int {
+	if b.N == 0 || a.N == 0 {
+		return 0
+	}
 	diff := a.Mean - b.Mean
 	mag := math.Abs(diff)
-	se := math.Sqrt(b.SE()*b.SE() + a.SE()*a.SE())
-	if mag < ratio*b.Mean || mag < floor || mag <= Sigmas*se || mag == 0 {
+	if mag < ratio*b.Mean || mag < floor || mag == 0 {
 		return 0
+	}
+	vb, va := b.SE()*b.SE(), a.SE()*a.SE()
+	if se := math.Sqrt(vb + va); se > 0 {
+		// Welch–Satterthwaite: the degrees of freedom of the difference.
+		den := 0.0
+		if b.N > 1 {
+			den += vb * vb / float64(b.N-1)
+		}
+		if a.N > 1 {
+			den += va * va / float64(a.N-1)
+		}
+		if tTwoSided(mag/se, (vb+va)*(vb+va)/den) >= alpha {
+			return 0
+		}
 	}
 	if diff > 0 {
 		return 1
 	}
 	return -1
+}
+
+// tTwoSided is the probability that Student's t of df degrees of freedom
+// is t or more away from 0.
+func tTwoSided(t, df float64) float64 {
+	if df > 1000 { // the normal's, within 0.5% of the level
+		return math.Erfc(t / math.Sqrt2)
+	}
+	return betaInc(df/(df+t*t), df/2, 0.5)
+}
+
+// betaInc is the regularized incomplete beta function I_x(a, b), from its
+// continued fraction (Numerical Recipes, 6.4).
+func betaInc(x, a, b float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	if x >= 1 {
+		return 1
+	}
+	la, _ := math.Lgamma(a)
+	lb, _ := math.Lgamma(b)
+	lab, _ := math.Lgamma(a + b)
+	front := math.Exp(lab - la - lb + a*math.Log(x) + b*math.Log1p(-x))
+	if x < (a+1)/(a+b+2) {
+		return front * betaCF(x, a, b) / a
+	}
+	return 1 - front*betaCF(1-x, b, a)/b
+}
+
+// betaCF evaluates betaInc's continued fraction by Lentz's method.
+func betaCF(x, a, b float64) float64 {
+	const tiny, eps = 1e-300, 1e-14
+	nz := func(v float64) float64 {
+		if math.Abs(v) < tiny {
+			return tiny
+		}
+		return v
+	}
+	c, d := 1.0, 1/nz(1-(a+b)*x/(a+1))
+	h := d
+	for m := 1.0; m <= 300; m++ {
+		aa := m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m))
+		d = 1 / nz(1+aa*d)
+		c = nz(1 + aa/c)
+		h *= d * c
+		aa = -(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1))
+		d = 1 / nz(1+aa*d)
+		c = nz(1 + aa/c)
+		del := d * c
+		h *= del
+		if math.Abs(del-1) < eps {
+			break
+		}
+	}
+	return h
 }
 
 // Percent is after's change from before, in percent (+20.5); +Inf from 0.
@@ -261,8 +360,13 @@ func Percent(before, after float64) float64 {
 // Line is one lane's changes as one line of text, for a log.
 func (l *LaneDiff) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lane %q on %s: time per step %s (%s -> %s), busy %s (%s -> %s)", l.Lane, modelName(l.Model),
-		pct(l.Time[0], l.Time[1]), us(l.Time[0]), us(l.Time[1]), pct(l.Busy[0], l.Busy[1]), us(l.Busy[0]), us(l.Busy[1]))
+	fmt.Fprintf(&b, "lane %q on %s: ", l.Lane, modelName(l.Model))
+	if l.Time[0] == 0 || l.Time[1] == 0 {
+		fmt.Fprintf(&b, "time per step %s -> %s (not settled in both)", orDash(l.Time[0]), orDash(l.Time[1]))
+	} else {
+		fmt.Fprintf(&b, "time per step %s (%s -> %s)", pct(l.Time[0], l.Time[1]), us(l.Time[0]), us(l.Time[1]))
+	}
+	fmt.Fprintf(&b, ", busy %s (%s -> %s)", pct(l.Busy[0], l.Busy[1]), us(l.Busy[0]), us(l.Busy[1]))
 	if len(l.Kernels) == 0 {
 		b.WriteString("; no kernel moved")
 	}
@@ -289,7 +393,7 @@ func (l *LaneDiff) Line() string {
 		fmt.Fprintf(&b, " (after: %s)", l.Model2)
 	}
 	if l.Driver != l.Driver2 {
-		fmt.Fprintf(&b, " (driver %s -> %s)", l.Driver, l.Driver2)
+		fmt.Fprintf(&b, " (driver %s -> %s)", orNone(l.Driver), orNone(l.Driver2))
 	}
 	return b.String()
 }
@@ -305,15 +409,31 @@ func pct(before, after float64) string {
 func us(ns float64) string { return fmt.Sprintf("%.1f us", ns/1e3) }
 
 // WriteTable writes d as a table a person reads: a line per lane, then its
-// changed kernels.
+// changed kernels. A change that counts (significant, past its ratio) is
+// starred; a lane time of "-" is one no window settled.
 func (d *Diff) WriteTable(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "before: build %q\nafter:  build %q\n\n", d.Before, d.After)
-	fmt.Fprintf(&b, "%-14s %-26s %8s %12s %12s %8s %12s %12s %8s\n", "lane", "device", "windows", "time before", "time after", "change", "busy before", "busy after", "change")
+	if len(d.Lanes) > 0 {
+		fmt.Fprintf(&b, "%-14s %-26s %8s %12s %12s %8s %12s %12s %8s\n", "lane", "device", "windows", "time before", "time after", "change", "busy before", "busy after", "change")
+	}
 	for i := range d.Lanes {
 		l := &d.Lanes[i]
+		tb, ta, tc := us(l.Time[0]), us(l.Time[1]), mark(pct(l.Time[0], l.Time[1]), l.TimeMoved)
+		if l.Time[0] == 0 || l.Time[1] == 0 {
+			tb, ta, tc = orDash(l.Time[0]), orDash(l.Time[1]), "-"
+		}
 		fmt.Fprintf(&b, "%-14.40s %-26.40s %8s %12s %12s %8s %12s %12s %8s\n", l.Lane, modelName(l.Model), fmt.Sprintf("%d/%d", l.Windows[0], l.Windows[1]),
-			us(l.Time[0]), us(l.Time[1]), mark(pct(l.Time[0], l.Time[1]), l.TimeMoved), us(l.Busy[0]), us(l.Busy[1]), mark(pct(l.Busy[0], l.Busy[1]), l.BusyMoved))
+			tb, ta, tc, us(l.Busy[0]), us(l.Busy[1]), mark(pct(l.Busy[0], l.Busy[1]), l.BusyMoved))
+	}
+	for i := range d.Lanes {
+		l := &d.Lanes[i]
+		if l.Model2 != "" {
+			fmt.Fprintf(&b, "lane %q: before on %s, after on %s\n", l.Lane, modelName(l.Model), modelName(l.Model2))
+		}
+		if l.Driver != l.Driver2 {
+			fmt.Fprintf(&b, "lane %q: driver %s before, %s after\n", l.Lane, orNone(l.Driver), orNone(l.Driver2))
+		}
 	}
 	for i := range d.Lanes {
 		l := &d.Lanes[i]
@@ -328,14 +448,34 @@ func (d *Diff) WriteTable(w io.Writer) error {
 			fmt.Fprintf(&b, "  and %d more\n", l.More)
 		}
 	}
-	if len(d.Lanes) > 0 && !d.Changed() {
+	switch {
+	case len(d.Lanes) == 0:
+		b.WriteString("no lane compared\n")
+	case !d.Changed():
 		b.WriteString("\nno lane and no kernel changed\n")
+	}
+	if len(d.Skipped) > 0 {
+		b.WriteString("\n")
 	}
 	for _, s := range d.Skipped {
 		fmt.Fprintf(&b, "not compared: %s\n", s)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func orDash(ns float64) string {
+	if ns == 0 {
+		return "-"
+	}
+	return us(ns)
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
 }
 
 // mark stars a change that counts.

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -28,12 +29,17 @@ const Format = "gpuspans-profile/1"
 
 // Bounds of a profile. A lane keeps its MaxKernels heaviest kernel names;
 // with MaxLanes lanes, names of MaxName bytes and the numbers around them
-// a profile stays under MaxBytes, which Read refuses past.
+// a profile stays under MaxBytes, which Read refuses past: Write escapes
+// only what JSON must (a name of quotes or U+2028 doubles, the worst case:
+// 21 MB, TestWorstCaseFits), and a value is at most MaxValue.
 const (
 	MaxLanes   = 256 // lane entries (a lane on one device model is one)
 	MaxKernels = 64  // kernel names per lane
 	MaxName    = 512 // bytes of a kernel, lane, model, driver or build name
-	MaxBytes   = 16 << 20
+	MaxBytes   = 32 << 20
+	// MaxValue bounds a time or a count per span (1e15 ns: 11 days); a
+	// Stat's M2 is bounded by N times its square.
+	MaxValue = 1e15
 )
 
 // Stat is the mean of a measurement over windows, with its spread
@@ -136,26 +142,123 @@ func Read(path string) (*Profile, error) {
 	return p, nil
 }
 
-// Parse decodes and checks a profile.
+// Parse decodes and checks a profile. A document whose "format" is not
+// found before the first syntax error is not a profile (ErrNotProfile); a
+// profile cut short or otherwise broken is "corrupt". The lists are
+// bounded as they decode: a file of millions of empty lanes is refused at
+// the first past MaxLanes, never held.
 func Parse(b []byte) (*Profile, error) {
-	var head struct {
-		Format string `json:"format"`
-	}
-	if err := json.Unmarshal(b, &head); err != nil || head.Format == "" {
+	f := formatOf(b)
+	if f == "" {
 		return nil, fmt.Errorf("%w (no %q format field)", ErrNotProfile, Format)
 	}
-	if head.Format != Format {
-		return nil, fmt.Errorf("format %.40q, want %q (written by another version of gpuspans)", head.Format, Format)
+	if f != Format {
+		return nil, fmt.Errorf("format %.40q, want %q (written by another version of gpuspans)", f, Format)
 	}
-	var p Profile
-	d := json.NewDecoder(bytes.NewReader(b))
-	if err := d.Decode(&p); err != nil {
+	var pj profileJSON
+	if err := json.Unmarshal(b, &pj); err != nil {
+		if be := (*boundError)(nil); errors.As(err, &be) {
+			return nil, be
+		}
 		return nil, fmt.Errorf("corrupt: %v", err)
 	}
+	p := pj.Profile
+	p.Lanes = pj.Lanes
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return &p, nil
+}
+
+// formatOf returns the string value of b's "format" key if b opens as a
+// JSON object in which that key comes before anything malformed (a profile
+// cut short still has it: Write puts it first); "" otherwise.
+func formatOf(b []byte) string {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for d.More() {
+		t, err := d.Token()
+		if err != nil {
+			return ""
+		}
+		if t == "format" {
+			t, _ := d.Token()
+			s, _ := t.(string)
+			return s
+		}
+		var skip json.RawMessage
+		if d.Decode(&skip) != nil {
+			return ""
+		}
+	}
+	return ""
+}
+
+// profileJSON, laneJSON and their lists decode a profile with its lists
+// bounded while they are read.
+type (
+	profileJSON struct {
+		Profile
+		Lanes laneList `json:"lanes"`
+	}
+	laneJSON struct {
+		Lane
+		Kernels kernelList `json:"kernels"`
+	}
+	laneList   []Lane
+	kernelList []Kernel
+)
+
+// boundError is a list longer than its bound.
+type boundError struct{ msg string }
+
+func (e *boundError) Error() string { return e.msg }
+
+func (l *laneList) UnmarshalJSON(b []byte) error {
+	return decodeList(b, MaxLanes, "lanes", func(d *json.Decoder) error {
+		var lj laneJSON
+		if err := d.Decode(&lj); err != nil {
+			return err
+		}
+		lj.Lane.Kernels = lj.Kernels
+		*l = append(*l, lj.Lane)
+		return nil
+	})
+}
+
+func (l *kernelList) UnmarshalJSON(b []byte) error {
+	return decodeList(b, MaxKernels, "kernels in a lane", func(d *json.Decoder) error {
+		var k Kernel
+		if err := d.Decode(&k); err != nil {
+			return err
+		}
+		*l = append(*l, k)
+		return nil
+	})
+}
+
+// decodeList decodes the JSON list b (or null) an element at a time with
+// each, refusing more than max elements.
+func decodeList(b []byte, max int, what string, each func(*json.Decoder) error) error {
+	if string(b) == "null" {
+		return nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	if t, err := d.Token(); err != nil || t != json.Delim('[') {
+		return fmt.Errorf("%s: not a list", what)
+	}
+	for n := 0; d.More(); n++ {
+		if n == max {
+			return &boundError{fmt.Sprintf("more than %d %s, at most %d", max, what, max)}
+		}
+		if err := each(d); err != nil {
+			return err
+		}
+	}
+	_, err := d.Token()
+	return err
 }
 
 // Check reports the first thing wrong with p: a field out of its bounds, a
@@ -192,7 +295,7 @@ func (p *Profile) Check() error {
 		if len(l.Kernels) > MaxKernels {
 			return fmt.Errorf("lane %q: %d kernels, at most %d", l.Lane, len(l.Kernels), MaxKernels)
 		}
-		nums := []float64{l.Time.Mean, l.Time.M2, l.Busy.Mean, l.Busy.M2, l.Idle.Host, l.Idle.Launch, l.Idle.Copy, l.Idle.Wait, l.Idle.Other, l.CutBelow}
+		nums := []float64{l.Time.Mean, l.Busy.Mean, l.Idle.Host, l.Idle.Launch, l.Idle.Copy, l.Idle.Wait, l.Idle.Other, l.CutBelow}
 		if l.KernelsCut < 0 {
 			return fmt.Errorf("lane %q: kernels_cut %d", l.Lane, l.KernelsCut)
 		}
@@ -209,14 +312,24 @@ func (p *Profile) Check() error {
 			if kr.Time.N > l.Windows {
 				return fmt.Errorf("lane %q: kernel %.80q in %d windows of %d", l.Lane, kr.Name, kr.Time.N, l.Windows)
 			}
-			nums = append(nums, kr.Launches, kr.Time.Mean, kr.Time.M2)
+			nums = append(nums, kr.Launches, kr.Time.Mean)
 		}
 		if l.Time.N > l.Windows || l.Busy.N > l.Windows {
 			return fmt.Errorf("lane %q: more values than its %d windows", l.Lane, l.Windows)
 		}
 		for _, x := range nums {
-			if math.IsNaN(x) || math.IsInf(x, 0) || x < 0 || x > 1e15 {
-				return fmt.Errorf("lane %q: a value of %v (times are ns per span: finite, 0 or more)", l.Lane, x)
+			if !(x >= 0 && x <= MaxValue) { // NaN too
+				return fmt.Errorf("lane %q: a value of %v (times are ns per span: finite, 0 to %g)", l.Lane, x, float64(MaxValue))
+			}
+		}
+		stats := []Stat{l.Time, l.Busy}
+		for j := range l.Kernels {
+			stats = append(stats, l.Kernels[j].Time)
+		}
+		for _, st := range stats {
+			// M2 sums N squared deviations: a long run's grows past MaxValue.
+			if !(st.M2 >= 0 && st.M2 <= float64(st.N)*MaxValue*MaxValue) {
+				return fmt.Errorf("lane %q: a spread (m2) of %v over %d values", l.Lane, st.M2, st.N)
 			}
 		}
 	}
@@ -245,7 +358,7 @@ func checkName(what, s string, need bool) error {
 // Write writes p to path, crash-safe (a complete file, synced, renamed
 // onto the path), replacing only a profile: a file at path that is not
 // one, or not a regular file, is never replaced (ErrNotProfile). A
-// profile of another format version is replaced.
+// profile of another format version, or one cut short, is replaced.
 func Write(path string, p *Profile) error {
 	if err := p.Check(); err != nil {
 		return fmt.Errorf("profile %s: not written: %w", path, err)
@@ -253,7 +366,7 @@ func Write(path string, p *Profile) error {
 	if err := Owned(path); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(p, "", " ")
+	b, err := Marshal(p)
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", path, err)
 	}
@@ -264,7 +377,7 @@ func Write(path string, p *Profile) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Abort()
 		return fmt.Errorf("profile %s: %w", path, err)
 	}
@@ -272,12 +385,39 @@ func Write(path string, p *Profile) error {
 		f.Abort()
 		return fmt.Errorf("profile %s: %w", path, err)
 	}
+	if testHookBeforeCommit != nil {
+		testHookBeforeCommit()
+	}
+	// Looked at again: another file may have been put there while this
+	// one was written and synced.
+	if err := Owned(path); err != nil {
+		f.Abort()
+		return err
+	}
 	return f.Commit()
 }
 
+// testHookBeforeCommit, when set by a test, runs after the temporary file
+// is synced, before the path is looked at again and replaced.
+var testHookBeforeCommit func()
+
+// Marshal is p as Write writes it: indented JSON, names as they are
+// (JSON escapes only what it must: a kernel's "<" stays "<"), ending in a
+// newline.
+func Marshal(p *Profile) ([]byte, error) {
+	var buf bytes.Buffer
+	e := json.NewEncoder(&buf)
+	e.SetEscapeHTML(false)
+	e.SetIndent("", " ")
+	if err := e.Encode(p); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
 // Owned reports whether a profile may be written at path: nothing is
-// there, or a profile (of any format version) is. It never creates
-// anything.
+// there, or a profile (of any format version, even one cut short) is. It
+// never creates anything.
 func Owned(path string) error {
 	if err := outfile.Check("profile", path); err != nil {
 		return err
@@ -289,10 +429,7 @@ func Owned(path string) error {
 	if err != nil {
 		return fmt.Errorf("profile %s: %w: not replaced", path, err)
 	}
-	var head struct {
-		Format string `json:"format"`
-	}
-	if json.Unmarshal(b, &head) != nil || len(head.Format) < len("gpuspans-profile/") || head.Format[:len("gpuspans-profile/")] != "gpuspans-profile/" {
+	if !strings.HasPrefix(formatOf(b), "gpuspans-profile/") {
 		return fmt.Errorf("profile %s: %w: gpuspans replaces only a profile it wrote", path, ErrNotProfile)
 	}
 	return nil

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Go code's three wings, checked on the import graph (tests included):
 # no package imports one of a higher wing.
-#   1 library       go/gpuspans, go/backend, go/cuda, go/export, proto, and
-#                   the helpers in go/internal, under all of them: they
-#                   import nothing of ours outside go/internal
+#   1 library       go/gpuspans, go/backend, go/cuda, go/export, go/profile,
+#                   proto, and the helpers in go/internal, under all of
+#                   them: they import nothing of ours outside go/internal
 #   2 HTTP          go/gpuspanshttp/...
 #   3 applications  go/cmd/..., go/capi, go/integration (the integration
 #                   tests), bench/..., examples/...
@@ -19,7 +19,7 @@ wing() {
   "$M"/go/gpuspanshttp | "$M"/go/gpuspanshttp/*) echo 2 ;;
   "$M"/go/cmd/* | "$M"/go/capi | "$M"/go/capi/* | "$M"/go/integration | "$M"/go/integration/* | "$M"/bench/* | "$M"/examples/*) echo 3 ;;
   "$M"/go/gpuspans | "$M"/go/gpuspans/* | "$M"/go/backend | "$M"/go/backend/* | \
-    "$M"/go/cuda | "$M"/go/cuda/* | "$M"/go/export/* | "$M"/go/internal/* | "$M"/proto/*) echo 1 ;;
+    "$M"/go/cuda | "$M"/go/cuda/* | "$M"/go/export/* | "$M"/go/profile | "$M"/go/internal/* | "$M"/proto/*) echo 1 ;;
   *) echo 0 ;;
   esac
 }
