@@ -216,23 +216,28 @@ func (h *Hub) kernelTimingStatus() KernelTimingStatus {
 // tracerLanding is the harvest's side of the kernel tracer: reading its
 // records and landing them on their steps. Guarded by the harvest lock.
 type tracerLanding struct {
-	labels      int // Options.KernelLabels
-	buf         []backend.KernelRecord
-	nameIdx     []int32 // tracer name id -> kernel aggregate index + 1; 0: not yet seen
-	labelled    int
-	opens       uint64                           // kernelWindows.opens seen
-	broken      uint64                           // the open whose tracer failed a call: not read again
-	dropped     [backend.MaxTracerDevices]uint64 // the tracer's drops already counted
-	offset      int64                            // Unix ns minus the tracer's clock
-	offsetAt    time.Time
-	win         []tracedStep // the harvest's copy of the newest armed steps, oldest first
-	copied      uint64       // armed steps recorded that win has
-	reported    uint64       // Seq of the newest window whose kernels were counted
-	winKernels  [recentWindows]struct{ seq, n uint64 }
-	readsCut    uint64
-	records     uint64
-	pendingName []pendingName
-	full        map[string]string // label -> the whole name, where the tracer keeps one (fullNamer)
+	labels     int // Options.KernelLabels
+	buf        []backend.KernelRecord
+	nameIdx    []int32 // tracer name id -> kernel aggregate index + 1; 0: not yet seen
+	labelled   int
+	opens      uint64                           // kernelWindows.opens seen
+	broken     uint64                           // the open whose tracer failed a call: not read again
+	dropped    [backend.MaxTracerDevices]uint64 // the tracer's drops already counted
+	offset     int64                            // Unix ns minus the tracer's clock
+	offsetAt   time.Time
+	win        []tracedStep // the harvest's copy of the newest armed steps, oldest first
+	copied     uint64       // armed steps recorded that win has
+	reported   uint64       // Seq of the newest window whose kernels were counted
+	winKernels [recentWindows]struct{ seq, n uint64 }
+	// windowKernels counts the kernel records landed from windows, counted
+	// reports how many of them KernelWindowStats.Kernels has: a harvest
+	// that finds more than recentWindows windows closed since the last one
+	// names only the newest, but counts every kernel.
+	windowKernels, counted uint64
+	readsCut               uint64
+	records                uint64
+	pendingName            []pendingName
+	full                   map[string]string // label -> the whole name, where the tracer keeps one (fullNamer)
 }
 
 // fullNamer is implemented by tracers that keep the whole name behind a
@@ -364,10 +369,11 @@ func (h *Hub) finishWindows(closed uint64) {
 		if k := &l.winKernels[seq%recentWindows]; k.seq == seq {
 			rec.Kernels = k.n
 		}
-		w.stats.Kernels += rec.Kernels
 		w.stats.KernelsPerWindow[min(bits.Len64(max(rec.Kernels, 1)-1), KernelsPerWindowBuckets-1)]++
 		w.stats.Last = rec
 	}
+	w.stats.Kernels += l.windowKernels - l.counted
+	l.counted = l.windowKernels
 	l.reported = closed
 	h.gt.windowsFinished(closed)
 }
@@ -449,6 +455,7 @@ func (h *Hub) landTraced(t backend.KernelTracer, recs []backend.KernelRecord) {
 				k.seq, k.n = st.win, 0
 			}
 			k.n++
+			l.windowKernels++
 			if h.holdKernel(st.win, dev, idx, st.step, r) {
 				h.observeSpan(dev, &h.devs[dev].kernels[idx], seriesKey(dev, true, idx), max(r.EndNs-r.StartNs, 0))
 				continue
