@@ -483,7 +483,7 @@ def exact_fleet_test(interval, per_minute):
                 f"              lane: {lane}"]
         out += [f"              {label}" for label in labels]
         out += ["            exp_annotations:",
-                f"              summary: 'gpuspans lane {lane} of job g{others}: p99 across its instances over 1.15"
+                f"              summary: 'gpuspans lane {lane} of job g{others}: the median p99 of its instances over 1.15"
                 " times its baseline for 26 minutes of the last 6 hours, over 1.30 times in 90% of the last 24'",
                 "              description: \"The lane's GPU time per step across its job's instances and devices"
                 " (lane:gpuspans_lane_duration_seconds:p99_1m, the median of their one-minute p99s) has been over"
