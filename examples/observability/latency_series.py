@@ -36,8 +36,45 @@ At each evaluation interval (5 s, 15 s, 1 min), the guards in minutes:
   exact   (a test of its own) 2 hours of exactly 300us, then exactly +30%:
           the alert's summary counts the minutes, 26 at 25 minutes in.
 
-    python3 latency_series.py          # writes the test beside this file
-    python3 latency_series.py --check  # fails if the committed one differs
+Each of these lanes is a job of one instance: GpuspansLaneLatencyRegressionFleet
+is held to the same (firing for old, young, peak, reg and young5; silent
+on the rest).
+
+gpuspans.latency.rollout.test.yml and its 5s and 15s twins: deploys of a
+job's lane (GpuspansLaneLatencyRegressionFleet across instances), 8 pods of
+one GPU each from minute 0, replaced from minute 75 by 8 new pods (new
+instance and pod labels), each twice as slow for its first 2 to 6 minutes,
+each pod with noise of its own:
+
+  roll30      a rolling deploy, 2 pods at a time, 5 minutes a step (3
+              minutes of overlap), every new pod +30%: the fleet alert
+              silent 27 minutes after the first new pod, firing 32 minutes
+              after and while it lasts, the per-instance alert never;
+  recreate30  every old pod stopped at once, the new ones 3 minutes later,
+              +30%: silent 19 minutes in, firing 22 minutes in;
+  roll, recreate  the same with no change: never fire, a baseline
+              throughout;
+  exact, same  (a test of its own) 4 pods of exactly 300us replaced by 4
+              of exactly +30%, model m1; 4 pods that stay, exactly +30%:
+              the fleet alert's annotations count the minutes (26), the
+              instances (4) and the new ones (4 and 0).
+
+And at 1 min only (the same rules; nothing in them depends on the
+interval):
+
+  roll30      rolled back at minute 135: resolved within 45 minutes;
+  one30       one pod of eight replaced, +30%: neither alert fires (the
+              median moves a few percent; the new instance has no history,
+              and its own baseline from 50 minutes on is its slower level);
+  inplace30   one pod of eight restarted in place (its labels kept), +30%:
+              the per-instance alert fires 22 minutes after it is back, the
+              fleet alert never;
+  models      two models (model_name m1 and m2, m2 3 times m1's time) in
+              one job, 4 pods of 2 GPUs each, rolled: m1 +30%, m2 not: each
+              has its own baseline; only m1 fires.
+
+    python3 latency_series.py          # writes the tests beside this file
+    python3 latency_series.py --check  # fails if a committed one differs
 """
 
 import math
@@ -80,16 +117,23 @@ CASES = [
 
 
 def alert_labels(name, lane, metric=""):
-    return (f'{metric}{{alertname="{name}",alertstate="firing",severity="ticket",job="g",instance="i",device="0",'
-            f'lane="{lane}"}}')
+    """The labels of name's firing alert for lane: the fleet alert's have no
+    instance and device."""
+    where = "" if name == FLEET else 'instance="i",device="0",'
+    return f'{metric}{{alertname="{name}",alertstate="firing",severity="ticket",job="g",{where}lane="{lane}"}}'
 
 
 def series_lines(out, cases, values):
     """Appends the input series of cases, (lane, vals), each vals written
     by values."""
-    for lane, vals in cases:
-        out.append(f"      - series: 'gpuspans_lane_recent_duration_seconds{{job=\"g\",instance=\"i\",device=\"0\","
-                   f"lane=\"{lane}\",quantile=\"0.99\"}}'")
+    labelled_lines(out, [(f'job="g",instance="i",device="0",lane="{lane}"', vals) for lane, vals in cases], values)
+
+
+def labelled_lines(out, cases, values):
+    """Appends the input series of cases, (labels, vals): each a lane's
+    one-minute p99 with those labels, vals written by values."""
+    for labels, vals in cases:
+        out.append(f"      - series: 'gpuspans_lane_recent_duration_seconds{{{labels},quantile=\"0.99\"}}'")
         out.append(f"        values: '{values(vals)}'")
 
 
@@ -127,15 +171,17 @@ def test_file():
     reg = "GpuspansLaneLatencyRegression"
     check = checker(out)
 
+    # The fleet alert the same: each lane is a job of one instance.
     for lane, start in [("old", REG), ("young", 180), ("peak", 3240)]:
-        firing = f'ALERTS{{alertname="{reg}",alertstate="firing",lane="{lane}"}}'
-        # Not before the regression; firing 40 minutes in.
-        check(f'ALERTS{{alertname="{reg}",lane="{lane}"}}', start - 1, [])
-        check(firing, start + 40, [(alert_labels(reg, lane, "ALERTS"), 1)])
-        # Firing in at least 95% of the 480 minutes (456).
-        check(f"count_over_time({firing}[8h]) >= bool 456", start + 479, [(alert_labels(reg, lane), 1)])
-        # Resolved within 45 minutes of its end, where the series goes on.
-        check(f'ALERTS{{alertname="{reg}",lane="{lane}"}}', start + 480 + 45, [])
+        for name in (reg, FLEET):
+            firing = f'ALERTS{{alertname="{name}",alertstate="firing",lane="{lane}"}}'
+            # Not before the regression; firing 40 minutes in.
+            check(f'ALERTS{{alertname="{name}",lane="{lane}"}}', start - 1, [])
+            check(firing, start + 40, [(alert_labels(name, lane, "ALERTS"), 1)])
+            # Firing in at least 95% of the 480 minutes (456).
+            check(f"count_over_time({firing}[8h]) >= bool 456", start + 479, [(alert_labels(name, lane), 1)])
+            # Resolved within 45 minutes of its end, where the series goes on.
+            check(f'ALERTS{{alertname="{name}",lane="{lane}"}}', start + 480 + 45, [])
     quiet = "cycle|step15|spike|idle"
     check(f'count_over_time(ALERTS{{alertname=~"GpuspansLaneLatency.*",alertstate="firing",lane=~"{quiet}"}}[3d])',
           3 * DAY - 1, [])
@@ -204,21 +250,25 @@ def interval_tests(interval, per_minute):
     reg = "GpuspansLaneLatencyRegression"
     check = checker(out)
 
-    def firing(lane):
-        return f'ALERTS{{alertname="{reg}",alertstate="firing",lane="{lane}"}}'
+    def firing(lane, name=reg):
+        return f'ALERTS{{alertname="{name}",alertstate="firing",lane="{lane}"}}'
 
     check(f'count_over_time(ALERTS{{alertname=~"GpuspansLaneLatency.*",lane=~"warm.*"}}[{IV_END - START}m])', IV_END - 1, [])
     # The warm-ups had a baseline throughout: silent by the guard, not for
     # want of one.
     for m in (0, 10, 20, 30):
         check('count(gpuspans:lane_duration_seconds:p99_baseline{lane=~"warm.*"})', START + m, [("{}", 3)])
-    check(f'ALERTS{{alertname="{reg}",lane="reg"}}', IV_REG + 19, [])
-    check(firing("reg"), IV_REG + 22, [(alert_labels(reg, "reg", "ALERTS"), 1)])
-    check(firing("reg"), IV_REG + 90, [(alert_labels(reg, "reg", "ALERTS"), 1)])
+    # The fleet alert the same (a job of one instance).
+    for name in (reg, FLEET):
+        check(f'ALERTS{{alertname="{name}",lane="reg"}}', IV_REG + 19, [])
+        check(firing("reg", name), IV_REG + 22, [(alert_labels(name, "reg", "ALERTS"), 1)])
+        check(firing("reg", name), IV_REG + 90, [(alert_labels(name, "reg", "ALERTS"), 1)])
     check('count(gpuspans:lane_duration_seconds:p99_baseline{lane="young5"})', START + 1, [("{}", 1)])
-    for m in (5, 18):
-        check(f'ALERTS{{alertname="{reg}",lane="young5"}}', START + m, [])
-    check(firing("young5"), START + 22, [(alert_labels(reg, "young5", "ALERTS"), 1)])
+    check('count(lane:gpuspans_lane_duration_seconds:p99_baseline{lane="young5"})', START + 1, [("{}", 1)])
+    for name in (reg, FLEET):
+        for m in (5, 18):
+            check(f'ALERTS{{alertname="{name}",lane="young5"}}', START + m, [])
+        check(firing("young5", name), START + 22, [(alert_labels(name, "young5", "ALERTS"), 1)])
 
     # exact: no noise, so the summary's count of minutes is known.
     exact = ["0.0003"] * 120 + ["0.00039"] * 40
@@ -258,12 +308,219 @@ def interval_file(interval, per_minute):
     ] + interval_tests(interval, per_minute)) + "\n"
 
 
+# Rollouts: a job's lane served by 8 pods (one GPU each) from minute 0,
+# then a deploy that replaces them: new pods, new instance and pod labels,
+# no history of their own. Each new pod warms up twice as slow for 2 to 6
+# minutes after it starts. The fleet's baseline (the hour that ended 30
+# minutes ago) is there from minute 50.
+RO = 75  # the deploy's first minute
+RO_END = {"1m": RO + 130, "15s": RO + 60, "5s": RO + 60}  # each file's length, minutes
+ROLLBACK = RO + 60  # roll30's rollback (1m only): a third deploy, back to the old speed
+WARM = [2, 3, 6, 4, 2, 5, 3, 6]  # each new pod's warm-up, minutes
+FLEET = "GpuspansLaneLatencyRegressionFleet"
+
+
+def rolling(k):
+    """A rolling deploy, 2 pods at a time, 5 minutes a step: new pod k's
+    first minute, and old pod k's first minute gone (3 minutes of overlap,
+    while the new one warms up)."""
+    start = RO + 5 * (k // 2)
+    return start, start + 3
+
+
+def recreate(k):
+    """A deploy that stops every old pod at once and starts the new ones 3
+    minutes later."""
+    return RO + 3, RO
+
+
+def pod(start, stop, factor, warm=0):
+    """A pod's factor: None outside [start, stop), twice as slow for its
+    first warm minutes, factor after."""
+    def f(t):
+        if t < start or t >= stop:
+            return None
+        return 2 if t < start + warm else factor
+    return f
+
+
+def fleet(n, lane, schedule, factor, pods=8, base=1, devices=1, extra="", rollback=False):
+    """A lane served by pods old pods, base times BASE, and then, from the
+    deploy schedule(k) gives, by as many new ones factor times as slow; with
+    rollback a third deploy, the same from minute ROLLBACK, brings the old
+    speed back. (labels, vals) of n minutes for each pod's devices."""
+    out = []
+    for k in range(pods):
+        start, stop = schedule(k)
+        gens = [("o", 0, stop, base, 0), ("n", start, n, base * factor, WARM[k])]
+        if rollback:
+            back, gone = (t + ROLLBACK - RO for t in schedule(k))
+            gens[1] = ("n", start, gone, base * factor, WARM[k])
+            gens.append(("b", back, n, base, WARM[k]))
+        for gen, t0, t1, f, w in gens:
+            for d in range(devices):
+                labels = (f'job="g",instance="{lane}-{gen}{k}:9464",pod="{lane}-{gen}{k}",device="{d}",'
+                          f'lane="{lane}"{extra}')
+                out.append(series(labels, n, pod(t0, t1, f, w), labels))
+    return out
+
+
+def one_pod(n, lane, keep):
+    """8 pods; the deploy replaces pod 5 only, 30% slower after a 3-minute
+    warm-up: a new pod started at RO, the old one gone 3 minutes later; or,
+    keep, a restart in place (its instance and pod labels kept), gone at RO
+    and back 2 minutes later."""
+    out = []
+    for k in range(8):
+        labels = f'job="g",instance="{lane}-o{k}:9464",pod="{lane}-o{k}",device="0",lane="{lane}"'
+        if k != 5:
+            out.append(series(labels, n, pod(0, n, 1), labels))
+        elif keep:
+            out.append(series(labels, n, lambda t: 1 if t < RO else pod(RO + 2, n, 1.3, 3)(t), labels))
+        else:
+            new = labels.replace("-o5", "-n5")
+            out += [series(labels, n, pod(0, RO + 3, 1), labels), series(new, n, pod(RO, n, 1.3, 3), new)]
+    return out
+
+
+def fleet_alert(lane, extra=""):
+    return f'ALERTS{{alertname="{FLEET}",alertstate="firing",severity="ticket",job="g",lane="{lane}"{extra}}}'
+
+
+def rollout_tests(interval, per_minute):
+    """The rollout cases' test groups, scraped per_minute times a minute:
+    lines of a test file's tests. Every interval has the deploys of every
+    pod, 30% slower and not; the one-pod deploys, two models and a rollback
+    (the same rules, nothing that depends on the interval) are at 1m only."""
+    n = RO_END[interval]
+    full = interval == "1m"
+    cases = (fleet(n, "roll30", rolling, 1.3, rollback=full) + fleet(n, "roll", rolling, 1)
+             + fleet(n, "recreate30", recreate, 1.3) + fleet(n, "recreate", recreate, 1))
+    if full:
+        cases += (one_pod(n, "one30", False) + one_pod(n, "inplace30", True)
+                  + fleet(n, "models", rolling, 1.3, pods=4, devices=2, extra=',model_name="m1"')
+                  + fleet(n, "models", rolling, 1, pods=4, base=3, devices=2, extra=',model_name="m2"'))
+    out = [f"  - interval: {interval}", "    input_series:"]
+    labelled_lines(out, cases, lambda vals: scraped(vals, per_minute))
+    out.append("    promql_expr_test:")
+    check = checker(out)
+
+    def alerts(lanes, name="GpuspansLaneLatency.*"):
+        return f'ALERTS{{alertname=~"{name}",lane=~"{lanes}"}}'
+
+    # Every pod replaced, 30% slower: firing by 32 minutes after a rolling
+    # deploy's first new pod (30 to 31), 22 after a recreate's start, for
+    # as long as it lasts; the per-instance alert never (no history).
+    for lane, silent, fires in [("roll30", 27, 32), ("recreate30", 19, 22)]:
+        check(alerts(lane), RO + silent, [])
+        for m in (fires, n - RO - 1 if not full else ROLLBACK - RO):
+            check(f'ALERTS{{alertname="{FLEET}",alertstate="firing",lane="{lane}"}}', RO + m, [(fleet_alert(lane), 1)])
+    check(f'count_over_time({alerts("roll30|recreate30", "GpuspansLaneLatencyRegression")}[{n}m])', n - 1, [])
+    # The same deploys with no change: silent, with a baseline throughout.
+    check(f"count_over_time({alerts('roll|recreate')}[{n}m])", n - 1, [])
+    for m in range(0, n - RO, 10):
+        check('count(lane:gpuspans_lane_duration_seconds:p99_baseline{lane=~"roll|recreate"})', RO + m, [("{}", 2)])
+    if not full:
+        return out + exact_fleet_test(interval, per_minute)
+
+    # A rollback resolves it.
+    check(alerts("roll30"), ROLLBACK + 45, [])
+    # One pod of eight replaced, 30% slower: the fleet's median hardly
+    # moves; the new instance has no history, so the per-instance alert has
+    # no baseline for 50 minutes, then its own slow level: neither fires.
+    # Restarted in place (its labels kept), the per-instance alert fires 22
+    # minutes after it is back; the fleet's stays silent.
+    check(f"count_over_time({alerts('one30')}[{n}m])", n - 1, [])
+    new = 'gpuspans:lane_duration_seconds:p99_baseline{instance="one30-n5:9464"}'
+    check(f"count({new})", RO + 48, [])
+    check(f"count({new})", RO + 52, [("{}", 1)])
+    check(alerts("inplace30", "GpuspansLaneLatencyRegression"), RO + 20, [])
+    check('ALERTS{alertname="GpuspansLaneLatencyRegression",alertstate="firing",lane="inplace30"}', RO + 24,
+          [('ALERTS{alertname="GpuspansLaneLatencyRegression",alertstate="firing",severity="ticket",job="g",'
+            'instance="inplace30-o5:9464",pod="inplace30-o5",device="0",lane="inplace30"}', 1)])
+    check(f"count_over_time({alerts('inplace30', FLEET)}[{n}m])", n - 1, [])
+    # Two models in one job, each 4 pods of 2 GPUs, m2 3 times m1's time:
+    # each model its own fleet series and baseline; m1's deploy is 30%
+    # slower, m2's is not: only m1 fires.
+    check('count without (job, lane) (lane:gpuspans_lane_duration_seconds:p99_baseline{lane="models"})', RO,
+          [('{model_name="m1"}', 1), ('{model_name="m2"}', 1)])
+    check(f'ALERTS{{alertname="{FLEET}",alertstate="firing",lane="models"}}', RO + 30,
+          [(fleet_alert("models", ',model_name="m1"'), 1)])
+    check(f'count_over_time(ALERTS{{lane="models",model_name="m2"}}[{n}m])', n - 1, [])
+    return out + exact_fleet_test(interval, per_minute)
+
+
+def exact_fleet_test(interval, per_minute):
+    """A test group of its own, no noise, so the fleet alert's annotations
+    are known: lane exact (model m1), 4 pods at exactly 300us for 2 hours,
+    then 4 new ones at exactly +30%; lane same, 4 pods that stay, exactly
+    +30% from minute 120 (no deploy)."""
+    out = [f"  - interval: {interval}", "    input_series:"]
+    cases = []
+    for lane, gen, f in (("exact", "a", lambda t: 1 if t < 120 else None),
+                         ("exact", "b", lambda t: 1.3 if t >= 120 else None),
+                         ("same", "c", lambda t: 1 if t < 120 else 1.3)):
+        for k in range(4):
+            labels = f'job="g",instance="{gen}{k}:9464",pod="{gen}{k}",device="0",lane="{lane}"'
+            if lane == "exact":
+                labels += ',model_name="m1"'
+            cases.append((labels, ["_" if f(t) is None else f"{BASE * f(t):.4g}" for t in range(160)]))
+    labelled_lines(out, cases, lambda vals: scraped(vals, per_minute))
+    out += ["    alert_rule_test:",
+            f"      - alertname: {FLEET}",
+            "        eval_time: 140m",
+            "        exp_alerts: []",
+            f"      - alertname: {FLEET}",
+            "        eval_time: 145m",
+            "        exp_alerts:"]
+    for lane, labels, others, new, look in [
+            ("exact", ["model_name: m1"], " (model_name=m1)", 4,
+             ": a deploy? Look at what it changed (image, engine version or flags, batch limits, driver)"),
+            ("same", [], "", 0, ": look for a driver or clock change, or a heavier batch mix")]:
+        out += ["          - exp_labels:",
+                "              severity: ticket",
+                "              job: g",
+                f"              lane: {lane}"]
+        out += [f"              {label}" for label in labels]
+        out += ["            exp_annotations:",
+                f"              summary: 'gpuspans lane {lane} of job g{others}: the median p99 of its instances over 1.15"
+                " times its baseline for 26 minutes of the last 6 hours, over 1.30 times in 90% of the last 24'",
+                "              description: \"The lane's GPU time per step across its job's instances and devices"
+                " (lane:gpuspans_lane_duration_seconds:p99_1m, the median of their one-minute p99s) has been over"
+                " 15% above its baseline (lane:gpuspans_lane_duration_seconds:p99_baseline: the higher of its level"
+                " an hour before and at this time yesterday, whichever pods served it then) in 90% of the minutes of"
+                " the last 24 in which it ran (20 at least), 1.30 times in the median one. 4 instances serve it now,"
+                f" {new} of them new since the hour that ended 30 minutes ago{look}; gpuspans:kernel_duration_seconds:"
+                "p99_1m shows which kernels moved. GpuspansLaneLatencyRegression compares each instance with its own"
+                " history.\"",
+                "              runbook_url: \"https://github.com/gpuspans/gpuspans/blob/main/docs/alerts.md"
+                "#gpuspanslanelatencyregressionfleet\""]
+    return out
+
+
+def rollout_file(interval, per_minute):
+    name = "gpuspans.latency.rollout" + ("" if interval == "1m" else "." + interval) + ".test.yml"
+    return "\n".join([
+        "# Generated by latency_series.py (its docstring has the cases); do not edit.",
+        f"# Run from this directory: promtool test rules {name}",
+        "rule_files:",
+        "  - gpuspans.rules.yml",
+        "",
+        f"evaluation_interval: {interval}",
+        "",
+        "tests:",
+    ] + rollout_tests(interval, per_minute)) + "\n"
+
+
 def files():
     """The test files, by path."""
     return {
         OUT: test_file(),
         os.path.join(HERE, "gpuspans.latency.5s.test.yml"): interval_file("5s", 12),
         os.path.join(HERE, "gpuspans.latency.15s.test.yml"): interval_file("15s", 4),
+        os.path.join(HERE, "gpuspans.latency.rollout.test.yml"): rollout_file("1m", 1),
+        os.path.join(HERE, "gpuspans.latency.rollout.5s.test.yml"): rollout_file("5s", 12),
+        os.path.join(HERE, "gpuspans.latency.rollout.15s.test.yml"): rollout_file("15s", 4),
     }
 
 

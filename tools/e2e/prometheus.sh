@@ -328,8 +328,14 @@ promtool check config "$EX/prometheus.yml" >/dev/null || fail "promtool check co
 promtool check rules "$EX/gpuspans.rules.yml" >/dev/null || fail "promtool check rules $EX/gpuspans.rules.yml"
 python3 "$EX/latency_series.py" --check || fail "$EX/gpuspans.latency*.test.yml are not what latency_series.py writes"
 promtool check rules "$EX/gpuspans.hostbound.rules.yml" >/dev/null || fail "promtool check rules $EX/gpuspans.hostbound.rules.yml"
-(cd "$EX" && promtool test rules gpuspans.rules.test.yml gpuspans.latency.test.yml gpuspans.latency.5s.test.yml \
-  gpuspans.latency.15s.test.yml gpuspans.hostbound.test.yml) >"$TMP/rules-test.log" 2>&1 ||
+RULE_TESTS=(gpuspans.rules.test.yml gpuspans.latency.test.yml gpuspans.latency.5s.test.yml gpuspans.latency.15s.test.yml
+  gpuspans.latency.rollout.test.yml gpuspans.latency.rollout.5s.test.yml gpuspans.latency.rollout.15s.test.yml
+  gpuspans.hostbound.test.yml)
+# Every rule test beside the rules runs: a new one must be named above.
+for f in "$EX"/*.test.yml; do
+  [[ " ${RULE_TESTS[*]} " == *" ${f##*/} "* ]] || fail "$f is not in prometheus.sh's RULE_TESTS: add it"
+done
+(cd "$EX" && promtool test rules "${RULE_TESTS[@]}") >"$TMP/rules-test.log" 2>&1 ||
   fail "promtool test rules: $(cat "$TMP/rules-test.log")"
 DASH="$EX/grafana-dashboard.json"
 if command -v python3 >/dev/null; then
