@@ -140,6 +140,8 @@ func TestParseHostile(t *testing.T) {
 		{"a written time that is not one", edit(t, func(m map[string]any) { m["written"] = "yesterday" }), "corrupt:", false},
 		{"257 lanes", lanes(MaxLanes + 1), "more than 256 lanes, at most 256", false},
 		{"256 lanes", lanes(MaxLanes), "", false},
+		{"the key lanes twice", []byte(`{"format":"gpuspans-profile/1","build":"x","lanes":[{"lane":"a"},{"lane":"b"}],"lanes":[{"lane":"c"}]}`), "lanes given twice", false},
+		{"the key kernels twice", []byte(`{"format":"gpuspans-profile/1","build":"x","lanes":[{"lane":"a","windows":1,"kernels":[{"name":"k"}],"kernels":[{"name":"k"}]}]}`), "a lane's kernels given twice", false},
 		{"65 kernels", kernels(MaxKernels + 1), "more than 64 kernels in a lane, at most 64", false},
 		{"64 kernels", kernels(MaxKernels), "", false},
 		{"deep", []byte(`{"format":"gpuspans-profile/1","build":"x","x":` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + "}"), "corrupt: ", false},
@@ -170,18 +172,28 @@ func TestParseBoundsMemory(t *testing.T) {
 		b = append(b, "{}"+suffix...)
 		return b
 	}
+	// The key "lanes" again and again, 256 lanes each.
+	lanesKeys := []byte(`{"format":"gpuspans-profile/1","build":"x"`)
+	for len(lanesKeys) < 15<<20 {
+		lanesKeys = append(lanesKeys, `,"lanes":[`...)
+		lanesKeys = append(lanesKeys, bytes.Repeat([]byte("{},"), MaxLanes-1)...)
+		lanesKeys = append(lanesKeys, "{}]"...)
+	}
+	lanesKeys = append(lanesKeys, '}')
 	for what, in := range map[string][]byte{
-		"lanes":   many(`{"format":"gpuspans-profile/1","build":"x","lanes":[`, "]}"),
-		"kernels": many(`{"format":"gpuspans-profile/1","build":"x","lanes":[{"lane":"a","kernels":[`, "]}]}"),
+		"lanes again": lanesKeys,
+		"lanes":       many(`{"format":"gpuspans-profile/1","build":"x","lanes":[`, "]}"),
+		"kernels":     many(`{"format":"gpuspans-profile/1","build":"x","lanes":[{"lane":"a","kernels":[`, "]}]}"),
 	} {
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		_, err := Parse(in)
 		runtime.ReadMemStats(&after)
-		if err == nil || !strings.Contains(err.Error(), "more than") {
+		if err == nil || !strings.Contains(err.Error(), "more than") && !strings.Contains(err.Error(), "given twice") {
 			t.Errorf("%s: %v", what, err)
 		}
+		t.Logf("%s: %d MiB allocated parsing %d MiB: %v", what, (after.TotalAlloc-before.TotalAlloc)>>20, len(in)>>20, err)
 		// Decoded whole, 5M lanes of 200 bytes would be a GiB.
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 64<<20 {
 			t.Errorf("%s: %d MiB allocated parsing %d MiB", what, alloc>>20, len(in)>>20)

@@ -163,7 +163,7 @@ func Parse(b []byte) (*Profile, error) {
 		return nil, fmt.Errorf("corrupt: %v", err)
 	}
 	p := pj.Profile
-	p.Lanes = pj.Lanes
+	p.Lanes = pj.Lanes.l
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
@@ -207,34 +207,52 @@ type (
 		Lane
 		Kernels kernelList `json:"kernels"`
 	}
-	laneList   []Lane
-	kernelList []Kernel
+	laneList struct {
+		l   []Lane
+		set bool
+	}
+	kernelList struct {
+		l   []Kernel
+		set bool
+	}
 )
 
-// boundError is a list longer than its bound.
+// boundError is a list longer than its bound, or given twice.
 type boundError struct{ msg string }
 
 func (e *boundError) Error() string { return e.msg }
 
+// A list's key given twice is refused: each would be decoded, and a file of
+// a key again and again would decode millions of elements in all.
+func errTwice(what string) error { return &boundError{fmt.Sprintf("%s given twice", what)} }
+
 func (l *laneList) UnmarshalJSON(b []byte) error {
+	if l.set {
+		return errTwice("lanes")
+	}
+	l.set = true
 	return decodeList(b, MaxLanes, "lanes", func(d *json.Decoder) error {
 		var lj laneJSON
 		if err := d.Decode(&lj); err != nil {
 			return err
 		}
-		lj.Lane.Kernels = lj.Kernels
-		*l = append(*l, lj.Lane)
+		lj.Lane.Kernels = lj.Kernels.l
+		l.l = append(l.l, lj.Lane)
 		return nil
 	})
 }
 
 func (l *kernelList) UnmarshalJSON(b []byte) error {
+	if l.set {
+		return errTwice("a lane's kernels")
+	}
+	l.set = true
 	return decodeList(b, MaxKernels, "kernels in a lane", func(d *json.Decoder) error {
 		var k Kernel
 		if err := d.Decode(&k); err != nil {
 			return err
 		}
-		*l = append(*l, k)
+		l.l = append(l.l, k)
 		return nil
 	})
 }

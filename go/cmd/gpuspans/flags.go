@@ -24,13 +24,13 @@ func commandName(env string) string {
 }
 
 // named rewrites the command forms in a help text (`"gpuspans trace`,
-// "Usage: gpuspans demo") to cmdName.
+// "Usage: gpuspans demo", "gpuspans profile") to cmdName.
 func named(s string) string {
 	if cmdName == "gpuspans" {
 		return s
 	}
 	return strings.NewReplacer(`"gpuspans `, `"`+cmdName+" ", "gpuspans demo ", cmdName+" demo ",
-		"gpuspans trace", cmdName+" trace", "gpuspans bench", cmdName+" bench").Replace(s)
+		"gpuspans trace", cmdName+" trace", "gpuspans bench", cmdName+" bench", "gpuspans profile", cmdName+" profile").Replace(s)
 }
 
 // newFlagSet returns a flag set for a subcommand whose usage prints the

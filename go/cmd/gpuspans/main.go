@@ -1,5 +1,6 @@
 // Command gpuspans runs the gpuspans demo serving loop, converts and
-// summarises span files, and measures gpuspans' overhead on this machine.
+// summarises span files, shows and compares GPU profiles, and measures
+// gpuspans' overhead on this machine.
 // Run "gpuspans help" for the subcommands and "gpuspans demo --help" (or
 // any subcommand's --help) for their flags.
 package main
@@ -19,6 +20,9 @@ var usageLines = [][2]string{
 	{"", "trace and summary on exit (try it: no flags needed)"},
 	{"trace [-o OUT] FILE", "convert a span file to a timeline trace (Perfetto)"},
 	{"trace summary FILE", "print the per-lane and per-kernel latency table"},
+	{"profile show FILE", "print a GPU profile: per lane, time and busy"},
+	{"", "per step, idle by cause, the heaviest kernels"},
+	{"profile diff BEFORE AFTER", "what changed between two builds' GPU profiles"},
 	{"bench [flags]", "measure gpuspans' overhead on this machine"},
 	{"help", "this text"},
 }
@@ -28,11 +32,15 @@ var usageLines = [][2]string{
 func usage() string {
 	var b strings.Builder
 	b.WriteString("gpuspans: always-on GPU timing telemetry for LLM serving engines.\n\nUsage:\n")
-	width := len(cmdName) + 1 + 21 // the longest form, "trace [-o OUT] FILE", and two spaces
+	width := len(cmdName) + 1 + 21 // "trace [-o OUT] FILE" and two spaces
 	for _, l := range usageLines {
 		form := ""
 		if l[0] != "" {
 			form = cmdName + " " + l[0]
+		}
+		if len(form) > width { // its text on the next line
+			fmt.Fprintf(&b, "  %s\n", form)
+			form = ""
 		}
 		fmt.Fprintf(&b, "  %-*s %s\n", width, form, l[1])
 	}
@@ -54,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return demoCmd(args[1:], stdout, stderr)
 	case "trace":
 		return traceCmd(args[1:], stdout, stderr)
+	case "profile":
+		return profileCmd(args[1:], stdout, stderr)
 	case "bench":
 		return benchCmd(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
