@@ -23,13 +23,27 @@ func runCmd(args ...string) (code int, stdout, stderr string) {
 	return code, o.String(), e.String()
 }
 
+// usageCase is a command line and what it must give: its exit status, and
+// text its standard output and error contain.
+type usageCase struct {
+	args           []string
+	code           int
+	stdout, stderr string
+}
+
+// checkUsage runs each case.
+func checkUsage(t *testing.T, cases []usageCase) {
+	t.Helper()
+	for _, c := range cases {
+		code, out, errOut := runCmd(c.args...)
+		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
+			t.Errorf("gpuspans %q: exit %d, stdout %.300q, stderr %.300q; want %d, %q, %q", c.args, code, out, errOut, c.code, c.stdout, c.stderr)
+		}
+	}
+}
+
 func TestUsage(t *testing.T) {
-	for _, c := range []struct {
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
+	checkUsage(t, []usageCase{
 		{nil, 2, "", "Usage:"},
 		{[]string{"help"}, 0, "gpuspans demo [flags]", ""},
 		{[]string{"--help"}, 0, "gpuspans trace summary FILE", ""},
@@ -48,12 +62,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"trace", "a", "b"}, 2, "", "want one span file"},
 		{[]string{"bench", "--help"}, 0, "the machine report", ""},
 		{[]string{"bench", "now"}, 2, "", "unexpected argument"},
-	} {
-		code, out, errOut := runCmd(c.args...)
-		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
-			t.Errorf("gpuspans %q: exit %d, stdout %.200q, stderr %.200q; want %d, %q, %q", c.args, code, out, errOut, c.code, c.stdout, c.stderr)
-		}
-	}
+	})
 }
 
 func TestCommandName(t *testing.T) {

@@ -244,12 +244,7 @@ func TestProfileBadFiles(t *testing.T) {
 func TestProfileUsage(t *testing.T) {
 	dir := t.TempDir()
 	good := writeTestProfile(t, dir, "good.json", "v1", "NVIDIA H100", 1, 6, 1)
-	for _, c := range []struct {
-		args   []string
-		code   int
-		stdout string
-		stderr string
-	}{
+	checkUsage(t, []usageCase{
 		{[]string{"help"}, 0, "gpuspans profile diff BEFORE AFTER\n", ""},
 		{[]string{"profile"}, 2, "", "profile: want show or diff (see gpuspans profile --help)"},
 		{[]string{"profile", "--help"}, 0, "Usage: gpuspans profile show FILE | gpuspans profile diff BEFORE AFTER", ""},
@@ -274,12 +269,7 @@ func TestProfileUsage(t *testing.T) {
 		{[]string{"profile", "diff", good, good}, 0, "no lane and no kernel changed", ""},
 		{[]string{"profile", "diff", good, "--json", good}, 0, `"before": "v1"`, ""},
 		{[]string{"profile", "diff", "--fail_on_worse", good, good}, 0, "no lane and no kernel changed", ""},
-	} {
-		code, out, errOut := runCmd(c.args...)
-		if code != c.code || !strings.Contains(out, c.stdout) || !strings.Contains(errOut, c.stderr) {
-			t.Errorf("gpuspans %q: exit %d, stdout %.300q, stderr %.300q; want %d, %q, %q", c.args, code, out, errOut, c.code, c.stdout, c.stderr)
-		}
-	}
+	})
 }
 
 func TestProfileCommandName(t *testing.T) {
