@@ -174,16 +174,14 @@ func gs_hub_start_profile_go(handle C.gs_hub, path, build *C.char, everyMs C.int
 		}
 		c.e.mu.Lock()
 		defer c.e.mu.Unlock()
-		if c.e.profileStop != nil {
+		if c.e.stopProfile != nil {
 			return c.fail(statusLimit, "a profile is kept already on this hub (%s); stop it first", c.e.h.ProfileStatus().Path)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		c.e.profileStop, c.e.profileDone = cancel, done
-		go func() {
-			defer close(done)
-			_ = c.e.h.RunProfile(ctx, o) // checked above; the only other error, one running, is ruled out by profileStop
-		}()
+		stop, err := c.e.h.StartProfile(o)
+		if err != nil {
+			return c.fail(statusLimit, "%v", err)
+		}
+		c.e.stopProfile = stop
 		return statusOK
 	})
 }
@@ -191,21 +189,19 @@ func gs_hub_start_profile_go(handle C.gs_hub, path, build *C.char, everyMs C.int
 //export gs_hub_stop_profile_go
 func gs_hub_stop_profile_go(handle C.gs_hub) C.gs_hub_status {
 	return onHub("gs_hub_stop_profile", handle, func(c call) C.gs_hub_status {
-		c.e.stopProfile()
+		c.e.endProfile()
 		return statusOK
 	})
 }
 
-// stopProfile stops the profile's goroutine, if one runs, and waits for its
-// last write.
-func (e *hub) stopProfile() {
+// endProfile writes the profile and stops keeping it, if one is kept.
+func (e *hub) endProfile() {
 	e.mu.Lock()
-	stop, done := e.profileStop, e.profileDone
-	e.profileStop, e.profileDone = nil, nil
+	stop := e.stopProfile
+	e.stopProfile = nil
 	e.mu.Unlock()
 	if stop != nil {
 		stop()
-		<-done
 	}
 }
 

@@ -165,7 +165,7 @@ func gs_hub_close_go(handle C.gs_hub) (st C.gs_hub_status) {
 		e.h.Uninstall(d)
 	}
 	drain(e.h, time.Second, nil)
-	e.stopProfile()             // its last write has the windows the drain analysed
+	e.endProfile()              // its last write has the windows the drain analysed
 	_ = e.stopOTLP(time.Second) // sends what landed; a failure is counted and logged by the exporter
 	e.logs.close()              // delivers what is queued; the callback is not called after close
 	if e.spans != nil {

@@ -84,9 +84,8 @@ type hub struct {
 	// channel its goroutine closes when it returns.
 	harvestStop context.CancelFunc
 	harvestDone chan struct{}
-	// The profile's goroutine, likewise (gs_hub_start_profile).
-	profileStop context.CancelFunc
-	profileDone chan struct{}
+	// stopProfile ends gs_hub_start_profile's profile, while one is kept.
+	stopProfile func()
 
 	readMu sync.Mutex      // guards recent
 	recent []gpuspans.Span // gs_hub_recent_spans' buffer, reused

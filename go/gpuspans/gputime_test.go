@@ -27,13 +27,16 @@ const (
 	rigOther backend.Stream = 2
 )
 
-func newGPURig(t *testing.T) *gpuRig {
+func newGPURig(t *testing.T) *gpuRig { return newGPURigLog(t, new(gpuspanstest.Log)) }
+
+// newGPURigLog is newGPURig with the hub's log lines going to log.
+func newGPURigLog(t *testing.T, log *gpuspanstest.Log) *gpuRig {
 	t.Helper()
 	r := &gpuRig{t: t, clock: sim.NewClock(time.Unix(1_700_000_000, 0)), tracer: new(fake.Tracer)}
 	r.g = sim.New(sim.Options{Now: r.clock.Now})
 	h, err := gpuspans.New(gpuspans.Options{
 		Lanes: []string{"prefill", "decode"}, Level: gpuspans.LevelKernel, Now: r.clock.Now,
-		Logf: new(gpuspanstest.Log).Logf, KernelTracer: r.tracer.Opener(), KernelTiming: gpuspans.KernelTimingAuto,
+		Logf: log.Logf, KernelTracer: r.tracer.Opener(), KernelTiming: gpuspans.KernelTimingAuto,
 		KernelWindowEvery: time.Second, KernelWindowSteps: 1,
 	})
 	if err != nil {

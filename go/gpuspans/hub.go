@@ -112,7 +112,7 @@ type Hub struct {
 	gt                gpuTimes
 	spanPath          spanring.Publisher // a span path outside Go, or nil (spanpath.go)
 
-	prof profiles // this build's profile, while RunProfile runs (profiles.go)
+	prof profiles // this build's profile, while a profile is kept (profiles.go)
 }
 
 // wantStarts reports whether a harvest starting at now places spans.

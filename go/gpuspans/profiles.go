@@ -1,7 +1,6 @@
 package gpuspans
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,12 +15,12 @@ import (
 	"github.com/gpuspans/gpuspans/go/profile"
 )
 
-// Profiles across builds (docs/design.md): while RunProfile runs, each
-// kernel window's lanes add to this build's profile (package profile),
-// which RunProfile writes to its file and compares with the profile of
+// Profiles across builds (docs/design.md): while a profile is kept
+// (StartProfile), each kernel window's lanes add to this build's profile
+// (package profile), which StartProfile's goroutine writes to its file and compares with the profile of
 // another build it found there at its start.
 
-// ProfileOptions are RunProfile's options.
+// ProfileOptions are StartProfile's options.
 type ProfileOptions struct {
 	// Path is the profile file: read at the start, written by this run
 	// once a lane has profile.MinWindows windows. Only a profile is ever
@@ -35,13 +34,13 @@ type ProfileOptions struct {
 	Every time.Duration
 }
 
-// DefaultProfileEvery is how often RunProfile writes the profile.
+// DefaultProfileEvery is how often StartProfile writes the profile.
 const DefaultProfileEvery = time.Minute
 
 // ProfileStatus is the hub's profile: where it is kept, what it was
 // compared with, and what changed since.
 type ProfileStatus struct {
-	Path, Build string // "": no RunProfile has run
+	Path, Build string // "": no profile was ever kept
 	Running     bool
 	// Windows counts the windows added to this build's profile.
 	Windows uint64
@@ -63,7 +62,7 @@ type ProfileStatus struct {
 
 // profiles is the hub's side of the profile.
 type profiles struct {
-	on atomic.Bool // a RunProfile runs: windows feed the builder
+	on atomic.Bool // a profile is kept: windows feed the builder
 
 	// Guarded by the harvest lock.
 	builder profile.Builder
@@ -120,19 +119,20 @@ func (h *Hub) deviceModel(dev int) (model, driver string) {
 	return "", ""
 }
 
-// RunProfile keeps this build's GPU profile in a file (ProfileOptions)
-// until ctx is done: it reads the profile there, compares the hub's kernel
-// windows with it when it is another build's, lane by lane once both have
+// StartProfile keeps this build's GPU profile in a file (ProfileOptions)
+// until the stop it returns is called. Before it returns it reads the
+// profile there (a profile that cannot be used is ignored, logged and said
+// in ProfileStatus.Ignored); then, on a goroutine of its own, never the
+// stepping thread, it compares the hub's kernel windows with that profile
+// when it is another build's, lane by lane once both have
 // profile.MinWindows windows of the lane, logging a line a lane as it
-// does, and writes this build's profile every o.Every and before it
-// returns. Run it on its own goroutine, never the stepping thread: it
-// blocks, and writing the file is I/O. A profile at the path that cannot
-// be read is ignored, logged; a file there that is not a profile is never
-// replaced. It returns an error only for bad options or when a RunProfile
-// runs already; else nil once ctx is done.
-func (h *Hub) RunProfile(ctx context.Context, o ProfileOptions) error {
+// does, and writes this build's profile every o.Every. stop writes it a
+// last time and waits for the goroutine; calling it again does nothing. A
+// file at the path that is not a profile is never replaced. Errors: bad
+// options, or a profile kept already.
+func (h *Hub) StartProfile(o ProfileOptions) (stop func(), err error) {
 	if err := o.Check(); err != nil {
-		return err
+		return nil, err
 	}
 	every := o.Every
 	if every == 0 {
@@ -140,36 +140,45 @@ func (h *Hub) RunProfile(ctx context.Context, o ProfileOptions) error {
 	}
 	every = max(every, time.Second)
 	if !h.prof.on.CompareAndSwap(false, true) {
-		return fmt.Errorf("gpuspans: a profile is kept already (%s)", h.ProfileStatus().Path)
+		return nil, fmt.Errorf("gpuspans: a profile is kept already (%s)", h.ProfileStatus().Path)
 	}
-	defer h.prof.on.Store(false)
 	h.mu.Lock()
 	h.prof.builder = profile.Builder{}
 	h.prof.windows = 0
 	h.mu.Unlock()
 	r := &profileRun{h: h, o: o}
 	r.setStatus(func(st *ProfileStatus) { *st = ProfileStatus{Path: o.Path, Build: o.Build, Running: true} })
-	defer r.setStatus(func(st *ProfileStatus) { st.Running = false })
 	r.host, _ = os.Hostname()
 	r.start()
 
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	next := time.Now().Add(every)
-	for {
-		select {
-		case <-ctx.Done():
-			r.compare()
-			r.write()
-			return nil
-		case now := <-tick.C:
-			r.compare()
-			if !now.Before(next) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer h.prof.on.Store(false)
+		defer r.setStatus(func(st *ProfileStatus) { st.Running = false })
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		next := time.Now().Add(every)
+		for {
+			select {
+			case <-quit:
+				r.compare()
 				r.write()
-				next = now.Add(every)
+				return
+			case now := <-tick.C:
+				r.compare()
+				if !now.Before(next) {
+					r.write()
+					next = now.Add(every)
+				}
 			}
 		}
-	}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(quit) })
+		<-done
+	}, nil
 }
 
 // Check reports what is wrong with o, naming the field.
@@ -194,7 +203,7 @@ func (h *Hub) ProfileStatus() ProfileStatus {
 	return h.prof.st
 }
 
-// profileRun is one RunProfile's state, on its goroutine.
+// profileRun is one StartProfile's state, on its goroutine.
 type profileRun struct {
 	h       *Hub
 	o       ProfileOptions

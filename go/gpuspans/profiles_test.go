@@ -1,7 +1,6 @@
 package gpuspans_test
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,32 +13,17 @@ import (
 	"github.com/gpuspans/gpuspans/go/profile"
 )
 
-// profileRun runs a build on a fresh hub with RunProfile on path: windows
+// profileRun runs a build on a fresh hub keeping its profile at path: windows
 // steps whose decode lane runs mm, k2name for k2 and mm again; it returns
-// the status once RunProfile has returned, and the log.
+// the status once the profile's goroutine has stopped, and the log.
 func profileRun(t *testing.T, path, build, k2name string, k2 time.Duration, windows int) (gpuspans.ProfileStatus, string) {
 	t.Helper()
-	r := newGPURig(t)
 	log := new(gpuspanstest.Log)
-	// The rig's hub logs to its own Log; a second hub on the same rig
-	// logs here.
-	h, err := gpuspans.New(gpuspans.Options{
-		Lanes: []string{"prefill", "decode"}, Level: gpuspans.LevelKernel, Now: r.clock.Now,
-		Logf: log.Logf, KernelTracer: r.tracer.Opener(), KernelTiming: gpuspans.KernelTimingAuto,
-		KernelWindowEvery: time.Second, KernelWindowSteps: 1,
-	})
+	r := newGPURigLog(t, log)
+	h := r.h
+	stop, err := h.StartProfile(gpuspans.ProfileOptions{Path: path, Build: build, Every: time.Hour})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := h.Install(0, rigMain, r.g.Opener()); err != nil {
-		t.Fatal(err)
-	}
-	r.h = h
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.RunProfile(ctx, gpuspans.ProfileOptions{Path: path, Build: build, Every: time.Hour}) }()
-	for !h.ProfileStatus().Running {
-		time.Sleep(time.Millisecond)
 	}
 	for w := 0; w < windows; w++ {
 		for i := 0; i < 2*gpuspans.GPUTimeServedSpans; i++ {
@@ -59,10 +43,8 @@ func profileRun(t *testing.T, path, build, k2name string, k2 time.Duration, wind
 	r.h.Harvest()
 	r.h.BeginStep()
 	r.h.Harvest()
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
+	stop()
+	stop() // a second stop does nothing
 	return h.ProfileStatus(), strings.Join(log.Lines(), "\n")
 }
 
@@ -175,9 +157,8 @@ func TestProfileHostileFiles(t *testing.T) {
 	}
 }
 
-func TestRunProfileBadOptions(t *testing.T) {
+func TestStartProfileBadOptions(t *testing.T) {
 	h := newGPURig(t).h
-	ctx := context.Background()
 	for _, o := range []gpuspans.ProfileOptions{
 		{Build: "v1"},
 		{Path: "p"},
@@ -185,8 +166,26 @@ func TestRunProfileBadOptions(t *testing.T) {
 		{Path: "p", Build: strings.Repeat("b", profile.MaxName+1)},
 		{Path: "p", Build: "v1", Every: -time.Second},
 	} {
-		if err := h.RunProfile(ctx, o); err == nil {
+		if _, err := h.StartProfile(o); err == nil {
 			t.Errorf("%+v: no error", o)
 		}
 	}
+	// One profile at a time; once stopped, another may start.
+	path := filepath.Join(t.TempDir(), "p")
+	stop, err := h.StartProfile(gpuspans.ProfileOptions{Path: path, Build: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.StartProfile(gpuspans.ProfileOptions{Path: path, Build: "v2"}); err == nil || !strings.Contains(err.Error(), "kept already") {
+		t.Errorf("a second profile: %v", err)
+	}
+	stop()
+	if h.ProfileStatus().Running {
+		t.Error("running after stop")
+	}
+	stop, err = h.StartProfile(gpuspans.ProfileOptions{Path: path, Build: "v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
 }

@@ -182,7 +182,7 @@ type Snapshot struct {
 	// GPUTime is what kernel windows measured of where the GPU's time
 	// went (Hub.GPUTime).
 	GPUTime GPUTime
-	// Profile is the hub's profile across builds (Hub.RunProfile).
+	// Profile is the hub's profile across builds (Hub.StartProfile).
 	Profile ProfileStatus
 	// Options are the options the hub runs with now (Hub.Options).
 	Options Options

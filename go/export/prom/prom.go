@@ -292,7 +292,7 @@ type Collector struct {
 	windowsLeftAttached          *prometheus.Desc
 	windowKernels, lastKernels   *prometheus.Desc
 	busyRatio, busy, idle        *prometheus.Desc
-	// Against the previous build's profile (Hub.RunProfile).
+	// Against the previous build's profile (Hub.StartProfile).
 	timeVsBuild, busyVsBuild, kernelsVsBuild *prometheus.Desc
 	laneWindowCost, unsettled                *prometheus.Desc
 	kernelShare, gaps                        *prometheus.Desc
@@ -362,7 +362,7 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 		windowKernels:       d("kernel_window_kernels_total", "Kernel records landed from kernel windows. Appears at the first window."),
 		lastKernels:         d("kernel_window_last_kernels", "How many kernel records the newest finished kernel window landed. Appears at the first."),
 
-		timeVsBuild:    d("lane_time_vs_previous_build_ratio", "A lane's time per step outside kernel windows over the previous build's, from the profile this build compares with (Hub.RunProfile, gs_hub_start_profile); 1.2: 20% slower. Absent until both builds have 5 windows of the lane.", "device_model", "lane", "previous_build"),
+		timeVsBuild:    d("lane_time_vs_previous_build_ratio", "A lane's time per step outside kernel windows over the previous build's, from the profile this build compares with (Hub.StartProfile, gs_hub_start_profile); 1.2: 20% slower. Absent until both builds have 5 windows of the lane.", "device_model", "lane", "previous_build"),
 		busyVsBuild:    d("lane_busy_vs_previous_build_ratio", "A lane's busy time per step (kernels running) over the previous build's, as lane_time_vs_previous_build_ratio.", "device_model", "lane", "previous_build"),
 		kernelsVsBuild: d("lane_kernels_changed_vs_previous_build", "Kernel names of a lane whose time per step changed against the previous build, by change (grew, shrank, new, gone; at most 10 a lane are counted, the largest), as lane_time_vs_previous_build_ratio.", "device_model", "lane", "previous_build", "change"),
 		busyRatio:      d("lane_busy_ratio", "Fraction of a lane's served time in which some kernel of the device ran, over the lane's latest 16 settled kernel windows: busy inside the windows over the lane's time outside them (a window slows the step it measures); the rest is idle (lane_idle_seconds_total says why). Absent until a window settled for the lane, and while the lane has had no span for a minute.", "device", "lane"),

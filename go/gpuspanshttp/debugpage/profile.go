@@ -10,7 +10,7 @@ import (
 )
 
 // profileView is the page's "Since the last build": the hub's profile
-// (Hub.RunProfile) and what changed against the build before.
+// (Hub.StartProfile) and what changed against the build before.
 type profileView struct {
 	Path, Build, Before, Ignored, Written, WriteErr string
 	Windows                                         uint64

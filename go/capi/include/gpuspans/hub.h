@@ -461,20 +461,20 @@ gs_hub_status gs_hub_drain(gs_hub hub, int32_t timeout_ms, uint64_t* in_flight);
 gs_hub_status gs_hub_start_harvester(gs_hub hub, int64_t interval_us);
 gs_hub_status gs_hub_stop_harvester(gs_hub hub);
 
-/* gs_hub_start_profile keeps this build's GPU profile in the file at path,
- * on a thread of the library's (the Go API's Hub.RunProfile, docs/design.md,
- * profiles across builds): it reads the profile there; when it is another
- * build's, it compares the hub's kernel windows with it lane by lane, once
- * both have 5 windows of a lane, in a log line a lane, the snapshot's
- * "profile", the live page and /metrics; and it writes this build's every
- * every_ms milliseconds (0: a minute) and at gs_hub_stop_profile or
+/* gs_hub_start_profile keeps this build's GPU profile in the file at path
+ * (the Go API's Hub.StartProfile; docs/design.md, profiles across builds).
+ * Before it returns it reads the profile there: one it cannot use is
+ * ignored, logged, and said in the snapshot's "profile"; a file that is not
+ * a profile is never replaced. Then, on a thread of the library's, it
+ * compares the hub's kernel windows with another build's profile lane by
+ * lane, once both have 5 windows of a lane (a log line a lane, the
+ * snapshot's "profile", the live page, /metrics), and writes this build's
+ * every every_ms milliseconds (0: a minute) and at gs_hub_stop_profile or
  * gs_hub_close. build is the engine's build identity (its version, an image
- * digest). A profile there that cannot be used is ignored, logged; a file
- * that is not a profile is never replaced. GS_HUB_ERR_INVALID_ARGUMENT for
- * a NULL or empty path or build, a build over 512 bytes or with control
- * characters, a negative every_ms; GS_HUB_ERR_LIMIT when one runs already.
- * gs_hub_stop_profile writes the profile, stops and waits (GS_HUB_OK when
- * none runs). Thread-safe. */
+ * digest). GS_HUB_ERR_INVALID_ARGUMENT for a NULL or empty path or build, a
+ * build over 512 bytes or with control characters, a negative every_ms;
+ * GS_HUB_ERR_LIMIT when one is kept already. gs_hub_stop_profile writes the
+ * profile, stops and waits (GS_HUB_OK when none is kept). Thread-safe. */
 gs_hub_status gs_hub_start_profile(gs_hub hub, const char* path, const char* build, int64_t every_ms);
 gs_hub_status gs_hub_stop_profile(gs_hub hub);
 

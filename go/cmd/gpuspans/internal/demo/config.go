@@ -73,7 +73,7 @@ type Config struct {
 	Requests int
 
 	// Profile keeps the build's GPU profile in a file and compares it with
-	// another build's found there (Hub.RunProfile); Path "": none.
+	// another build's found there (Hub.StartProfile); Path "": none.
 	Profile gpuspans.ProfileOptions
 
 	// StatusEvery is the status line's period (0: twice a second on a

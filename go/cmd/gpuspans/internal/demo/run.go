@@ -97,9 +97,8 @@ type demoRun struct {
 	reqs      *requests      // with exp
 	srv       *http.Server   // with ln
 	col       *collector
-	// The profile's goroutine (Hub.RunProfile), while it runs.
-	profStop context.CancelFunc
-	profDone chan struct{}
+	// stopProfile writes the profile and stops keeping it (Hub.StartProfile).
+	stopProfile func()
 
 	closers []func()
 }
@@ -182,26 +181,14 @@ func (r *demoRun) makeHub() error {
 	}
 	r.hub = hub
 	if cfg.Profile.Path != "" {
-		ctx, cancel := context.WithCancel(context.Background())
-		r.profStop, r.profDone = cancel, make(chan struct{})
-		go func() {
-			defer close(r.profDone)
-			if err := hub.RunProfile(ctx, cfg.Profile); err != nil {
-				con.Printf("profile: %v", err)
-			}
-		}()
-		r.onExit(r.stopProfile)
+		stop, err := hub.StartProfile(cfg.Profile)
+		if err != nil {
+			return err
+		}
+		r.stopProfile = stop
+		r.onExit(stop)
 	}
 	return nil
-}
-
-// stopProfile has the profile's goroutine write it and return, if it runs.
-func (r *demoRun) stopProfile() {
-	if r.profStop != nil {
-		r.profStop()
-		<-r.profDone
-		r.profStop = nil
-	}
 }
 
 // makeEngine makes the engine that drives the hub on the GPU.

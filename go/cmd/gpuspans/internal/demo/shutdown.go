@@ -22,7 +22,9 @@ func (r *demoRun) shutdown() error {
 	r.col.poll()
 	r.hub.Uninstall(r.gpu.Device())
 	drain(r.hub)
-	r.stopProfile() // its last write has the windows the drains analysed
+	if r.stopProfile != nil {
+		r.stopProfile() // its last write has the windows the drains analysed
+	}
 	r.closeOTLP()
 	r.gpuClosed = true
 	cerr := r.gpu.Close()
