@@ -8,6 +8,7 @@ import (
 	"github.com/gpuspans/gpuspans/go/backend"
 	"github.com/gpuspans/gpuspans/go/export/sparsehist"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/profile"
 	gpuspansv1 "github.com/gpuspans/gpuspans/proto/gpuspans/v1"
 )
 
@@ -113,6 +114,7 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 		Lanes:        aggregatesToProto(s.Lanes),
 		Kernels:      aggregatesToProto(s.Kernels),
 		GpuTime:      gpuTimeToProto(&s.GPUTime),
+		Profile:      profileToProto(&s.Profile),
 	}
 	if !taken.IsZero() {
 		p.TakenUnixNs = taken.UnixNano()
@@ -240,6 +242,7 @@ func SnapshotFromProto(p *gpuspansv1.Snapshot) (gpuspans.Snapshot, time.Time, er
 	if err := kernelTimingFromProto(p.GetKernelTiming(), &s.KernelTiming); err != nil {
 		return s, taken, err
 	}
+	s.Profile = profileFromProto(p.GetProfile())
 
 	for _, pd := range p.GetDevices() {
 		st, err := stateFromString(pd.GetState())
@@ -433,4 +436,70 @@ func gpuTimeToProto(g *gpuspans.GPUTime) *gpuspansv1.GpuTime {
 			RecentNs: int64(m.Recent), BaselineNs: int64(m.Baseline), Launch: uint32(m.Launch)})
 	}
 	return p
+}
+
+// profileToProto is nil while no profile was ever kept.
+func profileToProto(st *gpuspans.ProfileStatus) *gpuspansv1.Profile {
+	if st.Path == "" {
+		return nil
+	}
+	p := &gpuspansv1.Profile{Path: st.Path, Build: st.Build, Running: st.Running, Windows: st.Windows,
+		WriteError: st.WriteErr, Before: st.Before, Ignored: st.Ignored}
+	p.WrittenUnixNs = unixNs(st.Written)
+	p.BeforeWrittenUnixNs = unixNs(st.BeforeWritten)
+	if d := st.Since; d != nil {
+		p.NotCompared = d.Skipped
+		for i := range d.Lanes {
+			l := &d.Lanes[i]
+			pl := &gpuspansv1.LaneSinceBuild{DeviceModel: l.Model, Lane: l.Lane, DeviceModelAfter: l.Model2, Driver: l.Driver, DriverAfter: l.Driver2,
+				WindowsBefore: l.Windows[0], WindowsAfter: l.Windows[1], TimeBeforeNs: l.Time[0], TimeAfterNs: l.Time[1],
+				BusyBeforeNs: l.Busy[0], BusyAfterNs: l.Busy[1], TimeMoved: int32(l.TimeMoved), BusyMoved: int32(l.BusyMoved), More: uint32(l.More)}
+			for _, k := range l.Kernels {
+				pl.Kernels = append(pl.Kernels, &gpuspansv1.KernelChange{Name: k.Name, Change: string(k.Change), BeforeNs: k.Before, AfterNs: k.After})
+			}
+			p.Since = append(p.Since, pl)
+		}
+	}
+	return p
+}
+
+// profileFromProto is profileToProto's inverse.
+func profileFromProto(p *gpuspansv1.Profile) gpuspans.ProfileStatus {
+	if p == nil {
+		return gpuspans.ProfileStatus{}
+	}
+	st := gpuspans.ProfileStatus{Path: p.GetPath(), Build: p.GetBuild(), Running: p.GetRunning(), Windows: p.GetWindows(),
+		WriteErr: p.GetWriteError(), Before: p.GetBefore(), Ignored: p.GetIgnored(),
+		Written: fromUnixNs(p.GetWrittenUnixNs()), BeforeWritten: fromUnixNs(p.GetBeforeWrittenUnixNs())}
+	if len(p.GetSince()) == 0 { // a comparison has a lane at least
+		return st
+	}
+	d := &profile.Diff{Before: st.Before, After: st.Build, Skipped: p.GetNotCompared()}
+	for _, pl := range p.GetSince() {
+		l := profile.LaneDiff{Model: pl.GetDeviceModel(), Lane: pl.GetLane(), Model2: pl.GetDeviceModelAfter(), Driver: pl.GetDriver(), Driver2: pl.GetDriverAfter(),
+			Windows: [2]uint64{pl.GetWindowsBefore(), pl.GetWindowsAfter()}, Time: [2]float64{pl.GetTimeBeforeNs(), pl.GetTimeAfterNs()},
+			Busy: [2]float64{pl.GetBusyBeforeNs(), pl.GetBusyAfterNs()}, TimeMoved: int(pl.GetTimeMoved()), BusyMoved: int(pl.GetBusyMoved()), More: int(pl.GetMore())}
+		for _, k := range pl.GetKernels() {
+			l.Kernels = append(l.Kernels, profile.KernelChange{Name: k.GetName(), Change: profile.Change(k.GetChange()), Before: k.GetBeforeNs(), After: k.GetAfterNs()})
+		}
+		d.Lanes = append(d.Lanes, l)
+	}
+	st.Since = d
+	return st
+}
+
+// unixNs is t in Unix ns; 0 for the zero time.
+func unixNs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+// fromUnixNs is unixNs' inverse.
+func fromUnixNs(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }

@@ -185,11 +185,9 @@ func TestRoundTrip(t *testing.T) {
 	for i, want := range []gpuspans.Snapshot{hubSnap, hand} {
 		// Span files carry what the spans are, not the tracer's windows
 		// (live state: the page and Prometheus have them), cut reads, or the
-		// hub's options (the page has them), or its profile across builds
-		// (the profile file is its record).
+		// hub's options (the page has them).
 		want.KernelTiming.Windows, want.KernelTiming.ReadsCut = gpuspans.KernelWindowStats{}, 0
 		want.Options = gpuspans.Options{}
-		want.Profile = gpuspans.ProfileStatus{}
 		if !reflect.DeepEqual(gotSnaps[i], errText(want)) {
 			t.Errorf("snapshot %d differs after the round trip:\ngot  %+v\nwant %+v", i, gotSnaps[i].KernelTiming, want.KernelTiming)
 		}
@@ -478,5 +476,22 @@ func TestConversionErrors(t *testing.T) {
 	}
 	if _, taken, err := SnapshotFromProto(&gpuspansv1.Snapshot{Level: gpuspansv1.Level_LEVEL_OFF}); err != nil || !taken.IsZero() {
 		t.Errorf("minimal snapshot: taken %v, %v", taken, err)
+	}
+}
+
+// The hub's profile across builds, every field set, comes back whole.
+func TestProfileRoundTrip(t *testing.T) {
+	s := golden.FullSnapshot()
+	s.Profile.Since.Lanes[0].Model2, s.Profile.Since.Lanes[0].Driver, s.Profile.Since.Lanes[0].Driver2 = "NVIDIA H100", "12.9", "13.0"
+	s.Profile.Since.Lanes[0].More, s.Profile.Ignored, s.Profile.WriteErr = 2, "ignored", "disk full"
+	got, _, err := SnapshotFromProto(SnapshotToProto(&s, time.Time{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Profile, s.Profile) {
+		t.Errorf("profile after the round trip:\ngot  %+v\nwant %+v", got.Profile, s.Profile)
+	}
+	if got, _, _ := SnapshotFromProto(SnapshotToProto(&gpuspans.Snapshot{}, time.Time{})); got.Profile.Path != "" || got.Profile.Since != nil {
+		t.Errorf("no profile: %+v", got.Profile)
 	}
 }

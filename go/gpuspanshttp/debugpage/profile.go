@@ -80,28 +80,72 @@ func change(a, b float64) string {
 	return strings.Replace(s, "(+Inf%)", "(new)", 1)
 }
 
-// profileJSON is the snapshot JSON's "profile".
+// profileJSON is the snapshot JSON's "profile", the schema's Profile.
 type profileJSON struct {
-	Path          string        `json:"path"`
-	Build         string        `json:"build"`
-	Running       bool          `json:"running"`
-	Windows       uint64        `json:"windows"`
-	WrittenUnixNs int64         `json:"written_unix_ns,omitempty"`
-	WriteError    string        `json:"write_error,omitempty"`
-	Before        string        `json:"before,omitempty"`
-	Ignored       string        `json:"ignored,omitempty"`
-	Since         *profile.Diff `json:"since,omitempty"`
+	Path                string          `json:"path"`
+	Build               string          `json:"build"`
+	Running             bool            `json:"running"`
+	Windows             uint64          `json:"windows"`
+	WrittenUnixNs       int64           `json:"written_unix_ns"`
+	WriteError          string          `json:"write_error"`
+	Before              string          `json:"before"`
+	BeforeWrittenUnixNs int64           `json:"before_written_unix_ns"`
+	Ignored             string          `json:"ignored"`
+	Since               []laneSinceJSON `json:"since"`
+	NotCompared         []string        `json:"not_compared"`
 }
 
-// profileOf is nil when no profile is kept.
+type laneSinceJSON struct {
+	DeviceModel      string             `json:"device_model"`
+	Lane             string             `json:"lane"`
+	DeviceModelAfter string             `json:"device_model_after"`
+	Driver           string             `json:"driver"`
+	DriverAfter      string             `json:"driver_after"`
+	WindowsBefore    uint64             `json:"windows_before"`
+	WindowsAfter     uint64             `json:"windows_after"`
+	TimeBeforeNs     float64            `json:"time_before_ns"`
+	TimeAfterNs      float64            `json:"time_after_ns"`
+	BusyBeforeNs     float64            `json:"busy_before_ns"`
+	BusyAfterNs      float64            `json:"busy_after_ns"`
+	TimeMoved        int                `json:"time_moved"`
+	BusyMoved        int                `json:"busy_moved"`
+	Kernels          []kernelChangeJSON `json:"kernels"`
+	More             int                `json:"more"`
+}
+
+type kernelChangeJSON struct {
+	Name     string  `json:"name"`
+	Change   string  `json:"change"`
+	BeforeNs float64 `json:"before_ns"`
+	AfterNs  float64 `json:"after_ns"`
+}
+
+// profileOf is nil while no profile was ever kept.
 func profileOf(st *gpuspans.ProfileStatus) *profileJSON {
 	if st.Path == "" {
 		return nil
 	}
 	j := &profileJSON{Path: st.Path, Build: st.Build, Running: st.Running, Windows: st.Windows, WriteError: st.WriteErr,
-		Before: st.Before, Ignored: st.Ignored, Since: st.Since}
+		Before: st.Before, Ignored: st.Ignored, Since: []laneSinceJSON{}, NotCompared: []string{}}
 	if !st.Written.IsZero() {
 		j.WrittenUnixNs = st.Written.UnixNano()
+	}
+	if !st.BeforeWritten.IsZero() {
+		j.BeforeWrittenUnixNs = st.BeforeWritten.UnixNano()
+	}
+	if d := st.Since; d != nil {
+		j.NotCompared = append(j.NotCompared, d.Skipped...)
+		for i := range d.Lanes {
+			l := &d.Lanes[i]
+			lj := laneSinceJSON{DeviceModel: l.Model, Lane: l.Lane, DeviceModelAfter: l.Model2, Driver: l.Driver, DriverAfter: l.Driver2,
+				WindowsBefore: l.Windows[0], WindowsAfter: l.Windows[1], TimeBeforeNs: l.Time[0], TimeAfterNs: l.Time[1],
+				BusyBeforeNs: l.Busy[0], BusyAfterNs: l.Busy[1], TimeMoved: l.TimeMoved, BusyMoved: l.BusyMoved, More: l.More,
+				Kernels: []kernelChangeJSON{}}
+			for _, k := range l.Kernels {
+				lj.Kernels = append(lj.Kernels, kernelChangeJSON{Name: k.Name, Change: string(k.Change), BeforeNs: k.Before, AfterNs: k.After})
+			}
+			j.Since = append(j.Since, lj)
+		}
 	}
 	return j
 }

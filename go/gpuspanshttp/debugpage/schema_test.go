@@ -32,7 +32,6 @@ var pageOnly = map[string]bool{
 	"kernels[].p99_ns":  true,
 	"recent_windows":    true, // the hub's recent windows (gpuspans.Hub.Windows)
 	"options":           true, // gpuspans.Options as the hub runs with them
-	"profile":           true, // the hub's profile across builds: the profile file itself is its record
 	// The kernel tracer's live state: its windows (what each cost the
 	// stepping thread, the last one's kernels) and cut reads. Prometheus
 	// carries them too; span files keep what they describe, the spans.

@@ -31,7 +31,7 @@ type snapshotJSON struct {
 	Options         optionsJSON      `json:"options"` // page-only: gpuspans.Options as the hub runs with them
 	// GPUTime is absent before the first kernel window was analysed.
 	GPUTime *gpuTimeJSON `json:"gpu_time,omitempty"`
-	// Profile is absent while no profile is kept (page-only).
+	// Profile is absent while no profile was ever kept.
 	Profile *profileJSON `json:"profile,omitempty"`
 	// RecentWindows are the hub's recent windows, oldest first, the open
 	// one last (page-only; only from MarshalSnapshotWindows).

@@ -1048,7 +1048,9 @@ type Snapshot struct {
 	KernelTiming   *KernelTiming     `protobuf:"bytes,12,opt,name=kernel_timing,json=kernelTiming,proto3" json:"kernel_timing,omitempty"`
 	// What kernel windows measured of where the GPU's time went; absent
 	// before the first window was analysed.
-	GpuTime       *GpuTime `protobuf:"bytes,13,opt,name=gpu_time,json=gpuTime,proto3" json:"gpu_time,omitempty"`
+	GpuTime *GpuTime `protobuf:"bytes,13,opt,name=gpu_time,json=gpuTime,proto3" json:"gpu_time,omitempty"`
+	// The hub's profile across builds; absent while none was ever kept.
+	Profile       *Profile `protobuf:"bytes,14,opt,name=profile,proto3" json:"profile,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1167,6 +1169,380 @@ func (x *Snapshot) GetGpuTime() *GpuTime {
 	return nil
 }
 
+func (x *Snapshot) GetProfile() *Profile {
+	if x != nil {
+		return x.Profile
+	}
+	return nil
+}
+
+// A hub's profile across builds (docs/design.md, profiles across builds):
+// the file it keeps this build's profile in, the previous build's it
+// compares with, and what changed since.
+type Profile struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Path  string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// This build's identity.
+	Build   string `protobuf:"bytes,2,opt,name=build,proto3" json:"build,omitempty"`
+	Running bool   `protobuf:"varint,3,opt,name=running,proto3" json:"running,omitempty"`
+	// Windows added to this build's profile.
+	Windows uint64 `protobuf:"varint,4,opt,name=windows,proto3" json:"windows,omitempty"`
+	// When this build's profile was last written; 0: not yet.
+	WrittenUnixNs int64 `protobuf:"varint,5,opt,name=written_unix_ns,json=writtenUnixNs,proto3" json:"written_unix_ns,omitempty"`
+	// Why the latest write failed; empty when it did not.
+	WriteError string `protobuf:"bytes,6,opt,name=write_error,json=writeError,proto3" json:"write_error,omitempty"`
+	// The build whose profile was found at path and is compared with, and
+	// when it was written; empty when none (or it was ignored).
+	Before              string `protobuf:"bytes,7,opt,name=before,proto3" json:"before,omitempty"`
+	BeforeWrittenUnixNs int64  `protobuf:"varint,8,opt,name=before_written_unix_ns,json=beforeWrittenUnixNs,proto3" json:"before_written_unix_ns,omitempty"`
+	// Why a profile found at path is not compared with.
+	Ignored string `protobuf:"bytes,9,opt,name=ignored,proto3" json:"ignored,omitempty"`
+	// Per lane compared (once both builds have 5 windows of it).
+	Since []*LaneSinceBuild `protobuf:"bytes,10,rep,name=since,proto3" json:"since,omitempty"`
+	// Lanes not compared, a line each saying why.
+	NotCompared   []string `protobuf:"bytes,11,rep,name=not_compared,json=notCompared,proto3" json:"not_compared,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Profile) Reset() {
+	*x = Profile{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Profile) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Profile) ProtoMessage() {}
+
+func (x *Profile) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Profile.ProtoReflect.Descriptor instead.
+func (*Profile) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *Profile) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *Profile) GetBuild() string {
+	if x != nil {
+		return x.Build
+	}
+	return ""
+}
+
+func (x *Profile) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *Profile) GetWindows() uint64 {
+	if x != nil {
+		return x.Windows
+	}
+	return 0
+}
+
+func (x *Profile) GetWrittenUnixNs() int64 {
+	if x != nil {
+		return x.WrittenUnixNs
+	}
+	return 0
+}
+
+func (x *Profile) GetWriteError() string {
+	if x != nil {
+		return x.WriteError
+	}
+	return ""
+}
+
+func (x *Profile) GetBefore() string {
+	if x != nil {
+		return x.Before
+	}
+	return ""
+}
+
+func (x *Profile) GetBeforeWrittenUnixNs() int64 {
+	if x != nil {
+		return x.BeforeWrittenUnixNs
+	}
+	return 0
+}
+
+func (x *Profile) GetIgnored() string {
+	if x != nil {
+		return x.Ignored
+	}
+	return ""
+}
+
+func (x *Profile) GetSince() []*LaneSinceBuild {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *Profile) GetNotCompared() []string {
+	if x != nil {
+		return x.NotCompared
+	}
+	return nil
+}
+
+// One lane of this build against the previous build's, per step.
+type LaneSinceBuild struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	DeviceModel string                 `protobuf:"bytes,1,opt,name=device_model,json=deviceModel,proto3" json:"device_model,omitempty"`
+	Lane        string                 `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
+	// The after side's model and drivers, where they differ.
+	DeviceModelAfter string `protobuf:"bytes,3,opt,name=device_model_after,json=deviceModelAfter,proto3" json:"device_model_after,omitempty"`
+	Driver           string `protobuf:"bytes,4,opt,name=driver,proto3" json:"driver,omitempty"`
+	DriverAfter      string `protobuf:"bytes,5,opt,name=driver_after,json=driverAfter,proto3" json:"driver_after,omitempty"`
+	WindowsBefore    uint64 `protobuf:"varint,6,opt,name=windows_before,json=windowsBefore,proto3" json:"windows_before,omitempty"`
+	WindowsAfter     uint64 `protobuf:"varint,7,opt,name=windows_after,json=windowsAfter,proto3" json:"windows_after,omitempty"`
+	// The lane's time per step outside windows, and its busy time.
+	TimeBeforeNs float64 `protobuf:"fixed64,8,opt,name=time_before_ns,json=timeBeforeNs,proto3" json:"time_before_ns,omitempty"`
+	TimeAfterNs  float64 `protobuf:"fixed64,9,opt,name=time_after_ns,json=timeAfterNs,proto3" json:"time_after_ns,omitempty"`
+	BusyBeforeNs float64 `protobuf:"fixed64,10,opt,name=busy_before_ns,json=busyBeforeNs,proto3" json:"busy_before_ns,omitempty"`
+	BusyAfterNs  float64 `protobuf:"fixed64,11,opt,name=busy_after_ns,json=busyAfterNs,proto3" json:"busy_after_ns,omitempty"`
+	// +1 grew, -1 shrank, 0 neither, by the comparison's test.
+	TimeMoved int32 `protobuf:"varint,12,opt,name=time_moved,json=timeMoved,proto3" json:"time_moved,omitempty"`
+	BusyMoved int32 `protobuf:"varint,13,opt,name=busy_moved,json=busyMoved,proto3" json:"busy_moved,omitempty"`
+	// The kernels that changed, largest change first; more counts the rest.
+	Kernels       []*KernelChange `protobuf:"bytes,14,rep,name=kernels,proto3" json:"kernels,omitempty"`
+	More          uint32          `protobuf:"varint,15,opt,name=more,proto3" json:"more,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LaneSinceBuild) Reset() {
+	*x = LaneSinceBuild{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LaneSinceBuild) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LaneSinceBuild) ProtoMessage() {}
+
+func (x *LaneSinceBuild) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LaneSinceBuild.ProtoReflect.Descriptor instead.
+func (*LaneSinceBuild) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *LaneSinceBuild) GetDeviceModel() string {
+	if x != nil {
+		return x.DeviceModel
+	}
+	return ""
+}
+
+func (x *LaneSinceBuild) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
+}
+
+func (x *LaneSinceBuild) GetDeviceModelAfter() string {
+	if x != nil {
+		return x.DeviceModelAfter
+	}
+	return ""
+}
+
+func (x *LaneSinceBuild) GetDriver() string {
+	if x != nil {
+		return x.Driver
+	}
+	return ""
+}
+
+func (x *LaneSinceBuild) GetDriverAfter() string {
+	if x != nil {
+		return x.DriverAfter
+	}
+	return ""
+}
+
+func (x *LaneSinceBuild) GetWindowsBefore() uint64 {
+	if x != nil {
+		return x.WindowsBefore
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetWindowsAfter() uint64 {
+	if x != nil {
+		return x.WindowsAfter
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetTimeBeforeNs() float64 {
+	if x != nil {
+		return x.TimeBeforeNs
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetTimeAfterNs() float64 {
+	if x != nil {
+		return x.TimeAfterNs
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetBusyBeforeNs() float64 {
+	if x != nil {
+		return x.BusyBeforeNs
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetBusyAfterNs() float64 {
+	if x != nil {
+		return x.BusyAfterNs
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetTimeMoved() int32 {
+	if x != nil {
+		return x.TimeMoved
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetBusyMoved() int32 {
+	if x != nil {
+		return x.BusyMoved
+	}
+	return 0
+}
+
+func (x *LaneSinceBuild) GetKernels() []*KernelChange {
+	if x != nil {
+		return x.Kernels
+	}
+	return nil
+}
+
+func (x *LaneSinceBuild) GetMore() uint32 {
+	if x != nil {
+		return x.More
+	}
+	return 0
+}
+
+// A kernel name whose time per step changed between two builds.
+type KernelChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "grew", "shrank", "new" or "gone".
+	Change        string  `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
+	BeforeNs      float64 `protobuf:"fixed64,3,opt,name=before_ns,json=beforeNs,proto3" json:"before_ns,omitempty"`
+	AfterNs       float64 `protobuf:"fixed64,4,opt,name=after_ns,json=afterNs,proto3" json:"after_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KernelChange) Reset() {
+	*x = KernelChange{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KernelChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KernelChange) ProtoMessage() {}
+
+func (x *KernelChange) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KernelChange.ProtoReflect.Descriptor instead.
+func (*KernelChange) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *KernelChange) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *KernelChange) GetChange() string {
+	if x != nil {
+		return x.Change
+	}
+	return ""
+}
+
+func (x *KernelChange) GetBeforeNs() float64 {
+	if x != nil {
+		return x.BeforeNs
+	}
+	return 0
+}
+
+func (x *KernelChange) GetAfterNs() float64 {
+	if x != nil {
+		return x.AfterNs
+	}
+	return 0
+}
+
 // Where the GPU's time went inside lane spans, from kernel windows
 // (docs/design.md, GPU time): busy is the union of the device's kernel
 // intervals inside a span, idle the rest of its event time.
@@ -1196,7 +1572,7 @@ type GpuTime struct {
 
 func (x *GpuTime) Reset() {
 	*x = GpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1208,7 +1584,7 @@ func (x *GpuTime) String() string {
 func (*GpuTime) ProtoMessage() {}
 
 func (x *GpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1221,7 +1597,7 @@ func (x *GpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GpuTime.ProtoReflect.Descriptor instead.
 func (*GpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GpuTime) GetWindows() uint64 {
@@ -1341,7 +1717,7 @@ type LaneGpuTime struct {
 
 func (x *LaneGpuTime) Reset() {
 	*x = LaneGpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1353,7 +1729,7 @@ func (x *LaneGpuTime) String() string {
 func (*LaneGpuTime) ProtoMessage() {}
 
 func (x *LaneGpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1366,7 +1742,7 @@ func (x *LaneGpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaneGpuTime.ProtoReflect.Descriptor instead.
 func (*LaneGpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *LaneGpuTime) GetDevice() int32 {
@@ -1520,7 +1896,7 @@ type KernelShare struct {
 
 func (x *KernelShare) Reset() {
 	*x = KernelShare{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1532,7 +1908,7 @@ func (x *KernelShare) String() string {
 func (*KernelShare) ProtoMessage() {}
 
 func (x *KernelShare) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1545,7 +1921,7 @@ func (x *KernelShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelShare.ProtoReflect.Descriptor instead.
 func (*KernelShare) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{10}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *KernelShare) GetKernel() string {
@@ -1586,7 +1962,7 @@ type KernelGap struct {
 
 func (x *KernelGap) Reset() {
 	*x = KernelGap{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1974,7 @@ func (x *KernelGap) String() string {
 func (*KernelGap) ProtoMessage() {}
 
 func (x *KernelGap) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1987,7 @@ func (x *KernelGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelGap.ProtoReflect.Descriptor instead.
 func (*KernelGap) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{11}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *KernelGap) GetDevice() int32 {
@@ -1678,7 +2054,7 @@ type StepGpuTime struct {
 
 func (x *StepGpuTime) Reset() {
 	*x = StepGpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1690,7 +2066,7 @@ func (x *StepGpuTime) String() string {
 func (*StepGpuTime) ProtoMessage() {}
 
 func (x *StepGpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1703,7 +2079,7 @@ func (x *StepGpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepGpuTime.ProtoReflect.Descriptor instead.
 func (*StepGpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{12}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StepGpuTime) GetDevice() int32 {
@@ -1764,7 +2140,7 @@ type KernelMove struct {
 
 func (x *KernelMove) Reset() {
 	*x = KernelMove{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1776,7 +2152,7 @@ func (x *KernelMove) String() string {
 func (*KernelMove) ProtoMessage() {}
 
 func (x *KernelMove) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1789,7 +2165,7 @@ func (x *KernelMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelMove.ProtoReflect.Descriptor instead.
 func (*KernelMove) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{13}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KernelMove) GetDevice() int32 {
@@ -1854,7 +2230,7 @@ type DeviceCounters struct {
 
 func (x *DeviceCounters) Reset() {
 	*x = DeviceCounters{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1866,7 +2242,7 @@ func (x *DeviceCounters) String() string {
 func (*DeviceCounters) ProtoMessage() {}
 
 func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1879,7 +2255,7 @@ func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceCounters.ProtoReflect.Descriptor instead.
 func (*DeviceCounters) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{14}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *DeviceCounters) GetDevice() int32 {
@@ -1966,7 +2342,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2354,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2367,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{15}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Header) GetSchema() string {
@@ -2027,7 +2403,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2039,7 +2415,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2052,7 +2428,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{16}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -2200,7 +2576,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1c\n" +
 	"\tfallbacks\x18\x04 \x01(\x04R\tfallbacks\x12\x18\n" +
 	"\arecords\x18\x05 \x01(\x04R\arecords\x12\x16\n" +
-	"\x06labels\x18\x06 \x01(\rR\x06labels\"\xca\x04\n" +
+	"\x06labels\x18\x06 \x01(\rR\x06labels\"\xfa\x04\n" +
 	"\bSnapshot\x12\"\n" +
 	"\rtaken_unix_ns\x18\x01 \x01(\x03R\vtakenUnixNs\x12(\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x12.gpuspans.v1.LevelR\x05level\x12*\n" +
@@ -2215,8 +2591,47 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\akernels\x18\v \x03(\v2\x16.gpuspans.v1.AggregateR\akernels\x12D\n" +
 	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCounters\x12>\n" +
 	"\rkernel_timing\x18\f \x01(\v2\x19.gpuspans.v1.KernelTimingR\fkernelTiming\x12/\n" +
-	"\bgpu_time\x18\r \x01(\v2\x14.gpuspans.v1.GpuTimeR\agpuTimeJ\x04\b\b\x10\tR\n" +
-	"aggregates\"\x84\x03\n" +
+	"\bgpu_time\x18\r \x01(\v2\x14.gpuspans.v1.GpuTimeR\agpuTime\x12.\n" +
+	"\aprofile\x18\x0e \x01(\v2\x14.gpuspans.v1.ProfileR\aprofileJ\x04\b\b\x10\tR\n" +
+	"aggregates\"\xed\x02\n" +
+	"\aProfile\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
+	"\x05build\x18\x02 \x01(\tR\x05build\x12\x18\n" +
+	"\arunning\x18\x03 \x01(\bR\arunning\x12\x18\n" +
+	"\awindows\x18\x04 \x01(\x04R\awindows\x12&\n" +
+	"\x0fwritten_unix_ns\x18\x05 \x01(\x03R\rwrittenUnixNs\x12\x1f\n" +
+	"\vwrite_error\x18\x06 \x01(\tR\n" +
+	"writeError\x12\x16\n" +
+	"\x06before\x18\a \x01(\tR\x06before\x123\n" +
+	"\x16before_written_unix_ns\x18\b \x01(\x03R\x13beforeWrittenUnixNs\x12\x18\n" +
+	"\aignored\x18\t \x01(\tR\aignored\x121\n" +
+	"\x05since\x18\n" +
+	" \x03(\v2\x1b.gpuspans.v1.LaneSinceBuildR\x05since\x12!\n" +
+	"\fnot_compared\x18\v \x03(\tR\vnotCompared\"\x97\x04\n" +
+	"\x0eLaneSinceBuild\x12!\n" +
+	"\fdevice_model\x18\x01 \x01(\tR\vdeviceModel\x12\x12\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\x12,\n" +
+	"\x12device_model_after\x18\x03 \x01(\tR\x10deviceModelAfter\x12\x16\n" +
+	"\x06driver\x18\x04 \x01(\tR\x06driver\x12!\n" +
+	"\fdriver_after\x18\x05 \x01(\tR\vdriverAfter\x12%\n" +
+	"\x0ewindows_before\x18\x06 \x01(\x04R\rwindowsBefore\x12#\n" +
+	"\rwindows_after\x18\a \x01(\x04R\fwindowsAfter\x12$\n" +
+	"\x0etime_before_ns\x18\b \x01(\x01R\ftimeBeforeNs\x12\"\n" +
+	"\rtime_after_ns\x18\t \x01(\x01R\vtimeAfterNs\x12$\n" +
+	"\x0ebusy_before_ns\x18\n" +
+	" \x01(\x01R\fbusyBeforeNs\x12\"\n" +
+	"\rbusy_after_ns\x18\v \x01(\x01R\vbusyAfterNs\x12\x1d\n" +
+	"\n" +
+	"time_moved\x18\f \x01(\x05R\ttimeMoved\x12\x1d\n" +
+	"\n" +
+	"busy_moved\x18\r \x01(\x05R\tbusyMoved\x123\n" +
+	"\akernels\x18\x0e \x03(\v2\x19.gpuspans.v1.KernelChangeR\akernels\x12\x12\n" +
+	"\x04more\x18\x0f \x01(\rR\x04more\"r\n" +
+	"\fKernelChange\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06change\x18\x02 \x01(\tR\x06change\x12\x1b\n" +
+	"\tbefore_ns\x18\x03 \x01(\x01R\bbeforeNs\x12\x19\n" +
+	"\bafter_ns\x18\x04 \x01(\x01R\aafterNs\"\x84\x03\n" +
 	"\aGpuTime\x12\x18\n" +
 	"\awindows\x18\x01 \x01(\x04R\awindows\x12\x18\n" +
 	"\askipped\x18\x02 \x01(\x04R\askipped\x12\x12\n" +
@@ -2325,7 +2740,7 @@ func file_proto_gpuspans_v1_spans_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_gpuspans_v1_spans_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 	(SpanKind)(0),          // 0: gpuspans.v1.SpanKind
 	(Level)(0),             // 1: gpuspans.v1.Level
@@ -2337,15 +2752,18 @@ var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
 	(*Counters)(nil),       // 7: gpuspans.v1.Counters
 	(*KernelTiming)(nil),   // 8: gpuspans.v1.KernelTiming
 	(*Snapshot)(nil),       // 9: gpuspans.v1.Snapshot
-	(*GpuTime)(nil),        // 10: gpuspans.v1.GpuTime
-	(*LaneGpuTime)(nil),    // 11: gpuspans.v1.LaneGpuTime
-	(*KernelShare)(nil),    // 12: gpuspans.v1.KernelShare
-	(*KernelGap)(nil),      // 13: gpuspans.v1.KernelGap
-	(*StepGpuTime)(nil),    // 14: gpuspans.v1.StepGpuTime
-	(*KernelMove)(nil),     // 15: gpuspans.v1.KernelMove
-	(*DeviceCounters)(nil), // 16: gpuspans.v1.DeviceCounters
-	(*Header)(nil),         // 17: gpuspans.v1.Header
-	(*Record)(nil),         // 18: gpuspans.v1.Record
+	(*Profile)(nil),        // 10: gpuspans.v1.Profile
+	(*LaneSinceBuild)(nil), // 11: gpuspans.v1.LaneSinceBuild
+	(*KernelChange)(nil),   // 12: gpuspans.v1.KernelChange
+	(*GpuTime)(nil),        // 13: gpuspans.v1.GpuTime
+	(*LaneGpuTime)(nil),    // 14: gpuspans.v1.LaneGpuTime
+	(*KernelShare)(nil),    // 15: gpuspans.v1.KernelShare
+	(*KernelGap)(nil),      // 16: gpuspans.v1.KernelGap
+	(*StepGpuTime)(nil),    // 17: gpuspans.v1.StepGpuTime
+	(*KernelMove)(nil),     // 18: gpuspans.v1.KernelMove
+	(*DeviceCounters)(nil), // 19: gpuspans.v1.DeviceCounters
+	(*Header)(nil),         // 20: gpuspans.v1.Header
+	(*Record)(nil),         // 21: gpuspans.v1.Record
 }
 var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	0,  // 0: gpuspans.v1.Span.kind:type_name -> gpuspans.v1.SpanKind
@@ -2356,25 +2774,28 @@ var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	6,  // 5: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
 	5,  // 6: gpuspans.v1.Snapshot.lanes:type_name -> gpuspans.v1.Aggregate
 	5,  // 7: gpuspans.v1.Snapshot.kernels:type_name -> gpuspans.v1.Aggregate
-	16, // 8: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
+	19, // 8: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
 	8,  // 9: gpuspans.v1.Snapshot.kernel_timing:type_name -> gpuspans.v1.KernelTiming
-	10, // 10: gpuspans.v1.Snapshot.gpu_time:type_name -> gpuspans.v1.GpuTime
-	11, // 11: gpuspans.v1.GpuTime.lanes:type_name -> gpuspans.v1.LaneGpuTime
-	5,  // 12: gpuspans.v1.GpuTime.gaps:type_name -> gpuspans.v1.Aggregate
-	14, // 13: gpuspans.v1.GpuTime.steps:type_name -> gpuspans.v1.StepGpuTime
-	13, // 14: gpuspans.v1.GpuTime.largest_gaps:type_name -> gpuspans.v1.KernelGap
-	15, // 15: gpuspans.v1.GpuTime.moved:type_name -> gpuspans.v1.KernelMove
-	12, // 16: gpuspans.v1.LaneGpuTime.kernels:type_name -> gpuspans.v1.KernelShare
-	3,  // 17: gpuspans.v1.LaneGpuTime.causes:type_name -> gpuspans.v1.IdleCauses
-	3,  // 18: gpuspans.v1.LaneGpuTime.recent_causes:type_name -> gpuspans.v1.IdleCauses
-	4,  // 19: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
-	9,  // 20: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
-	17, // 21: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	13, // 10: gpuspans.v1.Snapshot.gpu_time:type_name -> gpuspans.v1.GpuTime
+	10, // 11: gpuspans.v1.Snapshot.profile:type_name -> gpuspans.v1.Profile
+	11, // 12: gpuspans.v1.Profile.since:type_name -> gpuspans.v1.LaneSinceBuild
+	12, // 13: gpuspans.v1.LaneSinceBuild.kernels:type_name -> gpuspans.v1.KernelChange
+	14, // 14: gpuspans.v1.GpuTime.lanes:type_name -> gpuspans.v1.LaneGpuTime
+	5,  // 15: gpuspans.v1.GpuTime.gaps:type_name -> gpuspans.v1.Aggregate
+	17, // 16: gpuspans.v1.GpuTime.steps:type_name -> gpuspans.v1.StepGpuTime
+	16, // 17: gpuspans.v1.GpuTime.largest_gaps:type_name -> gpuspans.v1.KernelGap
+	18, // 18: gpuspans.v1.GpuTime.moved:type_name -> gpuspans.v1.KernelMove
+	15, // 19: gpuspans.v1.LaneGpuTime.kernels:type_name -> gpuspans.v1.KernelShare
+	3,  // 20: gpuspans.v1.LaneGpuTime.causes:type_name -> gpuspans.v1.IdleCauses
+	3,  // 21: gpuspans.v1.LaneGpuTime.recent_causes:type_name -> gpuspans.v1.IdleCauses
+	4,  // 22: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
+	9,  // 23: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
+	20, // 24: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_proto_gpuspans_v1_spans_proto_init() }
@@ -2382,7 +2803,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 	if File_proto_gpuspans_v1_spans_proto != nil {
 		return
 	}
-	file_proto_gpuspans_v1_spans_proto_msgTypes[16].OneofWrappers = []any{
+	file_proto_gpuspans_v1_spans_proto_msgTypes[19].OneofWrappers = []any{
 		(*Record_Spans)(nil),
 		(*Record_Snapshot)(nil),
 		(*Record_Header)(nil),
@@ -2393,7 +2814,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_gpuspans_v1_spans_proto_rawDesc), len(file_proto_gpuspans_v1_spans_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
