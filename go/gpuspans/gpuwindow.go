@@ -351,6 +351,7 @@ func (h *Hub) analyse(w *gpuWindow) {
 		}
 		h.settleLane(lw, sd, w.lanes, now)
 	}
+	h.flushProfileWindow()
 	h.servedTimelines(w.lanes)
 	h.moved()
 }

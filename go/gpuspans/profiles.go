@@ -66,33 +66,61 @@ type profiles struct {
 
 	// Guarded by the harvest lock.
 	builder profile.Builder
-	windows uint64
-	wl      profile.WindowLane // scratch
-	count   map[int32]int32    // scratch: launches per kernel name
+	windows uint64           // windows added to the builder
+	win     []profWindowLane // the window under analysis, its lanes
+	nwin    int              // of win, those in use
+	count   map[int32]int32  // scratch: launches per kernel name
+	wl      profile.WindowLane
 
 	mu sync.Mutex // guards st
 	st ProfileStatus
 }
 
-// addProfileLane adds a settled window's lane to the profile, when one is
-// kept. t is the lane's totals after the window (settled: its latest
-// recent entry is this window's). Caller holds the harvest lock.
+// profWindowLane is one lane of a window on one device model and driver:
+// the sums of its devices (a window covers every device of the process,
+// and the profile counts it once).
+type profWindowLane struct {
+	model, driver       string
+	lane                int32
+	spans, busy         int64
+	servedSpans, served int64
+	causes              IdleCauses
+	names               map[string]int // into kernels
+	kernels             []profile.WindowKernel
+}
+
+// addProfileLane adds a window's lane on one device to the window's sums,
+// when a profile is kept; flushProfileWindow adds them to the profile.
+// settled: the window's served time was estimated for the lane, and t's
+// latest recent entry is this window's. Caller holds the harvest lock.
 func (h *Hub) addProfileLane(lw *laneWindow, t *laneTotals, settled bool) {
 	p := &h.prof
 	if !p.on.Load() || lw.spans <= 0 {
 		return
 	}
 	model, driver := h.deviceModel(int(lw.key[0]))
-	spans := float64(lw.spans)
-	wl := &p.wl
-	*wl = profile.WindowLane{Model: model, Driver: driver, Lane: h.lanes[lw.key[1]], Spans: lw.spans,
-		Busy: float64(lw.busy) / spans, Kernels: wl.Kernels[:0]}
+	var w *profWindowLane
+	for i := range p.win[:p.nwin] {
+		if x := &p.win[i]; x.model == model && x.driver == driver && x.lane == lw.key[1] {
+			w = x
+		}
+	}
+	if w == nil {
+		if p.nwin == len(p.win) {
+			p.win = append(p.win, profWindowLane{names: make(map[string]int)})
+		}
+		w = &p.win[p.nwin]
+		p.nwin++
+		clear(w.names)
+		*w = profWindowLane{model: model, driver: driver, lane: lw.key[1], names: w.names, kernels: w.kernels[:0]}
+	}
+	w.spans += lw.spans
+	w.busy += lw.busy
 	if settled {
 		r := &t.recent[(t.settled-1)%GPUTimeRecentWindows]
-		c := r.causes
-		wl.Served = float64(r.served) / spans
-		wl.Idle = profile.Causes{Host: float64(c.Host) / spans, Launch: float64(c.Launch) / spans,
-			Copy: float64(c.Copy) / spans, Wait: float64(c.Wait) / spans, Other: float64(c.Other) / spans}
+		w.servedSpans += r.spans
+		w.served += r.served
+		w.causes.Add(r.causes)
 	}
 	if p.count == nil {
 		p.count = make(map[int32]int32)
@@ -102,9 +130,42 @@ func (h *Hub) addProfileLane(lw *laneWindow, t *laneTotals, settled bool) {
 		p.count[lk.name]++
 	}
 	for name, ns := range lw.shares {
-		wl.Kernels = append(wl.Kernels, profile.WindowKernel{Name: h.kernelNames[name], Time: float64(ns) / spans, Launches: float64(p.count[name])})
+		k, ok := w.names[h.kernelNames[name]]
+		if !ok {
+			k = len(w.kernels)
+			w.names[h.kernelNames[name]] = k
+			w.kernels = append(w.kernels, profile.WindowKernel{Name: h.kernelNames[name]})
+		}
+		w.kernels[k].Time += float64(ns)
+		w.kernels[k].Launches = max(w.kernels[k].Launches, float64(p.count[name]))
 	}
-	p.builder.Add(wl)
+}
+
+// flushProfileWindow adds the analysed window's lanes to the profile, per
+// span. Caller holds the harvest lock.
+func (h *Hub) flushProfileWindow() {
+	p := &h.prof
+	if p.nwin == 0 {
+		return
+	}
+	for i := range p.win[:p.nwin] {
+		w := &p.win[i]
+		spans := float64(w.spans)
+		wl := &p.wl
+		*wl = profile.WindowLane{Model: w.model, Driver: w.driver, Lane: h.lanes[w.lane], Spans: w.spans,
+			Busy: float64(w.busy) / spans, Kernels: append(wl.Kernels[:0], w.kernels...)}
+		if w.servedSpans > 0 {
+			ss, c := float64(w.servedSpans), &w.causes
+			wl.Served = float64(w.served) / ss
+			wl.Idle = profile.Causes{Host: float64(c.Host) / ss, Launch: float64(c.Launch) / ss,
+				Copy: float64(c.Copy) / ss, Wait: float64(c.Wait) / ss, Other: float64(c.Other) / ss}
+		}
+		for j := range wl.Kernels {
+			wl.Kernels[j].Time /= spans
+		}
+		p.builder.Add(wl)
+	}
+	p.nwin = 0
 	p.windows++
 }
 
@@ -144,7 +205,7 @@ func (h *Hub) StartProfile(o ProfileOptions) (stop func(), err error) {
 	}
 	h.mu.Lock()
 	h.prof.builder = profile.Builder{}
-	h.prof.windows = 0
+	h.prof.windows, h.prof.nwin = 0, 0
 	h.mu.Unlock()
 	r := &profileRun{h: h, o: o}
 	r.setStatus(func(st *ProfileStatus) { *st = ProfileStatus{Path: o.Path, Build: o.Build, Running: true} })
@@ -210,8 +271,9 @@ type profileRun struct {
 	host    string
 	before  *profile.Profile // another build's, to compare with; nil: none
 	noWrite string           // why this run never writes ("": it does)
-	seen    uint64           // builder windows at the latest compare
+	seen    uint64           // builder windows in cur
 	cur     *profile.Profile // this build's, as of seen
+	written uint64           // builder windows in the profile last written
 	logged  map[string]bool  // lanes whose comparison was logged
 	checked bool             // the devices were checked against before's
 	failed  string           // the latest write error logged
@@ -235,7 +297,10 @@ func (r *profileRun) start() {
 		r.logf("none yet: this build's (%q) is written once a lane has %d windows", r.o.Build, profile.MinWindows)
 		return
 	case err != nil:
-		if errors.Is(err, profile.ErrNotProfile) || profile.Owned(r.o.Path) != nil {
+		// A profile that cannot be read (corrupt, another version) is
+		// replaced by this build's; anything else at the path is not, and
+		// a failed write says why.
+		if errors.Is(err, profile.ErrNotProfile) {
 			r.noWrite = "the file there is not a profile: never replaced"
 		}
 		msg := strings.TrimPrefix(err.Error(), "profile "+r.o.Path+": ")
@@ -245,13 +310,7 @@ func (r *profileRun) start() {
 		r.logf("this build's (%q, written %s): nothing to compare with; rewritten once a lane has %d windows", p.Build, p.Written.Format(time.RFC3339), profile.MinWindows)
 		return
 	}
-	var lanes []string
-	for _, l := range p.Lanes {
-		if _, ok := r.h.LaneIndex(l.Lane); ok && !slices.Contains(lanes, l.Lane) {
-			lanes = append(lanes, l.Lane)
-		}
-	}
-	if len(lanes) == 0 {
+	if !slices.ContainsFunc(p.Lanes, func(l profile.Lane) bool { _, ok := r.h.LaneIndex(l.Lane); return ok }) {
 		r.ignore("build %q's has none of this hub's lanes (%s): not compared with; %s", p.Build, laneNames(p), orWritten(""))
 		return
 	}
@@ -267,12 +326,16 @@ func orWritten(noWrite string) string {
 	return "this build's replaces it once a lane has enough windows"
 }
 
+// laneNames lists p's lanes, each once, at most 8 of them.
 func laneNames(p *profile.Profile) string {
 	var s []string
 	for _, l := range p.Lanes {
-		if !slices.Contains(s, l.Lane) {
-			s = append(s, fmt.Sprintf("%.40q", l.Lane))
+		if q := fmt.Sprintf("%.40q", l.Lane); !slices.Contains(s, q) {
+			s = append(s, q)
 		}
+	}
+	if len(s) > 8 {
+		s = append(s[:8], fmt.Sprintf("and %d more", len(s)-8))
 	}
 	return strings.Join(s, ", ")
 }
@@ -304,8 +367,8 @@ func (r *profileRun) snapshot() bool {
 
 // compare compares this build's windows with the other build's profile.
 func (r *profileRun) compare() {
-	if !r.snapshot() || r.before == nil {
-		return
+	if r.before == nil || !r.snapshot() {
+		return // with nothing to compare with, only write takes the profile
 	}
 	if !r.checked && len(r.cur.Lanes) > 0 {
 		r.checked = true
@@ -324,13 +387,7 @@ func (r *profileRun) compare() {
 		l := &d.Lanes[i]
 		if k := l.Model + "\x00" + l.Lane; !r.logged[k] {
 			r.logged[k] = true
-			verdict := "nothing moved"
-			if l.Worse() {
-				verdict = "WORSE"
-			} else if l.Changed() {
-				verdict = "changed"
-			}
-			r.h.logf("gpuspans: since build %q: %s: %s", d.Before, verdict, l.Line())
+			r.h.logf("gpuspans: since build %q: %s: %s", d.Before, l.Verdict(), l.Line())
 		}
 	}
 	r.setStatus(func(st *ProfileStatus) { st.Since = &d })
@@ -381,8 +438,8 @@ func (r *profileRun) checkDevices() bool {
 // write writes this build's profile once a lane has enough windows.
 func (r *profileRun) write() {
 	r.snapshot()
-	if r.noWrite != "" || r.cur == nil {
-		return
+	if r.noWrite != "" || r.cur == nil || r.seen == r.written {
+		return // nothing new since the last write: an idle engine writes nothing
 	}
 	enough := false
 	for _, l := range r.cur.Lanes {
@@ -400,6 +457,9 @@ func (r *profileRun) write() {
 		}
 	}
 	r.failed = msg
+	if err == nil {
+		r.written = r.seen
+	}
 	r.setStatus(func(st *ProfileStatus) {
 		st.WriteErr = msg
 		if err == nil {

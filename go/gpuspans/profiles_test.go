@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuspans/gpuspans/go/backend/sim"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
 	"github.com/gpuspans/gpuspans/go/gpuspans/gpuspanstest"
 	"github.com/gpuspans/gpuspans/go/profile"
@@ -188,4 +189,62 @@ func TestStartProfileBadOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
+}
+
+// A window covers every device of the process: two GPUs of one model add
+// one window to the profile, not two, with their spans together.
+func TestProfileCountsAWindowOnceAcrossDevices(t *testing.T) {
+	clock := sim.NewClock(time.Unix(1_700_000_000, 0))
+	tr := sim.NewTracer()
+	h, err := gpuspans.New(gpuspans.Options{
+		Lanes: []string{"decode"}, Level: gpuspans.LevelKernel, Now: clock.Now,
+		Logf: new(gpuspanstest.Log).Logf, KernelTracer: tr.Opener(), KernelTiming: gpuspans.KernelTimingAuto,
+		KernelWindowEvery: time.Second, KernelWindowSteps: 1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gpus []*sim.GPU
+	for dev := 0; dev < 2; dev++ {
+		g := sim.New(sim.Options{Device: dev, Now: clock.Now, Tracer: tr})
+		if err := h.Install(dev, rigMain, g.Opener()); err != nil {
+			t.Fatal(err)
+		}
+		gpus = append(gpus, g)
+	}
+	path := filepath.Join(t.TempDir(), "p")
+	stop, err := h.StartProfile(gpuspans.ProfileOptions{Path: path, Build: "v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const windows = 6
+	for w := 0; w < windows; w++ {
+		for i := 0; i <= gpuspans.GPUTimeServedSpans; i++ {
+			h.BeginStep()
+			h.LaneBegin(0)
+			for _, g := range gpus {
+				g.LaunchKernel(rigMain, 100*us, "mm", 0)
+			}
+			clock.Advance(200 * us)
+			h.LaneEnd(0)
+			clock.Advance(time.Millisecond)
+		}
+		clock.Advance(time.Second)
+	}
+	h.BeginStep()
+	h.Harvest()
+	h.BeginStep()
+	h.Harvest()
+	stop()
+	st := h.ProfileStatus()
+	p, err := profile.Read(path)
+	if err != nil {
+		t.Fatalf("%v (status %+v)", err, st)
+	}
+	if len(p.Lanes) != 1 || st.Windows != windows || p.Lanes[0].Windows != windows || p.Lanes[0].Spans != 2*windows {
+		t.Fatalf("status: %d windows; profile: %+v; want %d windows of 2 spans each, one lane", st.Windows, p.Lanes, windows)
+	}
+	if k := p.Lanes[0].Kernels; len(k) != 1 || k[0].Time.Mean < 99e3 || k[0].Time.Mean > 101e3 {
+		t.Errorf("kernels %+v, want mm at 100 us a span", k)
+	}
 }

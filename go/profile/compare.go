@@ -87,6 +87,18 @@ func (l *LaneDiff) Worse() bool {
 	return false
 }
 
+// Verdict is the lane's comparison in a word: "WORSE" (Worse), "changed"
+// (Changed otherwise) or "no change".
+func (l *LaneDiff) Verdict() string {
+	switch {
+	case l.Worse():
+		return "WORSE"
+	case l.Changed():
+		return "changed"
+	}
+	return "no change"
+}
+
 // Changed reports whether anything moved in the lane.
 func (l *LaneDiff) Changed() bool {
 	return l.TimeMoved != 0 || l.BusyMoved != 0 || len(l.Kernels) > 0
@@ -165,12 +177,12 @@ func Compare(before, after *Profile, o CompareOptions) Diff {
 	for j := range after.Lanes {
 		a := &after.Lanes[j]
 		if pairs[j] < 0 {
-			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: only in %s", a.Lane, modelName(a.Model), buildName(after.Build)))
+			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: only in %s", a.Lane, ModelName(a.Model), buildName(after.Build)))
 			continue
 		}
 		b := &before.Lanes[pairs[j]]
 		if b.Windows < minw || a.Windows < minw {
-			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: %d and %d windows, comparing needs %d", a.Lane, modelName(a.Model), b.Windows, a.Windows, minw))
+			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: %d and %d windows, comparing needs %d", a.Lane, ModelName(a.Model), b.Windows, a.Windows, minw))
 			continue
 		}
 		d.Lanes = append(d.Lanes, compareLane(b, a))
@@ -178,13 +190,14 @@ func Compare(before, after *Profile, o CompareOptions) Diff {
 	for i := range before.Lanes {
 		if !used[i] {
 			b := &before.Lanes[i]
-			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: only in %s", b.Lane, modelName(b.Model), buildName(before.Build)))
+			d.Skipped = append(d.Skipped, fmt.Sprintf("lane %q on %s: only in %s", b.Lane, ModelName(b.Model), buildName(before.Build)))
 		}
 	}
 	return d
 }
 
-func modelName(m string) string {
+// ModelName is a device model as text, saying so when it has no name.
+func ModelName(m string) string {
 	if m == "" {
 		return "an unnamed device"
 	}
@@ -360,13 +373,13 @@ func Percent(before, after float64) float64 {
 // Line is one lane's changes as one line of text, for a log.
 func (l *LaneDiff) Line() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "lane %q on %s: ", l.Lane, modelName(l.Model))
+	fmt.Fprintf(&b, "lane %q on %s: ", l.Lane, ModelName(l.Model))
 	if l.Time[0] == 0 || l.Time[1] == 0 {
 		fmt.Fprintf(&b, "time per step %s -> %s (not settled in both)", orDash(l.Time[0]), orDash(l.Time[1]))
 	} else {
-		fmt.Fprintf(&b, "time per step %s (%s -> %s)", pct(l.Time[0], l.Time[1]), us(l.Time[0]), us(l.Time[1]))
+		fmt.Fprintf(&b, "time per step %s (%s -> %s)", PercentText(l.Time[0], l.Time[1]), Micros(l.Time[0]), Micros(l.Time[1]))
 	}
-	fmt.Fprintf(&b, ", busy %s (%s -> %s)", pct(l.Busy[0], l.Busy[1]), us(l.Busy[0]), us(l.Busy[1]))
+	fmt.Fprintf(&b, ", busy %s (%s -> %s)", PercentText(l.Busy[0], l.Busy[1]), Micros(l.Busy[0]), Micros(l.Busy[1]))
 	if len(l.Kernels) == 0 {
 		b.WriteString("; no kernel moved")
 	}
@@ -379,11 +392,11 @@ func (l *LaneDiff) Line() string {
 		fmt.Fprintf(&b, "%.120s %s", k.Name, k.Change)
 		switch k.Change {
 		case New:
-			fmt.Fprintf(&b, " (%s)", us(k.After))
+			fmt.Fprintf(&b, " (%s)", Micros(k.After))
 		case Gone:
-			fmt.Fprintf(&b, " (was %s)", us(k.Before))
+			fmt.Fprintf(&b, " (was %s)", Micros(k.Before))
 		default:
-			fmt.Fprintf(&b, " %s (%s -> %s)", pct(k.Before, k.After), us(k.Before), us(k.After))
+			fmt.Fprintf(&b, " %s (%s -> %s)", PercentText(k.Before, k.After), Micros(k.Before), Micros(k.After))
 		}
 	}
 	if l.More > 0 {
@@ -398,7 +411,8 @@ func (l *LaneDiff) Line() string {
 	return b.String()
 }
 
-func pct(before, after float64) string {
+// PercentText is Percent as text: "+20.5%", or "new" from 0.
+func PercentText(before, after float64) string {
 	p := Percent(before, after)
 	if math.IsInf(p, 1) {
 		return "new"
@@ -406,7 +420,8 @@ func pct(before, after float64) string {
 	return fmt.Sprintf("%+.1f%%", p)
 }
 
-func us(ns float64) string { return fmt.Sprintf("%.1f us", ns/1e3) }
+// Micros is a time in ns per span as microseconds: "12.3 us".
+func Micros(ns float64) string { return fmt.Sprintf("%.1f us", ns/1e3) }
 
 // WriteTable writes d as a table a person reads: a line per lane, then its
 // changed kernels. A change that counts (significant, past its ratio) is
@@ -419,17 +434,17 @@ func (d *Diff) WriteTable(w io.Writer) error {
 	}
 	for i := range d.Lanes {
 		l := &d.Lanes[i]
-		tb, ta, tc := us(l.Time[0]), us(l.Time[1]), mark(pct(l.Time[0], l.Time[1]), l.TimeMoved)
+		tb, ta, tc := Micros(l.Time[0]), Micros(l.Time[1]), mark(PercentText(l.Time[0], l.Time[1]), l.TimeMoved)
 		if l.Time[0] == 0 || l.Time[1] == 0 {
 			tb, ta, tc = orDash(l.Time[0]), orDash(l.Time[1]), "-"
 		}
-		fmt.Fprintf(&b, "%-14.40s %-26.40s %8s %12s %12s %8s %12s %12s %8s\n", l.Lane, modelName(l.Model), fmt.Sprintf("%d/%d", l.Windows[0], l.Windows[1]),
-			tb, ta, tc, us(l.Busy[0]), us(l.Busy[1]), mark(pct(l.Busy[0], l.Busy[1]), l.BusyMoved))
+		fmt.Fprintf(&b, "%-14.40s %-26.40s %8s %12s %12s %8s %12s %12s %8s\n", l.Lane, ModelName(l.Model), fmt.Sprintf("%d/%d", l.Windows[0], l.Windows[1]),
+			tb, ta, tc, Micros(l.Busy[0]), Micros(l.Busy[1]), mark(PercentText(l.Busy[0], l.Busy[1]), l.BusyMoved))
 	}
 	for i := range d.Lanes {
 		l := &d.Lanes[i]
 		if l.Model2 != "" {
-			fmt.Fprintf(&b, "lane %q: before on %s, after on %s\n", l.Lane, modelName(l.Model), modelName(l.Model2))
+			fmt.Fprintf(&b, "lane %q: before on %s, after on %s\n", l.Lane, ModelName(l.Model), ModelName(l.Model2))
 		}
 		if l.Driver != l.Driver2 {
 			fmt.Fprintf(&b, "lane %q: driver %s before, %s after\n", l.Lane, orNone(l.Driver), orNone(l.Driver2))
@@ -442,7 +457,7 @@ func (d *Diff) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "\nkernels that changed in lane %q (per step):\n", l.Lane)
 		for _, k := range l.Kernels {
-			fmt.Fprintf(&b, "  %-7s %12s %12s %8s  %.200s\n", k.Change, us(k.Before), us(k.After), pct(k.Before, k.After), k.Name)
+			fmt.Fprintf(&b, "  %-7s %12s %12s %8s  %.200s\n", k.Change, Micros(k.Before), Micros(k.After), PercentText(k.Before, k.After), k.Name)
 		}
 		if l.More > 0 {
 			fmt.Fprintf(&b, "  and %d more\n", l.More)
@@ -468,7 +483,7 @@ func orDash(ns float64) string {
 	if ns == 0 {
 		return "-"
 	}
-	return us(ns)
+	return Micros(ns)
 }
 
 func orNone(s string) string {

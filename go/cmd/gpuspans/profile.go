@@ -124,25 +124,25 @@ func writeProfile(b *strings.Builder, name string, p *profile.Profile, top int) 
 		l := &p.Lanes[i]
 		time, busyPct := "-", "-"
 		if l.Time.N > 0 && l.Time.Mean > 0 {
-			time = usec(l.Time.Mean)
+			time = profile.Micros(l.Time.Mean)
 			busyPct = fmt.Sprintf("%.1f%%", 100*l.Busy.Mean/l.Time.Mean)
 		}
-		fmt.Fprintf(b, "%-14.40s %-26.40s %-8.16s %8d %9d %12s %12s %6s\n", l.Lane, deviceName(l.Model), orDash(l.Driver), l.Windows, l.Spans, time, usec(l.Busy.Mean), busyPct)
+		fmt.Fprintf(b, "%-14.40s %-26.40s %-8.16s %8d %9d %12s %12s %6s\n", l.Lane, profile.ModelName(l.Model), orDash(l.Driver), l.Windows, l.Spans, time, profile.Micros(l.Busy.Mean), busyPct)
 	}
 	b.WriteString("\nidle per step, by what the device waited for\n")
 	fmt.Fprintf(b, "%-14s %-26s %12s %12s %12s %12s %12s\n", "lane", "device", "host", "launch", "copy", "wait", "other")
 	for i := range p.Lanes {
 		l := &p.Lanes[i]
 		if l.Time.N == 0 { // no window settled: no idle measured
-			fmt.Fprintf(b, "%-14.40s %-26.40s %12s %12s %12s %12s %12s\n", l.Lane, deviceName(l.Model), "-", "-", "-", "-", "-")
+			fmt.Fprintf(b, "%-14.40s %-26.40s %12s %12s %12s %12s %12s\n", l.Lane, profile.ModelName(l.Model), "-", "-", "-", "-", "-")
 			continue
 		}
 		c := l.Idle
-		fmt.Fprintf(b, "%-14.40s %-26.40s %12s %12s %12s %12s %12s\n", l.Lane, deviceName(l.Model), usec(c.Host), usec(c.Launch), usec(c.Copy), usec(c.Wait), usec(c.Other))
+		fmt.Fprintf(b, "%-14.40s %-26.40s %12s %12s %12s %12s %12s\n", l.Lane, profile.ModelName(l.Model), profile.Micros(c.Host), profile.Micros(c.Launch), profile.Micros(c.Copy), profile.Micros(c.Wait), profile.Micros(c.Other))
 	}
 	for i := range p.Lanes {
 		l := &p.Lanes[i]
-		fmt.Fprintf(b, "\nkernels of lane %q on %s, per step, the heaviest first\n", l.Lane, deviceName(l.Model))
+		fmt.Fprintf(b, "\nkernels of lane %q on %s, per step, the heaviest first\n", l.Lane, profile.ModelName(l.Model))
 		if len(l.Kernels) == 0 {
 			b.WriteString("  none measured\n")
 			continue
@@ -157,24 +157,15 @@ func writeProfile(b *strings.Builder, name string, p *profile.Profile, top int) 
 			if l.Busy.Mean > 0 {
 				share = fmt.Sprintf("%.1f%%", 100*k.Time.Mean/l.Busy.Mean)
 			}
-			fmt.Fprintf(b, "%12s %7s %9.1f  %s\n", usec(k.Time.Mean), share, k.Launches, k.Name)
+			fmt.Fprintf(b, "%12s %7s %9.1f  %s\n", profile.Micros(k.Time.Mean), share, k.Launches, k.Name)
 		}
 		if rest := len(l.Kernels) - n; rest > 0 {
 			fmt.Fprintf(b, "  and %d more (--top 0 lists them)\n", rest)
 		}
 		if l.KernelsCut > 0 {
-			fmt.Fprintf(b, "  and %d names the profile left out, each %s or less\n", l.KernelsCut, usec(l.CutBelow))
+			fmt.Fprintf(b, "  and %d names the profile left out, each %s or less\n", l.KernelsCut, profile.Micros(l.CutBelow))
 		}
 	}
-}
-
-func usec(ns float64) string { return fmt.Sprintf("%.1f us", ns/1e3) }
-
-func deviceName(m string) string {
-	if m == "" {
-		return "(unnamed device)"
-	}
-	return m
 }
 
 func orDash(s string) string {

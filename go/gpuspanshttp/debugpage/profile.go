@@ -2,7 +2,6 @@ package debugpage
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
@@ -23,6 +22,7 @@ type profileLaneRow struct {
 	Lane, Model, Windows string
 	Time, Busy           string
 	TimeMoved, BusyMoved bool
+	Worse                bool
 	Verdict              string
 	Kernels              []string
 }
@@ -42,20 +42,14 @@ func newProfileView(st *gpuspans.ProfileStatus) *profileView {
 			l := &d.Lanes[i]
 			r := profileLaneRow{Lane: l.Lane, Model: l.Model, Windows: fmt.Sprintf("%d / %d", l.Windows[0], l.Windows[1]),
 				Time: change(l.Time[0], l.Time[1]), Busy: change(l.Busy[0], l.Busy[1]),
-				TimeMoved: l.TimeMoved != 0, BusyMoved: l.BusyMoved != 0, Verdict: "no change"}
-			switch {
-			case l.Worse():
-				r.Verdict = "worse"
-			case l.Changed():
-				r.Verdict = "changed"
-			}
+				TimeMoved: l.TimeMoved != 0, BusyMoved: l.BusyMoved != 0, Worse: l.Worse(), Verdict: l.Verdict()}
 			for _, k := range l.Kernels {
 				var s string
 				switch k.Change {
 				case profile.New:
-					s = fmt.Sprintf("%s: new, %s", k.Name, us(k.After))
+					s = fmt.Sprintf("%s: new, %s", k.Name, profile.Micros(k.After))
 				case profile.Gone:
-					s = fmt.Sprintf("%s: gone, was %s", k.Name, us(k.Before))
+					s = fmt.Sprintf("%s: gone, was %s", k.Name, profile.Micros(k.Before))
 				default:
 					s = fmt.Sprintf("%s: %s %s", k.Name, k.Change, change(k.Before, k.After))
 				}
@@ -71,13 +65,9 @@ func newProfileView(st *gpuspans.ProfileStatus) *profileView {
 	return v
 }
 
-func us(ns float64) string { return fmt.Sprintf("%.1f us", ns/1e3) }
-
-// change is "a -> b (+x%)".
+// change is "a → b (+x%)".
 func change(a, b float64) string {
-	p := profile.Percent(a, b)
-	s := fmt.Sprintf("%s → %s (%+.1f%%)", us(a), us(b), p)
-	return strings.Replace(s, "(+Inf%)", "(new)", 1)
+	return fmt.Sprintf("%s → %s (%s)", profile.Micros(a), profile.Micros(b), profile.PercentText(a, b))
 }
 
 // profileJSON is the snapshot JSON's "profile", the schema's Profile.

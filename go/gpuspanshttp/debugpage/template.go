@@ -137,7 +137,7 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 {{if .Before}}Compared with build <b>{{.Before}}</b>.{{else if .Ignored}}The profile found there is not compared with: {{.Ignored}}{{else}}No profile of another build was found there.{{end}}</p>
 {{if .Lanes}}<table id="profile-since">
 <tr><th class="l">lane</th><th class="l">device</th><th>windows (before / now)</th><th>time per step</th><th>busy per step</th><th class="l">verdict</th><th class="l">kernels that changed, per step</th></tr>
-{{range .Lanes}}<tr><td class="l">{{.Lane}}</td><td class="l">{{.Model}}</td><td>{{.Windows}}</td><td{{if .TimeMoved}} class="nonzero"{{end}}>{{.Time}}</td><td{{if .BusyMoved}} class="nonzero"{{end}}>{{.Busy}}</td><td class="l{{if eq .Verdict "worse"}} nonzero{{end}}">{{.Verdict}}</td><td class="l">{{range $i, $k := .Kernels}}{{if $i}}<br>{{end}}{{$k}}{{end}}</td></tr>
+{{range .Lanes}}<tr><td class="l">{{.Lane}}</td><td class="l">{{.Model}}</td><td>{{.Windows}}</td><td{{if .TimeMoved}} class="nonzero"{{end}}>{{.Time}}</td><td{{if .BusyMoved}} class="nonzero"{{end}}>{{.Busy}}</td><td class="l{{if .Worse}} nonzero{{end}}">{{.Verdict}}</td><td class="l">{{range $i, $k := .Kernels}}{{if $i}}<br>{{end}}{{$k}}{{end}}</td></tr>
 {{end}}</table>
 <p><small>Time per step is the lane's time outside kernel windows, busy the time kernels ran inside it, both averaged over windows; a change counts (shown red) at 5% for a lane and 10% and 2 us for a kernel, and three standard errors either way.</small></p>{{else if .Before}}<p>Not compared yet: a lane needs {{.MinWindows}} windows in both builds.</p>{{end}}
 {{range .Skipped}}<p><small>Not compared: {{.}}</small></p>{{end}}
