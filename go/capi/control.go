@@ -166,20 +166,17 @@ func gs_hub_start_profile_go(handle C.gs_hub, path, build *C.char, everyMs C.int
 			return st
 		}
 		if everyMs < 0 || int64(everyMs) > math.MaxInt64/int64(time.Millisecond) {
-			return c.fail(statusInvalidArgument, "every_ms %d, want 0 (a minute) or more", int64(everyMs))
+			return c.fail(statusInvalidArgument, "every_ms %d, want 0 (a minute) to %d (below a second counts as a second)", int64(everyMs), math.MaxInt64/int64(time.Millisecond))
 		}
 		o := gpuspans.ProfileOptions{Path: p, Build: b, Every: time.Duration(everyMs) * time.Millisecond}
 		if err := o.Check(); err != nil {
 			return c.fail(statusInvalidArgument, "%v", err)
 		}
-		c.e.mu.Lock()
-		defer c.e.mu.Unlock()
-		if c.e.stopProfile != nil {
-			return c.fail(statusLimit, "a profile is kept already on this hub (%s); stop it first", c.e.h.ProfileStatus().Path)
-		}
-		stop, err := c.e.h.StartProfile(o)
+		c.e.profMu.Lock()
+		defer c.e.profMu.Unlock()
+		stop, err := c.e.h.StartProfile(o) // checked: its one error left is a profile kept already
 		if err != nil {
-			return c.fail(statusLimit, "%v", err)
+			return c.fail(statusLimit, "%v; stop it first", err)
 		}
 		c.e.stopProfile = stop
 		return statusOK
@@ -196,12 +193,11 @@ func gs_hub_stop_profile_go(handle C.gs_hub) C.gs_hub_status {
 
 // endProfile writes the profile and stops keeping it, if one is kept.
 func (e *hub) endProfile() {
-	e.mu.Lock()
-	stop := e.stopProfile
-	e.stopProfile = nil
-	e.mu.Unlock()
-	if stop != nil {
-		stop()
+	e.profMu.Lock()
+	defer e.profMu.Unlock()
+	if e.stopProfile != nil {
+		e.stopProfile()
+		e.stopProfile = nil
 	}
 }
 

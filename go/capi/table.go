@@ -84,8 +84,12 @@ type hub struct {
 	// channel its goroutine closes when it returns.
 	harvestStop context.CancelFunc
 	harvestDone chan struct{}
-	// stopProfile ends gs_hub_start_profile's profile, while one is kept.
-	stopProfile func()
+
+	// profMu guards stopProfile, held across a profile's start and stop
+	// (file I/O), so that neither blocks the calls that take mu, and a
+	// stop returns once the profile is written, whoever called it.
+	profMu      sync.Mutex
+	stopProfile func() // gs_hub_start_profile's, while its profile is kept
 
 	readMu sync.Mutex      // guards recent
 	recent []gpuspans.Span // gs_hub_recent_spans' buffer, reused

@@ -302,6 +302,7 @@ func (r *profileRun) start() {
 		// a failed write says why.
 		if errors.Is(err, profile.ErrNotProfile) {
 			r.noWrite = "the file there is not a profile: never replaced"
+			r.setStatus(func(st *ProfileStatus) { st.WriteErr = "not written: " + r.noWrite })
 		}
 		msg := strings.TrimPrefix(err.Error(), "profile "+r.o.Path+": ")
 		r.ignore("cannot be read (%s): not compared with; %s", msg, orWritten(r.noWrite))

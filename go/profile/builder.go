@@ -21,7 +21,8 @@ type WindowLane struct {
 	Kernels []WindowKernel
 }
 
-// WindowKernel is one kernel name's time and launches per span in a window.
+// WindowKernel is one kernel name in a window: its time per span, and its
+// launches in a span (the hub gives the most of the window's spans).
 type WindowKernel struct {
 	Name           string
 	Time, Launches float64
@@ -95,10 +96,7 @@ func (b *Builder) Add(w *WindowLane) {
 		k.cur += max(wk.Time, 0)
 		k.launches += max(wk.Launches, 0)
 	}
-	for _, k := range l.kernels {
-		for k.time.N+1 < n {
-			k.time.Add(0)
-		}
+	for _, k := range l.kernels { // each has a value for every window before this one
 		if k.seen == n {
 			k.time.Add(k.cur)
 		} else { // not run in this window

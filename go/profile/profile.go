@@ -79,7 +79,7 @@ type Causes struct {
 // Kernel is one kernel name's time and launches per lane span.
 type Kernel struct {
 	Name     string  `json:"name"`
-	Launches float64 `json:"launches"` // per span, the mean over windows that ran it
+	Launches float64 `json:"launches"` // in a span, the mean over the windows that ran it
 	Time     Stat    `json:"time_ns"`  // its intervals inside the span, summed
 }
 

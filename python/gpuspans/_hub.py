@@ -342,9 +342,9 @@ class Hub:
         found there is compared with the hub's kernel windows, lane by lane,
         in a log line a lane, snapshot()["profile"], the live page and
         /metrics; this build's is written every `every` seconds (0: a
-        minute) and at stop_profile() or close(). build is the engine's
-        build identity (its version, an image digest). A file there that is
-        not a profile is never replaced."""
+        minute; less than 1: a second) and at stop_profile() or close().
+        build is the engine's build identity (its version, an image
+        digest). A file there that is not a profile is never replaced."""
         if not isinstance(path, str) or not isinstance(build, str):
             raise TypeError("gpuspans: start_profile: path and build must be str")
         if isinstance(every, bool) or not isinstance(every, (int, float)) or not (0 <= every <= 1e9):

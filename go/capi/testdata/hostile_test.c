@@ -46,12 +46,13 @@ static gs_hub make_hub(int32_t level, int32_t every) {
   return h;
 }
 
-// accepts reports whether something listens on addr ("127.0.0.1:port").
+// port_of is addr's port ("127.0.0.1:port"); -1 without one.
 static int port_of(const char* addr) {
   const char* colon = strrchr(addr, ':');
   return colon == NULL ? -1 : atoi(colon + 1);
 }
 
+// accepts reports whether a connect to addr succeeds.
 static int accepts(const char* addr) {
   int port = port_of(addr);
   if (port <= 0) return 0;

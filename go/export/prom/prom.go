@@ -501,29 +501,24 @@ func (c *Collector) sinceBuild(ch chan<- prometheus.Metric, d *profile.Diff) {
 	if d == nil {
 		return
 	}
+	before := label(d.Before) // read from a file: bounded like the identity labels
 	for i := range d.Lanes {
 		l := &d.Lanes[i]
+		model := label(l.Model)
 		if l.Time[0] > 0 {
-			ch <- prometheus.MustNewConstMetric(c.timeVsBuild, prometheus.GaugeValue, l.Time[1]/l.Time[0], l.Model, l.Lane, d.Before)
+			ch <- prometheus.MustNewConstMetric(c.timeVsBuild, prometheus.GaugeValue, l.Time[1]/l.Time[0], model, l.Lane, before)
 		}
 		if l.Busy[0] > 0 {
-			ch <- prometheus.MustNewConstMetric(c.busyVsBuild, prometheus.GaugeValue, l.Busy[1]/l.Busy[0], l.Model, l.Lane, d.Before)
+			ch <- prometheus.MustNewConstMetric(c.busyVsBuild, prometheus.GaugeValue, l.Busy[1]/l.Busy[0], model, l.Lane, before)
 		}
-		var n [4]int
-		for _, k := range l.Kernels {
-			switch k.Change {
-			case profile.Grew:
-				n[0]++
-			case profile.Shrank:
-				n[1]++
-			case profile.New:
-				n[2]++
-			case profile.Gone:
-				n[3]++
+		for _, change := range []profile.Change{profile.Grew, profile.Shrank, profile.New, profile.Gone} {
+			n := 0
+			for _, k := range l.Kernels {
+				if k.Change == change {
+					n++
+				}
 			}
-		}
-		for j, change := range []profile.Change{profile.Grew, profile.Shrank, profile.New, profile.Gone} {
-			ch <- prometheus.MustNewConstMetric(c.kernelsVsBuild, prometheus.GaugeValue, float64(n[j]), l.Model, l.Lane, d.Before, string(change))
+			ch <- prometheus.MustNewConstMetric(c.kernelsVsBuild, prometheus.GaugeValue, float64(n), model, l.Lane, before, string(change))
 		}
 	}
 }

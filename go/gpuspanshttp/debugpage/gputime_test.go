@@ -57,3 +57,31 @@ func TestPageDrawsGPUTime(t *testing.T) {
 		t.Error("a page without kernel windows draws GPU time or does not say why there is none")
 	}
 }
+
+// Since the last build: the lane against the previous build's, its verdict
+// and the kernels that changed; a profile never written says why.
+func TestPageSinceTheLastBuild(t *testing.T) {
+	s := golden.FullSnapshot()
+	page := renderPage(t, &s)
+	for _, want := range []string{
+		`<h2>Since the last build</h2>`, `This build: <b>v2</b>`, `Compared with build <b>v1</b>.`,
+		`<table id="profile-since">`, `<td class="l nonzero">WORSE</td>`,
+		`1250.0 us → 1400.0 us (&#43;12.0%)`, `gemm_256x128: grew 400.0 us → 550.0 us (&#43;37.5%)`,
+		`flash_fwd_sm90: new, 30.0 us`, `flash_fwd_sm80: gone, was 32.0 us`,
+		`Not compared: lane &#34;prefill&#34;`, `at 5% for a lane and 10% and 2.0 us for a kernel`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	s.Profile = gpuspans.ProfileStatus{Path: "/p", Build: "v2", Running: true, Ignored: "cannot be read", WriteErr: "not written: the file there is not a profile: never replaced"}
+	page = renderPage(t, &s)
+	if !strings.Contains(page, "Not written: not written: the file there is not a profile") || strings.Contains(page, "not written yet") ||
+		!strings.Contains(page, "is not compared with: cannot be read") {
+		t.Errorf("a profile never written:\n%s", page[strings.Index(page, "Since the last build"):][:600])
+	}
+	s.Profile = gpuspans.ProfileStatus{}
+	if strings.Contains(renderPage(t, &s), "Since the last build") {
+		t.Error("a page without a profile has the section")
+	}
+}

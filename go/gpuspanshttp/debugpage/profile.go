@@ -16,6 +16,7 @@ type profileView struct {
 	Lanes                                           []profileLaneRow
 	Skipped                                         []string
 	MinWindows                                      int
+	LaneRatio, KernelRatio, KernelMin               string // what counts as a change
 }
 
 type profileLaneRow struct {
@@ -33,7 +34,8 @@ func newProfileView(st *gpuspans.ProfileStatus) *profileView {
 		return nil
 	}
 	v := &profileView{Path: st.Path, Build: st.Build, Before: st.Before, Ignored: st.Ignored, WriteErr: st.WriteErr,
-		Windows: st.Windows, MinWindows: profile.MinWindows}
+		Windows: st.Windows, MinWindows: profile.MinWindows,
+		LaneRatio: fmt.Sprintf("%g%%", 100*profile.LaneRatio), KernelRatio: fmt.Sprintf("%g%%", 100*profile.MovedRatio), KernelMin: profile.Micros(profile.MovedMin)}
 	if !st.Written.IsZero() {
 		v.Written = st.Written.UTC().Format(time.RFC3339)
 	}

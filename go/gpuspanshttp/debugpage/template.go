@@ -133,13 +133,13 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 {{else}}<p id="gpu-time-none">No kernel window has measured a lane yet: kernel timing auto or cupti, at level kernel. Outside windows nothing is known.</p>{{end}}
 
 {{with .Profile}}<h2>Since the last build</h2>
-<p id="profile">This build: <b>{{.Build}}</b>, profile <code>{{.Path}}</code>, {{.Windows}} windows{{if .Written}}, written {{.Written}}{{else}}, not written yet (once a lane has {{.MinWindows}} windows){{end}}.{{if .WriteErr}} <span class="nonzero">Not written: {{.WriteErr}}</span>{{end}}
+<p id="profile">This build: <b>{{.Build}}</b>, profile <code>{{.Path}}</code>, {{.Windows}} windows{{if .Written}}, written {{.Written}}{{else if not .WriteErr}}, not written yet (once a lane has {{.MinWindows}} windows){{end}}.{{if .WriteErr}} <span class="nonzero">Not written: {{.WriteErr}}</span>{{end}}
 {{if .Before}}Compared with build <b>{{.Before}}</b>.{{else if .Ignored}}The profile found there is not compared with: {{.Ignored}}{{else}}No profile of another build was found there.{{end}}</p>
 {{if .Lanes}}<table id="profile-since">
 <tr><th class="l">lane</th><th class="l">device</th><th>windows (before / now)</th><th>time per step</th><th>busy per step</th><th class="l">verdict</th><th class="l">kernels that changed, per step</th></tr>
 {{range .Lanes}}<tr><td class="l">{{.Lane}}</td><td class="l">{{.Model}}</td><td>{{.Windows}}</td><td{{if .TimeMoved}} class="nonzero"{{end}}>{{.Time}}</td><td{{if .BusyMoved}} class="nonzero"{{end}}>{{.Busy}}</td><td class="l{{if .Worse}} nonzero{{end}}">{{.Verdict}}</td><td class="l">{{range $i, $k := .Kernels}}{{if $i}}<br>{{end}}{{$k}}{{end}}</td></tr>
 {{end}}</table>
-<p><small>Time per step is the lane's time outside kernel windows, busy the time kernels ran inside it, both averaged over windows; a change counts (shown red) at 5% for a lane and 10% and 2 us for a kernel, and three standard errors either way.</small></p>{{else if .Before}}<p>Not compared yet: a lane needs {{.MinWindows}} windows in both builds.</p>{{end}}
+<p><small>Time per step is the lane's time outside kernel windows, busy the time kernels ran inside it, both averaged over windows; a change counts (shown red) at {{.LaneRatio}} for a lane and {{.KernelRatio}} and {{.KernelMin}} for a kernel, when a Welch t-test over the windows also rejects chance at three standard errors (for kernels, shared among the lane's).</small></p>{{else if .Before}}<p>Not compared yet: a lane needs {{.MinWindows}} windows in both builds.</p>{{end}}
 {{range .Skipped}}<p><small>Not compared: {{.}}</small></p>{{end}}
 {{end}}
 <h2>Kernel latency</h2>

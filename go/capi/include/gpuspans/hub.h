@@ -469,10 +469,11 @@ gs_hub_status gs_hub_stop_harvester(gs_hub hub);
  * compares the hub's kernel windows with another build's profile lane by
  * lane, once both have 5 windows of a lane (a log line a lane, the
  * snapshot's "profile", the live page, /metrics), and writes this build's
- * every every_ms milliseconds (0: a minute) and at gs_hub_stop_profile or
- * gs_hub_close. build is the engine's build identity (its version, an image
- * digest). GS_HUB_ERR_INVALID_ARGUMENT for a NULL or empty path or build, a
- * build over 512 bytes or with control characters, a negative every_ms;
+ * every every_ms milliseconds (0: a minute; less than 1000: a second) once
+ * a window was added, and at gs_hub_stop_profile or gs_hub_close. build is
+ * the engine's build identity (its version, an image digest).
+ * GS_HUB_ERR_INVALID_ARGUMENT for a NULL or empty path or build, a build
+ * over 512 bytes or with control characters, a negative every_ms;
  * GS_HUB_ERR_LIMIT when one is kept already. gs_hub_stop_profile writes the
  * profile, stops and waits (GS_HUB_OK when none is kept). Thread-safe. */
 gs_hub_status gs_hub_start_profile(gs_hub hub, const char* path, const char* build, int64_t every_ms);

@@ -445,6 +445,9 @@ func TestConfigValidate(t *testing.T) {
 		{"no requests", func(c *Config) { c.Requests = 0 }},
 		{"3 classic buckets per doubling", func(c *Config) { c.ClassicBuckets = 3 }},
 		{"no classic buckets", func(c *Config) { c.ClassicBuckets = 0 }},
+		{"a build without a profile", func(c *Config) { c.Profile.Build = "v1" }},
+		{"a profile without a build", func(c *Config) { c.Profile.Path = "p.json" }},
+		{"a build of two lines", func(c *Config) { c.Profile = gpuspans.ProfileOptions{Path: "p.json", Build: "v1\nv2"} }},
 	} {
 		cfg := DefaultConfig()
 		c.mod(&cfg)
@@ -750,4 +753,50 @@ func windowedSimSteps(t *testing.T, hostGap time.Duration, steps int) *gpuspans.
 		hub.Harvest()
 	}
 	return hub
+}
+
+// Builds restarted on one profile, as a deploy does: a kernel 20% slower is
+// named alone, a renamed one is new and gone, the same build names nothing.
+func TestProfileAcrossRestarts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "decode.profile")
+	run := func(build string, decode Kernels) string {
+		t.Helper()
+		cfg := fastConfig(t)
+		cfg.Listen, cfg.TracePath, cfg.SpansPath = "", "", ""
+		cfg.Engine.Decode = decode
+		cfg.Hub.Level = gpuspans.LevelKernel
+		cfg.Hub.KernelTiming = gpuspans.KernelTimingAuto
+		cfg.Hub.KernelWindowEvery = 10 * time.Millisecond
+		cfg.Duration = 700 * time.Millisecond
+		cfg.Profile = gpuspans.ProfileOptions{Path: path, Build: build}
+		var out syncBuffer
+		if _, err := Run(context.Background(), cfg, &out); err != nil {
+			t.Fatalf("%s: %v\n%s", build, err, out.String())
+		}
+		var since []string // the comparison's lines
+		for _, l := range strings.Split(out.String(), "\n") {
+			if strings.Contains(l, "since build") {
+				since = append(since, l)
+			}
+		}
+		return strings.Join(since, "\n")
+	}
+	base := Kernels{{"attn_decode", 200 * time.Microsecond}, {"mlp_decode", 150 * time.Microsecond}, {"sample", 50 * time.Microsecond}}
+	if out := run("v1", base); strings.Contains(out, "since build") {
+		t.Fatalf("v1 compared with something:\n%s", out)
+	}
+	if out := run("v1", base); strings.Contains(out, "since build") {
+		t.Errorf("v1 again compared:\n%s", out)
+	}
+	slow := Kernels{{"attn_decode", 240 * time.Microsecond}, {"mlp_decode", 150 * time.Microsecond}, {"sample", 50 * time.Microsecond}}
+	out := run("v2", slow)
+	if !strings.Contains(out, `since build "v1": WORSE: lane "decode"`) || !strings.Contains(out, "attn_decode grew") ||
+		strings.Contains(out, "mlp_decode") || strings.Contains(out, "sample ") {
+		t.Errorf("v2, attn_decode 20%% slower:\n%s", out)
+	}
+	renamed := Kernels{{"attn_decode", 240 * time.Microsecond}, {"mlp_v2", 150 * time.Microsecond}, {"sample", 50 * time.Microsecond}}
+	out = run("v3", renamed)
+	if !strings.Contains(out, "mlp_decode gone") || !strings.Contains(out, "mlp_v2 new") || strings.Contains(out, "attn_decode grew") {
+		t.Errorf("v3, mlp_decode renamed:\n%s", out)
+	}
 }
