@@ -82,9 +82,10 @@ type KernelWindowStats struct {
 	// OpenTime and CloseTime are histograms of what opening and closing a
 	// window cost the stepping thread (Name "open", "close").
 	OpenTime, CloseTime Aggregate
-	// Kernels counts kernel records landed from windows; KernelsPerWindow
-	// is a histogram of them per finished window: bucket i counts windows
-	// of at most 2^i kernels (the last, any more).
+	// Kernels counts kernel records landed from windows, the open one's
+	// too, as of the latest harvest; KernelsPerWindow is a histogram of
+	// the finished windows by their kernels: bucket i counts windows of at
+	// most 2^i kernels (the last, any more).
 	Kernels          uint64
 	KernelsPerWindow [KernelsPerWindowBuckets]uint64
 	// Last is the newest window whose records have all landed.
