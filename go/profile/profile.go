@@ -20,7 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/gpuspans/gpuspans/go/export/outfile"
+	"github.com/gpuspans/gpuspans/go/internal/outfile"
 	"github.com/gpuspans/gpuspans/go/internal/smallfile"
 )
 

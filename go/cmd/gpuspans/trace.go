@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/gpuspans/gpuspans/go/cmd/gpuspans/internal/summary"
-	"github.com/gpuspans/gpuspans/go/export/outfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
+	"github.com/gpuspans/gpuspans/go/internal/outfile"
 )
 
 const traceDescription = `Converts a span file (written by "gpuspans demo --spans" or any program

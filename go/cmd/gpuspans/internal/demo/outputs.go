@@ -7,10 +7,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gpuspans/gpuspans/go/export/outfile"
 	"github.com/gpuspans/gpuspans/go/export/spanfile"
 	"github.com/gpuspans/gpuspans/go/export/trace"
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/outfile"
 )
 
 // outputs are the trace and span files of a run.
