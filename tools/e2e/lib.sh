@@ -111,11 +111,15 @@ start_demo() {
   log "demo up at $DEMO_URL"
 }
 
-# free_port: a loopback TCP port nothing listens on now.
+# free_port: a loopback TCP port nothing listens on now, below the kernel's
+# ephemeral range where it can: a port from that range can be taken, between
+# this check and the server's bind, by any outgoing connection (a scrape).
 free_port() {
-  local p
+  local p lo=20000 hi=40000 eph
+  read -r eph _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph=0
+  if ((eph > 11000)); then lo=10000 hi=$((eph - 1)); fi
   for _ in $(seq 50); do
-    p=$((20000 + RANDOM % 20000))
+    p=$((lo + RANDOM % (hi - lo)))
     if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
       echo "$p"
       return

@@ -55,7 +55,6 @@ EX="$ROOT/examples/observability"
 start_prometheus() {
   local name=$1 rules=$2 port dir="$TMP/$1"
   shift 2
-  port="$(free_port)"
   mkdir -p "$dir"
   {
     printf 'global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n'
@@ -68,11 +67,27 @@ start_prometheus() {
   } >"$dir/prometheus.yml"
   (($#)) && shift
   promtool check config "$dir/prometheus.yml" >/dev/null || fail "promtool check config ($name): $(cat "$dir/prometheus.yml")"
-  prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb" \
-    --web.listen-address="127.0.0.1:$port" --log.level=warn "$@" >"$dir/prometheus.log" 2>&1 &
-  PIDS+=($!)
-  printf -v "$name" '%s' "http://127.0.0.1:$port"
-  wait_for 30 "Prometheus $name ready" curl -fs --max-time 2 -o /dev/null "http://127.0.0.1:$port/-/ready"
+  # A port taken between free_port and the bind ends the server at once:
+  # then a new port, up to three times; any other end fails with its log.
+  local try pid deadline
+  for try in 1 2 3; do
+    port="$(free_port)"
+    prometheus --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/tsdb$try" \
+      --web.listen-address="127.0.0.1:$port" --log.level=warn "$@" >"$dir/prometheus.log" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    printf -v "$name" '%s' "http://127.0.0.1:$port"
+    deadline=$((SECONDS + 60))
+    until curl -fs --max-time 2 -o /dev/null "http://127.0.0.1:$port/-/ready"; do
+      if ! kill -0 "$pid" 2>/dev/null; then
+        grep -q "address already in use" "$dir/prometheus.log" && ((try < 3)) && continue 2
+        fail "Prometheus $name (port $port) exited before ready: $(tail -n 20 "$dir/prometheus.log")"
+      fi
+      ((SECONDS < deadline)) || fail "timed out after 60s waiting for Prometheus $name ready on port $port: $(tail -n 20 "$dir/prometheus.log")"
+      sleep 0.2
+    done
+    return 0
+  done
 }
 # stop PID: ends one process this script started, with a bound.
 stop() {
