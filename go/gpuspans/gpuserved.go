@@ -12,11 +12,16 @@ import (
 // lengthens.
 
 // settleServed sets the lane's window against its served time: each span
-// of the lane's is taken as served for the estimate per span (kept within
-// its busy time and its own event time: a window never makes a step
-// faster, nor is a step served in less than its kernels ran), the rest is
-// the window's cost, and that cost is taken out of the causes it lengthens
-// (docs/design.md, the served step). Caller holds the harvest lock.
+// of the lane's is served for the estimate per span, at least its busy
+// time (a step is not served in less time than its kernels ran), and the
+// rest of the window's time is its cost, taken out of the causes it
+// lengthens (docs/design.md, the served step). The lane's totals take the
+// estimate even where a span ran shorter in the window than it (a lane
+// whose time varies step to step, whose window fell on a short step): a
+// span shows at most its own time, but held there the lane's mean would
+// read the short steps short and the long ones as the window's cost. The
+// cost counter carries such a window's negative cost into the next
+// windows' rather than decrease. Caller holds the harvest lock.
 func (h *Hub) settleServed(t *laneTotals, lw *laneWindow, sd *laneSide, lanes []winLane) {
 	key := lw.key
 	est, ok := servedPerSpan(sd)
@@ -27,27 +32,41 @@ func (h *Hub) settleServed(t *laneTotals, lw *laneWindow, sd *laneSide, lanes []
 	var served int64
 	for i := range lanes {
 		if ln := &lanes[i]; ln.dev == key[0] && ln.lane == key[1] && ln.span.GPUTimed {
-			ln.span.ServedNs = min(max(est, ln.span.BusyNs), ln.dur)
-			served += ln.span.ServedNs
+			s := max(est, ln.span.BusyNs)
+			ln.span.ServedNs = min(s, ln.dur)
+			served += s
 		}
 	}
-	causes := servedCauses(lw.causes, lw.time-lw.busy, lw.time-served)
+	var typical IdleCauses
+	for i := range min(t.settled, GPUTimeRecentWindows) {
+		typical.Add(t.recent[i].causes)
+	}
+	causes := servedCauses(lw.causes, lw.time-lw.busy, lw.time-served, typical)
+	shown := causes // the split of what the spans show, held within their own time
+	if served > lw.time {
+		shown = servedCauses(lw.causes, lw.time-lw.busy, 0, IdleCauses{})
+	}
 	for i := range lanes {
 		if ln := &lanes[i]; ln.dev == key[0] && ln.lane == key[1] && ln.span.GPUTimed {
-			ln.span.Causes = shareCauses(causes, ln.span.ServedNs-ln.span.BusyNs)
+			ln.span.Causes = shareCauses(shown, ln.span.ServedNs-ln.span.BusyNs)
 		}
 	}
 	t.servedSpans += uint64(lw.spans)
 	t.servedBusy += lw.busy
 	t.served += served
-	t.cost += lw.time - served
+	if c := lw.time - served + t.costCarry; c < 0 {
+		t.costCarry = c
+	} else {
+		t.cost += c
+		t.costCarry = 0
+	}
 	t.causes.Add(causes)
 	t.recent[t.settled%GPUTimeRecentWindows] = settledWindow{spans: lw.spans, time: lw.time, busy: lw.busy, served: served, causes: causes}
 	t.settled++
 }
 
 // servedPerSpan is the lane's served time per span from its spans around
-// a window: the mean of the two sides' trimmed means, or the one side there
+// a window: the mean of the two sides' kept means, or the one side there
 // is; false when there is none, or the two differ by more than
 // GPUTimeServedShift of the smaller and by more than their noise (three
 // standard errors) too: a lane whose time moved across the window.
@@ -55,8 +74,8 @@ func servedPerSpan(sd *laneSide) (int64, bool) {
 	if sd == nil {
 		return 0, false
 	}
-	b, vb, nb := trimmedMean(sd.before[:sd.nb])
-	a, va, na := trimmedMean(sd.after[:sd.na])
+	b, vb, nb := keptMean(sd.before[:sd.nb])
+	a, va, na := keptMean(sd.after[:sd.na])
 	switch {
 	case nb > 0 && na > 0:
 		d := max(a, b) - min(a, b)
@@ -72,33 +91,48 @@ func servedPerSpan(sd *laneSide) (int64, bool) {
 	return 0, false
 }
 
-// trimmedMean is the mean of v without its highest and lowest eighth (one
-// at least, of 3 or more): an outlier step (a 20 ms stall among 700 us
-// steps) moves it no more than a median, yet a lane whose time varies step
-// to step (a host stall of 0 to 1 ms) reads its mean, where a median reads
-// a typical step and the ratio would be off by the skew. It returns the
-// variance of what it kept and how many; reorders v.
-func trimmedMean(v []int64) (mean, variance float64, n int) {
+// keptMean is the mean of v without its outliers: values farther from
+// the median than five robust standard deviations (1.4826 median absolute
+// deviations) and than a tenth of the median. An outlier step (a 20 ms
+// stall among 700 us steps) moves it no more than a median, yet a lane
+// whose time varies step to step (a host stall of 0 to 1 ms) reads its
+// mean, where a median or a trimmed mean reads a skewed centre (medians
+// read 10.6 points high on an H100, trimmed eighths 3.9 with the window's
+// own step held to its time). It returns the variance of what it kept and
+// how many; reorders v, of at most GPUTimeServedSpans.
+func keptMean(v []int64) (mean, variance float64, n int) {
 	if len(v) == 0 {
 		return 0, 0, 0
 	}
 	slices.Sort(v)
-	k := (len(v) + 7) / 8
-	if len(v) < 3 {
-		k = 0
+	med := v[len(v)/2]
+	if len(v)%2 == 0 {
+		med = v[len(v)/2-1] + (med-v[len(v)/2-1])/2
 	}
-	kept := v[k : len(v)-k]
-	for _, x := range kept {
-		mean += float64(x)
+	var dev [GPUTimeServedSpans]int64
+	d := dev[:len(v)]
+	for i, x := range v {
+		d[i] = max(x-med, med-x)
 	}
-	mean /= float64(len(kept))
-	for _, x := range kept {
-		variance += (float64(x) - mean) * (float64(x) - mean)
+	slices.Sort(d)
+	bound := max(float64(d[len(d)/2])*1.4826*5, float64(max(med, -med))/10)
+	near := func(x int64) bool { return float64(max(x-med, med-x)) <= bound }
+	for _, x := range v {
+		if near(x) {
+			mean += float64(x)
+			n++
+		}
 	}
-	if len(kept) > 1 {
-		variance /= float64(len(kept) - 1)
+	mean /= float64(n)
+	for _, x := range v {
+		if near(x) {
+			variance += (float64(x) - mean) * (float64(x) - mean)
+		}
 	}
-	return mean, variance, len(kept)
+	if n > 1 {
+		variance /= float64(n - 1)
+	}
+	return mean, variance, n
 }
 
 // servedCauses turns a window's idle by cause (raw, splitting idle, the
@@ -107,15 +141,27 @@ func trimmedMean(v []int64) (mean, variance float64, n int) {
 // waits' and copies' (CUPTI slows the launch calls, so its cost shows up
 // as the device waiting for the host, then as queued work not started).
 // Parts that fall short of idle (an analysis that splits none) count as
-// Other; parts beyond it are cut in the same order.
-func servedCauses(raw IdleCauses, idle, cost int64) IdleCauses {
+// Other; parts beyond it are cut in the same order. A negative cost (the
+// lane's steps around the window served longer than the window's own) is
+// idle the window's step did not have: it is split as the lane's typical
+// idle is (typical: its latest windows', with this one's), or is Other.
+func servedCauses(raw IdleCauses, idle, cost int64, typical IdleCauses) IdleCauses {
 	c := raw
 	if sum := int64(c.Total()); sum < idle {
 		c.Other += time.Duration(idle - sum)
 	} else if sum > idle {
 		takeCauses(&c, sum-idle)
 	}
-	takeCauses(&c, cost)
+	if cost >= 0 {
+		takeCauses(&c, cost)
+		return c
+	}
+	typical.Add(c)
+	if typical.Total() <= 0 {
+		c.Other += time.Duration(-cost)
+		return c
+	}
+	c.Add(shareCauses(typical, -cost))
 	return c
 }
 

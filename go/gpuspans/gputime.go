@@ -41,15 +41,17 @@ type LaneGPUTime struct {
 	// Served totals, since the start, over the windows whose served time
 	// was estimated (all but the Unsettled): ServedSpans counts their
 	// spans, ServedBusy is their busy time, Served their served time,
-	// WindowCost the rest of their event time (what the windows added),
-	// and Causes splits the served idle, Served - ServedBusy, by why the
-	// device waited.
+	// WindowCost the rest of their event time (what the windows added; a
+	// window whose step ran shorter than the served estimate is carried
+	// into the next windows' rather than decrease it), and Causes splits
+	// the served idle, Served - ServedBusy, by why the device waited.
 	ServedSpans                    uint64
 	ServedBusy, Served, WindowCost time.Duration
 	Causes                         IdleCauses
 	// The same over the lane's latest GPUTimeRecentWindows settled
 	// windows: RecentSpans counts their spans, RecentTime is their event
-	// time (RecentServed + RecentWindowCost), RecentBusy their busy time,
+	// time (RecentServed + RecentWindowCost, a cost negative where the
+	// windows fell on steps shorter than the lane's), RecentBusy their busy time,
 	// RecentCauses splits RecentServed - RecentBusy. BusyRatio() is
 	// RecentBusy / RecentServed.
 	RecentSpans                                            uint64
@@ -230,7 +232,7 @@ const (
 	GPUTimeLaunchesPerLane = 4096
 	GPUTimeLaunchForget    = 4 * GPUTimeBaselineHalfLife
 
-	// The served estimate (docs/design.md, the served step): the trimmed
+	// The served estimate (docs/design.md, the served step): the kept
 	// mean of the lane's latest GPUTimeServedSpans spans outside windows
 	// before a window, and of its first ones after, averaged. Means
 	// differing by more than GPUTimeServedShift of the smaller, and by more
@@ -255,6 +257,7 @@ type laneTotals struct {
 	servedSpans            uint64
 	servedBusy, served     int64
 	cost                   int64
+	costCarry              int64      // a negative cost not yet taken out of the counter (<= 0)
 	causes                 IdleCauses // the served idle's split, summed
 	kernels                []KernelShare
 	lastNs                 int64 // host time of its latest window, for the averages' weights

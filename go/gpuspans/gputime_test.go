@@ -2,6 +2,7 @@ package gpuspans_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -448,17 +449,20 @@ func TestGPUTimeServedUnsettledWhenTheLaneShifts(t *testing.T) {
 	}
 }
 
-// A window's span is taken as served within its busy time and its own
-// event time: a window never makes a step faster, nor is a step served in
-// less time than its kernels ran.
+// A window's span is served for the lane's estimate, at least its busy
+// time (a step is not served in less time than its kernels ran); a span
+// shows no more than its own event time, while the lane's totals keep
+// the estimate, and the cost counter carries a negative cost rather than
+// decrease.
 func TestGPUTimeServedWithinBusyAndTime(t *testing.T) {
 	for _, c := range []struct {
-		name               string
-		inflate, extra     time.Duration
-		time, served, cost time.Duration
+		name                     string
+		inflate, extra           time.Duration
+		time, served, cost, span time.Duration // per span; span: a span's ServedNs
+		counted                  time.Duration // the cost counter's, per span
 	}{
-		{"faster in the window", -50 * us, 0, 650 * us, 650 * us, 0},
-		{"more kernels in the window", 0, 200 * us, 900 * us, 800 * us, 100 * us},
+		{"faster in the window", -50 * us, 0, 650 * us, 700 * us, -50 * us, 650 * us, 0},
+		{"more kernels in the window", 0, 200 * us, 900 * us, 800 * us, 100 * us, 800 * us, 100 * us},
 	} {
 		r := newServedRig(t, c.inflate)
 		r.extra = c.extra
@@ -474,6 +478,56 @@ func TestGPUTimeServedWithinBusyAndTime(t *testing.T) {
 			t.Errorf("%s: time %v served %v cost %v causes %v over %d spans, want %v, %v, %v each", c.name,
 				l.RecentTime, l.RecentServed, l.RecentWindowCost, l.RecentCauses.Total(), n, c.time, c.served, c.cost)
 		}
+		if w := time.Duration(l.ServedSpans); l.WindowCost != w*c.counted || l.Causes.Total() != l.Served-l.ServedBusy {
+			t.Errorf("%s: cost counter %v, causes %v of %v served idle over %d spans: want %v each", c.name, l.WindowCost, l.Causes.Total(), l.Served-l.ServedBusy, w, c.counted)
+		}
+		for _, s := range r.h.RecentSpans(0, nil) {
+			if s.GPUTimed && (s.ServedNs != int64(c.span) || s.Causes.Total() != time.Duration(s.ServedNs-s.BusyNs)) {
+				t.Errorf("%s: span served %v, causes %v: want %v, its idle", c.name, time.Duration(s.ServedNs), s.Causes.Total(), c.span)
+				break
+			}
+		}
+	}
+}
+
+// A host stall drawn per step from 0, 250, 500 and 1000 us (issue 50's
+// graph_varying): the busy ratio is busy over the mean served step, as a
+// run without windows would measure it, neither the typical step nor one
+// that reads the window's short steps short; the cost counter only grows.
+func TestGPUTimeServedVaryingStall(t *testing.T) {
+	r := newServedRig(t, 300*us)
+	rng := rand.New(rand.NewPCG(50, 50))
+	stalls := []time.Duration{0, 250 * us, 500 * us, 1000 * us}
+	var bare, bareSpans time.Duration
+	var cost time.Duration
+	for i := 0; i < 6000; i++ {
+		host := 100*us + stalls[rng.IntN(len(stalls))]
+		if !r.step(host) {
+			bare += host + 600*us // the rig's lane: the host, then 600 us of kernels
+			bareSpans++
+		}
+		if i%500 == 499 {
+			l := decodeLane(t, r.h.GPUTime())
+			if l.WindowCost < cost {
+				t.Fatalf("step %d: the cost counter fell from %v to %v", i, cost, l.WindowCost)
+			}
+			cost = l.WindowCost
+		}
+	}
+	l := decodeLane(t, r.h.GPUTime())
+	if l.ServedSpans < 50 || l.Unsettled > l.ServedSpans/10 {
+		t.Fatalf("%d spans settled, %d windows unsettled: want 50 or more, few unsettled", l.ServedSpans, l.Unsettled)
+	}
+	truth := float64(600*us) / float64(bare/bareSpans)
+	all := float64(l.ServedBusy) / float64(l.Served)
+	t.Logf("truth %.4f; busy ratio %.4f over %d settled spans, %.4f over the latest; window cost %v a span",
+		truth, all, l.ServedSpans, l.BusyRatio(), l.WindowCost/time.Duration(l.ServedSpans))
+	if all < truth-0.01 || all > truth+0.01 || l.BusyRatio() < truth-0.02 || l.BusyRatio() > truth+0.02 {
+		t.Errorf("busy ratio %.4f over every settled window, %.4f over the latest: want within 1 and 2 points of %.4f (busy over the mean step outside windows)",
+			all, l.BusyRatio(), truth)
+	}
+	if c := l.WindowCost / time.Duration(l.ServedSpans); c < 250*us || c > 350*us || l.Causes.Total() != l.Served-l.ServedBusy {
+		t.Errorf("window cost %v a span, causes %v of %v served idle: want about 300 us, all of the idle", c, l.Causes.Total(), l.Served-l.ServedBusy)
 	}
 }
 
