@@ -134,10 +134,26 @@ func (h *Hub) addProfileLane(lw *laneWindow, t *laneTotals, settled bool) {
 		if !ok {
 			k = len(w.kernels)
 			w.names[h.kernelNames[name]] = k
-			w.kernels = append(w.kernels, profile.WindowKernel{Name: h.kernelNames[name]})
+			if k < cap(w.kernels) { // its launches' slice kept from an earlier window
+				w.kernels = w.kernels[:k+1]
+				w.kernels[k] = profile.WindowKernel{Name: h.kernelNames[name], PerLaunch: w.kernels[k].PerLaunch[:0]}
+			} else {
+				w.kernels = append(w.kernels, profile.WindowKernel{Name: h.kernelNames[name]})
+			}
 		}
 		w.kernels[k].Time += float64(ns)
 		w.kernels[k].Launches = max(w.kernels[k].Launches, float64(p.count[name]))
+	}
+	for lk, ns := range lw.launches {
+		k, ok := w.names[h.kernelNames[lk.name]]
+		if !ok || lk.n < 1 || lk.n > profile.MaxLaunches || p.count[lk.name] < 2 {
+			continue
+		}
+		wk := &w.kernels[k]
+		for len(wk.PerLaunch) < int(lk.n) {
+			wk.PerLaunch = append(wk.PerLaunch, 0)
+		}
+		wk.PerLaunch[lk.n-1] += float64(ns)
 	}
 }
 
@@ -162,6 +178,9 @@ func (h *Hub) flushProfileWindow() {
 		}
 		for j := range wl.Kernels {
 			wl.Kernels[j].Time /= spans
+			for n := range wl.Kernels[j].PerLaunch {
+				wl.Kernels[j].PerLaunch[n] /= spans
+			}
 		}
 		p.builder.Add(wl)
 	}

@@ -93,6 +93,60 @@ func TestProfileNamesWhatTheNewBuildChanged(t *testing.T) {
 	}
 }
 
+// One launch of twenty of one name (a layer's matmul) twice as long: the
+// name's sum grows 5%, under MovedRatio; the profile keeps the launches
+// apart and names the fourth alone, as the hub fed them.
+func TestProfileNamesTheLaunchThatGrew(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "decode.profile")
+	run := func(build string, slow time.Duration) (gpuspans.ProfileStatus, string) {
+		log := new(gpuspanstest.Log)
+		r := newGPURigLog(t, log)
+		stop, err := r.h.StartProfile(gpuspans.ProfileOptions{Path: path, Build: build, Every: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for w := 0; w < 8; w++ {
+			for i := 0; i < 2*gpuspans.GPUTimeServedSpans; i++ {
+				r.h.BeginStep()
+				r.h.LaneBegin(1)
+				for n := 1; n <= 20; n++ {
+					d := 100 * us
+					if n == 4 {
+						d = slow
+					}
+					r.launch(rigMain, "mm", d)
+					r.clock.Advance(5 * us)
+				}
+				r.h.LaneEnd(1)
+				r.clock.Advance(3 * time.Millisecond)
+			}
+			r.clock.Advance(time.Second)
+		}
+		r.h.BeginStep()
+		r.h.Harvest()
+		stop()
+		return r.h.ProfileStatus(), strings.Join(log.Lines(), "\n")
+	}
+	if st, log := run("v1", 100*us); st.Written.IsZero() || st.WriteErr != "" {
+		t.Fatalf("v1: %+v\n%s", st, log)
+	}
+	p, err := profile.Read(path)
+	if err != nil || len(p.Lanes) != 1 || len(p.Lanes[0].Kernels) != 1 || len(p.Lanes[0].Kernels[0].PerLaunch) != 20 {
+		t.Fatalf("v1's profile: %+v, %v", p, err)
+	}
+	st, log := run("v2", 200*us)
+	if st.Since == nil || len(st.Since.Lanes) != 1 {
+		t.Fatalf("v2: %+v\n%s", st, log)
+	}
+	l := st.Since.Lanes[0]
+	if len(l.Kernels) != 1 || l.Kernels[0].Name != "mm" || l.Kernels[0].Launch != 4 || l.Kernels[0].Change != profile.Grew || !l.Worse() {
+		t.Fatalf("v2 named %+v, want mm's fourth launch grown alone", l.Kernels)
+	}
+	if !strings.Contains(log, "mm (launch 4) grew +100.0%") {
+		t.Errorf("v2's log line:\n%s", log)
+	}
+}
+
 // Too few windows: nothing compared, nothing written.
 func TestProfileNeedsEnoughWindows(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "p")

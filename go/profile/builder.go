@@ -23,9 +23,12 @@ type WindowLane struct {
 
 // WindowKernel is one kernel name in a window: its time per span, and its
 // launches in a span (the hub gives the most of the window's spans).
+// PerLaunch is the time per span of its n-th launch in a span at n-1,
+// for a name launched more than once (nil for one launched once).
 type WindowKernel struct {
 	Name           string
 	Time, Launches float64
+	PerLaunch      []float64
 }
 
 // Builder gathers a build's profile window by window. A lane keeps the
@@ -45,7 +48,13 @@ type laneAcc struct {
 	kernels     map[string]*kernelAcc
 	cutBelow    float64
 	scratch     []*kernelAcc
+	perLaunch   int // the kernels' per-launch entries, at most keptLaunches
 }
+
+// keptLaunches bounds a lane's per-launch averages in memory: a name keeps
+// its first MaxLaunches, and a heavier name takes a lighter one's place
+// when the lane is at the bound (admit).
+const keptLaunches = 4 * MaxLaneLaunches
 
 type kernelAcc struct {
 	name     string
@@ -54,6 +63,34 @@ type kernelAcc struct {
 	runs     uint64
 	seen     uint64  // the lane's window count when it last ran
 	cur      float64 // its time in the window being added
+	// Launch by launch, for a name launched more than once (holder): its
+	// averages since the lane's window perFrom, and this window's times.
+	holder  bool
+	perFrom uint64
+	per     []Stat
+	curPer  []float64
+}
+
+// admit makes k, of time ns in window n, hold its launches apart (need of
+// them) if the lane's keptLaunches allow, taking them from the lightest
+// holders lighter than k as needed. A name that ran before it held them
+// has no launch averages for those windows: its averages start at n.
+func (l *laneAcc) admit(k *kernelAcc, need int, ns float64, n uint64) bool {
+	for l.perLaunch+need > keptLaunches {
+		var light *kernelAcc
+		for _, o := range l.kernels {
+			if o.holder && o != k && (light == nil || heavier(o, light) > 0) {
+				light = o
+			}
+		}
+		if light == nil || light.time.Mean >= max(k.time.Mean, ns) {
+			return false
+		}
+		l.perLaunch -= len(light.curPer)
+		light.holder, light.per, light.curPer = false, nil, nil
+	}
+	k.holder, k.perFrom = true, n-1
+	return true
 }
 
 // Add adds one window's lane. A window with a value that is not a finite
@@ -92,15 +129,35 @@ func (b *Builder) Add(w *WindowLane) {
 		if k.seen != n {
 			k.seen, k.cur = n, 0
 			k.runs++
+			clear(k.curPer)
 		}
 		k.cur += max(wk.Time, 0)
 		k.launches += max(wk.Launches, 0)
+		if len(wk.PerLaunch) > 1 && (k.holder || l.admit(k, min(len(wk.PerLaunch), MaxLaunches), wk.Time, n)) {
+			m := min(len(wk.PerLaunch), MaxLaunches, len(k.curPer)+keptLaunches-l.perLaunch)
+			for len(k.curPer) < m {
+				k.curPer = append(k.curPer, 0)
+				l.perLaunch++
+			}
+			for i := range m {
+				k.curPer[i] += max(wk.PerLaunch[i], 0)
+			}
+		}
 	}
 	for _, k := range l.kernels { // each has a value for every window before this one
+		for len(k.per) < len(k.curPer) {
+			k.per = append(k.per, Stat{N: n - 1 - k.perFrom}) // 0 in the windows since it held launches
+		}
 		if k.seen == n {
 			k.time.Add(k.cur)
+			for i := range k.per {
+				k.per[i].Add(k.curPer[i])
+			}
 		} else { // not run in this window
 			k.time.Add(0)
+			for i := range k.per {
+				k.per[i].Add(0)
+			}
 		}
 	}
 	if len(l.kernels) > keptKernels {
@@ -120,6 +177,11 @@ func (w *WindowLane) valid() bool {
 	for i := range w.Kernels {
 		if !ok(w.Kernels[i].Time) || !ok(w.Kernels[i].Launches) {
 			return false
+		}
+		for _, x := range w.Kernels[i].PerLaunch {
+			if !ok(x) {
+				return false
+			}
 		}
 	}
 	return true
@@ -177,6 +239,9 @@ func cutLightest(l *laneAcc, keep int) float64 {
 	l.kernels = make(map[string]*kernelAcc, keep+keep/4)
 	for _, k := range s[:keep] {
 		l.kernels[k.name] = k
+	}
+	for _, k := range s[keep:] {
+		l.perLaunch -= len(k.curPer)
 	}
 	clear(s)
 	if cap(s) > 2*keptKernels {
@@ -248,6 +313,7 @@ func (l *laneAcc) out() Lane {
 	}
 	o.Kernels = make([]Kernel, 0, len(ks))
 	names := make(map[string]bool, len(ks))
+	launches := 0 // kept apart, the heaviest names' first
 	for _, k := range ks {
 		name := truncName(k.name)
 		if name == "" {
@@ -257,7 +323,12 @@ func (l *laneAcc) out() Lane {
 			continue
 		}
 		names[name] = true
-		o.Kernels = append(o.Kernels, Kernel{Name: name, Launches: k.launches / float64(max(k.runs, 1)), Time: k.time})
+		kr := Kernel{Name: name, Launches: k.launches / float64(max(k.runs, 1)), Time: k.time}
+		if n := min(len(k.per), MaxLaunches); n > 1 && launches+n <= MaxLaneLaunches {
+			kr.PerLaunch = slices.Clone(k.per[:n])
+			launches += n
+		}
+		o.Kernels = append(o.Kernels, kr)
 	}
 	o.Model, o.Driver, o.Lane = truncName(o.Model), truncName(o.Driver), truncName(o.Lane)
 	if o.Lane == "" {

@@ -16,11 +16,11 @@ import (
 // over all the lane's windows; its launches are per window that ran it.
 func TestBuilderAbsentKernelIsZero(t *testing.T) {
 	windows := [][]WindowKernel{
-		{{"a", 10e3, 2}, {"b", 40e3, 1}},
-		{{"a", 12e3, 2}},
-		{{"a", 11e3, 4}, {"b", 44e3, 1}, {"c", 90e3, 3}},
+		{{"a", 10e3, 2, nil}, {"b", 40e3, 1, nil}},
+		{{"a", 12e3, 2, nil}},
+		{{"a", 11e3, 4, nil}, {"b", 44e3, 1, nil}, {"c", 90e3, 3, nil}},
 		{},
-		{{"a", 9e3, 2}},
+		{{"a", 9e3, 2, nil}},
 	}
 	var b Builder
 	for _, ks := range windows {
@@ -61,7 +61,7 @@ func TestBuilderAbsentKernelIsZero(t *testing.T) {
 func TestBuilderNameTwiceInAWindow(t *testing.T) {
 	var b Builder
 	for i := 0; i < 3; i++ {
-		b.Add(&WindowLane{Lane: "decode", Spans: 1, Busy: 30e3, Kernels: []WindowKernel{{"gemm", 10e3, 1}, {"gemm", 20e3, 2}}})
+		b.Add(&WindowLane{Lane: "decode", Spans: 1, Busy: 30e3, Kernels: []WindowKernel{{"gemm", 10e3, 1, nil}, {"gemm", 20e3, 2, nil}}})
 	}
 	p := b.Profile("x", "", testTime)
 	if err := p.Check(); err != nil {
@@ -78,11 +78,11 @@ func TestBuilderNameTwiceInAWindow(t *testing.T) {
 // names, and none of the room the many took.
 func TestBuilderBoundedMemory(t *testing.T) {
 	var b Builder
-	heavy := []WindowKernel{{"gemm", 500e3, 1}, {"attn", 300e3, 1}}
+	heavy := []WindowKernel{{"gemm", 500e3, 1, nil}, {"attn", 300e3, 1, nil}}
 	for w := 0; w < 400; w++ {
 		ks := append([]WindowKernel(nil), heavy...)
 		for i := 0; i < 250; i++ {
-			ks = append(ks, WindowKernel{fmt.Sprintf("k%d-%d", w, i), float64(1 + i), 1})
+			ks = append(ks, WindowKernel{fmt.Sprintf("k%d-%d", w, i), float64(1 + i), 1, nil})
 		}
 		b.Add(&WindowLane{Model: "m", Lane: "churn", Spans: 1, Served: 1e6, Busy: 900e3, Kernels: ks})
 		if n := len(b.lanes[0].kernels); n > keptKernels {
@@ -105,7 +105,7 @@ func TestBuilderBoundedMemory(t *testing.T) {
 	var big Builder
 	names := make([]WindowKernel, 100_000)
 	for i := range names {
-		names[i] = WindowKernel{fmt.Sprintf("kernel_%06d", i), float64(i), 1}
+		names[i] = WindowKernel{fmt.Sprintf("kernel_%06d", i), float64(i), 1, nil}
 	}
 	for lane := 0; lane < 8; lane++ {
 		big.Add(&WindowLane{Lane: fmt.Sprint("lane", lane), Spans: 1, Busy: 1, Kernels: names})
@@ -131,7 +131,7 @@ func TestBuilderNames(t *testing.T) {
 	for w := 0; w < 3; w++ {
 		for _, lane := range []string{"dec\node", long + "1", long + "2", "", "bad\xffutf8"} {
 			b.Add(&WindowLane{Model: "NVIDIA\tH100", Driver: "13.0\x00", Lane: lane, Spans: 1, Served: 2e3, Busy: 1e3, Kernels: []WindowKernel{
-				{"gemm\x1b[31m", 100, 1}, {long + "a", 90, 1}, {long + "b", 80, 1}, {"", 70, 1}, {"\xc3\x28", 60, 1}, {"ok<T>", 50, 1},
+				{"gemm\x1b[31m", 100, 1, nil}, {long + "a", 90, 1, nil}, {long + "b", 80, 1, nil}, {"", 70, 1, nil}, {"\xc3\x28", 60, 1, nil}, {"ok<T>", 50, 1, nil},
 			}})
 		}
 	}
@@ -194,7 +194,7 @@ func TestBuilderValues(t *testing.T) {
 	var b Builder
 	add := func(served, busy, kernel float64) {
 		b.Add(&WindowLane{Lane: "l", Spans: 1, Served: served, Busy: busy, Idle: Causes{Host: served - busy},
-			Kernels: []WindowKernel{{"k", kernel, 1}}})
+			Kernels: []WindowKernel{{"k", kernel, 1, nil}}})
 	}
 	add(2e3, 1e3, 1e3)
 	add(math.NaN(), 1e3, 1e3)
@@ -221,7 +221,7 @@ func TestBuilderValues(t *testing.T) {
 		if w%2 == 0 {
 			k = 5e6
 		}
-		long.Add(&WindowLane{Lane: "l", Spans: 1, Served: 40e6 + float64(w%3)*10e6, Busy: 30e6, Kernels: []WindowKernel{{"k", k, 1}, {"j", 1e6, 1}}})
+		long.Add(&WindowLane{Lane: "l", Spans: 1, Served: 40e6 + float64(w%3)*10e6, Busy: 30e6, Kernels: []WindowKernel{{"k", k, 1, nil}, {"j", 1e6, 1, nil}}})
 	}
 	p := long.Profile("x", "", testTime)
 	if p.Lanes[0].Time.M2 < 1e17 {
@@ -262,20 +262,26 @@ func TestBuilderLanes(t *testing.T) {
 }
 
 // BenchmarkBuilderAdd is a window's cost to the harvest that analyses it,
-// per lane: a decode lane of 40 kernel names, and one of keptKernels names
+// per lane: a decode lane of 40 kernel names, one of keptKernels names
 // with a new one each window (eager prefill of varying shapes), which cuts
-// the list every window.
+// the list every window, and a decode lane of 4 names launched 58 times a
+// step each, their launches kept apart.
 func BenchmarkBuilderAdd(b *testing.B) {
 	for _, c := range []struct {
-		name  string
-		names int
-		fresh bool
-	}{{"40-names", 40, false}, {"churn", keptKernels, true}} {
+		name     string
+		names    int
+		fresh    bool
+		launches int // of each name, kept apart
+	}{{"40-names", 40, false, 0}, {"churn", keptKernels, true, 0}, {"4-names-232-launches", 4, false, 58}} {
 		b.Run(c.name, func(b *testing.B) {
 			var bl Builder
 			wl := WindowLane{Model: "NVIDIA H100", Driver: "13.0", Lane: "decode", Spans: 1, Served: 1e6, Busy: 9e5}
 			for i := 0; i < c.names; i++ {
-				wl.Kernels = append(wl.Kernels, WindowKernel{Name: fmt.Sprintf("kernel_%d", i), Time: float64(1000 + i), Launches: 1})
+				k := WindowKernel{Name: fmt.Sprintf("kernel_%d", i), Time: float64(1000 + i), Launches: float64(max(c.launches, 1))}
+				for n := 0; n < c.launches; n++ {
+					k.PerLaunch = append(k.PerLaunch, float64(1000+n))
+				}
+				wl.Kernels = append(wl.Kernels, k)
 			}
 			fresh := make([]string, 1024)
 			for i := range fresh {

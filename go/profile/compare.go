@@ -44,12 +44,23 @@ const (
 	Gone   Change = "gone" // run before, not after
 )
 
-// KernelChange is one kernel name that changed in a lane.
+// KernelChange is one kernel name that changed in a lane, or one of its
+// launches (Launch: the n-th in a span) where the name's sum did not.
 type KernelChange struct {
 	Name   string  `json:"name"`
+	Launch int     `json:"launch,omitempty"`
 	Change Change  `json:"change"`
 	Before float64 `json:"before_ns"` // per span; 0 for a new one
 	After  float64 `json:"after_ns"`  // per span; 0 for a gone one
+}
+
+// Label is the kernel's name, and its launch where the change is one
+// launch's: "gemm (launch 17)".
+func (k *KernelChange) Label() string {
+	if k.Launch > 0 {
+		return fmt.Sprintf("%.200s (launch %d)", k.Name, k.Launch)
+	}
+	return k.Name
 }
 
 // LaneDiff compares one lane of two profiles.
@@ -67,8 +78,9 @@ type LaneDiff struct {
 	// LaneRatio and Sigmas).
 	TimeMoved int `json:"time_moved"`
 	BusyMoved int `json:"busy_moved"`
-	// Kernels are the kernel names that changed, the largest change in
-	// time per span first (at most MaxChanges; More counts the rest).
+	// Kernels are the kernel names, or launches of a name, that changed,
+	// the largest change in time per span first (at most MaxChanges; More
+	// counts the rest).
 	Kernels []KernelChange `json:"kernels"`
 	More    int            `json:"more,omitempty"`
 }
@@ -225,8 +237,8 @@ func compareLane(b, a *Lane) LaneDiff {
 	}
 	tests := 0
 	for i := range a.Kernels {
-		if before[a.Kernels[i].Name] != nil {
-			tests++
+		if o := before[a.Kernels[i].Name]; o != nil {
+			tests += 1 + min(len(o.PerLaunch), len(a.Kernels[i].PerLaunch))
 		}
 	}
 	alphaK := alpha / float64(max(tests, 1))
@@ -248,6 +260,18 @@ func compareLane(b, a *Lane) LaneDiff {
 			ch = append(ch, KernelChange{Name: k.Name, Change: Grew, Before: o.Time.Mean, After: k.Time.Mean})
 		case -1:
 			ch = append(ch, KernelChange{Name: k.Name, Change: Shrank, Before: o.Time.Mean, After: k.Time.Mean})
+		default:
+			// The name's sum did not move: one of its launches may have
+			// (one layer's matmul among many of the name).
+			for n := range min(len(o.PerLaunch), len(k.PerLaunch)) {
+				x, y := o.PerLaunch[n], k.PerLaunch[n]
+				switch moved(x, y, MovedRatio, MovedMin, alphaK) {
+				case 1:
+					ch = append(ch, KernelChange{Name: k.Name, Launch: n + 1, Change: Grew, Before: x.Mean, After: y.Mean})
+				case -1:
+					ch = append(ch, KernelChange{Name: k.Name, Launch: n + 1, Change: Shrank, Before: x.Mean, After: y.Mean})
+				}
+			}
 		}
 	}
 	for _, o := range before {
@@ -259,7 +283,10 @@ func compareLane(b, a *Lane) LaneDiff {
 		if c := cmp.Compare(math.Abs(y.After-y.Before), math.Abs(x.After-x.Before)); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.Name, y.Name)
+		if c := cmp.Compare(x.Name, y.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Launch, y.Launch)
 	})
 	if len(ch) > MaxChanges {
 		ld.More = len(ch) - MaxChanges
@@ -389,7 +416,11 @@ func (l *LaneDiff) Line() string {
 		} else {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%.120s %s", k.Name, k.Change)
+		if k.Launch > 0 {
+			fmt.Fprintf(&b, "%.120s (launch %d) %s", k.Name, k.Launch, k.Change)
+		} else {
+			fmt.Fprintf(&b, "%.120s %s", k.Name, k.Change)
+		}
 		switch k.Change {
 		case New:
 			fmt.Fprintf(&b, " (%s)", Micros(k.After))
@@ -457,7 +488,7 @@ func (d *Diff) WriteTable(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "\nkernels that changed in lane %q (per step):\n", l.Lane)
 		for _, k := range l.Kernels {
-			fmt.Fprintf(&b, "  %-7s %12s %12s %8s  %.200s\n", k.Change, Micros(k.Before), Micros(k.After), PercentText(k.Before, k.After), k.Name)
+			fmt.Fprintf(&b, "  %-7s %12s %12s %8s  %s\n", k.Change, Micros(k.Before), Micros(k.After), PercentText(k.Before, k.After), k.Label())
 		}
 		if l.More > 0 {
 			fmt.Fprintf(&b, "  and %d more\n", l.More)

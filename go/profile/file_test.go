@@ -224,7 +224,8 @@ func TestParseEveryPrefix(t *testing.T) {
 	}
 }
 
-// TestWorstCaseFits: MaxLanes lanes of MaxKernels kernels, every name
+// TestWorstCaseFits: MaxLanes lanes of MaxKernels kernels and
+// MaxLaneLaunches launches kept apart, every name
 // MaxName bytes that JSON escapes to twice that, every number the longest
 // a float64 prints: under MaxBytes, and read back.
 func TestWorstCaseFits(t *testing.T) {
@@ -243,8 +244,13 @@ func TestWorstCaseFits(t *testing.T) {
 	for i := 0; i < MaxLanes; i++ {
 		l := Lane{Model: name(i), Driver: name(i), Lane: name(i), Windows: 1<<64 - 1, Spans: 1<<64 - 1, Time: st, Busy: st,
 			Idle: Causes{tiny, tiny, tiny, tiny, tiny}, KernelsCut: 1<<63 - 1, CutBelow: tiny}
+		launches := 0
 		for j := 0; j < MaxKernels; j++ {
-			l.Kernels = append(l.Kernels, Kernel{Name: name(j), Launches: tiny, Time: st})
+			k := Kernel{Name: name(j), Launches: tiny, Time: st}
+			for ; len(k.PerLaunch) < MaxLaunches && launches < MaxLaneLaunches; launches++ {
+				k.PerLaunch = append(k.PerLaunch, st)
+			}
+			l.Kernels = append(l.Kernels, k)
 		}
 		p.Lanes = append(p.Lanes, l)
 	}

@@ -20,6 +20,7 @@ func FuzzParse(f *testing.F) {
 	f.Add(bytes.Replace(valid, []byte(`"mean": `), []byte(`"mean": -`), 1))
 	f.Add(bytes.Replace(valid, []byte(`"n": 6`), []byte(`"n": 7`), 1))
 	f.Add([]byte(`{"format":"gpuspans-profile/1","build":"b","lanes":[{"lane":"l","windows":1,"kernels":[{"name":"k","time_ns":{"n":1,"mean":1}}]}]}`))
+	f.Add([]byte(`{"format":"gpuspans-profile/1","build":"b","lanes":[{"lane":"l","windows":2,"kernels":[{"name":"k","time_ns":{"n":2,"mean":2},"per_launch":[{"n":2,"mean":1,"m2":0.5},{"n":1,"mean":1}]}]}]}`))
 	f.Add([]byte(`{"format":"gpuspans-profile/1","build":"b","lanes":null,"written":"2026-01-01T00:00:00+14:00"}`))
 	f.Add([]byte(`{"format":"gpuspans-profile/2"}`))
 	f.Add([]byte(`{"lanes":[],"format":"gpuspans-profile/1","build":"\u0000"}`))

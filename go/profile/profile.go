@@ -31,12 +31,17 @@ const Format = "gpuspans-profile/1"
 // with MaxLanes lanes, names of MaxName bytes and the numbers around them
 // a profile stays under MaxBytes, which Read refuses past: Write escapes
 // only what JSON must (a name of quotes or U+2028 doubles, the worst case:
-// 21 MB, TestWorstCaseFits), and a value is at most MaxValue.
+// 29 MB, TestWorstCaseFits), and a value is at most MaxValue.
 const (
 	MaxLanes   = 256 // lane entries (a lane on one device model is one)
 	MaxKernels = 64  // kernel names per lane
 	MaxName    = 512 // bytes of a kernel, lane, model, driver or build name
-	MaxBytes   = 32 << 20
+	// A kernel name's launches kept apart (Kernel.PerLaunch): at most
+	// MaxLaunches of one name and MaxLaneLaunches in a lane, the
+	// heaviest names'.
+	MaxLaunches     = 128
+	MaxLaneLaunches = 256
+	MaxBytes        = 32 << 20
 	// MaxValue bounds a time or a count per span (1e15 ns: 11 days); a
 	// Stat's M2 is bounded by N times its square.
 	MaxValue = 1e15
@@ -81,6 +86,11 @@ type Kernel struct {
 	Name     string  `json:"name"`
 	Launches float64 `json:"launches"` // in a span, the mean over the windows that ran it
 	Time     Stat    `json:"time_ns"`  // its intervals inside the span, summed
+	// PerLaunch is the time of each of its launches in a span, the n-th
+	// at n-1, for a name launched more than once a span: one layer's
+	// matmul that grew among 92 launches of its name moves its launch by
+	// all it grew, and the name's sum by a 92nd of that.
+	PerLaunch []Stat `json:"per_launch,omitempty"`
 }
 
 // Lane is what windows measured of one lane on one device model: every
@@ -207,6 +217,14 @@ type (
 		Lane
 		Kernels kernelList `json:"kernels"`
 	}
+	kernelJSON struct {
+		Kernel
+		PerLaunch statList `json:"per_launch"`
+	}
+	statList struct {
+		l   []Stat
+		set bool
+	}
 	laneList struct {
 		l   []Lane
 		set bool
@@ -248,11 +266,27 @@ func (l *kernelList) UnmarshalJSON(b []byte) error {
 	}
 	l.set = true
 	return decodeList(b, MaxKernels, "kernels in a lane", func(d *json.Decoder) error {
-		var k Kernel
-		if err := d.Decode(&k); err != nil {
+		var kj kernelJSON
+		if err := d.Decode(&kj); err != nil {
 			return err
 		}
-		l.l = append(l.l, k)
+		kj.Kernel.PerLaunch = kj.PerLaunch.l
+		l.l = append(l.l, kj.Kernel)
+		return nil
+	})
+}
+
+func (l *statList) UnmarshalJSON(b []byte) error {
+	if l.set {
+		return errTwice("a kernel's launches")
+	}
+	l.set = true
+	return decodeList(b, MaxLaunches, "launches of a kernel", func(d *json.Decoder) error {
+		var st Stat
+		if err := d.Decode(&st); err != nil {
+			return err
+		}
+		l.l = append(l.l, st)
 		return nil
 	})
 }
@@ -318,6 +352,7 @@ func (p *Profile) Check() error {
 			return fmt.Errorf("lane %q: kernels_cut %d", l.Lane, l.KernelsCut)
 		}
 		names := make(map[string]bool, len(l.Kernels))
+		launches := 0
 		for j := range l.Kernels {
 			kr := &l.Kernels[j]
 			if err := checkName("kernel", kr.Name, true); err != nil {
@@ -331,6 +366,18 @@ func (p *Profile) Check() error {
 				return fmt.Errorf("lane %q: kernel %.80q in %d windows of %d", l.Lane, kr.Name, kr.Time.N, l.Windows)
 			}
 			nums = append(nums, kr.Launches, kr.Time.Mean)
+			if len(kr.PerLaunch) > MaxLaunches {
+				return fmt.Errorf("lane %q: kernel %.80q: %d launches, at most %d", l.Lane, kr.Name, len(kr.PerLaunch), MaxLaunches)
+			}
+			if launches += len(kr.PerLaunch); launches > MaxLaneLaunches {
+				return fmt.Errorf("lane %q: more than %d launches kept apart", l.Lane, MaxLaneLaunches)
+			}
+			for _, st := range kr.PerLaunch {
+				if st.N > l.Windows {
+					return fmt.Errorf("lane %q: a launch of kernel %.80q in %d windows of %d", l.Lane, kr.Name, st.N, l.Windows)
+				}
+				nums = append(nums, st.Mean)
+			}
 		}
 		if l.Time.N > l.Windows || l.Busy.N > l.Windows {
 			return fmt.Errorf("lane %q: more values than its %d windows", l.Lane, l.Windows)
@@ -343,6 +390,7 @@ func (p *Profile) Check() error {
 		stats := []Stat{l.Time, l.Busy}
 		for j := range l.Kernels {
 			stats = append(stats, l.Kernels[j].Time)
+			stats = append(stats, l.Kernels[j].PerLaunch...)
 		}
 		for _, st := range stats {
 			// M2 sums N squared deviations: a long run's grows past MaxValue.

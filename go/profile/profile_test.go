@@ -76,7 +76,7 @@ func kernelChanges(t *testing.T, d Diff) []string {
 	}
 	var s []string
 	for _, k := range d.Lanes[0].Kernels {
-		s = append(s, k.Name+" "+string(k.Change))
+		s = append(s, k.Label()+" "+string(k.Change))
 	}
 	return s
 }

@@ -455,7 +455,7 @@ func profileToProto(st *gpuspans.ProfileStatus) *gpuspansv1.Profile {
 				WindowsBefore: l.Windows[0], WindowsAfter: l.Windows[1], TimeBeforeNs: l.Time[0], TimeAfterNs: l.Time[1],
 				BusyBeforeNs: l.Busy[0], BusyAfterNs: l.Busy[1], TimeMoved: int32(l.TimeMoved), BusyMoved: int32(l.BusyMoved), More: uint32(l.More)}
 			for _, k := range l.Kernels {
-				pl.Kernels = append(pl.Kernels, &gpuspansv1.KernelChange{Name: k.Name, Change: string(k.Change), BeforeNs: k.Before, AfterNs: k.After})
+				pl.Kernels = append(pl.Kernels, &gpuspansv1.KernelChange{Name: k.Name, Launch: uint32(k.Launch), Change: string(k.Change), BeforeNs: k.Before, AfterNs: k.After})
 			}
 			p.Since = append(p.Since, pl)
 		}
@@ -480,7 +480,7 @@ func profileFromProto(p *gpuspansv1.Profile) gpuspans.ProfileStatus {
 			Windows: [2]uint64{pl.GetWindowsBefore(), pl.GetWindowsAfter()}, Time: [2]float64{pl.GetTimeBeforeNs(), pl.GetTimeAfterNs()},
 			Busy: [2]float64{pl.GetBusyBeforeNs(), pl.GetBusyAfterNs()}, TimeMoved: int(pl.GetTimeMoved()), BusyMoved: int(pl.GetBusyMoved()), More: int(pl.GetMore())}
 		for _, k := range pl.GetKernels() {
-			l.Kernels = append(l.Kernels, profile.KernelChange{Name: k.GetName(), Change: profile.Change(k.GetChange()), Before: k.GetBeforeNs(), After: k.GetAfterNs()})
+			l.Kernels = append(l.Kernels, profile.KernelChange{Name: k.GetName(), Launch: int(min(k.GetLaunch(), profile.MaxLaunches)), Change: profile.Change(k.GetChange()), Before: k.GetBeforeNs(), After: k.GetAfterNs()})
 		}
 		d.Lanes = append(d.Lanes, l)
 	}

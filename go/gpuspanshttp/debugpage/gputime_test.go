@@ -67,6 +67,7 @@ func TestPageSinceTheLastBuild(t *testing.T) {
 		`<h2>Since the last build</h2>`, `This build: <b>v2</b>`, `Compared with build <b>v1</b>.`,
 		`<table id="profile-since">`, `<td class="l nonzero">WORSE</td>`,
 		`1250.0 us → 1400.0 us (&#43;12.0%)`, `gemm_256x128: grew 400.0 us → 550.0 us (&#43;37.5%)`,
+		`rms_norm (launch 17): grew 3.0 us → 6.1 us (&#43;103.3%)`,
 		`flash_fwd_sm90: new, 30.0 us`, `flash_fwd_sm80: gone, was 32.0 us`,
 		`Not compared: lane &#34;prefill&#34;`, `at 5% for a lane and 10% and 2.0 us for a kernel`,
 	} {

@@ -49,11 +49,11 @@ func newProfileView(st *gpuspans.ProfileStatus) *profileView {
 				var s string
 				switch k.Change {
 				case profile.New:
-					s = fmt.Sprintf("%s: new, %s", k.Name, profile.Micros(k.After))
+					s = fmt.Sprintf("%s: new, %s", k.Label(), profile.Micros(k.After))
 				case profile.Gone:
-					s = fmt.Sprintf("%s: gone, was %s", k.Name, profile.Micros(k.Before))
+					s = fmt.Sprintf("%s: gone, was %s", k.Label(), profile.Micros(k.Before))
 				default:
-					s = fmt.Sprintf("%s: %s %s", k.Name, k.Change, change(k.Before, k.After))
+					s = fmt.Sprintf("%s: %s %s", k.Label(), k.Change, change(k.Before, k.After))
 				}
 				r.Kernels = append(r.Kernels, s)
 			}
@@ -107,6 +107,7 @@ type laneSinceJSON struct {
 
 type kernelChangeJSON struct {
 	Name     string  `json:"name"`
+	Launch   uint32  `json:"launch"`
 	Change   string  `json:"change"`
 	BeforeNs float64 `json:"before_ns"`
 	AfterNs  float64 `json:"after_ns"`
@@ -134,7 +135,7 @@ func profileOf(st *gpuspans.ProfileStatus) *profileJSON {
 				BusyBeforeNs: l.Busy[0], BusyAfterNs: l.Busy[1], TimeMoved: l.TimeMoved, BusyMoved: l.BusyMoved, More: l.More,
 				Kernels: []kernelChangeJSON{}}
 			for _, k := range l.Kernels {
-				lj.Kernels = append(lj.Kernels, kernelChangeJSON{Name: k.Name, Change: string(k.Change), BeforeNs: k.Before, AfterNs: k.After})
+				lj.Kernels = append(lj.Kernels, kernelChangeJSON{Name: k.Name, Launch: uint32(k.Launch), Change: string(k.Change), BeforeNs: k.Before, AfterNs: k.After})
 			}
 			j.Since = append(j.Since, lj)
 		}

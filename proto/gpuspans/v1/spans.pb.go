@@ -1473,14 +1473,17 @@ func (x *LaneSinceBuild) GetMore() uint32 {
 	return 0
 }
 
-// A kernel name whose time per step changed between two builds.
+// A kernel name whose time per step changed between two builds, or one
+// of its launches where the name's time did not.
 type KernelChange struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	// "grew", "shrank", "new" or "gone".
-	Change        string  `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
-	BeforeNs      float64 `protobuf:"fixed64,3,opt,name=before_ns,json=beforeNs,proto3" json:"before_ns,omitempty"`
-	AfterNs       float64 `protobuf:"fixed64,4,opt,name=after_ns,json=afterNs,proto3" json:"after_ns,omitempty"`
+	Change   string  `protobuf:"bytes,2,opt,name=change,proto3" json:"change,omitempty"`
+	BeforeNs float64 `protobuf:"fixed64,3,opt,name=before_ns,json=beforeNs,proto3" json:"before_ns,omitempty"`
+	AfterNs  float64 `protobuf:"fixed64,4,opt,name=after_ns,json=afterNs,proto3" json:"after_ns,omitempty"`
+	// The launch that changed, the n-th of the name in a step; 0: the name.
+	Launch        uint32 `protobuf:"varint,5,opt,name=launch,proto3" json:"launch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1539,6 +1542,13 @@ func (x *KernelChange) GetBeforeNs() float64 {
 func (x *KernelChange) GetAfterNs() float64 {
 	if x != nil {
 		return x.AfterNs
+	}
+	return 0
+}
+
+func (x *KernelChange) GetLaunch() uint32 {
+	if x != nil {
+		return x.Launch
 	}
 	return 0
 }
@@ -2626,12 +2636,13 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\n" +
 	"busy_moved\x18\r \x01(\x05R\tbusyMoved\x123\n" +
 	"\akernels\x18\x0e \x03(\v2\x19.gpuspans.v1.KernelChangeR\akernels\x12\x12\n" +
-	"\x04more\x18\x0f \x01(\rR\x04more\"r\n" +
+	"\x04more\x18\x0f \x01(\rR\x04more\"\x8a\x01\n" +
 	"\fKernelChange\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06change\x18\x02 \x01(\tR\x06change\x12\x1b\n" +
 	"\tbefore_ns\x18\x03 \x01(\x01R\bbeforeNs\x12\x19\n" +
-	"\bafter_ns\x18\x04 \x01(\x01R\aafterNs\"\x84\x03\n" +
+	"\bafter_ns\x18\x04 \x01(\x01R\aafterNs\x12\x16\n" +
+	"\x06launch\x18\x05 \x01(\rR\x06launch\"\x84\x03\n" +
 	"\aGpuTime\x12\x18\n" +
 	"\awindows\x18\x01 \x01(\x04R\awindows\x12\x18\n" +
 	"\askipped\x18\x02 \x01(\x04R\askipped\x12\x12\n" +

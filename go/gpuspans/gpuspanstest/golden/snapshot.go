@@ -54,6 +54,7 @@ func FullSnapshot() gpuspans.Snapshot {
 			Windows: [2]uint64{40, 7}, Time: [2]float64{1_250_000, 1_400_000}, Busy: [2]float64{1_150_000, 1_300_000},
 			TimeMoved: 1, BusyMoved: 1, Kernels: []profile.KernelChange{
 				{Name: "gemm_256x128", Change: profile.Grew, Before: 400_000, After: 550_000},
+				{Name: "rms_norm", Launch: 17, Change: profile.Grew, Before: 3_000, After: 6_100},
 				{Name: "flash_fwd_sm90", Change: profile.New, After: 30_000},
 				{Name: "flash_fwd_sm80", Change: profile.Gone, Before: 32_000}}}},
 			Skipped: []string{`lane "prefill" on NVIDIA H200: 40 and 3 windows, comparing needs 5`}}}
