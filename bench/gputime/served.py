@@ -76,7 +76,10 @@ def spin(seconds):
 
 
 class Decoder:
-    def __init__(self, torch, d, batch, copy_mb, layers):
+    """deep: the layer whose first matmul is twice as wide and second twice
+    as deep (its hidden 2d, not d): a build that changed one layer."""
+
+    def __init__(self, torch, d, batch, copy_mb, layers, deep=-1):
         self.t = torch
         self.F = torch.nn.functional
         g = torch.Generator(device="cuda").manual_seed(0)
@@ -87,8 +90,8 @@ class Decoder:
 
         self.d = d
         self.n = layers
-        self.w1 = [w(d, d) for _ in range(layers)]
-        self.w2 = [w(d, d) for _ in range(layers)]
+        self.w1 = [w(d, 2 * d if i == deep else d) for i in range(layers)]
+        self.w2 = [w(2 * d if i == deep else d, d) for i in range(layers)]
         self.x = w(batch, d)
         self.src = w(copy_mb << 19)  # bf16: copy_mb MiB to copy back
         self.a = self.capture(0, layers // 2)
