@@ -189,8 +189,12 @@ def role_bare(torch, m, args, names):
     for pas, name in [(0, n) for n in names] + [(1, n) for n in reversed(names)]:
         wl = WORKLOADS[name]
         st = Steps(m, wl)
-        for _ in range(30):
+        # Warm until the step settles: an eager loop's host time fell by a
+        # fifth over a process's first seconds (run 5's two passes).
+        warm, k = time.perf_counter() + args.bare_warm, 0
+        while k < 30 or time.perf_counter() < warm:
             st.run()
+            k += 1
         phases = [("", None)] if not wl.get("step") else [("0ms", 0.0), ("1ms", 0.001)]
         for tag, stall in phases:
             st.stall_now = stall
@@ -567,6 +571,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--copy-mb", type=int, default=4)
     ap.add_argument("--bare-steps", type=int, default=600)
+    ap.add_argument("--bare-warm", type=float, default=1, help="bare: seconds of a workload's steps before its events")
     ap.add_argument("--profiler-steps", type=int, default=40)
     ap.add_argument("--seconds", type=float, default=4, help="gpuspans: seconds per workload")
     ap.add_argument("--every", type=float, default=0.25, help="gpuspans: window period, s")

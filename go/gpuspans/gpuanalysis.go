@@ -268,7 +268,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 				if j > 0 {
 					prev = &ks[runs[j-1].last]
 				}
-				a.idle(&sp.causes, x, r.start, &ks[r.first], prev)
+				a.idle(&sp.causes, x, r.start, &ks[r.first], prev, inner)
 				if inner {
 					gap := r.start - x
 					sp.gaps += gap
@@ -400,12 +400,13 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 
 // idle splits the idle stretch [x, b) of a lane span, which the kernel n
 // ends, by cause; prev is the kernel that ended the device's busy run
-// before it (nil: none in the window). The rules are docs/design.md's
-// (idle by cause): copies first; then the host while n's launch call had
-// not returned, launch latency after; when it had returned before x, the
-// launch latency of n's stream if the work before ran on it, else a wait
-// on another stream or event; unexplained without n's launch call.
-func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel) {
+// before it (nil: none in the window); inner: a kernel of the span ran
+// before x. The rules are docs/design.md's (idle by cause): copies first;
+// then the host while n's launch call had not returned, and inside the
+// span the launch latency after it too; when it had returned before x,
+// the launch latency of n's stream if the work before ran on it, else a
+// wait on another stream or event; unexplained without n's launch call.
+func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner bool) {
 	cp := a.copyIn(x, b)
 	rest := b - x - cp
 	c.Copy += time.Duration(cp)
@@ -414,7 +415,12 @@ func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel) {
 	case !ok:
 		c.Other += time.Duration(rest)
 	case end > x:
-		h := min(end, b)
+		// Queued in time, n's latency would have hidden behind the work
+		// before it; at the span's start there was none in the step.
+		h := b
+		if !inner {
+			h = min(end, b)
+		}
 		host := h - x - a.copyIn(x, h)
 		c.Host += time.Duration(host)
 		c.Launch += time.Duration(rest - host)

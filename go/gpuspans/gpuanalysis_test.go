@@ -281,14 +281,15 @@ func bruteCause(ks, calls []winKernel, s, e, t int64) IdleCauses {
 	if call == nil {
 		return IdleCauses{Other: 1}
 	}
-	if t < call.end {
-		return IdleCauses{Host: 1}
-	}
 	a := s // where this idle stretch began inside the span
 	if prev != nil {
 		a = max(s, prev.end)
 	}
 	switch {
+	case t < call.end:
+		return IdleCauses{Host: 1}
+	case call.end > a && a > s: // the device ran dry inside the span
+		return IdleCauses{Host: 1}
 	case call.end > a:
 		return IdleCauses{Launch: 1}
 	case prev == nil:

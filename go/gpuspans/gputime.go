@@ -73,10 +73,12 @@ type LaneGPUTime struct {
 // The parts sum to the idle time they split.
 type IdleCauses struct {
 	// Host: the device had run out of queued work before the call that
-	// launched the next one returned.
+	// launched the next one returned; inside a span, the next work's
+	// launch latency after that call too.
 	Host time.Duration
-	// Launch: the next work was queued (its launch call had returned), yet
-	// the device had not started it: launch latency.
+	// Launch: the next work was queued (its launch call had returned, or
+	// returned after the span began), yet the device had not started it:
+	// launch latency.
 	Launch time.Duration
 	// Copy: copies and memsets ran on the device, and no kernel.
 	Copy time.Duration

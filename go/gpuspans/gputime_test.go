@@ -199,7 +199,7 @@ func TestGPUTimeIdleByCause(t *testing.T) {
 	call(1, 0)
 	r.tracer.Record(backend.KernelRecord{StartNs: at(100), EndNs: at(130), Stream: main, Kind: backend.RecordMemcpy}, "")
 	kernel(main, "b", 150, 200, 2)
-	call(2, 150) // the host launched b 20 us after the copy: host
+	call(2, 140) // the host launched b 10 us after the copy: host, and b's latency after it too
 	kernel(main, "c", 220, 260, 3)
 	call(3, 160) // queued before b ended, on b's stream: launch latency
 	kernel(other, "d", 300, 340, 4)

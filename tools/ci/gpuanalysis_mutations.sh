@@ -12,7 +12,9 @@
 #                       span's last kernel) taken as inside it: a gap counted twice;
 #   - wait-launch-swap: queued work on the stream that ran last read as a wait;
 #   - host-boundary:    a launch call returning exactly as the device runs dry
-#                       counted as the host's stretch.
+#                       counted as the host's stretch;
+#   - latency-as-launch: the latency after a late launch call inside the span
+#                       read as launch, as at the span's start.
 # Usage: tools/ci/gpuanalysis_mutations.sh   (about a minute on an idle machine)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -47,4 +49,7 @@ mutate copy-as-busy 'return k == backend.RecordKernel' 'return k != backend.Reco
 mutate shared-boundary 'for r0 < len(runs) && runs[r0].end <= s {' 'for r0 < len(runs) && runs[r0].end < s {'
 mutate wait-launch-swap 'case prev.stream == n.stream:' 'case prev.stream != n.stream:'
 mutate host-boundary 'case end > x:' 'case end >= x:'
-echo "gpuanalysis mutations: all 6 caught"
+mutate latency-as-launch '		h := b
+' '		h := min(end, b)
+'
+echo "gpuanalysis mutations: all 7 caught"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Issues 50's and 51's GPU targets in one device call (under 10 minutes):
+# profile_restart.py (a decode restarted across builds on one profile
+# file), served.py's workloads against the profiler-free truth, then the
+# GPU tests of go/integration. Built here first:
+#   go build -ldflags="-s -w" -buildmode=c-shared -o out/python/libgpuspans.so ./go/capi
+#   tools/python/hot.sh out/python/_hot.abi3.so /usr/bin/python3
+#   tools/gpu/stage.sh --plain          # .carry/gpu/tests
+# then, carrying out/python and .carry/gpu/tests, on the GPU machine:
+#   bash bench/gputime/targets.sh       # results to $OUT (default out/targets)
+set -uo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+OUT="${OUT:-$ROOT/out/targets}"
+mkdir -p "$OUT"
+PY="${PY:-/opt/torch/.venv/bin/python3}"
+export PYTHONPATH="$ROOT/python" GPUSPANS_LIB="$ROOT/out/python/libgpuspans.so" GPUSPANS_HOT="$ROOT/out/python/_hot.abi3.so"
+step() { echo "$(date -u +%T) $*" | tee -a "$OUT/summary.txt"; }
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
+  git rev-parse HEAD 2>/dev/null || cat .carry/gpu/COMMIT 2>/dev/null
+} >"$OUT/machine.txt" 2>&1
+step "profile_restart.py"
+prof="$(mktemp -d)/decode.profile"
+timeout 270 "$PY" bench/gputime/profile_restart.py --profile "$prof" >"$OUT/restart.jsonl" 2>"$OUT/restart.err"
+step "profile_restart.py rc=$?"
+cp "$prof" "$OUT/decode.profile" 2>/dev/null
+step "served.py"
+timeout 250 "$PY" bench/gputime/served.py --libs "callbacks=$GPUSPANS_LIB" --tokens 0 --seconds 6 \
+  --log "$OUT/served-children.jsonl" >"$OUT/served.jsonl" 2>"$OUT/served.err"
+step "served.py rc=$?"
+for t in integration_gpu_test; do
+  [[ -x .carry/gpu/tests/$t ]] || continue
+  args=()
+  grep -qa 'Go buildinf:' ".carry/gpu/tests/$t" && args=(-test.v -test.count=1)
+  timeout 40 ".carry/gpu/tests/$t" "${args[@]}" >"$OUT/$t.txt" 2>&1
+  step "$t rc=$?"
+done
