@@ -263,9 +263,11 @@ func compareLane(b, a *Lane) LaneDiff {
 		default:
 			// The name's sum did not move: one of its launches may have
 			// (one layer's matmul among many of the name).
+			vb, db := pooled(o.PerLaunch)
+			va, da := pooled(k.PerLaunch)
 			for n := range min(len(o.PerLaunch), len(k.PerLaunch)) {
 				x, y := o.PerLaunch[n], k.PerLaunch[n]
-				switch moved(x, y, MovedRatio, MovedMin, alphaK) {
+				switch movedLaunch(x, y, max(vb, va), db+da, alphaK) {
 				case 1:
 					ch = append(ch, KernelChange{Name: k.Name, Launch: n + 1, Change: Grew, Before: x.Mean, After: y.Mean})
 				case -1:
@@ -328,6 +330,45 @@ func moved(b, a Stat, ratio, floor, alpha float64) int {
 		return 1
 	}
 	return -1
+}
+
+// pooled is the variance of one window's value that a name's launches
+// share (the mean of their variances, weighted by degrees of freedom),
+// and its degrees of freedom; 0, 0 without two windows of any launch.
+func pooled(st []Stat) (v, df float64) {
+	var m2 float64
+	for _, s := range st {
+		if s.N > 1 {
+			m2 += s.M2
+			df += float64(s.N - 1)
+		}
+	}
+	if df == 0 {
+		return 0, 0
+	}
+	return m2 / df, df
+}
+
+// movedLaunch is moved for one launch of a name, b before and a after,
+// whose noise is the name's: the launches of one kernel name in a lane (a
+// GEMM across layers) jitter alike, so the shared level alpha applies to
+// the launch's difference over the name's pooled variance v (of df degrees
+// of freedom). Five windows of one launch alone leave four degrees of
+// freedom, whose Student's tails hid a launch that grew 41% on an H100 (t
+// = 14) under a level shared by 240 tests. The launch's own windows must
+// still show the move at the unshared level (Welch's test, 3 standard
+// errors): one window's hiccup of a launch raises its mean but also its
+// own spread, and is not named.
+func movedLaunch(b, a Stat, v, df, alpha float64) int {
+	m := moved(b, a, MovedRatio, MovedMin, math.Erfc(Sigmas/math.Sqrt2))
+	if m == 0 {
+		return 0
+	}
+	se := math.Sqrt(v/float64(b.N) + v/float64(a.N))
+	if se > 0 && df > 0 && tTwoSided(math.Abs(a.Mean-b.Mean)/se, df) >= alpha {
+		return 0
+	}
+	return m
 }
 
 // tTwoSided is the probability that Student's t of df degrees of freedom
