@@ -4,6 +4,7 @@
 # file), served.py's workloads against the profiler-free truth, then the
 # GPU tests of go/integration. Built here first:
 #   go build -ldflags="-s -w" -buildmode=c-shared -o out/python/libgpuspans.so ./go/capi
+#   git rev-parse HEAD >out/python/COMMIT
 #   tools/python/hot.sh out/python/_hot.abi3.so /usr/bin/python3
 #   tools/gpu/stage.sh --plain          # .carry/gpu/tests
 # then, carrying out/python and .carry/gpu/tests, on the GPU machine:
@@ -18,7 +19,8 @@ export PYTHONPATH="$ROOT/python" GPUSPANS_LIB="$ROOT/out/python/libgpuspans.so" 
 step() { echo "$(date -u +%T) $*" | tee -a "$OUT/summary.txt"; }
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
-  git rev-parse HEAD 2>/dev/null || cat .carry/gpu/COMMIT 2>/dev/null
+  # The library's commit (the device's copy of the tree may name another).
+  echo "library: $(cat out/python/COMMIT 2>/dev/null || echo unknown)"
 } >"$OUT/machine.txt" 2>&1
 step "profile_restart.py"
 prof="$(mktemp -d)/decode.profile"
