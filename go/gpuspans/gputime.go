@@ -76,9 +76,9 @@ type IdleCauses struct {
 	// launched the next one returned; inside a span, the next work's
 	// launch latency after that call too.
 	Host time.Duration
-	// Launch: the next work was queued (its launch call had returned, or
-	// returned after the span began), yet the device had not started it:
-	// launch latency.
+	// Launch: the next work was queued (its launch call had returned; at
+	// a span's start, the time after the call returned), yet the device
+	// had not started it: launch latency.
 	Launch time.Duration
 	// Copy: copies and memsets ran on the device, and no kernel.
 	Copy time.Duration
