@@ -32,7 +32,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from served import Decoder, Steps, emit, lane_of, reported  # noqa: E402
+from served import Decoder, Steps, emit, lane_of, reported, settle  # noqa: E402
 
 
 def stats(xs):
@@ -56,6 +56,8 @@ def phase(torch, st, name, args, hub=None):
     last = None
     end = time.perf_counter() + args.seconds
     while time.perf_counter() < end:
+        if not hub:  # made before the step's clock starts, as a hub's are
+            ev.append((torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)))
         a = time.perf_counter()
         if hub:
             hub.step()
@@ -63,9 +65,7 @@ def phase(torch, st, name, args, hub=None):
                 last = len(host)
             st.run(lane.begin, lane.end)
         else:
-            e = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-            st.run(e[0].record, e[1].record)
-            ev.append(e)
+            st.run(ev[-1][0].record, ev[-1][1].record)
         host.append((time.perf_counter() - a) * 1e6)
         since.append(-1 if last is None else len(host) - 1 - last)
     out = {"phase": name, "host_us": stats(host)}
@@ -75,12 +75,7 @@ def phase(torch, st, name, args, hub=None):
         out["host_us_in_windows"] = stats([h for h, s in zip(host, since) if s == 0])
         out["host_us_1_50_after"] = stats([h for h, s in zip(host, since) if 0 < s <= 50])
         out["host_us_later"] = stats([h for h, s in zip(host, since) if s > 50 or s < 0])
-        hub.level = "step"
-        hub.step()
-        hub.drain(2.0)
-        for _ in range(3):
-            hub.harvest()
-        out["lane"] = reported(lane_of(hub.gpu_time()))
+        out["lane"] = reported(lane_of(settle(hub)))
     return out
 
 

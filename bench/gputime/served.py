@@ -318,6 +318,17 @@ def reported(ln):
     return out
 
 
+def settle(hub):
+    """Stops the windows and lets the last ones' analyses land; returns
+    hub.gpu_time()."""
+    hub.level = "step"
+    hub.step()
+    hub.drain(2.0)
+    for _ in range(3):
+        hub.harvest()
+    return hub.gpu_time()
+
+
 def role_gpuspans(torch, m, args, names):
     import gpuspans
 
@@ -351,12 +362,7 @@ def role_gpuspans(torch, m, args, names):
                         series.append({"t": round(time.perf_counter() - t0, 3), "stall_us": (stall or 0) * 1e6,
                                        **({k: r[k] for k in r if k.startswith("ratio")} if r else {})})
                         nxt += args.sample
-            hub.level = "step"
-            hub.step()
-            hub.drain(2.0)
-            for _ in range(3):
-                hub.harvest()
-            g = hub.gpu_time()
+            g = settle(hub)
             snap = hub.snapshot()
         finally:
             hub.close()

@@ -263,11 +263,15 @@ func compareLane(b, a *Lane) LaneDiff {
 		default:
 			// The name's sum did not move: one of its launches may have
 			// (one layer's matmul among many of the name).
-			vb, db := pooled(o.PerLaunch)
-			va, da := pooled(k.PerLaunch)
+			// The name's spread: the larger side's, with its own degrees
+			// of freedom.
+			v, df := pooled(o.PerLaunch)
+			if va, da := pooled(k.PerLaunch); va > v {
+				v, df = va, da
+			}
 			for n := range min(len(o.PerLaunch), len(k.PerLaunch)) {
 				x, y := o.PerLaunch[n], k.PerLaunch[n]
-				switch movedLaunch(x, y, max(vb, va), db+da, alphaK) {
+				switch movedLaunch(x, y, v, df, alphaK) {
 				case 1:
 					ch = append(ch, KernelChange{Name: k.Name, Launch: n + 1, Change: Grew, Before: x.Mean, After: y.Mean})
 				case -1:
