@@ -9,6 +9,8 @@
 #   tools/gpu/stage.sh --plain          # .carry/gpu/tests
 # then, carrying out/python and .carry/gpu/tests, on the GPU machine:
 #   bash bench/gputime/targets.sh       # results to $OUT (default out/targets)
+# PARTS picks what runs (default: restart served integration); also
+# probe (busy_probe.py) and eager (eager_between.py in both phase orders).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -22,15 +24,37 @@ step() { echo "$(date -u +%T) $*" | tee -a "$OUT/summary.txt"; }
   # The library's commit (the device's copy of the tree may name another).
   echo "library: $(cat out/python/COMMIT 2>/dev/null || echo unknown)"
 } >"$OUT/machine.txt" 2>&1
-step "profile_restart.py"
-prof="$(mktemp -d)/decode.profile"
-timeout 270 "$PY" bench/gputime/profile_restart.py --profile "$prof" >"$OUT/restart.jsonl" 2>"$OUT/restart.err"
-step "profile_restart.py rc=$?"
-cp "$prof" "$OUT/decode.profile" 2>/dev/null
-step "served.py"
-timeout 250 "$PY" bench/gputime/served.py --libs "callbacks=$GPUSPANS_LIB" --tokens 0 --seconds 6 \
-  --log "$OUT/served-children.jsonl" >"$OUT/served.jsonl" 2>"$OUT/served.err"
-step "served.py rc=$?"
+PARTS=" ${PARTS:-restart served integration} "
+part() { [[ "$PARTS" == *" $1 "* ]]; }
+if part restart; then
+  step "profile_restart.py"
+  prof="$(mktemp -d)/decode.profile"
+  timeout 270 "$PY" bench/gputime/profile_restart.py --profile "$prof" >"$OUT/restart.jsonl" 2>"$OUT/restart.err"
+  step "profile_restart.py rc=$?"
+  cp "$prof" "$OUT/decode.profile" 2>/dev/null
+fi
+if part probe; then
+  step "busy_probe.py"
+  timeout 150 "$PY" bench/gputime/busy_probe.py >"$OUT/probe.jsonl" 2>"$OUT/probe.err"
+  step "busy_probe.py rc=$?"
+fi
+if part served; then
+  step "served.py"
+  timeout 250 "$PY" bench/gputime/served.py --libs "callbacks=$GPUSPANS_LIB" --tokens 0 --seconds 6 \
+    --log "$OUT/served-children.jsonl" >"$OUT/served.jsonl" 2>"$OUT/served.err"
+  step "served.py rc=$?"
+fi
+if part eager; then
+  # Hub phases between bare ones, and bare phases alone before the hub: is
+  # an eager step slower after a hub closed, or does the loop drift?
+  for phases in bare,events,auto,bare2,events2 bare,bare2,bare3,auto,bare4; do
+    step "eager_between.py $phases"
+    timeout 120 "$PY" bench/gputime/eager_between.py --procs 2 --seconds 2 --phases "$phases" \
+      >>"$OUT/eager_between.jsonl" 2>>"$OUT/eager_between.err"
+    step "eager_between.py rc=$?"
+  done
+fi
+part integration || exit 0
 for t in integration_gpu_test; do
   [[ -x .carry/gpu/tests/$t ]] || continue
   args=()
