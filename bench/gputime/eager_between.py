@@ -18,7 +18,9 @@ second of warm-up:
 and prints one JSON line a phase: the host's step (perf_counter around the
 step and its sync) and the lane's event time, means and medians. The
 busy ratio's truth is the windows' busy a span over `bare`'s lane: event
-pairs in this process before it loaded CUPTI.
+pairs in this process before it loaded CUPTI; and over the lane's event
+time between the windows of `auto` (the same seconds: bare phases alone
+moved by up to a fifth from one to the next on an H100, run 8).
 
     PYTHONPATH=python GPUSPANS_LIB=... GPUSPANS_HOT=... python3 bench/gputime/eager_between.py --procs 3
 """
@@ -32,7 +34,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from served import Decoder, Steps, emit, lane_of, reported, settle  # noqa: E402
+from served import Between, Decoder, Steps, emit, lane_of, reported, settle  # noqa: E402
 
 
 def stats(xs):
@@ -54,6 +56,9 @@ def phase(torch, st, name, args, hub=None):
             st.run()
     host, since, ev = [], [], []
     last = None
+    between = Between(hub) if hub else None
+    if between:
+        between.phase(skip=0)
     end = time.perf_counter() + args.seconds
     while time.perf_counter() < end:
         if not hub:  # made before the step's clock starts, as a hub's are
@@ -61,6 +66,7 @@ def phase(torch, st, name, args, hub=None):
         a = time.perf_counter()
         if hub:
             hub.step()
+            between.step(hub.armed)
             if hub.armed:
                 last = len(host)
             st.run(lane.begin, lane.end)
@@ -76,6 +82,8 @@ def phase(torch, st, name, args, hub=None):
         out["host_us_1_50_after"] = stats([h for h, s in zip(host, since) if 0 < s <= 50])
         out["host_us_later"] = stats([h for h, s in zip(host, since) if s > 50 or s < 0])
         out["lane"] = reported(lane_of(settle(hub)))
+        between.poll()
+        out["lane_us_between"] = between.mean_us()
     return out
 
 
@@ -104,11 +112,19 @@ def child(args):
     ln = (byname.get("auto") or {}).get("lane") or {}
     bare = (byname.get("bare") or {}).get("lane_us", {}).get("mean")
     spans = ln.get("served_spans") or 0
+    between = (byname.get("auto") or {}).get("lane_us_between")
     if bare and spans:
-        truth = ln["served_busy_ns"] / spans / 1e3 / bare
-        emit({"proc": args.proc, "truth_busy_over_bare": round(truth, 4), "served_ratio": ln.get("ratio_served"),
-              "error_points": round((ln.get("ratio_served", 0) - truth) * 100, 2),
-              "served_us_a_span": round(ln["served_ns"] / spans / 1e3, 1), "bare_lane_us": bare})
+        busy = ln["served_busy_ns"] / spans / 1e3
+        truth = busy / bare
+        out = {"proc": args.proc, "truth_busy_over_bare": round(truth, 4), "served_ratio": ln.get("ratio_served"),
+               "error_points": round((ln.get("ratio_served", 0) - truth) * 100, 2),
+               "served_us_a_span": round(ln["served_ns"] / spans / 1e3, 1), "bare_lane_us": bare}
+        if between:
+            # The lane's event time between the windows, the same seconds.
+            out["truth_same_seconds"] = round(busy / between, 4)
+            out["error_points_same_seconds"] = round((ln.get("ratio_served", 0) - busy / between) * 100, 2)
+            out["lane_us_between"] = round(between, 1)
+        emit(out)
 
 
 def main():
