@@ -30,17 +30,15 @@ durations differ most between the hub and the hot profiler.
 """
 
 import argparse
-import bisect
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from served import WORKLOADS, Decoder, Steps, emit, union  # noqa: E402
+from served import WORKLOADS, Decoder, Steps, emit, profiled_steps, union  # noqa: E402
 
 
 def mean(xs):
@@ -87,55 +85,15 @@ def summary(steps):
 
 
 def role_profiler(torch, m, args, names):
-    from torch.profiler import ProfilerActivity, profile as tprof, record_function, schedule
-
     for name in names:
         for mode in ("cold", "hot"):
             st = Steps(m, WORKLOADS[name])
             if mode == "cold":
                 torch.cuda.synchronize()
                 time.sleep(2)
-                for _ in range(10):
-                    st.run()
-                sched, warm = None, 0
-            else:
-                end = time.perf_counter() + 2
-                while time.perf_counter() < end:
-                    st.run()
-                sched, warm = schedule(wait=0, warmup=args.warmup, active=args.steps, repeat=1), args.warmup
-            kw = {"schedule": sched} if sched else {}
-            with tprof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **kw) as prof:
-                for i in range(warm + args.steps):
-                    with record_function(f"gs_step_{i}"):
-                        st.run()
-                    if sched:
-                        prof.step()
-            path = tempfile.mktemp(suffix=".json")
-            prof.export_chrome_trace(path)
-            with open(path) as f:
-                ev = json.load(f)["traceEvents"]
-            os.unlink(path)
-            spans = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"][8:])) for e in ev
-                           if e.get("cat") == "user_annotation" and e.get("name", "").startswith("gs_step_"))
-            starts = [s for s, _, _ in spans]
-            corr = {}
-            for e in ev:
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
-                    j = bisect.bisect_right(starts, e["ts"]) - 1
-                    if j >= 0 and e["ts"] <= spans[j][1]:
-                        corr[e["args"]["correlation"]] = spans[j][2]
-            kern, names_at = {}, {}
-            for e in ev:
-                if e.get("cat") == "kernel":
-                    i = corr.get(e.get("args", {}).get("correlation"))
-                    if i is not None:
-                        kern.setdefault(i, []).append((e["ts"], e["ts"] + e["dur"], e.get("name", "")))
-            steps = []
-            for i in sorted(kern)[2:]:
-                ks = sorted(kern[i])
-                steps.append([(s, e) for s, e, _ in ks])
-                if not names_at:
-                    names_at = [n[:60] for _, _, n in ks]
+            got = profiled_steps(torch, st, args.steps, warm=2.0 if mode == "hot" else 0.0, warm_steps=args.warmup)
+            steps = [sorted((s, e) for s, e, _ in step["kernels"]) for step in got]
+            names_at = [n[:60] for _, _, n in sorted(got[0]["kernels"])] if got else []
             emit({"role": "profiler", "workload": name, "mode": mode, **summary(steps), "per_place_us": per_place(steps),
                   "gaps_per_place_us": gaps_per_place(steps), "names": names_at})
 

@@ -222,57 +222,74 @@ def union(ivs):
     return out
 
 
-def role_profiler(torch, m, args, names):
-    """Busy per step from torch.profiler: the union of the kernels launched
-    inside the step, and the copies' time outside any kernel. The steps it
-    keeps run as a served loop's do, after --profiler-warm s of steps and
-    20 more with the profiler on: after an idle second (a trace's export)
-    the same kernels ran 1% longer on an H100 (bench/gputime/busy_probe.py)."""
+def profiled_steps(torch, st, steps, warm=0.0, warm_steps=20):
+    """torch.profiler's records of a workload's steps: per step kept (the
+    first two dropped), its kernels and its copies and memsets launched
+    inside it, each as (start, end, name) in us. With warm > 0 the steps
+    are those of a running loop: warm s of steps, then warm_steps more with
+    the profiler on, then the kept ones (after an idle second, a trace's
+    export, the same kernels ran 1% longer on an H100:
+    bench/gputime/busy_probe.py); with warm 0, 10 steps, then the kept
+    ones at once."""
+    import bisect
     from torch.profiler import ProfilerActivity, profile as tprof, record_function, schedule
 
-    warm_steps = 20
+    kw = {}
+    if warm > 0:
+        end = time.perf_counter() + warm
+        while time.perf_counter() < end:
+            st.run()
+        kw["schedule"] = schedule(wait=0, warmup=warm_steps, active=steps, repeat=1)
+    else:
+        for _ in range(10):
+            st.run()
+        warm_steps = 0
+    with tprof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], **kw) as prof:
+        for i in range(warm_steps + steps):
+            with record_function(f"gs_step_{i}"):
+                st.run()
+            if kw:
+                prof.step()
+    path = tempfile.mktemp(suffix=".json")
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        ev = json.load(f)["traceEvents"]
+    os.unlink(path)
+    spans = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"][8:])) for e in ev
+                   if e.get("cat") == "user_annotation" and e.get("name", "").startswith("gs_step_"))
+    starts = [s for s, _, _ in spans]
+    corr = {}
+    for e in ev:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
+            j = bisect.bisect_right(starts, e["ts"]) - 1
+            if j >= 0 and e["ts"] <= spans[j][1]:
+                corr[e["args"]["correlation"]] = spans[j][2]
+    out = {}
+    for e in ev:
+        c = e.get("cat")
+        if c in ("kernel", "gpu_memcpy", "gpu_memset"):
+            i = corr.get(e.get("args", {}).get("correlation"))
+            if i is not None:
+                step = out.setdefault(i, {"kernels": [], "copies": []})
+                step["kernels" if c == "kernel" else "copies"].append((e["ts"], e["ts"] + e["dur"], e.get("name", "")))
+    return [out[i] for i in sorted(out)[2:] if out[i]["kernels"]]
+
+
+def role_profiler(torch, m, args, names):
+    """Busy per step from torch.profiler, the steps of a running loop: the
+    union of the kernels launched inside the step, and the copies' time
+    outside any kernel."""
     for name in names:
         wl = WORKLOADS[name]
         st = Steps(m, wl)
         st.stall_now = 0.001 if wl.get("step") else None
-        end = time.perf_counter() + args.profiler_warm
-        while time.perf_counter() < end:
-            st.run()
-        sched = schedule(wait=0, warmup=warm_steps, active=args.profiler_steps, repeat=1)
-        with tprof(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], schedule=sched) as prof:
-            for i in range(warm_steps + args.profiler_steps):
-                with record_function(f"gs_step_{i}"):
-                    st.run()
-                prof.step()
-        path = tempfile.mktemp(suffix=".json")
-        prof.export_chrome_trace(path)
-        with open(path) as f:
-            ev = json.load(f)["traceEvents"]
-        os.unlink(path)
-        spans = sorted((e["ts"], e["ts"] + e["dur"], int(e["name"][8:])) for e in ev
-                       if e.get("cat") == "user_annotation" and e.get("name", "").startswith("gs_step_"))
-        starts = [s for s, _, _ in spans]
-        corr = {}
-        import bisect
-        for e in ev:
-            if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {}):
-                j = bisect.bisect_right(starts, e["ts"]) - 1
-                if j >= 0 and e["ts"] <= spans[j][1]:
-                    corr[e["args"]["correlation"]] = spans[j][2]
-        kern, copy = {}, {}
-        for e in ev:
-            c = e.get("cat")
-            if c in ("kernel", "gpu_memcpy", "gpu_memset"):
-                i = corr.get(e.get("args", {}).get("correlation"))
-                if i is not None:
-                    (kern if c == "kernel" else copy).setdefault(i, []).append((e["ts"], e["ts"] + e["dur"]))
         busy, cp, nk = [], [], []
-        for i in sorted(kern)[2:]:
-            ku = union(kern[i])
+        for step in profiled_steps(torch, st, args.profiler_steps, warm=args.profiler_warm):
+            ku = union([(s, e) for s, e, _ in step["kernels"]])
             busy.append(sum(e - s for s, e in ku))
-            nk.append(len(kern[i]))
+            nk.append(len(step["kernels"]))
             # Copy time no kernel of the step covers.
-            cu = union(copy.get(i, []))
+            cu = union([(s, e) for s, e, _ in step["copies"]])
             over = sum(max(0.0, min(e, ke) - max(s, ks)) for s, e in cu for ks, ke in ku)
             cp.append(sum(e - s for s, e in cu) - over)
         emit({"role": "profiler", "workload": name, "steps": len(busy), "kernels_per_step": statistics.median(nk),
