@@ -19,6 +19,13 @@ mkdir -p "$OUT"
 PY="${PY:-/opt/torch/.venv/bin/python3}"
 export PYTHONPATH="$ROOT/python" GPUSPANS_LIB="$ROOT/out/python/libgpuspans.so" GPUSPANS_HOT="$ROOT/out/python/_hot.abi3.so"
 step() { echo "$(date -u +%T) $*" | tee -a "$OUT/summary.txt"; }
+# The device tool brings back at most 8 files: more are packed into one.
+pack() {
+  local files=("$OUT"/*)
+  ((${#files[@]} > 8)) || return 0
+  (cd "$OUT" && tar czf targets.tgz --remove-files -- *)
+}
+trap pack EXIT
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv
   # The library's commit (the device's copy of the tree may name another).
