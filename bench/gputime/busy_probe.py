@@ -38,11 +38,17 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from served import WORKLOADS, Decoder, Steps, emit, profiled_steps, union  # noqa: E402
+from served import WORKLOADS, Decoder, Steps, emit, lane_of, profiled_steps, settle, union  # noqa: E402
 
 
 def mean(xs):
     return round(statistics.fmean(xs), 3) if xs else None
+
+
+def modal(steps):
+    """The steps with the most common kernel count, and that count."""
+    n = statistics.mode(len(s) for s in steps)
+    return [s for s in steps if len(s) == n], n
 
 
 def per_place(steps):
@@ -50,8 +56,7 @@ def per_place(steps):
     steps with the most common kernel count."""
     if not steps:
         return []
-    n = statistics.mode(len(s) for s in steps)
-    keep = [s for s in steps if len(s) == n]
+    keep, n = modal(steps)
     return [round(statistics.fmean(s[i][1] - s[i][0] for s in keep), 3) for i in range(n)]
 
 
@@ -59,8 +64,7 @@ def gaps_per_place(steps):
     """Mean gap (us) before each kernel by its place, as per_place."""
     if not steps:
         return []
-    n = statistics.mode(len(s) for s in steps)
-    keep = [s for s in steps if len(s) == n]
+    keep, n = modal(steps)
     return [0.0] + [round(statistics.fmean(max(0.0, s[i][0] - s[i - 1][1]) for s in keep), 3) for i in range(1, n)]
 
 
@@ -141,12 +145,7 @@ def role_gpuspans(torch, m, args, names):
                                  "first_start_less_lane_start_us": ks[0][0] - ls,
                                  "kernels_outside": sum(1 for s, e in ks if e <= ls or s >= le),
                                  "kernels_cut": sum(1 for s, e in ks if (s < ls < e) or (s < le < e))})
-            hub.level = "step"
-            hub.step()
-            hub.drain(2.0)
-            for _ in range(3):
-                hub.harvest()
-            hub_lane = next((ln for ln in (hub.gpu_time() or {}).get("lanes") or [] if ln.get("lane") == "decode"), None)
+            hub_lane = lane_of(settle(hub))
         finally:
             hub.close()
         out = {"role": "gpuspans", "workload": name, "timelines": len(steps)}
