@@ -11,6 +11,7 @@
 #   bash bench/gputime/targets.sh       # results to $OUT (default out/targets)
 # PARTS picks what runs (default: restart served integration); also
 # probe (busy_probe.py) and eager (eager_between.py in both phase orders).
+# LIBS is served.py's --libs (NAME=PATH,...: one gpuspans process each).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
@@ -47,7 +48,7 @@ if part probe; then
 fi
 if part served; then
   step "served.py"
-  timeout 250 "$PY" bench/gputime/served.py --libs "callbacks=$GPUSPANS_LIB" --tokens 0 --seconds 6 \
+  timeout 420 "$PY" bench/gputime/served.py --libs "${LIBS:-callbacks=$GPUSPANS_LIB}" --tokens 0 --seconds 6 \
     --log "$OUT/served-children.jsonl" >"$OUT/served.jsonl" 2>"$OUT/served.err"
   step "served.py rc=$?"
 fi

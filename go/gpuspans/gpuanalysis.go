@@ -39,7 +39,7 @@ type gpuAnalysis struct {
 	runs                      []busyRun
 	copyRuns                  []copyRun
 	active                    []int32
-	hint                      int     // launches' index where launchEnd looks first
+	hint                      int     // launches' index where launchCall looks first
 	nth                       []int32 // per kernel name: launches seen in the lane span so far
 	touched                   []int32
 	laneAt                    map[[2]int32]int // lanes' index by key
@@ -51,6 +51,7 @@ type spanGPU struct {
 	placed           bool // on the host clock: measured
 	busy, idle, gaps int64
 	causes           IdleCauses
+	inCall           int64 // of causes.Host, the time inside the launch calls
 }
 
 // laneWindow is what one window measured of one lane on one device, summed
@@ -60,6 +61,7 @@ type laneWindow struct {
 	spans                  int64
 	time, busy, idle, gaps int64 // ns; time == busy + idle
 	causes                 IdleCauses
+	inCall                 int64 // of causes.Host, the time inside the launch calls
 	shares                 map[int32]int64     // kernel aggregate index: its time inside the spans
 	launches               map[launchKey]int64 // each launch's time inside the spans
 
@@ -268,7 +270,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 				if j > 0 {
 					prev = &ks[runs[j-1].last]
 				}
-				a.idle(&sp.causes, x, r.start, &ks[r.first], prev, inner)
+				sp.inCall += a.idle(&sp.causes, x, r.start, &ks[r.first], prev, inner)
 				if inner {
 					gap := r.start - x
 					sp.gaps += gap
@@ -295,6 +297,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 		lw.idle += sp.idle
 		lw.gaps += sp.gaps
 		lw.causes.Add(sp.causes)
+		lw.inCall += sp.inCall
 
 		// Each kernel's and launch's time inside the span: the kernels
 		// still running at s (active, in order), then those starting in
@@ -406,11 +409,13 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 // span the launch latency after it too; when it had returned before x,
 // the launch latency of n's stream if the work before ran on it, else a
 // wait on another stream or event; unexplained without n's launch call.
-func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner bool) {
+// It returns how much of the host's part lay inside n's launch call,
+// where a window's host-side cost lies (docs/design.md, the served step).
+func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner bool) (inCall int64) {
 	cp := a.copyIn(x, b)
 	rest := b - x - cp
 	c.Copy += time.Duration(cp)
-	end, ok := a.launchEnd(n.corr)
+	start, end, ok := a.launchCall(n.corr)
 	switch {
 	case !ok:
 		c.Other += time.Duration(rest)
@@ -424,6 +429,9 @@ func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner 
 		host := h - x - a.copyIn(x, h)
 		c.Host += time.Duration(host)
 		c.Launch += time.Duration(rest - host)
+		if cs, ce := max(x, start), min(end, h); ce > cs {
+			inCall = ce - cs - a.copyIn(cs, ce)
+		}
 	case prev == nil:
 		c.Other += time.Duration(rest)
 	case prev.stream == n.stream:
@@ -431,15 +439,17 @@ func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner 
 	default:
 		c.Wait += time.Duration(rest)
 	}
+	return inCall
 }
 
-// launchEnd returns when the launch call of correlation corr returned
-// (the earliest of its records: a runtime launch and the driver call
-// inside it share the correlation, and the work was queued once the inner
-// one returned); false when the window has no record of it.
-func (a *gpuAnalysis) launchEnd(corr uint32) (int64, bool) {
+// launchCall returns when the launch call of correlation corr began (the
+// earliest of its records' starts: a runtime launch and the driver call
+// inside it share the correlation) and returned (the earliest end: the
+// work was queued once the inner call returned); false when the window has
+// no record of it.
+func (a *gpuAnalysis) launchCall(corr uint32) (start, end int64, ok bool) {
 	if corr == 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	ls := a.launches
 	// Kernels run mostly in launch order: try where the last one was.
@@ -448,13 +458,15 @@ func (a *gpuAnalysis) launchEnd(corr uint32) (int64, bool) {
 		i = sort.Search(len(ls), func(i int) bool { return ls[i].corr >= corr })
 	}
 	if i < len(ls) && ls[i].corr == corr {
+		start = ls[i].start
 		a.hint = i + 1
 		for a.hint < len(ls) && ls[a.hint].corr == corr {
+			start = min(start, ls[a.hint].start)
 			a.hint++
 		}
-		return ls[i].end, true
+		return start, ls[i].end, true
 	}
-	return 0, false
+	return 0, 0, false
 }
 
 // sortOnce sorts s by cmp. Records come nearly in order (CUPTI delivers

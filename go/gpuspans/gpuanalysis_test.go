@@ -28,6 +28,7 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 	names := []string{OtherKernel, "k1", "k2", "k3", "k4"}
 	laneNames := []string{"l0", "l1", "l2"}
 	var causes [5]int64 // of every seed, so that a rule that never fires fails the test
+	var inCall int64
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		lanes, recs := randomWindow(rand.New(rand.NewSource(seed)))
 		want := bruteForce(lanes, recs)
@@ -62,6 +63,7 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 			check("copy", int64(g.causes.Copy), int64(w.causes.Copy))
 			check("wait", int64(g.causes.Wait), int64(w.causes.Wait))
 			check("other", int64(g.causes.Other), int64(w.causes.Other))
+			check("host inside launch calls", g.inCall, w.inCall)
 			c := g.causes
 			check("idle by cause, summed", int64(c.Host+c.Launch+c.Copy+c.Wait+c.Other), g.idle)
 			for name, ns := range w.shares {
@@ -75,6 +77,7 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 			for i, v := range []time.Duration{c.Host, c.Launch, c.Copy, c.Wait, c.Other} {
 				causes[i] += int64(v)
 			}
+			inCall += g.inCall
 		}
 		// Each lane span as the lanes sum it.
 		for i := range in {
@@ -87,6 +90,9 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 		if c == 0 {
 			t.Errorf("cause %d never seen in %d windows: the windows do not exercise it", i, seeds)
 		}
+	}
+	if inCall == 0 || inCall == causes[0] {
+		t.Errorf("host inside launch calls %d ns of the host's %d: the windows do not exercise both sides of a call's start", inCall, causes[0])
 	}
 }
 
@@ -238,7 +244,11 @@ func bruteForce(lanes []winLane, recs []winKernel) map[[2]int32]*laneWindow {
 				lw.causes.Copy++
 				continue
 			}
-			lw.causes.Add(bruteCause(ks, calls, s, e, t))
+			c, inCall := bruteCause(ks, calls, s, e, t)
+			lw.causes.Add(c)
+			if inCall {
+				lw.inCall++
+			}
 		}
 		nth := map[int32]int32{}
 		for _, k := range ks {
@@ -254,8 +264,9 @@ func bruteForce(lanes []winLane, recs []winKernel) map[[2]int32]*laneWindow {
 
 // bruteCause is the cause of idle nanosecond t of span [s, e), with no
 // copy running: ks are the device's kernels in kernelOrder, calls every
-// launch call.
-func bruteCause(ks, calls []winKernel, s, e, t int64) IdleCauses {
+// launch call; and for the host's, whether t lies inside the launch call
+// (from its records' first start to their first end).
+func bruteCause(ks, calls []winKernel, s, e, t int64) (IdleCauses, bool) {
 	var n, prev *winKernel
 	for i := range ks {
 		k := &ks[i]
@@ -270,16 +281,22 @@ func bruteCause(ks, calls []winKernel, s, e, t int64) IdleCauses {
 		}
 	}
 	if n == nil || n.start >= e {
-		return IdleCauses{Other: 1}
+		return IdleCauses{Other: 1}, false
 	}
 	var call *winKernel
+	var callStart int64
 	for i := range calls {
-		if c := &calls[i]; n.corr != 0 && c.corr == n.corr && (call == nil || c.end < call.end) {
-			call = c
+		if c := &calls[i]; n.corr != 0 && c.corr == n.corr {
+			if call == nil || c.end < call.end {
+				call = c
+			}
+			if callStart == 0 || c.start < callStart {
+				callStart = c.start
+			}
 		}
 	}
 	if call == nil {
-		return IdleCauses{Other: 1}
+		return IdleCauses{Other: 1}, false
 	}
 	a := s // where this idle stretch began inside the span
 	if prev != nil {
@@ -287,17 +304,17 @@ func bruteCause(ks, calls []winKernel, s, e, t int64) IdleCauses {
 	}
 	switch {
 	case t < call.end:
-		return IdleCauses{Host: 1}
+		return IdleCauses{Host: 1}, t >= callStart
 	case call.end > a && a > s: // the device ran dry inside the span
-		return IdleCauses{Host: 1}
+		return IdleCauses{Host: 1}, false
 	case call.end > a:
-		return IdleCauses{Launch: 1}
+		return IdleCauses{Launch: 1}, false
 	case prev == nil:
-		return IdleCauses{Other: 1}
+		return IdleCauses{Other: 1}, false
 	case prev.stream == n.stream:
-		return IdleCauses{Launch: 1}
+		return IdleCauses{Launch: 1}, false
 	}
-	return IdleCauses{Wait: 1}
+	return IdleCauses{Wait: 1}, false
 }
 
 // BenchmarkGPUAnalysis analyses a window of 65,536 kernels (the most a

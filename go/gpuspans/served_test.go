@@ -5,41 +5,47 @@ import (
 	"time"
 )
 
-// The window's cost comes out of the host's idle first, then launch
-// latency's, then the rest, waits and copies; the causes then sum to the
-// served idle.
+// The window's cost comes out of the host's time inside launch calls
+// first, then launch latency's, then the rest of the host's, the rest,
+// waits and copies; the causes then sum to the served idle.
 func TestServedCausesOrder(t *testing.T) {
 	raw := IdleCauses{Host: 50, Launch: 30, Copy: 20, Wait: 10, Other: 10}
 	for _, c := range []struct {
-		cost int64
-		want IdleCauses
+		inCall, cost int64
+		want         IdleCauses
 	}{
-		{0, raw},
-		{40, IdleCauses{Host: 10, Launch: 30, Copy: 20, Wait: 10, Other: 10}},
-		{70, IdleCauses{Launch: 10, Copy: 20, Wait: 10, Other: 10}},
-		{85, IdleCauses{Copy: 20, Wait: 10, Other: 5}},
-		{120, IdleCauses{}},
+		{20, 0, raw},
+		{20, 15, IdleCauses{Host: 35, Launch: 30, Copy: 20, Wait: 10, Other: 10}},
+		{20, 40, IdleCauses{Host: 30, Launch: 10, Copy: 20, Wait: 10, Other: 10}},
+		{20, 70, IdleCauses{Host: 10, Copy: 20, Wait: 10, Other: 10}},
+		{20, 95, IdleCauses{Copy: 20, Wait: 5}},
+		{20, 120, IdleCauses{}},
+		// No host time inside calls: the device's part first.
+		{0, 40, IdleCauses{Host: 40, Copy: 20, Wait: 10, Other: 10}},
+		// All of it inside calls (more than the host's part: capped).
+		{500, 40, IdleCauses{Host: 10, Launch: 30, Copy: 20, Wait: 10, Other: 10}},
+		{500, 70, IdleCauses{Launch: 10, Copy: 20, Wait: 10, Other: 10}},
 	} {
-		got := servedCauses(raw, 120, c.cost, IdleCauses{Host: 1})
+		got := servedCauses(raw, c.inCall, 120, c.cost, IdleCauses{Host: 1})
 		if got != c.want || int64(got.Total()) != 120-c.cost {
-			t.Errorf("cost %d: %+v, want %+v", c.cost, got, c.want)
+			t.Errorf("in calls %d, cost %d: %+v, want %+v", c.inCall, c.cost, got, c.want)
 		}
 	}
 	// An analysis that splits less than the idle: the rest is other.
-	if got := servedCauses(IdleCauses{Host: 10}, 100, 30, IdleCauses{}); got != (IdleCauses{Other: 70}) {
+	if got := servedCauses(IdleCauses{Host: 10}, 0, 100, 30, IdleCauses{}); got != (IdleCauses{Other: 70}) {
 		t.Errorf("partial split: %+v, want 70 of other", got)
 	}
 	// One that splits more: cut like the cost.
-	if got := servedCauses(IdleCauses{Host: 80, Copy: 40}, 100, 0, IdleCauses{}); got != (IdleCauses{Host: 60, Copy: 40}) {
+	if got := servedCauses(IdleCauses{Host: 80, Copy: 40}, 80, 100, 0, IdleCauses{}); got != (IdleCauses{Host: 60, Copy: 40}) {
 		t.Errorf("overfull split: %+v", got)
 	}
 	// A negative cost (the lane's steps served longer than the window's
 	// own): idle the window's step did not have, split as the lane's
 	// latest windows' and this one's together, or other when they split none.
-	if got := servedCauses(IdleCauses{Launch: 20}, 20, -60, IdleCauses{Host: 60, Launch: 20}); got != (IdleCauses{Host: 36, Launch: 44}) {
+	if got := servedCauses(IdleCauses{Launch: 20}, 0, 20, -60, IdleCauses{Host: 60, Launch: 20}); got != (IdleCauses{Host: 36, Launch: 44}) {
 		t.Errorf("negative cost: %+v, want host 36 and launch 44 (60 split 60:40)", got)
 	}
-	if got := servedCauses(IdleCauses{}, 0, -60, IdleCauses{}); got != (IdleCauses{Other: 60}) {
+	if got := servedCauses(IdleCauses{}, 0, 0, -60, IdleCauses{}); got != (IdleCauses{Other: 60}) {
 		t.Errorf("negative cost, no causes anywhere: %+v, want 60 of other", got)
 	}
 }

@@ -14,7 +14,10 @@
 #   - host-boundary:    a launch call returning exactly as the device runs dry
 #                       counted as the host's stretch;
 #   - latency-as-launch: the latency after a late launch call inside the span
-#                       read as launch, as at the span's start.
+#                       read as launch, as at the span's start;
+#   - call-from-stretch: the host's time before the launch call began counted
+#                       as inside it;
+#   - call-past-return: the latency after a late launch call counted as inside it.
 # Usage: tools/ci/gpuanalysis_mutations.sh   (about a minute on an idle machine)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -52,4 +55,6 @@ mutate host-boundary 'case end > x:' 'case end >= x:'
 mutate latency-as-launch '		h := b
 ' '		h := min(end, b)
 '
-echo "gpuanalysis mutations: all 7 caught"
+mutate call-from-stretch 'cs, ce := max(x, start), min(end, h)' 'cs, ce := max(x, min(start, x)), min(end, h)'
+mutate call-past-return 'cs, ce := max(x, start), min(end, h)' 'cs, ce := max(x, start), h'
+echo "gpuanalysis mutations: all 9 caught"
