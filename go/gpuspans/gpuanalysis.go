@@ -61,7 +61,7 @@ type laneWindow struct {
 	spans                  int64
 	time, busy, idle, gaps int64 // ns; time == busy + idle
 	causes                 IdleCauses
-	inCall                 int64 // of causes.Host, the time inside the launch calls
+	inCall                 int64               // of causes.Host, the time inside the launch calls
 	shares                 map[int32]int64     // kernel aggregate index: its time inside the spans
 	launches               map[launchKey]int64 // each launch's time inside the spans
 
