@@ -51,7 +51,7 @@ type spanGPU struct {
 	placed           bool // on the host clock: measured
 	busy, idle, gaps int64
 	causes           IdleCauses
-	inCall           int64 // of causes.Host, the time inside the launch calls
+	callHost         int64 // of causes.Host, the time at the span's start and inside launch calls
 }
 
 // laneWindow is what one window measured of one lane on one device, summed
@@ -61,7 +61,7 @@ type laneWindow struct {
 	spans                  int64
 	time, busy, idle, gaps int64 // ns; time == busy + idle
 	causes                 IdleCauses
-	inCall                 int64               // of causes.Host, the time inside the launch calls
+	callHost               int64               // of causes.Host, the time at the span's start and inside launch calls
 	shares                 map[int32]int64     // kernel aggregate index: its time inside the spans
 	launches               map[launchKey]int64 // each launch's time inside the spans
 
@@ -270,7 +270,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 				if j > 0 {
 					prev = &ks[runs[j-1].last]
 				}
-				sp.inCall += a.idle(&sp.causes, x, r.start, &ks[r.first], prev, inner)
+				sp.callHost += a.idle(&sp.causes, x, r.start, &ks[r.first], prev, inner)
 				if inner {
 					gap := r.start - x
 					sp.gaps += gap
@@ -297,7 +297,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 		lw.idle += sp.idle
 		lw.gaps += sp.gaps
 		lw.causes.Add(sp.causes)
-		lw.inCall += sp.inCall
+		lw.callHost += sp.callHost
 
 		// Each kernel's and launch's time inside the span: the kernels
 		// still running at s (active, in order), then those starting in
@@ -409,9 +409,10 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 // span the launch latency after it too; when it had returned before x,
 // the launch latency of n's stream if the work before ran on it, else a
 // wait on another stream or event; unexplained without n's launch call.
-// It returns how much of the host's part lay inside n's launch call,
-// where a window's host-side cost lies (docs/design.md, the served step).
-func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner bool) (inCall int64) {
+// It returns how much of the host's part a window's host-side cost can
+// lie in (docs/design.md, the served step): at the span's start all of
+// it, inside the span the part inside n's launch call.
+func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner bool) (callHost int64) {
 	cp := a.copyIn(x, b)
 	rest := b - x - cp
 	c.Copy += time.Duration(cp)
@@ -429,8 +430,12 @@ func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner 
 		host := h - x - a.copyIn(x, h)
 		c.Host += time.Duration(host)
 		c.Launch += time.Duration(rest - host)
-		if cs, ce := max(x, start), min(end, h); ce > cs {
-			inCall = ce - cs - a.copyIn(cs, ce)
+		cs := x
+		if inner {
+			cs = max(x, start)
+		}
+		if ce := min(end, h); ce > cs {
+			callHost = ce - cs - a.copyIn(cs, ce)
 		}
 	case prev == nil:
 		c.Other += time.Duration(rest)
@@ -439,7 +444,7 @@ func (a *gpuAnalysis) idle(c *IdleCauses, x, b int64, n, prev *winKernel, inner 
 	default:
 		c.Wait += time.Duration(rest)
 	}
-	return inCall
+	return callHost
 }
 
 // launchCall returns when the launch call of correlation corr began (the

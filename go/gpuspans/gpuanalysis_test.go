@@ -28,7 +28,7 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 	names := []string{OtherKernel, "k1", "k2", "k3", "k4"}
 	laneNames := []string{"l0", "l1", "l2"}
 	var causes [5]int64 // of every seed, so that a rule that never fires fails the test
-	var inCall int64
+	var callHost int64
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		lanes, recs := randomWindow(rand.New(rand.NewSource(seed)))
 		want := bruteForce(lanes, recs)
@@ -63,7 +63,7 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 			check("copy", int64(g.causes.Copy), int64(w.causes.Copy))
 			check("wait", int64(g.causes.Wait), int64(w.causes.Wait))
 			check("other", int64(g.causes.Other), int64(w.causes.Other))
-			check("host inside launch calls", g.inCall, w.inCall)
+			check("host at the span's start and inside launch calls", g.callHost, w.callHost)
 			c := g.causes
 			check("idle by cause, summed", int64(c.Host+c.Launch+c.Copy+c.Wait+c.Other), g.idle)
 			for name, ns := range w.shares {
@@ -77,7 +77,7 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 			for i, v := range []time.Duration{c.Host, c.Launch, c.Copy, c.Wait, c.Other} {
 				causes[i] += int64(v)
 			}
-			inCall += g.inCall
+			callHost += g.callHost
 		}
 		// Each lane span as the lanes sum it.
 		for i := range in {
@@ -91,8 +91,8 @@ func TestGPUAnalysisAgainstEveryNanosecond(t *testing.T) {
 			t.Errorf("cause %d never seen in %d windows: the windows do not exercise it", i, seeds)
 		}
 	}
-	if inCall == 0 || inCall == causes[0] {
-		t.Errorf("host inside launch calls %d ns of the host's %d: the windows do not exercise both sides of a call's start", inCall, causes[0])
+	if callHost == 0 || callHost == causes[0] {
+		t.Errorf("host at spans' starts and inside launch calls %d ns of the host's %d: the windows do not exercise both sides of a call's start", callHost, causes[0])
 	}
 }
 
@@ -244,10 +244,10 @@ func bruteForce(lanes []winLane, recs []winKernel) map[[2]int32]*laneWindow {
 				lw.causes.Copy++
 				continue
 			}
-			c, inCall := bruteCause(ks, calls, s, e, t)
+			c, callHost := bruteCause(ks, calls, s, e, t)
 			lw.causes.Add(c)
-			if inCall {
-				lw.inCall++
+			if callHost {
+				lw.callHost++
 			}
 		}
 		nth := map[int32]int32{}
@@ -264,8 +264,9 @@ func bruteForce(lanes []winLane, recs []winKernel) map[[2]int32]*laneWindow {
 
 // bruteCause is the cause of idle nanosecond t of span [s, e), with no
 // copy running: ks are the device's kernels in kernelOrder, calls every
-// launch call; and for the host's, whether t lies inside the launch call
-// (from its records' first start to their first end).
+// launch call; and for the host's, whether a window's cost can lie there:
+// at the span's start, or inside the launch call (from its records' first
+// start to their first end).
 func bruteCause(ks, calls []winKernel, s, e, t int64) (IdleCauses, bool) {
 	var n, prev *winKernel
 	for i := range ks {
@@ -304,7 +305,7 @@ func bruteCause(ks, calls []winKernel, s, e, t int64) (IdleCauses, bool) {
 	}
 	switch {
 	case t < call.end:
-		return IdleCauses{Host: 1}, t >= callStart
+		return IdleCauses{Host: 1}, a == s || t >= callStart
 	case call.end > a && a > s: // the device ran dry inside the span
 		return IdleCauses{Host: 1}, false
 	case call.end > a:

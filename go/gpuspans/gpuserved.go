@@ -42,7 +42,7 @@ func (h *Hub) settleServed(t *laneTotals, lw *laneWindow, sd *laneSide, lanes []
 	for i := range min(t.settled, GPUTimeRecentWindows) {
 		typical.Add(t.recent[i].causes)
 	}
-	causes := servedCauses(lw.causes, lw.inCall, lw.time-lw.busy, lw.time-served, typical)
+	causes := servedCauses(lw.causes, lw.callHost, lw.time-lw.busy, lw.time-served, typical)
 	shown := causes // the split of what the spans show, held within their own time
 	if served > lw.time {
 		shown = servedCauses(lw.causes, 0, lw.time-lw.busy, 0, IdleCauses{})
@@ -141,18 +141,20 @@ func keptMean(v []int64) (mean, variance float64, n int) {
 }
 
 // servedCauses turns a window's idle by cause (raw, splitting idle, the
-// window's own idle; inCall of its host part inside launch calls) into
-// served terms. The window's cost is taken out where CUPTI puts it: the
-// host's time inside launch calls first (a graph launch's cost per node,
-// the watch's callbacks), then launch latency's (the device's gaps
-// between queued kernels, which CUPTI lengthens too), then the rest of
-// the host's, the rest's, waits' and copies'. Parts that fall short of
-// idle (an analysis that splits none) count as Other; parts beyond it are
-// cut in the same order. A negative cost (the lane's steps around the
-// window served longer than the window's own) is idle the window's step
-// did not have: it is split as the lane's typical idle is (typical: its
-// latest windows', with this one's), or is Other.
-func servedCauses(raw IdleCauses, inCall, idle, cost int64, typical IdleCauses) IdleCauses {
+// window's own idle; callHost of its host part at the spans' starts and
+// inside launch calls) into served terms. The window's cost is taken out
+// where CUPTI puts it: that host time first (a graph launch's cost per
+// node, the watch's callbacks, and CUPTI's work before the first call of
+// a window step that it records), then launch latency's (the device's
+// gaps between queued kernels, which CUPTI lengthens too), then the rest
+// of the host's (the engine's own work between its launches), the rest's,
+// waits' and copies'. Parts that fall short of idle (an analysis that
+// splits none) count as Other; parts beyond it are cut in the same order.
+// A negative cost (the lane's steps around the window served longer than
+// the window's own) is idle the window's step did not have: it is split
+// as the lane's typical idle is (typical: its latest windows', with this
+// one's), or is Other.
+func servedCauses(raw IdleCauses, callHost, idle, cost int64, typical IdleCauses) IdleCauses {
 	c := raw
 	if sum := int64(c.Total()); sum < idle {
 		c.Other += time.Duration(idle - sum)
@@ -160,7 +162,7 @@ func servedCauses(raw IdleCauses, inCall, idle, cost int64, typical IdleCauses) 
 		takeCauses(&c, 0, sum-idle)
 	}
 	if cost >= 0 {
-		takeCauses(&c, inCall, cost)
+		takeCauses(&c, callHost, cost)
 		return c
 	}
 	typical.Add(c)
@@ -173,10 +175,10 @@ func servedCauses(raw IdleCauses, inCall, idle, cost int64, typical IdleCauses) 
 }
 
 // takeCauses takes n out of c's parts in the order the window's cost
-// shows up in them: up to inCall of the host's, launch latency's, the
+// shows up in them: up to callHost of the host's, launch latency's, the
 // rest of the host's, other's, waits', copies'.
-func takeCauses(c *IdleCauses, inCall, n int64) {
-	d := min(n, inCall, int64(c.Host))
+func takeCauses(c *IdleCauses, callHost, n int64) {
+	d := min(n, callHost, int64(c.Host))
 	c.Host -= time.Duration(d)
 	n -= d
 	for _, p := range [...]*time.Duration{&c.Launch, &c.Host, &c.Other, &c.Wait, &c.Copy} {

@@ -5,14 +5,15 @@ import (
 	"time"
 )
 
-// The window's cost comes out of the host's time inside launch calls
-// first, then launch latency's, then the rest of the host's, the rest,
-// waits and copies; the causes then sum to the served idle.
+// The window's cost comes out of the host's time at the spans' starts
+// and inside launch calls first, then launch latency's, then the rest of
+// the host's, the rest, waits and copies; the causes then sum to the
+// served idle.
 func TestServedCausesOrder(t *testing.T) {
 	raw := IdleCauses{Host: 50, Launch: 30, Copy: 20, Wait: 10, Other: 10}
 	for _, c := range []struct {
-		inCall, cost int64
-		want         IdleCauses
+		callHost, cost int64
+		want           IdleCauses
 	}{
 		{20, 0, raw},
 		{20, 15, IdleCauses{Host: 35, Launch: 30, Copy: 20, Wait: 10, Other: 10}},
@@ -20,15 +21,15 @@ func TestServedCausesOrder(t *testing.T) {
 		{20, 70, IdleCauses{Host: 10, Copy: 20, Wait: 10, Other: 10}},
 		{20, 95, IdleCauses{Copy: 20, Wait: 5}},
 		{20, 120, IdleCauses{}},
-		// No host time inside calls: the device's part first.
+		// No host time at the start or inside calls: launch's first.
 		{0, 40, IdleCauses{Host: 40, Copy: 20, Wait: 10, Other: 10}},
-		// All of it inside calls (more than the host's part: capped).
+		// All of it there (more than the host's part: capped).
 		{500, 40, IdleCauses{Host: 10, Launch: 30, Copy: 20, Wait: 10, Other: 10}},
 		{500, 70, IdleCauses{Launch: 10, Copy: 20, Wait: 10, Other: 10}},
 	} {
-		got := servedCauses(raw, c.inCall, 120, c.cost, IdleCauses{Host: 1})
+		got := servedCauses(raw, c.callHost, 120, c.cost, IdleCauses{Host: 1})
 		if got != c.want || int64(got.Total()) != 120-c.cost {
-			t.Errorf("in calls %d, cost %d: %+v, want %+v", c.inCall, c.cost, got, c.want)
+			t.Errorf("call host %d, cost %d: %+v, want %+v", c.callHost, c.cost, got, c.want)
 		}
 	}
 	// An analysis that splits less than the idle: the rest is other.

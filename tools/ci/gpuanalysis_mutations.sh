@@ -15,8 +15,8 @@
 #                       counted as the host's stretch;
 #   - latency-as-launch: the latency after a late launch call inside the span
 #                       read as launch, as at the span's start;
-#   - call-from-stretch: the host's time before the launch call began counted
-#                       as inside it;
+#   - call-start-swap:  inside the span, the host's time before the launch call
+#                       began counted as the call's, and at the span's start not;
 #   - call-past-return: the latency after a late launch call counted as inside it.
 # Usage: tools/ci/gpuanalysis_mutations.sh   (about a minute on an idle machine)
 set -euo pipefail
@@ -55,6 +55,8 @@ mutate host-boundary 'case end > x:' 'case end >= x:'
 mutate latency-as-launch '		h := b
 ' '		h := min(end, b)
 '
-mutate call-from-stretch 'cs, ce := max(x, start), min(end, h)' 'cs, ce := max(x, min(start, x)), min(end, h)'
-mutate call-past-return 'cs, ce := max(x, start), min(end, h)' 'cs, ce := max(x, start), h'
+mutate call-start-swap '		cs := x
+		if inner {' '		cs := x
+		if !inner {'
+mutate call-past-return 'if ce := min(end, h); ce > cs {' 'if ce := h; ce > cs {'
 echo "gpuanalysis mutations: all 9 caught"
