@@ -51,7 +51,6 @@ type spanGPU struct {
 	placed           bool // on the host clock: measured
 	busy, idle, gaps int64
 	causes           IdleCauses
-	callHost         int64 // of causes.Host, the time at the span's start and inside launch calls
 }
 
 // laneWindow is what one window measured of one lane on one device, summed
@@ -263,6 +262,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 			r0++
 		}
 		x, inner := s, false
+		var callHost int64 // of the host's idle, the part a window's cost can lie in
 		for j := r0; j < len(runs) && runs[j].start < e; j++ {
 			r := &runs[j]
 			if r.start > x {
@@ -270,7 +270,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 				if j > 0 {
 					prev = &ks[runs[j-1].last]
 				}
-				sp.callHost += a.idle(&sp.causes, x, r.start, &ks[r.first], prev, inner)
+				callHost += a.idle(&sp.causes, x, r.start, &ks[r.first], prev, inner)
 				if inner {
 					gap := r.start - x
 					sp.gaps += gap
@@ -297,7 +297,7 @@ func (a *gpuAnalysis) device(dev int32, lanes []winLane, out []spanGPU, ks, cs [
 		lw.idle += sp.idle
 		lw.gaps += sp.gaps
 		lw.causes.Add(sp.causes)
-		lw.callHost += sp.callHost
+		lw.callHost += callHost
 
 		// Each kernel's and launch's time inside the span: the kernels
 		// still running at s (active, in order), then those starting in
