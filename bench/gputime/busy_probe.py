@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Where a window's busy time parts from torch.profiler's: kernel by kernel.
 
-served.py's no-stall graph decode reads a busy time a step about 2% under
-torch.profiler's (796 against 812 us on an H100), the error that keeps its
-busy ratio 2 points low; the host-bound workloads agree within 0.5%. This
+served.py's no-stall graph decode read a busy time a step about 2% under
+torch.profiler's (796 against 812 us on an H100) while the host-bound
+workloads agreed within 0.5%: the profiler's first session in a process
+reads kernels 2% longer (run 10; served.py now leaves it out). This
 probe sets the two side by side, each in its own process (one CUPTI
 subscriber at a time), for the workloads given:
 
