@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Issues 50's and 51's GPU targets in one device call (under 10 minutes):
 # profile_restart.py (a decode restarted across builds on one profile
-# file), served.py's workloads against the profiler-free truth, then the
-# GPU tests of go/integration. Built here first:
+# file), served.py's workloads against the profiler-free truth, then every
+# staged GPU test. Built here first:
 #   go build -ldflags="-s -w" -buildmode=c-shared -o out/python/libgpuspans.so ./go/capi
 #   git rev-parse HEAD >out/python/COMMIT
 #   tools/python/hot.sh out/python/_hot.abi3.so /usr/bin/python3
@@ -10,7 +10,8 @@
 # then, carrying out/python and .carry/gpu/tests, on the GPU machine:
 #   bash bench/gputime/targets.sh       # results to $OUT (default out/targets)
 # PARTS picks what runs (default: restart served integration); also
-# probe (busy_probe.py) and eager (eager_between.py in both phase orders).
+# probe (busy_probe.py), eager (eager_between.py in both phase orders) and
+# copy (copy_probe.py).
 # LIBS is served.py's --libs (NAME=PATH,...: one gpuspans process each).
 set -uo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -62,11 +63,18 @@ if part eager; then
     step "eager_between.py rc=$?"
   done
 fi
+if part copy; then
+  step "copy_probe.py"
+  timeout 120 "$PY" bench/gputime/copy_probe.py >"$OUT/copy_probe.jsonl" 2>"$OUT/copy_probe.err"
+  step "copy_probe.py rc=$?"
+fi
 part integration || exit 0
-for t in integration_gpu_test; do
-  [[ -x .carry/gpu/tests/$t ]] || continue
+# Every GPU test staged (tools/gpu/stage.sh), GPU tests on, as tools/gpu/run.sh.
+export GPUSPANS_GPU=1
+for t in .carry/gpu/tests/*; do
+  [[ -x $t ]] || continue
   args=()
-  grep -qa 'Go buildinf:' ".carry/gpu/tests/$t" && args=(-test.v -test.count=1)
-  timeout 40 ".carry/gpu/tests/$t" "${args[@]}" >"$OUT/$t.txt" 2>&1
-  step "$t rc=$?"
+  grep -qa 'Go buildinf:' "$t" && args=(-test.v -test.count=1)
+  timeout 120 "$t" "${args[@]}" >"$OUT/$(basename "$t").txt" 2>&1
+  step "$(basename "$t") rc=$?"
 done
