@@ -22,7 +22,8 @@ turns on:
 
 Copies: pageable (src.cpu(), a new pageable tensor each step, as
 served.py), pageable_into (into one pageable tensor kept), pinned (into
-pinned memory). Per copy and mode one line: the copy's host time (the
+pinned memory), and graph_pageable (pageable after a CUDA graph of 64
+kernels replayed first in the step, as served.py's graph_copy). Per copy and mode one line: the copy's host time (the
 call to its return) first and at p50, its CUDA-event time at p50, and
 CUPTI's copy records' own time at p50 where it collects them.
 
@@ -114,16 +115,31 @@ def main():
     into = torch.empty(src.shape, dtype=src.dtype)
     pinned = torch.empty(src.shape, dtype=src.dtype, pin_memory=True)
     tiny = torch.zeros(1, device=dev)
+    y = torch.randn(1 << 20, device=dev)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3 * 64):
+            y.mul_(1.0001)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(64):
+            y.mul_(1.0001)
     copies = {
         "pageable": lambda: src.cpu(),
         "pageable_into": lambda: into.copy_(src),
         "pinned": lambda: pinned.copy_(src),
+        "graph_pageable": lambda: src.cpu(),
     }
+    before = {"graph_pageable": graph.replay}
     cu = Cupti(args.cupti)
     ev = [torch.cuda.Event(enable_timing=True) for _ in range(2)]
 
-    def step(copy):
+    def step(copy, pre=None):
         x.add_(1.0)
+        if pre:
+            pre()
         ev[0].record()
         t0 = time.perf_counter()
         copy()
@@ -134,7 +150,7 @@ def main():
 
     for name, copy in copies.items():
         for _ in range(20):
-            step(copy)
+            step(copy, before.get(name))
         torch.cuda.synchronize()
         for mode in ("none", "kernel", "memcpy", "kernel+memcpy", "cycle", "gap", "gap_warm", "none_after"):
             both = [KERNEL, MEMCPY, MEMSET]
@@ -149,22 +165,22 @@ def main():
                         cu.enable(kinds)
                         if mode == "gap_warm":
                             tiny.cpu()
-                        got.append(step(copy))
+                        got.append(step(copy, before.get(name)))
                         cu.enable(kinds, on=False)
                         cu.flush()
                         cu.finalize()
                         end = time.perf_counter() + (args.gap if mode != "cycle" else 0)
                         while time.perf_counter() < end:
-                            step(copy)
+                            step(copy, before.get(name))
                 elif kinds:
                     cu.register()
                     cu.enable(kinds)
-                    got = [step(copy) for _ in range(args.steps)]
+                    got = [step(copy, before.get(name)) for _ in range(args.steps)]
                     cu.enable(kinds, on=False)
                     cu.flush()
                     cu.finalize()
                 else:
-                    got = [step(copy) for _ in range(args.steps)]
+                    got = [step(copy, before.get(name)) for _ in range(args.steps)]
             except Exception as e:  # a refusal is a result: say it and go on
                 print(json.dumps({"copy": name, "mode": mode, "error": repr(e)}), flush=True)
                 continue

@@ -14,7 +14,9 @@ Workloads (--workloads): graph (no stall), graph_between_{0.5,1}ms (host
 work between the replays), graph_before_{0.5,1}ms (host work inside the
 lane before the first replay), eager, graph_varying (the stall between the
 replays drawn per step from 0/0.25/0.5/1 ms), graph_copy (a pageable
-device-to-host copy between the replays, which syncs), and graph_step
+device-to-host copy between the replays, which syncs: into a new tensor
+each step; graph_copy_into: into one kept; graph_copy_pinned: into
+pinned memory), and graph_step
 (no stall for --phase s, then 1 ms between the replays: how fast the
 reported ratio follows).
 
@@ -64,7 +66,9 @@ WORKLOADS = {
     "graph_before_1ms": {"before": 0.001},
     "eager": {"eager": True},
     "graph_varying": {"varying": True},
-    "graph_copy": {"copy": True},
+    "graph_copy": {"copy": "new"},
+    "graph_copy_into": {"copy": "into"},
+    "graph_copy_pinned": {"copy": "pinned"},
     "graph_step": {"step": True},
 }
 
@@ -94,6 +98,8 @@ class Decoder:
         self.w2 = [w(2 * d if i == deep else d, d) for i in range(layers)]
         self.x = w(batch, d)
         self.src = w(copy_mb << 19)  # bf16: copy_mb MiB to copy back
+        self.into = torch.empty(self.src.shape, dtype=dt)
+        self.pinned = torch.empty(self.src.shape, dtype=dt, pin_memory=True)
         self.a = self.capture(0, layers // 2)
         self.b = self.capture(layers // 2, layers)
 
@@ -154,8 +160,12 @@ class Steps:
             self.launch_ns.append(time.perf_counter_ns() - t0)
             if stall:
                 spin(stall)
-            if wl.get("copy"):
+            if wl.get("copy") == "new":
                 m.src.cpu()  # pageable: the copy waits for graph a, and the host for the copy
+            elif wl.get("copy") == "into":
+                m.into.copy_(m.src)  # pageable, one tensor kept: no new pages to fault in
+            elif wl.get("copy") == "pinned":
+                m.pinned.copy_(m.src)  # pinned: no staging
             m.b.replay()
         if end:
             end()
