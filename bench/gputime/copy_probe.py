@@ -23,9 +23,14 @@ turns on:
 Copies: pageable (src.cpu(), a new pageable tensor each step, as
 served.py), pageable_into (into one pageable tensor kept), pinned (into
 pinned memory), and graph_pageable (pageable after a CUDA graph of 64
-kernels replayed first in the step, as served.py's graph_copy). Per copy and mode one line: the copy's host time (the
-call to its return) first and at p50, its CUDA-event time at p50, and
-CUPTI's copy records' own time at p50 where it collects them.
+kernels replayed first in the step, as served.py's graph_copy). Per copy
+and mode one line: the copy's host time (the call to its return) first
+and at p50, its CUDA-event time at p50, and CUPTI's copy records' own
+time at p50 where it collects them.
+
+On an H100 none of these slowed the copy by more than 100 us (run 10):
+what did was the C heap, shown by served.py's copy workloads and glibc's
+malloc thresholds (bench/results/h100-served/README.md, run 10).
 
     /opt/torch/.venv/bin/python3 bench/gputime/copy_probe.py
 """

@@ -293,7 +293,7 @@ def role_profiler(torch, m, args, names):
     session read the same running loop's kernels 2% longer than every later
     one and than the windows (bench/results/h100-served/README.md, run 10)."""
     def session(st):
-        busy, cp, nk, first = [], [], [], []
+        busy, cp, nk = [], [], []
         for step in profiled_steps(torch, st, args.profiler_steps, warm=args.profiler_warm):
             ku = union([(s, e) for s, e, _ in step["kernels"]])
             busy.append(sum(e - s for s, e in ku))
