@@ -3,8 +3,10 @@
 package main
 
 /*
+#include <stddef.h>
 #define GS_HUB_TYPES_ONLY
 #include "gpuspans/hub.h"
+enum { offsetof_max_requests = offsetof(gs_hub_options, max_requests) };
 */
 import "C"
 
@@ -35,7 +37,11 @@ type layout struct{ size, fields uintptr }
 // is this library's own. A field added to a struct adds its new size here,
 // and the size before it stays readable.
 var (
-	hubOptionsLayouts  = []layout{{C.sizeof_gs_hub_options, C.sizeof_gs_hub_options}}
+	hubOptionsLayouts = []layout{
+		// Up to kernel_labels, its tail padding up to 8 bytes.
+		{(C.offsetof_max_requests + 7) &^ 7, C.offsetof_max_requests},
+		{C.sizeof_gs_hub_options, C.sizeof_gs_hub_options},
+	}
 	otlpOptionsLayouts = []layout{{C.sizeof_gs_hub_otlp_options, C.sizeof_gs_hub_otlp_options}}
 )
 
@@ -124,5 +130,9 @@ func hubOptions(p *C.gs_hub_options) (o gpuspans.Options, quiet bool, err error)
 	o.KernelWindowEvery = time.Duration(c.kernel_window_every_ns)
 	o.KernelWindowSteps = int(c.kernel_window_steps)
 	o.KernelLabels = int(c.kernel_labels)
+	o.MaxRequests = int(c.max_requests)
+	o.RequestLabels = int(c.request_labels)
+	o.PeakFlops = float64(c.peak_flops)
+	o.PeakBandwidth = float64(c.peak_bandwidth)
 	return o, c.quiet != 0, nil
 }

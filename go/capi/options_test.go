@@ -51,6 +51,8 @@ func optionCases(t *testing.T) []optionCase {
 			c.goVal, c.c, c.py, c.bad = 3*time.Second, "3000000000", 3.0, "-1"
 		case reflect.TypeOf(false):
 			c.goVal, c.c, c.py = true, "1", true
+		case reflect.TypeOf(0.0):
+			c.goVal, c.c, c.py, c.bad = 5e14, "5e14", 5e14, "-1"
 		case reflect.TypeOf(gpuspans.Level(0)):
 			c.goVal, c.c, c.py, c.bad = gpuspans.LevelStep, strconv.Itoa(int(gpuspans.LevelStep)), "step", "9"
 		case reflect.TypeOf(gpuspans.KernelTiming(0)):

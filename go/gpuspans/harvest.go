@@ -115,6 +115,7 @@ func (h *Hub) harvestLocked() {
 		r.harvest()
 	}
 	h.harvestTracer()
+	h.attribute()
 	h.analyseWindows()
 	h.sweep()
 	h.harvests++

@@ -113,6 +113,12 @@ type Hub struct {
 	spanPath          spanring.Publisher // a span path outside Go, or nil (spanpath.go)
 
 	prof profiles // this build's profile, while a profile is kept (profiles.go)
+	led  ledger   // whose GPU time: the harvest's side (attribution.go)
+
+	// Whose GPU time: the engine's side (requests.go), with its own lock.
+	rq                reqInbox
+	reqLabels         int
+	peakFLOPS, peakBW float64
 }
 
 // wantStarts reports whether a harvest starting at now places spans.
@@ -182,7 +188,11 @@ func New(o Options) (*Hub, error) {
 		kernelIdx:   make(map[uint64]int),
 		kernelNames: []string{OtherKernel},
 		recentCap:   o.RecentSpans,
+		reqLabels:   o.RequestLabels,
+		peakFLOPS:   o.PeakFlops,
+		peakBW:      o.PeakBandwidth,
 	}
+	h.rq.maxReqs = o.MaxRequests
 	for i, name := range h.lanes {
 		h.laneIdx[name] = i
 	}

@@ -100,6 +100,21 @@ type Options struct {
 	// keep theirs; new names take the labels left, heaviest GPU time first
 	// in the harvest that first sees them; the rest land as OtherKernel.
 	KernelLabels int
+	// MaxRequests bounds the requests a hub holds at once for whose GPU
+	// time (ServeRequests): in flight, or ended with spans still to land
+	// (0: DefaultMaxRequests, at most MaxRequests); it sizes the request
+	// table, made at the first ServeRequests or LaneWork, and the records
+	// FinishedRequests keeps. RequestLabels bounds the request classes
+	// exporters label (0: DefaultRequestLabels, at most
+	// MaxRequestClasses): the first served take them, heaviest first; the
+	// rest count as "other".
+	MaxRequests   int
+	RequestLabels int
+	// PeakFlops and PeakBandwidth are each device's peak FLOP/s and memory
+	// bytes/s, for utilisation (LaneAttribution); 0: the device model's
+	// dense BF16 and memory figures, where the hub knows the model.
+	// At most 1e18 and 1e15.
+	PeakFlops, PeakBandwidth float64
 	// StateMirror, when not nil, is a word the hub keeps equal to its state
 	// (the level, MirrorArmed and MirrorPools: see MirrorLevel), so that a
 	// caller in another language can test it with one load and skip calling
@@ -243,6 +258,18 @@ func (o Options) resolve() (Options, error) {
 	if o.KernelLabels, err = orDefault(o.KernelLabels, DefaultKernelLabels, MaxKernels, "KernelLabels"); err != nil {
 		return o, err
 	}
+	if o.MaxRequests, err = orDefault(o.MaxRequests, DefaultMaxRequests, MaxRequests, "MaxRequests"); err != nil {
+		return o, err
+	}
+	if o.RequestLabels, err = orDefault(o.RequestLabels, DefaultRequestLabels, MaxRequestClasses, "RequestLabels"); err != nil {
+		return o, err
+	}
+	if !(o.PeakFlops >= 0 && o.PeakFlops <= 1e18) {
+		return o, fmt.Errorf("gpuspans: Options.PeakFlops is %v, want 0..1e18 (0: the device model's)", o.PeakFlops)
+	}
+	if !(o.PeakBandwidth >= 0 && o.PeakBandwidth <= 1e15) {
+		return o, fmt.Errorf("gpuspans: Options.PeakBandwidth is %v, want 0..1e15 (0: the device model's)", o.PeakBandwidth)
+	}
 	if o.StartTimes > StartTimesAlways {
 		return o, fmt.Errorf("gpuspans: Options.StartTimes is %d, want StartTimesAuto, StartTimesNever or StartTimesAlways", o.StartTimes)
 	}
@@ -346,5 +373,9 @@ func (h *Hub) optionsInto(o *Options) {
 		KernelWindowEvery: time.Duration(h.kw.every.Load()),
 		KernelWindowSteps: int(h.kw.nsteps.Load()),
 		KernelLabels:      h.tl.labels,
+		MaxRequests:       h.rq.maxReqs,
+		RequestLabels:     h.reqLabels,
+		PeakFlops:         h.peakFLOPS,
+		PeakBandwidth:     h.peakBW,
 	}
 }

@@ -104,7 +104,9 @@ func (h *Hub) land(device int, sl *slot, it *backend.HarvestItem) {
 		a := &d.lanes[sl.Key]
 		h.observeSpan(device, a, seriesKey(device, false, int(sl.Key)), it.DurationNs)
 		s := Span{Kind: KindLane, Name: a.Name, Device: device, Stream: backend.Stream(sl.Stream), Step: sl.Step, StartNs: it.StartNs, DurationNs: it.DurationNs}
-		if seq := h.tl.windowOfStep(sl.Step); seq == 0 {
+		seq := h.tl.windowOfStep(sl.Step)
+		h.landLane(device, sl.Key, &s, seq != 0)
+		if seq == 0 {
 			h.landOutside(device, sl.Key, sl.Step, it.DurationNs)
 			h.pushRecent(&s)
 		} else if !h.holdLane(seq, device, sl.Key, &s) {

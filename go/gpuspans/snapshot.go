@@ -184,6 +184,9 @@ type Snapshot struct {
 	GPUTime GPUTime
 	// Profile is the hub's profile across builds (Hub.StartProfile).
 	Profile ProfileStatus
+	// Requests is whose GPU time: what each lane's spans gave the
+	// requests engines said they served (Hub.Attribution).
+	Requests RequestAttribution
 	// Options are the options the hub runs with now (Hub.Options).
 	Options Options
 }
@@ -286,6 +289,7 @@ func (h *Hub) SnapshotInto(s *Snapshot) {
 	s.KernelTiming = h.kernelTimingStatus()
 	h.gpuTimeInto(&s.GPUTime)
 	s.Profile = h.ProfileStatus()
+	h.attributionInto(&s.Requests)
 
 	s.Lanes = s.Lanes[:0]
 	s.Kernels = s.Kernels[:0]

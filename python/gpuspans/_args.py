@@ -57,6 +57,13 @@ def _nanoseconds(what, seconds):
     return _int(what + " in nanoseconds", int(ns), _I64)
 
 
+def _float(what, value):
+    """value as a float for a C double; its bounds are the library's."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"gpuspans: {what} is {value!r}, want a number")
+    return float(value)
+
+
 def _window_ns(what, every):
     """A kernel window period in seconds, as nanoseconds; its bounds are
     the library's (go/gpuspans.Options.KernelWindowEvery)."""

@@ -18,7 +18,7 @@ import weakref
 from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _graphs, _lib, _process  # _process._hot: library() sets it, so read it there
-from ._args import _I32, _U64, Level, StreamLike, _cstr, _int, _level, _nanoseconds, _stream, _window_ns
+from ._args import _I32, _U64, Level, StreamLike, _cstr, _float, _int, _level, _nanoseconds, _stream, _window_ns
 from ._errors import Error
 from ._logs import _LOG_CALLBACK
 from ._process import _close_handle, _Forked, _hubs, _wait_closing, library
@@ -53,7 +53,10 @@ class Hub:
     kernel_window_steps: the period of kernel windows in seconds and the
     steps each collects (0: 10 s and 1; see set_kernel_windows);
     kernel_labels: traced kernel names that get a label of their own (0:
-    32). Each is go/gpuspans.Options' field of that name, with its bounds
+    32); max_requests: requests held at once for whose GPU time (0: 4096,
+    see serve_requests); request_labels: request classes with labels of
+    their own (0: 16); peak_flops, peak_bandwidth: each device's peak
+    FLOP/s and memory bytes/s for utilisation (0: its model's). Each is go/gpuspans.Options' field of that name, with its bounds
     and defaults, set at create as the C ABI's gs_hub_options sets it.
 
     Kernel windows attach CUPTI inside step(), so call step() on the thread
@@ -80,6 +83,10 @@ class Hub:
         kernel_window_every: float = 0,
         kernel_window_steps: int = 0,
         kernel_labels: int = 0,
+        max_requests: int = 0,
+        request_labels: int = 0,
+        peak_flops: float = 0,
+        peak_bandwidth: float = 0,
     ) -> None:
         self._lib = lib = library()
         self._h = 0
@@ -107,6 +114,10 @@ class Hub:
         o.kernel_window_every_ns = _window_ns("kernel_window_every", kernel_window_every)
         o.kernel_window_steps = _int("kernel_window_steps", kernel_window_steps, _I32)
         o.kernel_labels = _int("kernel_labels", kernel_labels, _I32)
+        o.max_requests = _int("max_requests", max_requests, _I32)
+        o.request_labels = _int("request_labels", request_labels, _I32)
+        o.peak_flops = _float("peak_flops", peak_flops)
+        o.peak_bandwidth = _float("peak_bandwidth", peak_bandwidth)
         h = ctypes.c_uint64()
         st = lib.gs_hub_create(ctypes.byref(o), ctypes.byref(h))
         if st == _lib.ERR_LIMIT:

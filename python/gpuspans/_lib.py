@@ -92,6 +92,10 @@ class Options(_Sized):
         ("kernel_window_every_ns", ctypes.c_int64),
         ("kernel_window_steps", ctypes.c_int32),
         ("kernel_labels", ctypes.c_int32),
+        ("max_requests", ctypes.c_int32),
+        ("request_labels", ctypes.c_int32),
+        ("peak_flops", ctypes.c_double),
+        ("peak_bandwidth", ctypes.c_double),
     ]
 
 

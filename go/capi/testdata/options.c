@@ -39,6 +39,14 @@ static int set(gs_hub_options* o, const char* name, const char* v) {
     o->kernel_window_steps = atoi(v);
   } else if (!strcmp(name, "kernel_labels")) {
     o->kernel_labels = atoi(v);
+  } else if (!strcmp(name, "max_requests")) {
+    o->max_requests = atoi(v);
+  } else if (!strcmp(name, "request_labels")) {
+    o->request_labels = atoi(v);
+  } else if (!strcmp(name, "peak_flops")) {
+    o->peak_flops = atof(v);
+  } else if (!strcmp(name, "peak_bandwidth")) {
+    o->peak_bandwidth = atof(v);
   } else {
     return 0;
   }

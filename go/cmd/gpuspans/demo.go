@@ -190,6 +190,10 @@ func hubFlags(fs *flag.FlagSet, o *gpuspans.Options) {
 		gpuspans.MinKernelWindowEvery, gpuspans.MaxKernelWindowEvery, gpuspans.DefaultKernelWindowEvery))
 	fs.IntVar(&o.KernelWindowSteps, "kernel_window_steps", o.KernelWindowSteps, fmt.Sprintf("steps each kernel window collects (1..%d; 0: %d)", gpuspans.MaxKernelWindowSteps, gpuspans.DefaultKernelWindowSteps))
 	fs.IntVar(&o.KernelLabels, "kernel_labels", o.KernelLabels, fmt.Sprintf("traced kernel names that get a label of their own, heaviest first; the rest are \"other\" (1..%d; 0: %d)", gpuspans.MaxKernels, gpuspans.DefaultKernelLabels))
+	fs.IntVar(&o.MaxRequests, "max_requests", o.MaxRequests, fmt.Sprintf("requests held at once for whose GPU time: in flight, or ended with spans still to land (1..%d; 0: %d)", gpuspans.MaxRequests, gpuspans.DefaultMaxRequests))
+	fs.IntVar(&o.RequestLabels, "request_labels", o.RequestLabels, fmt.Sprintf("request classes (model, adapter, tenant) with labels of their own on /metrics, first served first; the rest are \"other\" (1..%d; 0: %d)", gpuspans.MaxRequestClasses, gpuspans.DefaultRequestLabels))
+	fs.Float64Var(&o.PeakFlops, "peak_flops", o.PeakFlops, "each device's peak FLOP/s, for utilisation (0: the device model's dense BF16 figure, where known)")
+	fs.Float64Var(&o.PeakBandwidth, "peak_bandwidth", o.PeakBandwidth, "each device's peak memory bytes/s, for utilisation (0: the device model's, where known)")
 	fs.TextVar(&o.StartTimes, "start_times", o.StartTimes, "`when` spans are placed on the host clock: auto (while a reader reads them), never or always")
 	fs.BoolVar(&o.RawKernelSpans, "raw_kernel_spans", o.RawKernelSpans, "report kernel spans as their event pairs read them, the event offset not subtracted")
 }

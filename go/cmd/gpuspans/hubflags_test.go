@@ -25,6 +25,7 @@ func TestHubFlagsCoverOptions(t *testing.T) {
 	values := map[reflect.Type][2]string{ // a value other than the default: flag text, and as %v prints it
 		reflect.TypeOf(0):                        {"7", "7"},
 		reflect.TypeOf(false):                    {"true", "true"},
+		reflect.TypeOf(0.0):                      {"5e14", "5e+14"},
 		reflect.TypeOf(time.Duration(0)):         {"3s", "3s"},
 		reflect.TypeOf(gpuspans.Level(0)):        {"step", "step"},
 		reflect.TypeOf(gpuspans.KernelTiming(0)): {"cupti", "cupti"},

@@ -114,7 +114,9 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 			KernelSpanEvery: s.Options.KernelSpanEvery, Slots: s.Options.Slots, RecentSpans: s.Options.RecentSpans,
 			StartTimes: s.Options.StartTimes.String(), RawKernelSpans: s.Options.RawKernelSpans,
 			KernelTiming: s.Options.KernelTiming.String(), KernelWindowEveryNs: int64(s.Options.KernelWindowEvery),
-			KernelWindowSteps: s.Options.KernelWindowSteps, KernelLabels: s.Options.KernelLabels},
+			KernelWindowSteps: s.Options.KernelWindowSteps, KernelLabels: s.Options.KernelLabels,
+			MaxRequests: s.Options.MaxRequests, RequestLabels: s.Options.RequestLabels,
+			PeakFlops: s.Options.PeakFlops, PeakBandwidth: s.Options.PeakBandwidth},
 	}
 	if s.KernelTiming.Err != nil {
 		j.KernelTiming.Reason = s.KernelTiming.Err.Error()
@@ -156,6 +158,10 @@ type optionsJSON struct {
 	KernelWindowEveryNs int64    `json:"kernel_window_every_ns"`
 	KernelWindowSteps   int      `json:"kernel_window_steps"`
 	KernelLabels        int      `json:"kernel_labels"`
+	MaxRequests         int      `json:"max_requests"`
+	RequestLabels       int      `json:"request_labels"`
+	PeakFlops           float64  `json:"peak_flops"`
+	PeakBandwidth       float64  `json:"peak_bandwidth"`
 }
 
 // kernelTimingJSON is Snapshot.KernelTiming, with the proto's names.
