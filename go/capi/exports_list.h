@@ -50,6 +50,11 @@
   X(PID, STATUS, gs_hub_status, gs_hub_otlp_stop, gs_hub_otlp_stop_go, (gs_hub hub, int32_t timeout_ms), (hub, timeout_ms)) \
   X(PID, STATUS, gs_hub_status, gs_hub_get_step, gs_hub_get_step_go, (gs_hub hub, uint64_t* step), (hub, step)) \
   X(PID, STATUS, gs_hub_status, gs_hub_link_step, gs_hub_link_step_go, (gs_hub hub, uint64_t step, const gs_hub_link* links, size_t n), (hub, step, links, n)) \
+  X(PID, STATUS, gs_hub_status, gs_hub_request_class, gs_hub_request_class_go, (gs_hub hub, const char* model, const char* adapter, const char* tenant, uint16_t* request_class), (hub, model, adapter, tenant, request_class)) \
+  X(PID, STATUS, gs_hub_status, gs_hub_finished_requests, gs_hub_finished_requests_go, (gs_hub hub, uint64_t after_seq, char* buf, size_t cap, size_t* len, uint64_t* last_seq), (hub, after_seq, buf, cap, len, last_seq)) \
+  X(FLAG, STATUS, gs_hub_status, gs_hub_end_request, gs_hub_end_request_go, (gs_hub hub, uint64_t id), (hub, id)) \
+  X(FLAG, STATUS, gs_hub_status, gs_hub_serve_requests_call, gs_hub_serve_requests_go, (gs_hub hub, int32_t lane, const gs_hub_request* requests, size_t n), (hub, lane, requests, n)) \
+  X(FLAG, STATUS, gs_hub_status, gs_hub_lane_work_call, gs_hub_lane_work_go, (gs_hub hub, int32_t lane, double flops, double bytes), (hub, lane, flops, bytes)) \
   X(FLAG, TOKEN, uint64_t, gs_hub_kernel_begin_call, gs_hub_kernel_begin_go, (gs_hub hub, int32_t device, uint64_t kernel, uint64_t stream), (hub, device, kernel, stream)) \
   X(FLAG, STATUS, gs_hub_status, gs_hub_kernel_end_call, gs_hub_kernel_end_go, (gs_hub hub, uint64_t token), (hub, token))
 // clang-format on

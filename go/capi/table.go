@@ -91,8 +91,11 @@ type hub struct {
 	profMu      sync.Mutex
 	stopProfile func() // gs_hub_start_profile's, while its profile is kept
 
-	readMu sync.Mutex      // guards recent
+	readMu sync.Mutex      // guards recent, finished and finishedJSON
 	recent []gpuspans.Span // gs_hub_recent_spans' buffer, reused
+	// gs_hub_finished_requests' buffers, reused.
+	finished     []gpuspans.RequestRecord
+	finishedJSON []byte
 
 	otlpMu   sync.Mutex          // guards otlp, otlpLast and links
 	otlp     *otlp.Exporter      // the OTLP exporter, while one runs

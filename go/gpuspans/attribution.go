@@ -160,7 +160,13 @@ type RequestAttribution struct {
 	Counters RequestCounters
 	Lanes    []LaneAttribution // by device, then lane: those with a span split
 	Classes  []ClassAttribution
+	// Heaviest are the records kept (the latest Options.MaxRequests) with
+	// the most GPU time, most first: at most HeaviestRequests.
+	Heaviest []RequestRecord
 }
+
+// HeaviestRequests bounds RequestAttribution.Heaviest.
+const HeaviestRequests = 8
 
 // Attribution returns the hub's whose-GPU-time state. Takes the harvest
 // lock briefly.
@@ -851,6 +857,7 @@ func (h *Hub) attributionInto(out *RequestAttribution) {
 	h.rq.countersInto(&out.Counters, &out.InFlight)
 	out.Lanes = out.Lanes[:0]
 	out.Classes = resize(out.Classes, 0)
+	out.Heaviest = resize(out.Heaviest, 0)
 	if !l.ok {
 		return
 	}
@@ -883,6 +890,34 @@ func (h *Hub) attributionInto(out *RequestAttribution) {
 		}
 	}
 	fold.Other = true
+	l.heaviestInto(out)
+}
+
+// heaviestInto fills out.Heaviest from the records kept. Caller holds the
+// harvest lock.
+func (l *ledger) heaviestInto(out *RequestAttribution) {
+	var top [HeaviestRequests]*RequestRecord
+	n := 0
+	kept := min(l.finSeq, uint64(len(l.fin)))
+	for seq := l.finSeq - kept + 1; seq <= l.finSeq; seq++ {
+		r := &l.fin[seq%uint64(len(l.fin))]
+		if n < len(top) {
+			n++
+		} else if r.GPUTime <= top[n-1].GPUTime {
+			continue
+		}
+		i := n - 1
+		for ; i > 0 && top[i-1].GPUTime < r.GPUTime; i-- {
+			top[i] = top[i-1]
+		}
+		top[i] = r
+	}
+	out.Heaviest = resize(out.Heaviest, n)
+	for i, r := range top[:n] {
+		lanes := out.Heaviest[i].Lanes[:0]
+		out.Heaviest[i] = *r
+		out.Heaviest[i].Lanes = append(lanes, r.Lanes...)
+	}
 }
 
 // classInto copies (add: adds) class c's totals a into dst.

@@ -6,6 +6,7 @@ signature (tests/test_typing.py walks it)."""
 
 from __future__ import annotations
 
+import base64
 import ctypes
 import functools
 import gc
@@ -18,7 +19,7 @@ import weakref
 from typing import Any, ContextManager, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import _graphs, _lib, _process  # _process._hot: library() sets it, so read it there
-from ._args import _I32, _U64, Level, StreamLike, _cstr, _float, _int, _level, _nanoseconds, _stream, _window_ns
+from ._args import _I32, _U16, _U32, _U64, Level, StreamLike, _cstr, _float, _int, _level, _nanoseconds, _stream, _window_ns
 from ._errors import Error
 from ._logs import _LOG_CALLBACK
 from ._process import _close_handle, _Forked, _hubs, _wait_closing, library
@@ -149,6 +150,10 @@ class Hub:
         self._streams = {}  # device -> lane stream, the kernel spans' default
         self._span_lock = threading.Lock()
         self._span_buf = None  # recent_spans' buffer
+        self._classes = {}  # (model, adapter, tenant) -> class
+        self._request_lock = threading.Lock()
+        self._request_buf = None  # serve_requests' buffer
+        self._finished_buf = ctypes.create_string_buffer(1 << 16)
         # The span paths' calls, bound once.
         self._step_call = lib.gs_hub_begin_step_call
         self._lane_begin_call = lib.gs_hub_lane_begin_call
@@ -577,6 +582,112 @@ class Hub:
         which a hub no one reads spans from never pays."""
         self._check(self._lib.gs_hub_keep_start_times(self._h))
 
+    # Whose GPU time (docs/design.md): which requests each lane span served.
+
+    def request_class(self, model: Optional[str] = None, adapter: Optional[str] = None, tenant: Optional[str] = None) -> int:
+        """The class of requests of model, adapter and tenant (each None or
+        "" for none), registered on first use, for serve_requests. Past
+        1,024 classes it raises Error (GS_HUB_ERR_LIMIT): later requests
+        then count as class 1, "other". Cached: cheap to call per request."""
+        key = (model or "", adapter or "", tenant or "")
+        c = self._classes.get(key)
+        if c is not None:
+            return c
+        v = ctypes.c_uint16()
+        self._check(self._lib.gs_hub_request_class(
+            self._h, _cstr("model", key[0]), _cstr("adapter", key[1]), _cstr("tenant", key[2]), ctypes.byref(v)))
+        self._classes[key] = v.value
+        return v.value
+
+    def serve_requests(self, lane: Union[int, str, Lane], requests: Sequence[Sequence[Any]]) -> None:
+        """Says that lane's span of the current step serves requests: each
+        a tuple (id, new_tokens, decoded_tokens, context[, request_class[,
+        trace_id, span_id]]), the ids nonzero and unique among requests in
+        flight, new_tokens the prompt tokens the span processed for it,
+        decoded_tokens those it decoded, context its context length after
+        the span (0: as many as its tokens), request_class from
+        request_class() (0: none), trace_id and span_id its request span's
+        context (16 and 8 bytes, or hex strings): its GPU time goes out as
+        a span under it. Calls for one lane and step add up. Below level
+        kernel it returns at once, calling nothing. A bad request (a zero or
+        repeated id, no tokens, an unknown lane or class, more requests in
+        flight than max_requests) raises Error and records nothing of the
+        call; a full inbox raises Error (GS_HUB_ERR_LIMIT), the call dropped."""
+        if not _lib.lanes_begin(self._word.value):
+            return
+        i = self._lane_index(lane)
+        n = len(requests)
+        with self._request_lock:
+            buf = self._request_buf
+            if buf is None or len(buf) < n:
+                buf = self._request_buf = (_lib.Request * max(n, 64))()
+            for k, r in enumerate(requests):
+                b = buf[k]
+                b.id = _int("request id", r[0], _U64)
+                b.new_tokens = _int("new_tokens", r[1], _U32)
+                b.decoded_tokens = _int("decoded_tokens", r[2], _U32)
+                b.context = _int("context", r[3], _U32)
+                b.request_class = _int("request_class", r[4], _U16) if len(r) > 4 else 0
+                if len(r) > 6 and r[5] is not None:
+                    _ids(b, r[5], r[6])
+                else:
+                    ctypes.memset(ctypes.addressof(b) + _lib.Request.trace_id.offset, 0, 24)
+            self._check(self._lib.gs_hub_serve_requests_call(self._h, i, buf, n))
+
+    def end_request(self, request_id: int) -> bool:
+        """Says request request_id is done: its record comes out of
+        finished_requests once its spans landed. False when no request of
+        that id is in flight (as for every id below level kernel, where
+        none is recorded)."""
+        st = self._lib.gs_hub_end_request(self._h, _int("request id", request_id, _U64))
+        if st == _lib.ERR_INVALID_ARGUMENT:
+            return False
+        self._check(st)
+        return True
+
+    def lane_work(self, lane: Union[int, str, Lane], flops: float, bytes_moved: float = 0) -> None:
+        """Gives lane's span of the current step its work on each device
+        (floating-point operations and bytes moved; 0: not known), for
+        achieved FLOP/s and bandwidth (attribution()["lanes"]). Below level
+        kernel it returns at once."""
+        if not _lib.lanes_begin(self._word.value):
+            return
+        self._check(self._lib.gs_hub_lane_work_call(self._h, self._lane_index(lane), _float("flops", flops), _float("bytes_moved", bytes_moved)))
+
+    def finished_requests(self, after_seq: int = 0) -> List[Dict[str, Any]]:
+        """The records of requests finished after after_seq that the hub
+        keeps (the latest max_requests), oldest first: dicts with the
+        schema's RequestRecord names (seq, id, model, adapter, tenant,
+        steps, new_tokens, decoded_tokens, gpu_ns, input_ns, output_ns,
+        busy_ns, busy_time_ns, unmeasured, fallback, lanes, ...), trace_id
+        and span_id as hex strings. Poll with the last seq seen."""
+        after = _int("after_seq", after_seq, _U64)
+        out: List[Dict[str, Any]] = []
+        with self._request_lock:
+            buf = self._finished_buf
+            while True:
+                n, last = ctypes.c_size_t(), ctypes.c_uint64()
+                st = self._lib.gs_hub_finished_requests(self._h, after, buf, len(buf), ctypes.byref(n), ctypes.byref(last))
+                if st == _lib.ERR_TOO_SMALL:
+                    buf = self._finished_buf = ctypes.create_string_buffer(max(2 * len(buf), n.value + 1))
+                    continue
+                self._check(st)
+                recs = json.loads(buf.value.decode())
+                if not recs:
+                    return out
+                for r in recs:
+                    for k in ("trace_id", "span_id"):
+                        if k in r:
+                            r[k] = base64.b64decode(r[k]).hex()
+                out.extend(recs)
+                after = last.value
+
+    def attribution(self) -> Dict[str, Any]:
+        """Whose GPU time: the snapshot's "requests" (each lane's cost
+        model and totals, the classes' totals, the heaviest records), or {}
+        while no request was ever said."""
+        return self.snapshot().get("requests", {})
+
     # OpenTelemetry.
 
     def start_otlp(
@@ -726,3 +837,12 @@ class Hub:
     def __repr__(self):
         return f"<gpuspans.Hub {self._h} lanes={list(self.lanes)}>"
 
+
+def _ids(b, trace_id, span_id):
+    """Sets a gs_hub_request's span context from bytes or hex strings."""
+    t = bytes.fromhex(trace_id) if isinstance(trace_id, str) else bytes(trace_id)
+    s = bytes.fromhex(span_id) if isinstance(span_id, str) else bytes(span_id)
+    if len(t) != 16 or len(s) != 8:
+        raise ValueError(f"gpuspans: trace_id and span_id of {len(t)} and {len(s)} bytes, want 16 and 8")
+    ctypes.memmove(ctypes.addressof(b) + _lib.Request.trace_id.offset, t, 16)
+    ctypes.memmove(ctypes.addressof(b) + _lib.Request.span_id.offset, s, 8)

@@ -137,6 +137,20 @@ class Link(ctypes.Structure):
     _fields_ = [("trace_id", ctypes.c_uint8 * 16), ("span_id", ctypes.c_uint8 * 8)]
 
 
+class Request(ctypes.Structure):
+    """gs_hub_request (48 bytes)."""
+
+    _fields_ = [
+        ("id", ctypes.c_uint64),
+        ("new_tokens", ctypes.c_uint32),
+        ("decoded_tokens", ctypes.c_uint32),
+        ("context", ctypes.c_uint32),
+        ("request_class", ctypes.c_uint16),
+        ("trace_id", ctypes.c_uint8 * 16),
+        ("span_id", ctypes.c_uint8 * 8),
+    ]
+
+
 def find():
     """Returns the library's path: $GPUSPANS_LIB, else the copy beside this
     package (where the wheel puts it)."""
@@ -199,6 +213,11 @@ def load(path=None):
         "gs_hub_otlp_stop": (i32, [u64, i32]),
         "gs_hub_get_step": (i32, [u64, p(u64)]),
         "gs_hub_link_step": (i32, [u64, u64, p(Link), sz]),
+        "gs_hub_request_class": (i32, [u64, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, p(ctypes.c_uint16)]),
+        "gs_hub_serve_requests_call": (i32, [u64, i32, p(Request), sz]),
+        "gs_hub_end_request": (i32, [u64, u64]),
+        "gs_hub_lane_work_call": (i32, [u64, i32, ctypes.c_double, ctypes.c_double]),
+        "gs_hub_finished_requests": (i32, [u64, u64, ctypes.c_char_p, sz, p(sz), p(u64)]),
         "gs_hub_begin_step_call": (i32, [u64]),
         "gs_hub_lane_begin_call": (i32, [u64, i32]),
         "gs_hub_lane_end_call": (i32, [u64, i32]),

@@ -65,7 +65,7 @@ class ABITest(unittest.TestCase):
         body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
         fields = re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_ *]*?)\s*\b([a-z_0-9]+);", body, re.M)
         ctype = {"int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64, "uint32_t": ctypes.c_uint32,
-                 "const char* const*": ctypes.POINTER(ctypes.c_char_p)}
+                 "double": ctypes.c_double, "const char* const*": ctypes.POINTER(ctypes.c_char_p)}
         self.assertEqual([n for _, n in fields], [n for n, _ in _lib.Options._fields_])
         for (t, n), (pn, pt) in zip(fields, _lib.Options._fields_):
             self.assertIs(ctype[t.strip()], pt, f"field {n}: {t} in hub.h")
@@ -96,6 +96,19 @@ class ABITest(unittest.TestCase):
         fields = re.findall(r"uint8_t ([a-z_]+)\[(\d+)\];", body)
         self.assertEqual([(n, int(k)) for n, k in fields], [(n, t._length_) for n, t in _lib.Link._fields_])
         self.assertEqual(ctypes.sizeof(_lib.Link), 24)
+
+    def test_request_matches_the_header(self):
+        body = re.search(r"typedef struct gs_hub_request \{(.*?)\} gs_hub_request;", header(), re.S).group(1)
+        body = re.sub(r"/\*.*?\*/", "", body, flags=re.S)
+        fields = re.findall(r"^\s*([a-z0-9_]+)\s+([a-z_0-9]+)(?:\[(\d+)\])?;", body, re.M)
+        ctype = {"uint64_t": ctypes.c_uint64, "uint32_t": ctypes.c_uint32, "uint16_t": ctypes.c_uint16}
+        self.assertEqual([n for _, n, _ in fields], [n for n, _ in _lib.Request._fields_])
+        for (t, n, dim), (_, pt) in zip(fields, _lib.Request._fields_):
+            if dim:
+                self.assertEqual((pt._type_, pt._length_), (ctypes.c_uint8, int(dim)), f"field {n}")
+            else:
+                self.assertIs(ctype[t], pt, f"field {n}: {t} in hub.h")
+        self.assertEqual(ctypes.sizeof(_lib.Request), 48, "hub.h: 48 bytes")
 
 
 if __name__ == "__main__":

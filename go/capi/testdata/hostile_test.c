@@ -240,6 +240,11 @@ static void extreme_arguments(void) {
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_otlp_stop(b, 0));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_get_step(b, NULL));
     EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_link_step(b, 0, NULL, (size_t)-1));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_request_class(b, NULL, NULL, NULL, NULL));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_serve_requests_call(b, 0, NULL, (size_t)-1));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_end_request(b, 0));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_lane_work_call(b, 0, -1, -1));
+    EXPECT(GS_HUB_ERR_BAD_HANDLE, gs_hub_finished_requests(b, 0, NULL, 0, NULL, NULL));
   }
 
   int32_t i32s[] = {INT32_MIN, -2, -1, 64, INT32_MAX};
@@ -408,6 +413,29 @@ static void extreme_arguments(void) {
     gs_hub_link l;
     memset(&l, 0xff, sizeof l);
     EXPECT(GS_HUB_OK, gs_hub_link_step(hub, UINT64_MAX, &l, 1));
+  }
+  {
+    // Whose GPU time with extreme arguments: refused, never a crash.
+    uint16_t cls = 0;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_request_class(hub, NULL, NULL, NULL, NULL));
+    EXPECT(GS_HUB_OK, gs_hub_request_class(hub, NULL, NULL, NULL, &cls));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve_requests_call(hub, 0, NULL, (size_t)-1));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve_requests_call(hub, INT32_MIN, NULL, 0));
+    gs_hub_request r;
+    memset(&r, 0xff, sizeof r);
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve_requests_call(hub, 0, &r, 1));
+    memset(&r, 0, sizeof r);
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_serve_requests_call(hub, 0, &r, 1));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_end_request(hub, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_end_request(hub, UINT64_MAX));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_lane_work_call(hub, 0, 1.0 / 0.0, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_lane_work_call(hub, 0, 0.0 / 0.0, 0));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_lane_work_call(hub, INT32_MAX, 1, 1));
+    size_t len = 0;
+    uint64_t last = 0;
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_finished_requests(hub, 0, NULL, 0, NULL, &last));
+    EXPECT(GS_HUB_ERR_INVALID_ARGUMENT, gs_hub_finished_requests(hub, 0, NULL, 1, &len, &last));
+    EXPECT(GS_HUB_OK, gs_hub_finished_requests(hub, UINT64_MAX, big, sizeof big, &len, &last));
   }
   {
     // Every after_seq, and a capacity of (size_t)-1 with a buffer that

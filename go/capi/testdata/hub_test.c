@@ -33,6 +33,17 @@ static long count_of(const char* json, const char* section, const char* name) {
   return strtol(p + strlen("\"count\": "), NULL, 10);
 }
 
+// field_after returns the number of the first "key": after anchor in json
+// (compact JSON, as gs_hub_finished_requests writes it), or -1.
+static long field_after(const char* json, const char* anchor, const char* key) {
+  char k[128];
+  const char* p = strstr(json, anchor);
+  if (p == NULL) return -1;
+  snprintf(k, sizeof k, "\"%s\":", key);
+  p = strstr(p, k);
+  return p == NULL ? -1 : strtol(p + strlen(k), NULL, 10);
+}
+
 static long counter(const char* json, const char* name) {
   char key[128];
   snprintf(key, sizeof key, "\"%s\": ", name);
@@ -402,6 +413,56 @@ int main(void) {
   CHECK(strcmp(gs_hub_status_name(99), "GS_HUB_STATUS_UNKNOWN") == 0, "status 99 named %s", gs_hub_status_name(99));
   printf("ok: bad arguments\n");
 
+  // Whose GPU time: two requests in one decode span, one of them twice as
+  // many tokens; their records split the span and add up to it.
+  {
+    uint16_t tenant_a = 0, tenant_b = 0;
+    CHECK_OK(gs_hub_request_class(hub, "llama", NULL, "a", &tenant_a));
+    CHECK_OK(gs_hub_request_class(hub, "llama", "", "b", &tenant_b));
+    CHECK(tenant_a > 1 && tenant_b > tenant_a, "classes %u %u", tenant_a, tenant_b);
+    uint16_t bad = 99;
+    CHECK(gs_hub_request_class(hub, "bad\nname", NULL, NULL, &bad) == GS_HUB_ERR_INVALID_ARGUMENT && bad == 99 &&
+              strstr(last_error(hub), "model"),
+          "a bad model name: %s", last_error(hub));
+    gs_hub_request reqs[2] = {{.id = 7, .new_tokens = 2, .context = 2, .request_class = tenant_a},
+                              {.id = 8, .decoded_tokens = 1, .context = 90, .request_class = tenant_b}};
+    reqs[0].trace_id[0] = 1;
+    reqs[0].span_id[7] = 2;
+    CHECK_OK(gs_hub_begin_step(hub));
+    CHECK_OK(gs_hub_serve_requests(hub, decode, reqs, 2));
+    CHECK(gs_hub_serve_requests(hub, decode, reqs, 2) == GS_HUB_ERR_INVALID_ARGUMENT &&
+              strstr(last_error(hub), "requests[0] (id 7): served twice"),
+          "a request served twice in a span: %s", last_error(hub));
+    CHECK(gs_hub_serve_requests(hub, 9, reqs, 2) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "lane 9"),
+          "an unknown lane: %s", last_error(hub));
+    CHECK(gs_hub_serve_requests(hub, decode, NULL, 2) == GS_HUB_ERR_INVALID_ARGUMENT, "NULL requests accepted");
+    CHECK(gs_hub_lane_work(hub, decode, -1, 0) == GS_HUB_ERR_INVALID_ARGUMENT, "negative flops accepted");
+    CHECK_OK(gs_hub_lane_work(hub, decode, 1e9, 1e6));
+    CHECK_OK(gs_hub_lane_begin(hub, decode));
+    CHECK_OK(gs_hub_sim_launch(hub, 0, kStream, 30000));
+    CHECK_OK(gs_hub_lane_end(hub, decode));
+    CHECK_OK(gs_hub_end_request(hub, 7));
+    CHECK_OK(gs_hub_end_request(hub, 8));
+    CHECK(gs_hub_end_request(hub, 8) == GS_HUB_ERR_INVALID_ARGUMENT && strstr(last_error(hub), "id 8"),
+          "ending a request twice: %s", last_error(hub));
+    CHECK_OK(gs_hub_drain(hub, 5000, &in_flight));
+    static char recs[1 << 16];
+    uint64_t last = 0;
+    char small[16];
+    CHECK(gs_hub_finished_requests(hub, 0, small, sizeof small, &len, &last) == GS_HUB_ERR_TOO_SMALL && len > sizeof small,
+          "a small buffer: len %zu", len);
+    CHECK_OK(gs_hub_finished_requests(hub, 0, recs, sizeof recs, &len, &last));
+    CHECK(last == 2 && strlen(recs) == len && strstr(recs, "\"id\":7") && strstr(recs, "\"tenant\":\"b\"") &&
+              strstr(recs, "\"trace_id\":\"AQAAAAAAAAAAAAAAAAAAAA==\""),
+          "records (last %llu): %s", (unsigned long long)last, recs);
+    long a = field_after(recs, "\"id\":7", "gpu_ns"), b = field_after(recs, "\"id\":8", "gpu_ns");
+    // Split by tokens while the lane's model is fitting: 2 to 1.
+    CHECK(a + b >= 30000 && (a - 2 * b) * (a - 2 * b) <= 4, "the span of 30000 ns and more split %ld + %ld", a, b);
+    CHECK_OK(gs_hub_finished_requests(hub, last, recs, sizeof recs, &len, &last));
+    CHECK(last == 2 && strcmp(recs, "[]") == 0, "after the last: %s", recs);
+    printf("ok: whose GPU time: a span of 30000 ns split %ld (2 new tokens) and %ld (1 decoded)\n", a, b);
+  }
+
   // A hub at Off with nothing open: no call at all.
   gs_hub off = 0;
   o.level = GS_HUB_LEVEL_OFF;
@@ -415,6 +476,8 @@ int main(void) {
     gs_hub_begin_step(off);
     gs_hub_lane_begin(off, 0);
     gs_hub_kernel_end(off, gs_hub_kernel_begin(off, kAttention, kStream));
+    gs_hub_serve_requests(off, 0, NULL, 0);
+    gs_hub_lane_work(off, 0, 1, 1);
     gs_hub_lane_end(off, 0);
     gs_hub_next_lane(off, 0, 1);
     gs_hub_next_step(off, 1, 0);
@@ -422,7 +485,7 @@ int main(void) {
 #ifdef GS_HUB_TESTING
   CHECK(gs_hub_testing_crossings() == before, "the disabled path crossed %llu times",
         (unsigned long long)(gs_hub_testing_crossings() - before));
-  printf("ok: the disabled path made no call in 600000 span calls\n");
+  printf("ok: the disabled path made no call in 800000 span calls\n");
 #endif
 
   // Bad handles: refused, never a crash, the inline paths included.

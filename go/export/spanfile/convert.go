@@ -115,6 +115,7 @@ func SnapshotToProto(s *gpuspans.Snapshot, taken time.Time) *gpuspansv1.Snapshot
 		Kernels:      aggregatesToProto(s.Kernels),
 		GpuTime:      gpuTimeToProto(&s.GPUTime),
 		Profile:      profileToProto(&s.Profile),
+		Requests:     attributionToProto(&s.Requests),
 	}
 	if !taken.IsZero() {
 		p.TakenUnixNs = taken.UnixNano()
@@ -502,4 +503,89 @@ func fromUnixNs(ns int64) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, ns)
+}
+
+// RequestToProto converts a finished request's record to its wire form.
+func RequestToProto(r *gpuspans.RequestRecord) *gpuspansv1.RequestRecord {
+	p := &gpuspansv1.RequestRecord{
+		Seq: r.Seq, Id: r.ID, Model: r.Model, Adapter: r.Adapter, Tenant: r.Tenant,
+		Steps: r.Steps, FirstStep: r.FirstStep, LastStep: r.LastStep,
+		NewTokens: r.NewTokens, DecodedTokens: r.DecodedTokens,
+		GpuNs: int64(r.GPUTime), InputNs: int64(r.Input), OutputNs: int64(r.Output),
+		BusyNs: int64(r.Busy), BusyTimeNs: int64(r.BusyTime),
+		Unmeasured: r.Unmeasured, Fallback: r.Fallback, Abandoned: r.Abandoned,
+		StartUnixNs: r.StartNs, EndUnixNs: r.EndNs,
+	}
+	if r.TraceID != ([16]byte{}) {
+		p.TraceId = append([]byte(nil), r.TraceID[:]...)
+		p.SpanId = append([]byte(nil), r.SpanID[:]...)
+	}
+	for _, l := range r.Lanes {
+		p.Lanes = append(p.Lanes, &gpuspansv1.RequestLaneTime{Lane: l.Lane, Steps: l.Steps,
+			GpuNs: int64(l.GPUTime), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime)})
+	}
+	return p
+}
+
+// RequestFromProto converts a wire record back. A trace or span id of
+// another length than 16 and 8 bytes is an error.
+func RequestFromProto(p *gpuspansv1.RequestRecord) (gpuspans.RequestRecord, error) {
+	r := gpuspans.RequestRecord{
+		Seq: p.GetSeq(), ID: p.GetId(), Model: p.GetModel(), Adapter: p.GetAdapter(), Tenant: p.GetTenant(),
+		Steps: p.GetSteps(), FirstStep: p.GetFirstStep(), LastStep: p.GetLastStep(),
+		NewTokens: p.GetNewTokens(), DecodedTokens: p.GetDecodedTokens(),
+		GPUTime: time.Duration(p.GetGpuNs()), Input: time.Duration(p.GetInputNs()), Output: time.Duration(p.GetOutputNs()),
+		Busy: time.Duration(p.GetBusyNs()), BusyTime: time.Duration(p.GetBusyTimeNs()),
+		Unmeasured: p.GetUnmeasured(), Fallback: p.GetFallback(), Abandoned: p.GetAbandoned(),
+		StartNs: p.GetStartUnixNs(), EndNs: p.GetEndUnixNs(),
+	}
+	if t, s := p.GetTraceId(), p.GetSpanId(); len(t) > 0 || len(s) > 0 {
+		if len(t) != 16 || len(s) != 8 {
+			return r, fmt.Errorf("spanfile: request %d: trace id of %d bytes and span id of %d, want 16 and 8", r.ID, len(t), len(s))
+		}
+		copy(r.TraceID[:], t)
+		copy(r.SpanID[:], s)
+	}
+	for _, l := range p.GetLanes() {
+		r.Lanes = append(r.Lanes, gpuspans.RequestLaneTime{Lane: l.GetLane(), Steps: l.GetSteps(),
+			GPUTime: time.Duration(l.GetGpuNs()), Busy: time.Duration(l.GetBusyNs()), BusyTime: time.Duration(l.GetBusyTimeNs())})
+	}
+	return r, nil
+}
+
+// attributionToProto converts whose GPU time; nil while no request was
+// ever said.
+func attributionToProto(a *gpuspans.RequestAttribution) *gpuspansv1.RequestAttribution {
+	if a.Counters == (gpuspans.RequestCounters{}) && len(a.Lanes) == 0 && a.InFlight == 0 {
+		return nil
+	}
+	c := &a.Counters
+	p := &gpuspansv1.RequestAttribution{InFlight: uint32(a.InFlight), Finished: a.Finished,
+		Counters: &gpuspansv1.RequestCounters{Batches: c.Batches, Served: c.Served, Refused: c.Refused, Backlog: c.Backlog,
+			Expired: c.Expired, Overrun: c.Overrun, Abandoned: c.Abandoned, RecordsOverwritten: c.RecordsOverwritten}}
+	for i := range a.Lanes {
+		l := &a.Lanes[i]
+		p.Lanes = append(p.Lanes, &gpuspansv1.LaneAttribution{Device: int32(l.Device), Lane: l.Lane,
+			Model: &gpuspansv1.CostModel{Status: l.Model.Status, FixedNs: int64(l.Model.Fixed), PerTokenNs: l.Model.PerToken,
+				PerPairNs: l.Model.PerPair, Residual: l.Model.Residual, Steps: l.Model.Steps},
+			Spans: l.Spans, ModelSpans: l.ModelSpans, Unmeasured: l.Unmeasured,
+			TimeNs: int64(l.Time), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime), WindowCostNs: int64(l.WindowCost),
+			Flops: l.FLOPs, Bytes: l.Bytes, WorkTimeNs: int64(l.WorkTime), WorkBusyNs: int64(l.WorkBusy), WorkBusyTimeNs: int64(l.WorkBusyTime),
+			PeakFlops: l.PeakFlops, PeakBandwidth: l.PeakBandwidth})
+	}
+	for i := range a.Classes {
+		cl := &a.Classes[i]
+		pc := &gpuspansv1.ClassAttribution{Model: cl.Model, Adapter: cl.Adapter, Tenant: cl.Tenant, Other: cl.Other,
+			NewTokens: cl.NewTokens, DecodedTokens: cl.DecodedTokens, Finished: cl.Finished, Abandoned: cl.Abandoned, Flops: cl.FLOPs,
+			PerRequest: aggregatesToProto([]gpuspans.Aggregate{cl.PerRequest})[0]}
+		for _, l := range cl.Lanes {
+			pc.Lanes = append(pc.Lanes, &gpuspansv1.ClassLaneTime{Lane: l.Lane, GpuNs: int64(l.GPUTime), InputNs: int64(l.Input),
+				OutputNs: int64(l.Output), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime)})
+		}
+		p.Classes = append(p.Classes, pc)
+	}
+	for i := range a.Heaviest {
+		p.Heaviest = append(p.Heaviest, RequestToProto(&a.Heaviest[i]))
+	}
+	return p
 }

@@ -126,6 +126,25 @@ func (w *Writer) WriteSpans(source string, spans []gpuspans.Span) error {
 	return nil
 }
 
+// WriteRequests writes finished requests' records (Hub.FinishedRequests)
+// as RequestBatch records from source, at most 4096 to a record. No
+// records writes nothing.
+func (w *Writer) WriteRequests(source string, recs []gpuspans.RequestRecord) error {
+	now := w.o.Now().UnixNano()
+	for len(recs) > 0 {
+		n := min(len(recs), spansPerRecord)
+		b := &gpuspansv1.RequestBatch{Source: source, WrittenUnixNs: now, Requests: make([]*gpuspansv1.RequestRecord, n)}
+		for i := range recs[:n] {
+			b.Requests[i] = RequestToProto(&recs[i])
+		}
+		if err := w.WriteRecord(&gpuspansv1.Record{Record: &gpuspansv1.Record_Requests{Requests: b}}); err != nil {
+			return err
+		}
+		recs = recs[n:]
+	}
+	return nil
+}
+
 // WriteSnapshot writes s as a Snapshot record stamped with the writer's
 // clock.
 func (w *Writer) WriteSnapshot(s *gpuspans.Snapshot) error {

@@ -44,6 +44,13 @@ var pageOnly = map[string]bool{
 	"gpu_time.gaps[].p50_ns":      true,
 	"gpu_time.gaps[].p90_ns":      true,
 	"gpu_time.gaps[].p99_ns":      true,
+	// A lane's achieved FLOP/s (gpuspans.LaneAttribution.Achieved), and
+	// the quantiles of a class's GPU time per request.
+	"requests.lanes[].achieved_flops_served": true,
+	"requests.lanes[].achieved_flops_busy":   true,
+	"requests.classes[].per_request.p50_ns":  true,
+	"requests.classes[].per_request.p90_ns":  true,
+	"requests.classes[].per_request.p99_ns":  true,
 }
 
 // protoOnly are the schema's fields that the live page leaves out.

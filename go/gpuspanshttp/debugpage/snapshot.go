@@ -33,6 +33,8 @@ type snapshotJSON struct {
 	GPUTime *gpuTimeJSON `json:"gpu_time,omitempty"`
 	// Profile is absent while no profile was ever kept.
 	Profile *profileJSON `json:"profile,omitempty"`
+	// Requests is absent while no request was ever said.
+	Requests *attributionJSON `json:"requests,omitempty"`
 	// RecentWindows are the hub's recent windows, oldest first, the open
 	// one last (page-only; only from MarshalSnapshotWindows).
 	RecentWindows []windowJSON `json:"recent_windows,omitempty"`
@@ -123,6 +125,7 @@ func toJSON(s *gpuspans.Snapshot, backend string, now time.Time) snapshotJSON {
 	}
 	j.GPUTime = gpuTime(&s.GPUTime)
 	j.Profile = profileOf(&s.Profile)
+	j.Requests = attribution(&s.Requests)
 	if !now.IsZero() {
 		j.TakenUnixNs = now.UnixNano()
 	}

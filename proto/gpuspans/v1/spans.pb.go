@@ -1050,7 +1050,10 @@ type Snapshot struct {
 	// before the first window was analysed.
 	GpuTime *GpuTime `protobuf:"bytes,13,opt,name=gpu_time,json=gpuTime,proto3" json:"gpu_time,omitempty"`
 	// The hub's profile across builds; absent while none was ever kept.
-	Profile       *Profile `protobuf:"bytes,14,opt,name=profile,proto3" json:"profile,omitempty"`
+	Profile *Profile `protobuf:"bytes,14,opt,name=profile,proto3" json:"profile,omitempty"`
+	// Whose GPU time: what lane spans gave the requests engines said they
+	// served; absent while no request was ever said.
+	Requests      *RequestAttribution `protobuf:"bytes,15,opt,name=requests,proto3" json:"requests,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1176,6 +1179,1057 @@ func (x *Snapshot) GetProfile() *Profile {
 	return nil
 }
 
+func (x *Snapshot) GetRequests() *RequestAttribution {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
+// Whose GPU time (docs/design.md): each lane span split among the
+// requests it served by the lane's cost model, the parts adding up to the
+// span.
+type RequestAttribution struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Requests held: in flight, or ended with spans still to land.
+	InFlight uint32 `protobuf:"varint,1,opt,name=in_flight,json=inFlight,proto3" json:"in_flight,omitempty"`
+	// Records made: the newest's seq.
+	Finished uint64           `protobuf:"varint,2,opt,name=finished,proto3" json:"finished,omitempty"`
+	Counters *RequestCounters `protobuf:"bytes,3,opt,name=counters,proto3" json:"counters,omitempty"`
+	// Per device and lane with a span split.
+	Lanes []*LaneAttribution `protobuf:"bytes,4,rep,name=lanes,proto3" json:"lanes,omitempty"`
+	// The classes with labels of their own, then "other" (the rest).
+	Classes []*ClassAttribution `protobuf:"bytes,5,rep,name=classes,proto3" json:"classes,omitempty"`
+	// The heaviest of the records kept, most GPU time first.
+	Heaviest      []*RequestRecord `protobuf:"bytes,6,rep,name=heaviest,proto3" json:"heaviest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestAttribution) Reset() {
+	*x = RequestAttribution{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestAttribution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestAttribution) ProtoMessage() {}
+
+func (x *RequestAttribution) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestAttribution.ProtoReflect.Descriptor instead.
+func (*RequestAttribution) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RequestAttribution) GetInFlight() uint32 {
+	if x != nil {
+		return x.InFlight
+	}
+	return 0
+}
+
+func (x *RequestAttribution) GetFinished() uint64 {
+	if x != nil {
+		return x.Finished
+	}
+	return 0
+}
+
+func (x *RequestAttribution) GetCounters() *RequestCounters {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+func (x *RequestAttribution) GetLanes() []*LaneAttribution {
+	if x != nil {
+		return x.Lanes
+	}
+	return nil
+}
+
+func (x *RequestAttribution) GetClasses() []*ClassAttribution {
+	if x != nil {
+		return x.Classes
+	}
+	return nil
+}
+
+func (x *RequestAttribution) GetHeaviest() []*RequestRecord {
+	if x != nil {
+		return x.Heaviest
+	}
+	return nil
+}
+
+type RequestCounters struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Lane spans said to serve requests, and the requests in them.
+	Batches uint64 `protobuf:"varint,1,opt,name=batches,proto3" json:"batches,omitempty"`
+	Served  uint64 `protobuf:"varint,2,opt,name=served,proto3" json:"served,omitempty"`
+	// Calls refused; calls dropped on a full inbox.
+	Refused uint64 `protobuf:"varint,3,opt,name=refused,proto3" json:"refused,omitempty"`
+	Backlog uint64 `protobuf:"varint,4,opt,name=backlog,proto3" json:"backlog,omitempty"`
+	// Batches whose span never landed in time, or given up for room.
+	Expired uint64 `protobuf:"varint,5,opt,name=expired,proto3" json:"expired,omitempty"`
+	Overrun uint64 `protobuf:"varint,6,opt,name=overrun,proto3" json:"overrun,omitempty"`
+	// Requests ended by the hub after a minute unserved.
+	Abandoned uint64 `protobuf:"varint,7,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	// Records overwritten before they were read.
+	RecordsOverwritten uint64 `protobuf:"varint,8,opt,name=records_overwritten,json=recordsOverwritten,proto3" json:"records_overwritten,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *RequestCounters) Reset() {
+	*x = RequestCounters{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestCounters) ProtoMessage() {}
+
+func (x *RequestCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestCounters.ProtoReflect.Descriptor instead.
+func (*RequestCounters) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RequestCounters) GetBatches() uint64 {
+	if x != nil {
+		return x.Batches
+	}
+	return 0
+}
+
+func (x *RequestCounters) GetServed() uint64 {
+	if x != nil {
+		return x.Served
+	}
+	return 0
+}
+
+func (x *RequestCounters) GetRefused() uint64 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
+func (x *RequestCounters) GetBacklog() uint64 {
+	if x != nil {
+		return x.Backlog
+	}
+	return 0
+}
+
+func (x *RequestCounters) GetExpired() uint64 {
+	if x != nil {
+		return x.Expired
+	}
+	return 0
+}
+
+func (x *RequestCounters) GetOverrun() uint64 {
+	if x != nil {
+		return x.Overrun
+	}
+	return 0
+}
+
+func (x *RequestCounters) GetAbandoned() uint64 {
+	if x != nil {
+		return x.Abandoned
+	}
+	return 0
+}
+
+func (x *RequestCounters) GetRecordsOverwritten() uint64 {
+	if x != nil {
+		return x.RecordsOverwritten
+	}
+	return 0
+}
+
+// A lane's cost model: a step costs fixed_ns plus per_token_ns a token
+// processed plus per_pair_ns an attention pair, over its requests.
+type CostModel struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "fitting", "ok", "undetermined" or "unexplained": spans are split by
+	// the model only at "ok", by tokens otherwise.
+	Status     string  `protobuf:"bytes,1,opt,name=status,proto3" json:"status,omitempty"`
+	FixedNs    int64   `protobuf:"varint,2,opt,name=fixed_ns,json=fixedNs,proto3" json:"fixed_ns,omitempty"`
+	PerTokenNs float64 `protobuf:"fixed64,3,opt,name=per_token_ns,json=perTokenNs,proto3" json:"per_token_ns,omitempty"`
+	PerPairNs  float64 `protobuf:"fixed64,4,opt,name=per_pair_ns,json=perPairNs,proto3" json:"per_pair_ns,omitempty"`
+	// Root-mean-square error over the mean step time.
+	Residual      float64 `protobuf:"fixed64,5,opt,name=residual,proto3" json:"residual,omitempty"`
+	Steps         uint64  `protobuf:"varint,6,opt,name=steps,proto3" json:"steps,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CostModel) Reset() {
+	*x = CostModel{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CostModel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CostModel) ProtoMessage() {}
+
+func (x *CostModel) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CostModel.ProtoReflect.Descriptor instead.
+func (*CostModel) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *CostModel) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *CostModel) GetFixedNs() int64 {
+	if x != nil {
+		return x.FixedNs
+	}
+	return 0
+}
+
+func (x *CostModel) GetPerTokenNs() float64 {
+	if x != nil {
+		return x.PerTokenNs
+	}
+	return 0
+}
+
+func (x *CostModel) GetPerPairNs() float64 {
+	if x != nil {
+		return x.PerPairNs
+	}
+	return 0
+}
+
+func (x *CostModel) GetResidual() float64 {
+	if x != nil {
+		return x.Residual
+	}
+	return 0
+}
+
+func (x *CostModel) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+// What one lane's spans on one device gave their requests.
+type LaneAttribution struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Device int32                  `protobuf:"varint,1,opt,name=device,proto3" json:"device,omitempty"`
+	Lane   string                 `protobuf:"bytes,2,opt,name=lane,proto3" json:"lane,omitempty"`
+	Model  *CostModel             `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	// Spans split, those split by the model, and those with requests that
+	// never landed.
+	Spans      uint64 `protobuf:"varint,4,opt,name=spans,proto3" json:"spans,omitempty"`
+	ModelSpans uint64 `protobuf:"varint,5,opt,name=model_spans,json=modelSpans,proto3" json:"model_spans,omitempty"`
+	Unmeasured uint64 `protobuf:"varint,6,opt,name=unmeasured,proto3" json:"unmeasured,omitempty"`
+	// Their time split (a kernel window step's served time), the part
+	// kernels ran over busy_time_ns of it, and what windows added.
+	TimeNs       int64 `protobuf:"varint,7,opt,name=time_ns,json=timeNs,proto3" json:"time_ns,omitempty"`
+	BusyNs       int64 `protobuf:"varint,8,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	BusyTimeNs   int64 `protobuf:"varint,9,opt,name=busy_time_ns,json=busyTimeNs,proto3" json:"busy_time_ns,omitempty"`
+	WindowCostNs int64 `protobuf:"varint,10,opt,name=window_cost_ns,json=windowCostNs,proto3" json:"window_cost_ns,omitempty"`
+	// The work engines gave (LaneWork), and the time and busy time of the
+	// spans with work.
+	Flops          float64 `protobuf:"fixed64,11,opt,name=flops,proto3" json:"flops,omitempty"`
+	Bytes          float64 `protobuf:"fixed64,12,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	WorkTimeNs     int64   `protobuf:"varint,13,opt,name=work_time_ns,json=workTimeNs,proto3" json:"work_time_ns,omitempty"`
+	WorkBusyNs     int64   `protobuf:"varint,14,opt,name=work_busy_ns,json=workBusyNs,proto3" json:"work_busy_ns,omitempty"`
+	WorkBusyTimeNs int64   `protobuf:"varint,15,opt,name=work_busy_time_ns,json=workBusyTimeNs,proto3" json:"work_busy_time_ns,omitempty"`
+	// The device's peaks; 0: not known.
+	PeakFlops     float64 `protobuf:"fixed64,16,opt,name=peak_flops,json=peakFlops,proto3" json:"peak_flops,omitempty"`
+	PeakBandwidth float64 `protobuf:"fixed64,17,opt,name=peak_bandwidth,json=peakBandwidth,proto3" json:"peak_bandwidth,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LaneAttribution) Reset() {
+	*x = LaneAttribution{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LaneAttribution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LaneAttribution) ProtoMessage() {}
+
+func (x *LaneAttribution) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LaneAttribution.ProtoReflect.Descriptor instead.
+func (*LaneAttribution) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *LaneAttribution) GetDevice() int32 {
+	if x != nil {
+		return x.Device
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
+}
+
+func (x *LaneAttribution) GetModel() *CostModel {
+	if x != nil {
+		return x.Model
+	}
+	return nil
+}
+
+func (x *LaneAttribution) GetSpans() uint64 {
+	if x != nil {
+		return x.Spans
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetModelSpans() uint64 {
+	if x != nil {
+		return x.ModelSpans
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetUnmeasured() uint64 {
+	if x != nil {
+		return x.Unmeasured
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetTimeNs() int64 {
+	if x != nil {
+		return x.TimeNs
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetBusyTimeNs() int64 {
+	if x != nil {
+		return x.BusyTimeNs
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetWindowCostNs() int64 {
+	if x != nil {
+		return x.WindowCostNs
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetFlops() float64 {
+	if x != nil {
+		return x.Flops
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetBytes() float64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetWorkTimeNs() int64 {
+	if x != nil {
+		return x.WorkTimeNs
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetWorkBusyNs() int64 {
+	if x != nil {
+		return x.WorkBusyNs
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetWorkBusyTimeNs() int64 {
+	if x != nil {
+		return x.WorkBusyTimeNs
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetPeakFlops() float64 {
+	if x != nil {
+		return x.PeakFlops
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetPeakBandwidth() float64 {
+	if x != nil {
+		return x.PeakBandwidth
+	}
+	return 0
+}
+
+// A request class (model, adapter, tenant), or "other" (other set).
+type ClassAttribution struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Model         string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Adapter       string                 `protobuf:"bytes,2,opt,name=adapter,proto3" json:"adapter,omitempty"`
+	Tenant        string                 `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Other         bool                   `protobuf:"varint,4,opt,name=other,proto3" json:"other,omitempty"`
+	Lanes         []*ClassLaneTime       `protobuf:"bytes,5,rep,name=lanes,proto3" json:"lanes,omitempty"`
+	NewTokens     uint64                 `protobuf:"varint,6,opt,name=new_tokens,json=newTokens,proto3" json:"new_tokens,omitempty"`
+	DecodedTokens uint64                 `protobuf:"varint,7,opt,name=decoded_tokens,json=decodedTokens,proto3" json:"decoded_tokens,omitempty"`
+	Finished      uint64                 `protobuf:"varint,8,opt,name=finished,proto3" json:"finished,omitempty"`
+	Abandoned     uint64                 `protobuf:"varint,9,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	Flops         float64                `protobuf:"fixed64,10,opt,name=flops,proto3" json:"flops,omitempty"`
+	// The GPU time of each request finished.
+	PerRequest    *Aggregate `protobuf:"bytes,11,opt,name=per_request,json=perRequest,proto3" json:"per_request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClassAttribution) Reset() {
+	*x = ClassAttribution{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClassAttribution) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClassAttribution) ProtoMessage() {}
+
+func (x *ClassAttribution) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClassAttribution.ProtoReflect.Descriptor instead.
+func (*ClassAttribution) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ClassAttribution) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ClassAttribution) GetAdapter() string {
+	if x != nil {
+		return x.Adapter
+	}
+	return ""
+}
+
+func (x *ClassAttribution) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ClassAttribution) GetOther() bool {
+	if x != nil {
+		return x.Other
+	}
+	return false
+}
+
+func (x *ClassAttribution) GetLanes() []*ClassLaneTime {
+	if x != nil {
+		return x.Lanes
+	}
+	return nil
+}
+
+func (x *ClassAttribution) GetNewTokens() uint64 {
+	if x != nil {
+		return x.NewTokens
+	}
+	return 0
+}
+
+func (x *ClassAttribution) GetDecodedTokens() uint64 {
+	if x != nil {
+		return x.DecodedTokens
+	}
+	return 0
+}
+
+func (x *ClassAttribution) GetFinished() uint64 {
+	if x != nil {
+		return x.Finished
+	}
+	return 0
+}
+
+func (x *ClassAttribution) GetAbandoned() uint64 {
+	if x != nil {
+		return x.Abandoned
+	}
+	return 0
+}
+
+func (x *ClassAttribution) GetFlops() float64 {
+	if x != nil {
+		return x.Flops
+	}
+	return 0
+}
+
+func (x *ClassAttribution) GetPerRequest() *Aggregate {
+	if x != nil {
+		return x.PerRequest
+	}
+	return nil
+}
+
+type ClassLaneTime struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Lane  string                 `protobuf:"bytes,1,opt,name=lane,proto3" json:"lane,omitempty"`
+	// gpu_ns = input_ns + output_ns; busy_ns over busy_time_ns of it.
+	GpuNs         int64 `protobuf:"varint,2,opt,name=gpu_ns,json=gpuNs,proto3" json:"gpu_ns,omitempty"`
+	InputNs       int64 `protobuf:"varint,3,opt,name=input_ns,json=inputNs,proto3" json:"input_ns,omitempty"`
+	OutputNs      int64 `protobuf:"varint,4,opt,name=output_ns,json=outputNs,proto3" json:"output_ns,omitempty"`
+	BusyNs        int64 `protobuf:"varint,5,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	BusyTimeNs    int64 `protobuf:"varint,6,opt,name=busy_time_ns,json=busyTimeNs,proto3" json:"busy_time_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClassLaneTime) Reset() {
+	*x = ClassLaneTime{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClassLaneTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClassLaneTime) ProtoMessage() {}
+
+func (x *ClassLaneTime) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClassLaneTime.ProtoReflect.Descriptor instead.
+func (*ClassLaneTime) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ClassLaneTime) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
+}
+
+func (x *ClassLaneTime) GetGpuNs() int64 {
+	if x != nil {
+		return x.GpuNs
+	}
+	return 0
+}
+
+func (x *ClassLaneTime) GetInputNs() int64 {
+	if x != nil {
+		return x.InputNs
+	}
+	return 0
+}
+
+func (x *ClassLaneTime) GetOutputNs() int64 {
+	if x != nil {
+		return x.OutputNs
+	}
+	return 0
+}
+
+func (x *ClassLaneTime) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *ClassLaneTime) GetBusyTimeNs() int64 {
+	if x != nil {
+		return x.BusyTimeNs
+	}
+	return 0
+}
+
+// A finished request's GPU time: its parts of the lane spans that served
+// it, on every device.
+type RequestRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Finishing order within the process, from 1.
+	Seq     uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Id      uint64 `protobuf:"varint,2,opt,name=id,proto3" json:"id,omitempty"`
+	Model   string `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	Adapter string `protobuf:"bytes,4,opt,name=adapter,proto3" json:"adapter,omitempty"`
+	Tenant  string `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Its span context, when the engine gave one (16 and 8 bytes).
+	TraceId []byte `protobuf:"bytes,6,opt,name=trace_id,json=traceId,proto3" json:"trace_id,omitempty"`
+	SpanId  []byte `protobuf:"bytes,7,opt,name=span_id,json=spanId,proto3" json:"span_id,omitempty"`
+	// Lane spans that served it, and their first and last step.
+	Steps         uint64 `protobuf:"varint,8,opt,name=steps,proto3" json:"steps,omitempty"`
+	FirstStep     uint64 `protobuf:"varint,9,opt,name=first_step,json=firstStep,proto3" json:"first_step,omitempty"`
+	LastStep      uint64 `protobuf:"varint,10,opt,name=last_step,json=lastStep,proto3" json:"last_step,omitempty"`
+	NewTokens     uint64 `protobuf:"varint,11,opt,name=new_tokens,json=newTokens,proto3" json:"new_tokens,omitempty"`
+	DecodedTokens uint64 `protobuf:"varint,12,opt,name=decoded_tokens,json=decodedTokens,proto3" json:"decoded_tokens,omitempty"`
+	// gpu_ns = input_ns + output_ns; busy_ns over busy_time_ns of it.
+	GpuNs      int64 `protobuf:"varint,13,opt,name=gpu_ns,json=gpuNs,proto3" json:"gpu_ns,omitempty"`
+	InputNs    int64 `protobuf:"varint,14,opt,name=input_ns,json=inputNs,proto3" json:"input_ns,omitempty"`
+	OutputNs   int64 `protobuf:"varint,15,opt,name=output_ns,json=outputNs,proto3" json:"output_ns,omitempty"`
+	BusyNs     int64 `protobuf:"varint,16,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	BusyTimeNs int64 `protobuf:"varint,17,opt,name=busy_time_ns,json=busyTimeNs,proto3" json:"busy_time_ns,omitempty"`
+	// Spans that served it and never landed; spans split by tokens.
+	Unmeasured uint64 `protobuf:"varint,18,opt,name=unmeasured,proto3" json:"unmeasured,omitempty"`
+	Fallback   uint64 `protobuf:"varint,19,opt,name=fallback,proto3" json:"fallback,omitempty"`
+	// Ended by the hub after a minute unserved.
+	Abandoned bool `protobuf:"varint,20,opt,name=abandoned,proto3" json:"abandoned,omitempty"`
+	// Its spans' extent on the host clock; 0: not placed.
+	StartUnixNs   int64              `protobuf:"varint,21,opt,name=start_unix_ns,json=startUnixNs,proto3" json:"start_unix_ns,omitempty"`
+	EndUnixNs     int64              `protobuf:"varint,22,opt,name=end_unix_ns,json=endUnixNs,proto3" json:"end_unix_ns,omitempty"`
+	Lanes         []*RequestLaneTime `protobuf:"bytes,23,rep,name=lanes,proto3" json:"lanes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestRecord) Reset() {
+	*x = RequestRecord{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestRecord) ProtoMessage() {}
+
+func (x *RequestRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestRecord.ProtoReflect.Descriptor instead.
+func (*RequestRecord) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RequestRecord) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *RequestRecord) GetAdapter() string {
+	if x != nil {
+		return x.Adapter
+	}
+	return ""
+}
+
+func (x *RequestRecord) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *RequestRecord) GetTraceId() []byte {
+	if x != nil {
+		return x.TraceId
+	}
+	return nil
+}
+
+func (x *RequestRecord) GetSpanId() []byte {
+	if x != nil {
+		return x.SpanId
+	}
+	return nil
+}
+
+func (x *RequestRecord) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetFirstStep() uint64 {
+	if x != nil {
+		return x.FirstStep
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetLastStep() uint64 {
+	if x != nil {
+		return x.LastStep
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetNewTokens() uint64 {
+	if x != nil {
+		return x.NewTokens
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetDecodedTokens() uint64 {
+	if x != nil {
+		return x.DecodedTokens
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetGpuNs() int64 {
+	if x != nil {
+		return x.GpuNs
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetInputNs() int64 {
+	if x != nil {
+		return x.InputNs
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetOutputNs() int64 {
+	if x != nil {
+		return x.OutputNs
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetBusyTimeNs() int64 {
+	if x != nil {
+		return x.BusyTimeNs
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetUnmeasured() uint64 {
+	if x != nil {
+		return x.Unmeasured
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetFallback() uint64 {
+	if x != nil {
+		return x.Fallback
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetAbandoned() bool {
+	if x != nil {
+		return x.Abandoned
+	}
+	return false
+}
+
+func (x *RequestRecord) GetStartUnixNs() int64 {
+	if x != nil {
+		return x.StartUnixNs
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetEndUnixNs() int64 {
+	if x != nil {
+		return x.EndUnixNs
+	}
+	return 0
+}
+
+func (x *RequestRecord) GetLanes() []*RequestLaneTime {
+	if x != nil {
+		return x.Lanes
+	}
+	return nil
+}
+
+type RequestLaneTime struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lane          string                 `protobuf:"bytes,1,opt,name=lane,proto3" json:"lane,omitempty"`
+	Steps         uint64                 `protobuf:"varint,2,opt,name=steps,proto3" json:"steps,omitempty"`
+	GpuNs         int64                  `protobuf:"varint,3,opt,name=gpu_ns,json=gpuNs,proto3" json:"gpu_ns,omitempty"`
+	BusyNs        int64                  `protobuf:"varint,4,opt,name=busy_ns,json=busyNs,proto3" json:"busy_ns,omitempty"`
+	BusyTimeNs    int64                  `protobuf:"varint,5,opt,name=busy_time_ns,json=busyTimeNs,proto3" json:"busy_time_ns,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestLaneTime) Reset() {
+	*x = RequestLaneTime{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestLaneTime) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestLaneTime) ProtoMessage() {}
+
+func (x *RequestLaneTime) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestLaneTime.ProtoReflect.Descriptor instead.
+func (*RequestLaneTime) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RequestLaneTime) GetLane() string {
+	if x != nil {
+		return x.Lane
+	}
+	return ""
+}
+
+func (x *RequestLaneTime) GetSteps() uint64 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *RequestLaneTime) GetGpuNs() int64 {
+	if x != nil {
+		return x.GpuNs
+	}
+	return 0
+}
+
+func (x *RequestLaneTime) GetBusyNs() int64 {
+	if x != nil {
+		return x.BusyNs
+	}
+	return 0
+}
+
+func (x *RequestLaneTime) GetBusyTimeNs() int64 {
+	if x != nil {
+		return x.BusyTimeNs
+	}
+	return 0
+}
+
+// Finished requests, as written to a span file.
+type RequestBatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Who measured them (host, engine), as SpanBatch's source.
+	Source        string           `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	WrittenUnixNs int64            `protobuf:"varint,2,opt,name=written_unix_ns,json=writtenUnixNs,proto3" json:"written_unix_ns,omitempty"`
+	Requests      []*RequestRecord `protobuf:"bytes,3,rep,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestBatch) Reset() {
+	*x = RequestBatch{}
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestBatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestBatch) ProtoMessage() {}
+
+func (x *RequestBatch) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestBatch.ProtoReflect.Descriptor instead.
+func (*RequestBatch) Descriptor() ([]byte, []int) {
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RequestBatch) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *RequestBatch) GetWrittenUnixNs() int64 {
+	if x != nil {
+		return x.WrittenUnixNs
+	}
+	return 0
+}
+
+func (x *RequestBatch) GetRequests() []*RequestRecord {
+	if x != nil {
+		return x.Requests
+	}
+	return nil
+}
+
 // A hub's profile across builds (docs/design.md, profiles across builds):
 // the file it keeps this build's profile in, the previous build's it
 // compares with, and what changed since.
@@ -1207,7 +2261,7 @@ type Profile struct {
 
 func (x *Profile) Reset() {
 	*x = Profile{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +2273,7 @@ func (x *Profile) String() string {
 func (*Profile) ProtoMessage() {}
 
 func (x *Profile) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[8]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +2286,7 @@ func (x *Profile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Profile.ProtoReflect.Descriptor instead.
 func (*Profile) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{8}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Profile) GetPath() string {
@@ -1340,7 +2394,7 @@ type LaneSinceBuild struct {
 
 func (x *LaneSinceBuild) Reset() {
 	*x = LaneSinceBuild{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +2406,7 @@ func (x *LaneSinceBuild) String() string {
 func (*LaneSinceBuild) ProtoMessage() {}
 
 func (x *LaneSinceBuild) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[9]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +2419,7 @@ func (x *LaneSinceBuild) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaneSinceBuild.ProtoReflect.Descriptor instead.
 func (*LaneSinceBuild) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{9}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LaneSinceBuild) GetDeviceModel() string {
@@ -1490,7 +2544,7 @@ type KernelChange struct {
 
 func (x *KernelChange) Reset() {
 	*x = KernelChange{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +2556,7 @@ func (x *KernelChange) String() string {
 func (*KernelChange) ProtoMessage() {}
 
 func (x *KernelChange) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[10]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +2569,7 @@ func (x *KernelChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelChange.ProtoReflect.Descriptor instead.
 func (*KernelChange) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{10}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *KernelChange) GetName() string {
@@ -1582,7 +2636,7 @@ type GpuTime struct {
 
 func (x *GpuTime) Reset() {
 	*x = GpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1594,7 +2648,7 @@ func (x *GpuTime) String() string {
 func (*GpuTime) ProtoMessage() {}
 
 func (x *GpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[11]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1607,7 +2661,7 @@ func (x *GpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GpuTime.ProtoReflect.Descriptor instead.
 func (*GpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{11}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GpuTime) GetWindows() uint64 {
@@ -1727,7 +2781,7 @@ type LaneGpuTime struct {
 
 func (x *LaneGpuTime) Reset() {
 	*x = LaneGpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1739,7 +2793,7 @@ func (x *LaneGpuTime) String() string {
 func (*LaneGpuTime) ProtoMessage() {}
 
 func (x *LaneGpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[12]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1752,7 +2806,7 @@ func (x *LaneGpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LaneGpuTime.ProtoReflect.Descriptor instead.
 func (*LaneGpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{12}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LaneGpuTime) GetDevice() int32 {
@@ -1906,7 +2960,7 @@ type KernelShare struct {
 
 func (x *KernelShare) Reset() {
 	*x = KernelShare{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1918,7 +2972,7 @@ func (x *KernelShare) String() string {
 func (*KernelShare) ProtoMessage() {}
 
 func (x *KernelShare) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[13]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1931,7 +2985,7 @@ func (x *KernelShare) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelShare.ProtoReflect.Descriptor instead.
 func (*KernelShare) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{13}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *KernelShare) GetKernel() string {
@@ -1972,7 +3026,7 @@ type KernelGap struct {
 
 func (x *KernelGap) Reset() {
 	*x = KernelGap{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1984,7 +3038,7 @@ func (x *KernelGap) String() string {
 func (*KernelGap) ProtoMessage() {}
 
 func (x *KernelGap) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[14]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1997,7 +3051,7 @@ func (x *KernelGap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelGap.ProtoReflect.Descriptor instead.
 func (*KernelGap) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{14}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *KernelGap) GetDevice() int32 {
@@ -2064,7 +3118,7 @@ type StepGpuTime struct {
 
 func (x *StepGpuTime) Reset() {
 	*x = StepGpuTime{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2076,7 +3130,7 @@ func (x *StepGpuTime) String() string {
 func (*StepGpuTime) ProtoMessage() {}
 
 func (x *StepGpuTime) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[15]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2089,7 +3143,7 @@ func (x *StepGpuTime) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StepGpuTime.ProtoReflect.Descriptor instead.
 func (*StepGpuTime) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{15}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *StepGpuTime) GetDevice() int32 {
@@ -2150,7 +3204,7 @@ type KernelMove struct {
 
 func (x *KernelMove) Reset() {
 	*x = KernelMove{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2162,7 +3216,7 @@ func (x *KernelMove) String() string {
 func (*KernelMove) ProtoMessage() {}
 
 func (x *KernelMove) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[16]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2175,7 +3229,7 @@ func (x *KernelMove) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KernelMove.ProtoReflect.Descriptor instead.
 func (*KernelMove) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{16}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *KernelMove) GetDevice() int32 {
@@ -2240,7 +3294,7 @@ type DeviceCounters struct {
 
 func (x *DeviceCounters) Reset() {
 	*x = DeviceCounters{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[17]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2252,7 +3306,7 @@ func (x *DeviceCounters) String() string {
 func (*DeviceCounters) ProtoMessage() {}
 
 func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[17]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2265,7 +3319,7 @@ func (x *DeviceCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeviceCounters.ProtoReflect.Descriptor instead.
 func (*DeviceCounters) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{17}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DeviceCounters) GetDevice() int32 {
@@ -2352,7 +3406,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[18]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2364,7 +3418,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[18]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2377,7 +3431,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{18}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Header) GetSchema() string {
@@ -2406,6 +3460,7 @@ type Record struct {
 	//	*Record_Spans
 	//	*Record_Snapshot
 	//	*Record_Header
+	//	*Record_Requests
 	Record        isRecord_Record `protobuf_oneof:"record"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2413,7 +3468,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[19]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2425,7 +3480,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[19]
+	mi := &file_proto_gpuspans_v1_spans_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2438,7 +3493,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{19}
+	return file_proto_gpuspans_v1_spans_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *Record) GetRecord() isRecord_Record {
@@ -2475,6 +3530,15 @@ func (x *Record) GetHeader() *Header {
 	return nil
 }
 
+func (x *Record) GetRequests() *RequestBatch {
+	if x != nil {
+		if x, ok := x.Record.(*Record_Requests); ok {
+			return x.Requests
+		}
+	}
+	return nil
+}
+
 type isRecord_Record interface {
 	isRecord_Record()
 }
@@ -2491,11 +3555,17 @@ type Record_Header struct {
 	Header *Header `protobuf:"bytes,3,opt,name=header,proto3,oneof"`
 }
 
+type Record_Requests struct {
+	Requests *RequestBatch `protobuf:"bytes,4,opt,name=requests,proto3,oneof"`
+}
+
 func (*Record_Spans) isRecord_Record() {}
 
 func (*Record_Snapshot) isRecord_Record() {}
 
 func (*Record_Header) isRecord_Record() {}
+
+func (*Record_Requests) isRecord_Record() {}
 
 var File_proto_gpuspans_v1_spans_proto protoreflect.FileDescriptor
 
@@ -2586,7 +3656,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1c\n" +
 	"\tfallbacks\x18\x04 \x01(\x04R\tfallbacks\x12\x18\n" +
 	"\arecords\x18\x05 \x01(\x04R\arecords\x12\x16\n" +
-	"\x06labels\x18\x06 \x01(\rR\x06labels\"\xfa\x04\n" +
+	"\x06labels\x18\x06 \x01(\rR\x06labels\"\xb7\x05\n" +
 	"\bSnapshot\x12\"\n" +
 	"\rtaken_unix_ns\x18\x01 \x01(\x03R\vtakenUnixNs\x12(\n" +
 	"\x05level\x18\x02 \x01(\x0e2\x12.gpuspans.v1.LevelR\x05level\x12*\n" +
@@ -2602,8 +3672,123 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x0fdevice_counters\x18\t \x03(\v2\x1b.gpuspans.v1.DeviceCountersR\x0edeviceCounters\x12>\n" +
 	"\rkernel_timing\x18\f \x01(\v2\x19.gpuspans.v1.KernelTimingR\fkernelTiming\x12/\n" +
 	"\bgpu_time\x18\r \x01(\v2\x14.gpuspans.v1.GpuTimeR\agpuTime\x12.\n" +
-	"\aprofile\x18\x0e \x01(\v2\x14.gpuspans.v1.ProfileR\aprofileJ\x04\b\b\x10\tR\n" +
-	"aggregates\"\xed\x02\n" +
+	"\aprofile\x18\x0e \x01(\v2\x14.gpuspans.v1.ProfileR\aprofile\x12;\n" +
+	"\brequests\x18\x0f \x01(\v2\x1f.gpuspans.v1.RequestAttributionR\brequestsJ\x04\b\b\x10\tR\n" +
+	"aggregates\"\xac\x02\n" +
+	"\x12RequestAttribution\x12\x1b\n" +
+	"\tin_flight\x18\x01 \x01(\rR\binFlight\x12\x1a\n" +
+	"\bfinished\x18\x02 \x01(\x04R\bfinished\x128\n" +
+	"\bcounters\x18\x03 \x01(\v2\x1c.gpuspans.v1.RequestCountersR\bcounters\x122\n" +
+	"\x05lanes\x18\x04 \x03(\v2\x1c.gpuspans.v1.LaneAttributionR\x05lanes\x127\n" +
+	"\aclasses\x18\x05 \x03(\v2\x1d.gpuspans.v1.ClassAttributionR\aclasses\x126\n" +
+	"\bheaviest\x18\x06 \x03(\v2\x1a.gpuspans.v1.RequestRecordR\bheaviest\"\xfa\x01\n" +
+	"\x0fRequestCounters\x12\x18\n" +
+	"\abatches\x18\x01 \x01(\x04R\abatches\x12\x16\n" +
+	"\x06served\x18\x02 \x01(\x04R\x06served\x12\x18\n" +
+	"\arefused\x18\x03 \x01(\x04R\arefused\x12\x18\n" +
+	"\abacklog\x18\x04 \x01(\x04R\abacklog\x12\x18\n" +
+	"\aexpired\x18\x05 \x01(\x04R\aexpired\x12\x18\n" +
+	"\aoverrun\x18\x06 \x01(\x04R\aoverrun\x12\x1c\n" +
+	"\tabandoned\x18\a \x01(\x04R\tabandoned\x12/\n" +
+	"\x13records_overwritten\x18\b \x01(\x04R\x12recordsOverwritten\"\xb2\x01\n" +
+	"\tCostModel\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\tR\x06status\x12\x19\n" +
+	"\bfixed_ns\x18\x02 \x01(\x03R\afixedNs\x12 \n" +
+	"\fper_token_ns\x18\x03 \x01(\x01R\n" +
+	"perTokenNs\x12\x1e\n" +
+	"\vper_pair_ns\x18\x04 \x01(\x01R\tperPairNs\x12\x1a\n" +
+	"\bresidual\x18\x05 \x01(\x01R\bresidual\x12\x14\n" +
+	"\x05steps\x18\x06 \x01(\x04R\x05steps\"\x9d\x04\n" +
+	"\x0fLaneAttribution\x12\x16\n" +
+	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
+	"\x04lane\x18\x02 \x01(\tR\x04lane\x12,\n" +
+	"\x05model\x18\x03 \x01(\v2\x16.gpuspans.v1.CostModelR\x05model\x12\x14\n" +
+	"\x05spans\x18\x04 \x01(\x04R\x05spans\x12\x1f\n" +
+	"\vmodel_spans\x18\x05 \x01(\x04R\n" +
+	"modelSpans\x12\x1e\n" +
+	"\n" +
+	"unmeasured\x18\x06 \x01(\x04R\n" +
+	"unmeasured\x12\x17\n" +
+	"\atime_ns\x18\a \x01(\x03R\x06timeNs\x12\x17\n" +
+	"\abusy_ns\x18\b \x01(\x03R\x06busyNs\x12 \n" +
+	"\fbusy_time_ns\x18\t \x01(\x03R\n" +
+	"busyTimeNs\x12$\n" +
+	"\x0ewindow_cost_ns\x18\n" +
+	" \x01(\x03R\fwindowCostNs\x12\x14\n" +
+	"\x05flops\x18\v \x01(\x01R\x05flops\x12\x14\n" +
+	"\x05bytes\x18\f \x01(\x01R\x05bytes\x12 \n" +
+	"\fwork_time_ns\x18\r \x01(\x03R\n" +
+	"workTimeNs\x12 \n" +
+	"\fwork_busy_ns\x18\x0e \x01(\x03R\n" +
+	"workBusyNs\x12)\n" +
+	"\x11work_busy_time_ns\x18\x0f \x01(\x03R\x0eworkBusyTimeNs\x12\x1d\n" +
+	"\n" +
+	"peak_flops\x18\x10 \x01(\x01R\tpeakFlops\x12%\n" +
+	"\x0epeak_bandwidth\x18\x11 \x01(\x01R\rpeakBandwidth\"\xf1\x02\n" +
+	"\x10ClassAttribution\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x18\n" +
+	"\aadapter\x18\x02 \x01(\tR\aadapter\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12\x14\n" +
+	"\x05other\x18\x04 \x01(\bR\x05other\x120\n" +
+	"\x05lanes\x18\x05 \x03(\v2\x1a.gpuspans.v1.ClassLaneTimeR\x05lanes\x12\x1d\n" +
+	"\n" +
+	"new_tokens\x18\x06 \x01(\x04R\tnewTokens\x12%\n" +
+	"\x0edecoded_tokens\x18\a \x01(\x04R\rdecodedTokens\x12\x1a\n" +
+	"\bfinished\x18\b \x01(\x04R\bfinished\x12\x1c\n" +
+	"\tabandoned\x18\t \x01(\x04R\tabandoned\x12\x14\n" +
+	"\x05flops\x18\n" +
+	" \x01(\x01R\x05flops\x127\n" +
+	"\vper_request\x18\v \x01(\v2\x16.gpuspans.v1.AggregateR\n" +
+	"perRequest\"\xad\x01\n" +
+	"\rClassLaneTime\x12\x12\n" +
+	"\x04lane\x18\x01 \x01(\tR\x04lane\x12\x15\n" +
+	"\x06gpu_ns\x18\x02 \x01(\x03R\x05gpuNs\x12\x19\n" +
+	"\binput_ns\x18\x03 \x01(\x03R\ainputNs\x12\x1b\n" +
+	"\toutput_ns\x18\x04 \x01(\x03R\boutputNs\x12\x17\n" +
+	"\abusy_ns\x18\x05 \x01(\x03R\x06busyNs\x12 \n" +
+	"\fbusy_time_ns\x18\x06 \x01(\x03R\n" +
+	"busyTimeNs\"\xa1\x05\n" +
+	"\rRequestRecord\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\x04R\x02id\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12\x18\n" +
+	"\aadapter\x18\x04 \x01(\tR\aadapter\x12\x16\n" +
+	"\x06tenant\x18\x05 \x01(\tR\x06tenant\x12\x19\n" +
+	"\btrace_id\x18\x06 \x01(\fR\atraceId\x12\x17\n" +
+	"\aspan_id\x18\a \x01(\fR\x06spanId\x12\x14\n" +
+	"\x05steps\x18\b \x01(\x04R\x05steps\x12\x1d\n" +
+	"\n" +
+	"first_step\x18\t \x01(\x04R\tfirstStep\x12\x1b\n" +
+	"\tlast_step\x18\n" +
+	" \x01(\x04R\blastStep\x12\x1d\n" +
+	"\n" +
+	"new_tokens\x18\v \x01(\x04R\tnewTokens\x12%\n" +
+	"\x0edecoded_tokens\x18\f \x01(\x04R\rdecodedTokens\x12\x15\n" +
+	"\x06gpu_ns\x18\r \x01(\x03R\x05gpuNs\x12\x19\n" +
+	"\binput_ns\x18\x0e \x01(\x03R\ainputNs\x12\x1b\n" +
+	"\toutput_ns\x18\x0f \x01(\x03R\boutputNs\x12\x17\n" +
+	"\abusy_ns\x18\x10 \x01(\x03R\x06busyNs\x12 \n" +
+	"\fbusy_time_ns\x18\x11 \x01(\x03R\n" +
+	"busyTimeNs\x12\x1e\n" +
+	"\n" +
+	"unmeasured\x18\x12 \x01(\x04R\n" +
+	"unmeasured\x12\x1a\n" +
+	"\bfallback\x18\x13 \x01(\x04R\bfallback\x12\x1c\n" +
+	"\tabandoned\x18\x14 \x01(\bR\tabandoned\x12\"\n" +
+	"\rstart_unix_ns\x18\x15 \x01(\x03R\vstartUnixNs\x12\x1e\n" +
+	"\vend_unix_ns\x18\x16 \x01(\x03R\tendUnixNs\x122\n" +
+	"\x05lanes\x18\x17 \x03(\v2\x1c.gpuspans.v1.RequestLaneTimeR\x05lanes\"\x8d\x01\n" +
+	"\x0fRequestLaneTime\x12\x12\n" +
+	"\x04lane\x18\x01 \x01(\tR\x04lane\x12\x14\n" +
+	"\x05steps\x18\x02 \x01(\x04R\x05steps\x12\x15\n" +
+	"\x06gpu_ns\x18\x03 \x01(\x03R\x05gpuNs\x12\x17\n" +
+	"\abusy_ns\x18\x04 \x01(\x03R\x06busyNs\x12 \n" +
+	"\fbusy_time_ns\x18\x05 \x01(\x03R\n" +
+	"busyTimeNs\"\x86\x01\n" +
+	"\fRequestBatch\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12&\n" +
+	"\x0fwritten_unix_ns\x18\x02 \x01(\x03R\rwrittenUnixNs\x126\n" +
+	"\brequests\x18\x03 \x03(\v2\x1a.gpuspans.v1.RequestRecordR\brequests\"\xed\x02\n" +
 	"\aProfile\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x14\n" +
 	"\x05build\x18\x02 \x01(\tR\x05build\x12\x18\n" +
@@ -2721,11 +3906,12 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	" \x01(\x04R\x11droppedTracerLost\"H\n" +
 	"\x06Header\x12\x16\n" +
 	"\x06schema\x18\x01 \x01(\tR\x06schema\x12&\n" +
-	"\x0fcreated_unix_ns\x18\x02 \x01(\x03R\rcreatedUnixNs\"\xa6\x01\n" +
+	"\x0fcreated_unix_ns\x18\x02 \x01(\x03R\rcreatedUnixNs\"\xdf\x01\n" +
 	"\x06Record\x12.\n" +
 	"\x05spans\x18\x01 \x01(\v2\x16.gpuspans.v1.SpanBatchH\x00R\x05spans\x123\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x15.gpuspans.v1.SnapshotH\x00R\bsnapshot\x12-\n" +
-	"\x06header\x18\x03 \x01(\v2\x13.gpuspans.v1.HeaderH\x00R\x06headerB\b\n" +
+	"\x06header\x18\x03 \x01(\v2\x13.gpuspans.v1.HeaderH\x00R\x06header\x127\n" +
+	"\brequests\x18\x04 \x01(\v2\x19.gpuspans.v1.RequestBatchH\x00R\brequestsB\b\n" +
 	"\x06record*O\n" +
 	"\bSpanKind\x12\x19\n" +
 	"\x15SPAN_KIND_UNSPECIFIED\x10\x00\x12\x12\n" +
@@ -2751,30 +3937,39 @@ func file_proto_gpuspans_v1_spans_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_gpuspans_v1_spans_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_proto_gpuspans_v1_spans_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_proto_gpuspans_v1_spans_proto_goTypes = []any{
-	(SpanKind)(0),          // 0: gpuspans.v1.SpanKind
-	(Level)(0),             // 1: gpuspans.v1.Level
-	(*Span)(nil),           // 2: gpuspans.v1.Span
-	(*IdleCauses)(nil),     // 3: gpuspans.v1.IdleCauses
-	(*SpanBatch)(nil),      // 4: gpuspans.v1.SpanBatch
-	(*Aggregate)(nil),      // 5: gpuspans.v1.Aggregate
-	(*DeviceStatus)(nil),   // 6: gpuspans.v1.DeviceStatus
-	(*Counters)(nil),       // 7: gpuspans.v1.Counters
-	(*KernelTiming)(nil),   // 8: gpuspans.v1.KernelTiming
-	(*Snapshot)(nil),       // 9: gpuspans.v1.Snapshot
-	(*Profile)(nil),        // 10: gpuspans.v1.Profile
-	(*LaneSinceBuild)(nil), // 11: gpuspans.v1.LaneSinceBuild
-	(*KernelChange)(nil),   // 12: gpuspans.v1.KernelChange
-	(*GpuTime)(nil),        // 13: gpuspans.v1.GpuTime
-	(*LaneGpuTime)(nil),    // 14: gpuspans.v1.LaneGpuTime
-	(*KernelShare)(nil),    // 15: gpuspans.v1.KernelShare
-	(*KernelGap)(nil),      // 16: gpuspans.v1.KernelGap
-	(*StepGpuTime)(nil),    // 17: gpuspans.v1.StepGpuTime
-	(*KernelMove)(nil),     // 18: gpuspans.v1.KernelMove
-	(*DeviceCounters)(nil), // 19: gpuspans.v1.DeviceCounters
-	(*Header)(nil),         // 20: gpuspans.v1.Header
-	(*Record)(nil),         // 21: gpuspans.v1.Record
+	(SpanKind)(0),              // 0: gpuspans.v1.SpanKind
+	(Level)(0),                 // 1: gpuspans.v1.Level
+	(*Span)(nil),               // 2: gpuspans.v1.Span
+	(*IdleCauses)(nil),         // 3: gpuspans.v1.IdleCauses
+	(*SpanBatch)(nil),          // 4: gpuspans.v1.SpanBatch
+	(*Aggregate)(nil),          // 5: gpuspans.v1.Aggregate
+	(*DeviceStatus)(nil),       // 6: gpuspans.v1.DeviceStatus
+	(*Counters)(nil),           // 7: gpuspans.v1.Counters
+	(*KernelTiming)(nil),       // 8: gpuspans.v1.KernelTiming
+	(*Snapshot)(nil),           // 9: gpuspans.v1.Snapshot
+	(*RequestAttribution)(nil), // 10: gpuspans.v1.RequestAttribution
+	(*RequestCounters)(nil),    // 11: gpuspans.v1.RequestCounters
+	(*CostModel)(nil),          // 12: gpuspans.v1.CostModel
+	(*LaneAttribution)(nil),    // 13: gpuspans.v1.LaneAttribution
+	(*ClassAttribution)(nil),   // 14: gpuspans.v1.ClassAttribution
+	(*ClassLaneTime)(nil),      // 15: gpuspans.v1.ClassLaneTime
+	(*RequestRecord)(nil),      // 16: gpuspans.v1.RequestRecord
+	(*RequestLaneTime)(nil),    // 17: gpuspans.v1.RequestLaneTime
+	(*RequestBatch)(nil),       // 18: gpuspans.v1.RequestBatch
+	(*Profile)(nil),            // 19: gpuspans.v1.Profile
+	(*LaneSinceBuild)(nil),     // 20: gpuspans.v1.LaneSinceBuild
+	(*KernelChange)(nil),       // 21: gpuspans.v1.KernelChange
+	(*GpuTime)(nil),            // 22: gpuspans.v1.GpuTime
+	(*LaneGpuTime)(nil),        // 23: gpuspans.v1.LaneGpuTime
+	(*KernelShare)(nil),        // 24: gpuspans.v1.KernelShare
+	(*KernelGap)(nil),          // 25: gpuspans.v1.KernelGap
+	(*StepGpuTime)(nil),        // 26: gpuspans.v1.StepGpuTime
+	(*KernelMove)(nil),         // 27: gpuspans.v1.KernelMove
+	(*DeviceCounters)(nil),     // 28: gpuspans.v1.DeviceCounters
+	(*Header)(nil),             // 29: gpuspans.v1.Header
+	(*Record)(nil),             // 30: gpuspans.v1.Record
 }
 var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	0,  // 0: gpuspans.v1.Span.kind:type_name -> gpuspans.v1.SpanKind
@@ -2785,28 +3980,39 @@ var file_proto_gpuspans_v1_spans_proto_depIdxs = []int32{
 	6,  // 5: gpuspans.v1.Snapshot.devices:type_name -> gpuspans.v1.DeviceStatus
 	5,  // 6: gpuspans.v1.Snapshot.lanes:type_name -> gpuspans.v1.Aggregate
 	5,  // 7: gpuspans.v1.Snapshot.kernels:type_name -> gpuspans.v1.Aggregate
-	19, // 8: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
+	28, // 8: gpuspans.v1.Snapshot.device_counters:type_name -> gpuspans.v1.DeviceCounters
 	8,  // 9: gpuspans.v1.Snapshot.kernel_timing:type_name -> gpuspans.v1.KernelTiming
-	13, // 10: gpuspans.v1.Snapshot.gpu_time:type_name -> gpuspans.v1.GpuTime
-	10, // 11: gpuspans.v1.Snapshot.profile:type_name -> gpuspans.v1.Profile
-	11, // 12: gpuspans.v1.Profile.since:type_name -> gpuspans.v1.LaneSinceBuild
-	12, // 13: gpuspans.v1.LaneSinceBuild.kernels:type_name -> gpuspans.v1.KernelChange
-	14, // 14: gpuspans.v1.GpuTime.lanes:type_name -> gpuspans.v1.LaneGpuTime
-	5,  // 15: gpuspans.v1.GpuTime.gaps:type_name -> gpuspans.v1.Aggregate
-	17, // 16: gpuspans.v1.GpuTime.steps:type_name -> gpuspans.v1.StepGpuTime
-	16, // 17: gpuspans.v1.GpuTime.largest_gaps:type_name -> gpuspans.v1.KernelGap
-	18, // 18: gpuspans.v1.GpuTime.moved:type_name -> gpuspans.v1.KernelMove
-	15, // 19: gpuspans.v1.LaneGpuTime.kernels:type_name -> gpuspans.v1.KernelShare
-	3,  // 20: gpuspans.v1.LaneGpuTime.causes:type_name -> gpuspans.v1.IdleCauses
-	3,  // 21: gpuspans.v1.LaneGpuTime.recent_causes:type_name -> gpuspans.v1.IdleCauses
-	4,  // 22: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
-	9,  // 23: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
-	20, // 24: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	22, // 10: gpuspans.v1.Snapshot.gpu_time:type_name -> gpuspans.v1.GpuTime
+	19, // 11: gpuspans.v1.Snapshot.profile:type_name -> gpuspans.v1.Profile
+	10, // 12: gpuspans.v1.Snapshot.requests:type_name -> gpuspans.v1.RequestAttribution
+	11, // 13: gpuspans.v1.RequestAttribution.counters:type_name -> gpuspans.v1.RequestCounters
+	13, // 14: gpuspans.v1.RequestAttribution.lanes:type_name -> gpuspans.v1.LaneAttribution
+	14, // 15: gpuspans.v1.RequestAttribution.classes:type_name -> gpuspans.v1.ClassAttribution
+	16, // 16: gpuspans.v1.RequestAttribution.heaviest:type_name -> gpuspans.v1.RequestRecord
+	12, // 17: gpuspans.v1.LaneAttribution.model:type_name -> gpuspans.v1.CostModel
+	15, // 18: gpuspans.v1.ClassAttribution.lanes:type_name -> gpuspans.v1.ClassLaneTime
+	5,  // 19: gpuspans.v1.ClassAttribution.per_request:type_name -> gpuspans.v1.Aggregate
+	17, // 20: gpuspans.v1.RequestRecord.lanes:type_name -> gpuspans.v1.RequestLaneTime
+	16, // 21: gpuspans.v1.RequestBatch.requests:type_name -> gpuspans.v1.RequestRecord
+	20, // 22: gpuspans.v1.Profile.since:type_name -> gpuspans.v1.LaneSinceBuild
+	21, // 23: gpuspans.v1.LaneSinceBuild.kernels:type_name -> gpuspans.v1.KernelChange
+	23, // 24: gpuspans.v1.GpuTime.lanes:type_name -> gpuspans.v1.LaneGpuTime
+	5,  // 25: gpuspans.v1.GpuTime.gaps:type_name -> gpuspans.v1.Aggregate
+	26, // 26: gpuspans.v1.GpuTime.steps:type_name -> gpuspans.v1.StepGpuTime
+	25, // 27: gpuspans.v1.GpuTime.largest_gaps:type_name -> gpuspans.v1.KernelGap
+	27, // 28: gpuspans.v1.GpuTime.moved:type_name -> gpuspans.v1.KernelMove
+	24, // 29: gpuspans.v1.LaneGpuTime.kernels:type_name -> gpuspans.v1.KernelShare
+	3,  // 30: gpuspans.v1.LaneGpuTime.causes:type_name -> gpuspans.v1.IdleCauses
+	3,  // 31: gpuspans.v1.LaneGpuTime.recent_causes:type_name -> gpuspans.v1.IdleCauses
+	4,  // 32: gpuspans.v1.Record.spans:type_name -> gpuspans.v1.SpanBatch
+	9,  // 33: gpuspans.v1.Record.snapshot:type_name -> gpuspans.v1.Snapshot
+	29, // 34: gpuspans.v1.Record.header:type_name -> gpuspans.v1.Header
+	18, // 35: gpuspans.v1.Record.requests:type_name -> gpuspans.v1.RequestBatch
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_proto_gpuspans_v1_spans_proto_init() }
@@ -2814,10 +4020,11 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 	if File_proto_gpuspans_v1_spans_proto != nil {
 		return
 	}
-	file_proto_gpuspans_v1_spans_proto_msgTypes[19].OneofWrappers = []any{
+	file_proto_gpuspans_v1_spans_proto_msgTypes[28].OneofWrappers = []any{
 		(*Record_Spans)(nil),
 		(*Record_Snapshot)(nil),
 		(*Record_Header)(nil),
+		(*Record_Requests)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2825,7 +4032,7 @@ func file_proto_gpuspans_v1_spans_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_gpuspans_v1_spans_proto_rawDesc), len(file_proto_gpuspans_v1_spans_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   20,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -235,6 +235,21 @@ typedef struct gs_hub_link {
   uint8_t span_id[8];
 } gs_hub_link;
 
+/* A request one lane span served, as gs_hub_serve_requests takes it (48
+ * bytes; go/gpuspans.RequestWork, whose layout it is). */
+typedef struct gs_hub_request {
+  uint64_t id;              /* the engine's request id: not 0, unique among the requests in flight */
+  uint32_t new_tokens;      /* prompt (prefill) tokens the span processed for it */
+  uint32_t decoded_tokens;  /* tokens it decoded; new_tokens + decoded_tokens: 1..16777216 */
+  uint32_t context;         /* its context after the span: the tokens its tokens attend to, these
+                               included (0: as many as they; at most 2^30) */
+  uint16_t request_class;   /* its model, adapter and tenant (gs_hub_request_class); 0: none.
+                               Fixed, like the span context, by its first span */
+  uint8_t trace_id[16];     /* its request span's context (all zero: none), as gs_hub_link takes
+                               it: its GPU time goes out as a span under that span */
+  uint8_t span_id[8];
+} gs_hub_request;
+
 /* The state word of each hub slot, written by the hub (atomic stores) and
  * read by the inline functions below: bits 0-1 the level, GS_HUB_WORD_ARMED
  * on a step armed for kernel spans, GS_HUB_WORD_POOLS while a pool is open
@@ -636,6 +651,52 @@ gs_hub_status gs_hub_get_step(gs_hub hub, uint64_t* step);
  * nothing once warm. Thread-safe. */
 gs_hub_status gs_hub_link_step(gs_hub hub, uint64_t step, const gs_hub_link* links, size_t n);
 
+/* Whose GPU time (docs/design.md): an engine says which requests each lane
+ * span served and when a request is done; every lane span is split among
+ * its requests by the lane's cost model, and a finished request's record
+ * comes out of gs_hub_finished_requests.
+ *
+ * gs_hub_request_class stores in *request_class the class of requests of
+ * model, adapter and tenant (each NULL or "" for none, or a name as lane
+ * names are), registering it on first use. Past 1024 classes it stores 1,
+ * "other", and returns GS_HUB_ERR_LIMIT. GS_HUB_ERR_INVALID_ARGUMENT for a
+ * bad name or a NULL request_class. Thread-safe; call it when a model,
+ * adapter or tenant first appears, not per step.
+ *
+ * gs_hub_serve_requests (inline: no call below Kernel) says that lane's
+ * span of the current step serves requests[0..n); calls for one lane and
+ * step add up. GS_HUB_ERR_INVALID_ARGUMENT, recording nothing of the call,
+ * for an unknown lane, a zero id or one named twice in the lane's span,
+ * tokens outside 1..2^24, a context over 2^30, a class never returned, or
+ * more requests in flight than max_requests; GS_HUB_ERR_LIMIT when the
+ * hub's inbox is full (harvests too rare), the call dropped and counted.
+ * It copies the requests and never waits for the GPU or a harvest.
+ *
+ * gs_hub_end_request says request id is done: its record comes out once
+ * its spans landed. GS_HUB_ERR_INVALID_ARGUMENT when no request of that id
+ * is in flight (as for any id below Kernel, where none is recorded).
+ *
+ * gs_hub_lane_work (inline: no call below Kernel) gives lane's span of the
+ * current step its work on each device, flops and bytes moved (either 0:
+ * not known), for achieved FLOP/s and bandwidth; negative or non-finite
+ * values are GS_HUB_ERR_INVALID_ARGUMENT.
+ *
+ * gs_hub_finished_requests writes to buf, as a JSON array (go/gpuspanshttp/
+ * debugpage.RequestJSON, the schema's RequestRecord names) and a NUL, the
+ * records of requests finished after after_seq, oldest first, as many
+ * whole ones as fit in cap, and stores in *len the bytes before the NUL
+ * and in *last_seq the seq of the last one written (after_seq if none):
+ * call again after it for the rest. GS_HUB_ERR_TOO_SMALL with the bytes
+ * the first record needs in *len when not even it fits. The hub keeps the
+ * latest max_requests records. Thread-safe. */
+gs_hub_status gs_hub_request_class(gs_hub hub, const char* model, const char* adapter, const char* tenant,
+                                   uint16_t* request_class);
+gs_hub_status gs_hub_end_request(gs_hub hub, uint64_t id);
+gs_hub_status gs_hub_finished_requests(gs_hub hub, uint64_t after_seq, char* buf, size_t cap, size_t* len,
+                                       uint64_t* last_seq);
+gs_hub_status gs_hub_serve_requests_call(gs_hub hub, int32_t lane, const gs_hub_request* requests, size_t n);
+gs_hub_status gs_hub_lane_work_call(gs_hub hub, int32_t lane, double flops, double bytes);
+
 /* The calls behind the inline span functions below. Call those instead:
  * these always make the call (each checks its handle, and does what the Go
  * method of the same name does, in C or in Go: see Cost above). */
@@ -646,6 +707,17 @@ gs_hub_status gs_hub_next_lane_call(gs_hub hub, int32_t from, int32_t to);
 gs_hub_status gs_hub_next_step_call(gs_hub hub, int32_t last, int32_t first);
 uint64_t gs_hub_kernel_begin_call(gs_hub hub, int32_t device, uint64_t kernel, uint64_t stream);
 gs_hub_status gs_hub_kernel_end_call(gs_hub hub, uint64_t token);
+
+/* gs_hub_serve_requests and gs_hub_lane_work: see Whose GPU time above. */
+static inline gs_hub_status gs_hub_serve_requests(gs_hub hub, int32_t lane, const gs_hub_request* requests,
+                                                  size_t n) {
+  if (!gs_hub_word_lanes_begin(gs_hub_word(hub))) return GS_HUB_OK;
+  return gs_hub_serve_requests_call(hub, lane, requests, n);
+}
+static inline gs_hub_status gs_hub_lane_work(gs_hub hub, int32_t lane, double flops, double bytes) {
+  if (!gs_hub_word_lanes_begin(gs_hub_word(hub))) return GS_HUB_OK;
+  return gs_hub_lane_work_call(hub, lane, flops, bytes);
+}
 
 /* gs_hub_begin_step marks the start of an engine step: once per step,
  * before its lane spans, on the thread that launches the step's kernels.

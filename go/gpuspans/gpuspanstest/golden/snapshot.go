@@ -58,7 +58,32 @@ func FullSnapshot() gpuspans.Snapshot {
 				{Name: "flash_fwd_sm90", Change: profile.New, After: 30_000},
 				{Name: "flash_fwd_sm80", Change: profile.Gone, Before: 32_000}}}},
 			Skipped: []string{`lane "prefill" on NVIDIA H200: 40 and 3 windows, comparing needs 5`}}}
+	s.Requests = FullAttribution()
 	return s
+}
+
+// FullAttribution is a RequestAttribution with every field set.
+func FullAttribution() gpuspans.RequestAttribution {
+	per := gpuspans.Aggregate{Name: "request"}
+	per.Observe(9 * time.Millisecond)
+	rec := gpuspans.RequestRecord{Seq: 5, ID: 42, Model: "llama", Adapter: "lora-7", Tenant: "acme", Steps: 17, FirstStep: 3, LastStep: 19,
+		NewTokens: 512, DecodedTokens: 16, GPUTime: 9 * time.Millisecond, Input: 6 * time.Millisecond, Output: 3 * time.Millisecond,
+		Busy: 7 * time.Millisecond, BusyTime: 8 * time.Millisecond, Unmeasured: 1, Fallback: 2, Abandoned: true,
+		StartNs: 1_700_000_000_000_000_000, EndNs: 1_700_000_000_010_000_000,
+		TraceID: [16]byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, SpanID: [8]byte{9, 8, 7, 6, 5, 4, 3, 2},
+		Lanes: []gpuspans.RequestLaneTime{{Lane: "decode", Steps: 17, GPUTime: 9 * time.Millisecond, Busy: 7 * time.Millisecond, BusyTime: 8 * time.Millisecond}}}
+	return gpuspans.RequestAttribution{InFlight: 3, Finished: 5,
+		Counters: gpuspans.RequestCounters{Batches: 1, Served: 2, Refused: 3, Backlog: 4, Expired: 5, Overrun: 6, Abandoned: 7, RecordsOverwritten: 8},
+		Lanes: []gpuspans.LaneAttribution{{Device: 3, Lane: "decode",
+			Model: gpuspans.CostModel{Status: "ok", Fixed: 300 * time.Microsecond, PerToken: 40, PerPair: 0.02, Residual: 0.01, Steps: 120},
+			Spans: 120, ModelSpans: 88, Unmeasured: 2, Time: 40 * time.Millisecond, Busy: 30 * time.Millisecond, BusyTime: 35 * time.Millisecond,
+			WindowCost: 2 * time.Millisecond, FLOPs: 4e12, Bytes: 8e10, WorkTime: 39 * time.Millisecond, WorkBusy: 29 * time.Millisecond,
+			WorkBusyTime: 34 * time.Millisecond, PeakFlops: 989e12, PeakBandwidth: 4.8e12}},
+		Classes: []gpuspans.ClassAttribution{{Class: 2, Model: "llama", Adapter: "lora-7", Tenant: "acme",
+			Lanes:     []gpuspans.ClassLaneTime{{Lane: "decode", GPUTime: 9 * time.Millisecond, Input: 6 * time.Millisecond, Output: 3 * time.Millisecond, Busy: 7 * time.Millisecond, BusyTime: 8 * time.Millisecond}},
+			NewTokens: 512, DecodedTokens: 16, Finished: 1, Abandoned: 1, FLOPs: 1e12, PerRequest: per},
+			{Class: gpuspans.RequestClassOther, Model: "other", Adapter: "other", Tenant: "other", Other: true, Lanes: []gpuspans.ClassLaneTime{}}},
+		Heaviest: []gpuspans.RequestRecord{rec}}
 }
 
 // FullGPUTime is a GPUTime with every field set.

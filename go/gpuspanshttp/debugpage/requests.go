@@ -1,0 +1,188 @@
+package debugpage
+
+import (
+	"encoding/base64"
+	"encoding/json"
+
+	"github.com/gpuspans/gpuspans/go/gpuspans"
+)
+
+// attributionJSON is Snapshot.Requests, with the proto's names: whose GPU
+// time.
+type attributionJSON struct {
+	InFlight int                 `json:"in_flight"`
+	Finished uint64              `json:"finished"`
+	Counters requestCountersJSON `json:"counters"`
+	Lanes    []laneAttrJSON      `json:"lanes"`
+	Classes  []classAttrJSON     `json:"classes"`
+	Heaviest []RequestJSON       `json:"heaviest"`
+}
+
+type requestCountersJSON struct {
+	Batches            uint64 `json:"batches"`
+	Served             uint64 `json:"served"`
+	Refused            uint64 `json:"refused"`
+	Backlog            uint64 `json:"backlog"`
+	Expired            uint64 `json:"expired"`
+	Overrun            uint64 `json:"overrun"`
+	Abandoned          uint64 `json:"abandoned"`
+	RecordsOverwritten uint64 `json:"records_overwritten"`
+}
+
+type costModelJSON struct {
+	Status     string  `json:"status"`
+	FixedNs    int64   `json:"fixed_ns"`
+	PerTokenNs float64 `json:"per_token_ns"`
+	PerPairNs  float64 `json:"per_pair_ns"`
+	Residual   float64 `json:"residual"`
+	Steps      uint64  `json:"steps"`
+}
+
+type laneAttrJSON struct {
+	Device         int           `json:"device"`
+	Lane           string        `json:"lane"`
+	Model          costModelJSON `json:"model"`
+	Spans          uint64        `json:"spans"`
+	ModelSpans     uint64        `json:"model_spans"`
+	Unmeasured     uint64        `json:"unmeasured"`
+	TimeNs         int64         `json:"time_ns"`
+	BusyNs         int64         `json:"busy_ns"`
+	BusyTimeNs     int64         `json:"busy_time_ns"`
+	WindowCostNs   int64         `json:"window_cost_ns"`
+	Flops          float64       `json:"flops"`
+	Bytes          float64       `json:"bytes"`
+	WorkTimeNs     int64         `json:"work_time_ns"`
+	WorkBusyNs     int64         `json:"work_busy_ns"`
+	WorkBusyTimeNs int64         `json:"work_busy_time_ns"`
+	PeakFlops      float64       `json:"peak_flops"`
+	PeakBandwidth  float64       `json:"peak_bandwidth"`
+	// Page-only: LaneAttribution.Achieved.
+	AchievedFlopsServed float64 `json:"achieved_flops_served"`
+	AchievedFlopsBusy   float64 `json:"achieved_flops_busy"`
+}
+
+type classAttrJSON struct {
+	Model         string          `json:"model"`
+	Adapter       string          `json:"adapter"`
+	Tenant        string          `json:"tenant"`
+	Other         bool            `json:"other"`
+	Lanes         []classLaneJSON `json:"lanes"`
+	NewTokens     uint64          `json:"new_tokens"`
+	DecodedTokens uint64          `json:"decoded_tokens"`
+	Finished      uint64          `json:"finished"`
+	Abandoned     uint64          `json:"abandoned"`
+	Flops         float64         `json:"flops"`
+	PerRequest    aggregateJSON   `json:"per_request"`
+}
+
+type classLaneJSON struct {
+	Lane       string `json:"lane"`
+	GPUNs      int64  `json:"gpu_ns"`
+	InputNs    int64  `json:"input_ns"`
+	OutputNs   int64  `json:"output_ns"`
+	BusyNs     int64  `json:"busy_ns"`
+	BusyTimeNs int64  `json:"busy_time_ns"`
+}
+
+// RequestJSON is a finished request's record (gpuspans.RequestRecord) as
+// JSON, with the names of the schema's RequestRecord; trace_id and span_id
+// are base64, as protojson writes bytes, and absent when not given.
+type RequestJSON struct {
+	Seq           uint64            `json:"seq"`
+	ID            uint64            `json:"id"`
+	Model         string            `json:"model"`
+	Adapter       string            `json:"adapter"`
+	Tenant        string            `json:"tenant"`
+	TraceID       string            `json:"trace_id,omitempty"`
+	SpanID        string            `json:"span_id,omitempty"`
+	Steps         uint64            `json:"steps"`
+	FirstStep     uint64            `json:"first_step"`
+	LastStep      uint64            `json:"last_step"`
+	NewTokens     uint64            `json:"new_tokens"`
+	DecodedTokens uint64            `json:"decoded_tokens"`
+	GPUNs         int64             `json:"gpu_ns"`
+	InputNs       int64             `json:"input_ns"`
+	OutputNs      int64             `json:"output_ns"`
+	BusyNs        int64             `json:"busy_ns"`
+	BusyTimeNs    int64             `json:"busy_time_ns"`
+	Unmeasured    uint64            `json:"unmeasured"`
+	Fallback      uint64            `json:"fallback"`
+	Abandoned     bool              `json:"abandoned"`
+	StartUnixNs   int64             `json:"start_unix_ns"`
+	EndUnixNs     int64             `json:"end_unix_ns"`
+	Lanes         []requestLaneJSON `json:"lanes"`
+}
+
+type requestLaneJSON struct {
+	Lane       string `json:"lane"`
+	Steps      uint64 `json:"steps"`
+	GPUNs      int64  `json:"gpu_ns"`
+	BusyNs     int64  `json:"busy_ns"`
+	BusyTimeNs int64  `json:"busy_time_ns"`
+}
+
+// Request returns r as JSON's RequestJSON.
+func Request(r *gpuspans.RequestRecord) RequestJSON {
+	j := RequestJSON{Seq: r.Seq, ID: r.ID, Model: r.Model, Adapter: r.Adapter, Tenant: r.Tenant,
+		Steps: r.Steps, FirstStep: r.FirstStep, LastStep: r.LastStep, NewTokens: r.NewTokens, DecodedTokens: r.DecodedTokens,
+		GPUNs: int64(r.GPUTime), InputNs: int64(r.Input), OutputNs: int64(r.Output), BusyNs: int64(r.Busy), BusyTimeNs: int64(r.BusyTime),
+		Unmeasured: r.Unmeasured, Fallback: r.Fallback, Abandoned: r.Abandoned, StartUnixNs: r.StartNs, EndUnixNs: r.EndNs,
+		Lanes: make([]requestLaneJSON, 0, len(r.Lanes))}
+	if r.TraceID != ([16]byte{}) {
+		j.TraceID = base64.StdEncoding.EncodeToString(r.TraceID[:])
+		j.SpanID = base64.StdEncoding.EncodeToString(r.SpanID[:])
+	}
+	for _, l := range r.Lanes {
+		j.Lanes = append(j.Lanes, requestLaneJSON{Lane: l.Lane, Steps: l.Steps, GPUNs: int64(l.GPUTime), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime)})
+	}
+	return j
+}
+
+// MarshalRequests returns recs as a JSON array of RequestJSON, as the C
+// ABI's gs_hub_finished_requests writes them.
+func MarshalRequests(recs []gpuspans.RequestRecord) ([]byte, error) {
+	out := make([]RequestJSON, len(recs))
+	for i := range recs {
+		out[i] = Request(&recs[i])
+	}
+	return json.Marshal(out)
+}
+
+// attribution returns a's JSON; nil while no request was ever said, as
+// the schema leaves it out then.
+func attribution(a *gpuspans.RequestAttribution) *attributionJSON {
+	if a.Counters == (gpuspans.RequestCounters{}) && len(a.Lanes) == 0 && a.InFlight == 0 {
+		return nil
+	}
+	c := &a.Counters
+	j := &attributionJSON{InFlight: a.InFlight, Finished: a.Finished,
+		Counters: requestCountersJSON{Batches: c.Batches, Served: c.Served, Refused: c.Refused, Backlog: c.Backlog,
+			Expired: c.Expired, Overrun: c.Overrun, Abandoned: c.Abandoned, RecordsOverwritten: c.RecordsOverwritten},
+		Lanes: []laneAttrJSON{}, Classes: []classAttrJSON{}, Heaviest: []RequestJSON{}}
+	for i := range a.Lanes {
+		l := &a.Lanes[i]
+		fs, fb, _, _ := l.Achieved()
+		j.Lanes = append(j.Lanes, laneAttrJSON{Device: l.Device, Lane: l.Lane,
+			Model: costModelJSON{Status: l.Model.Status, FixedNs: int64(l.Model.Fixed), PerTokenNs: l.Model.PerToken, PerPairNs: l.Model.PerPair,
+				Residual: l.Model.Residual, Steps: l.Model.Steps},
+			Spans: l.Spans, ModelSpans: l.ModelSpans, Unmeasured: l.Unmeasured,
+			TimeNs: int64(l.Time), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime), WindowCostNs: int64(l.WindowCost),
+			Flops: l.FLOPs, Bytes: l.Bytes, WorkTimeNs: int64(l.WorkTime), WorkBusyNs: int64(l.WorkBusy), WorkBusyTimeNs: int64(l.WorkBusyTime),
+			PeakFlops: l.PeakFlops, PeakBandwidth: l.PeakBandwidth, AchievedFlopsServed: fs, AchievedFlopsBusy: fb})
+	}
+	for i := range a.Classes {
+		cl := &a.Classes[i]
+		cj := classAttrJSON{Model: cl.Model, Adapter: cl.Adapter, Tenant: cl.Tenant, Other: cl.Other, Lanes: []classLaneJSON{},
+			NewTokens: cl.NewTokens, DecodedTokens: cl.DecodedTokens, Finished: cl.Finished, Abandoned: cl.Abandoned, Flops: cl.FLOPs,
+			PerRequest: aggregates([]gpuspans.Aggregate{cl.PerRequest})[0]}
+		for _, l := range cl.Lanes {
+			cj.Lanes = append(cj.Lanes, classLaneJSON{Lane: l.Lane, GPUNs: int64(l.GPUTime), InputNs: int64(l.Input), OutputNs: int64(l.Output),
+				BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime)})
+		}
+		j.Classes = append(j.Classes, cj)
+	}
+	for i := range a.Heaviest {
+		j.Heaviest = append(j.Heaviest, Request(&a.Heaviest[i]))
+	}
+	return j
+}
