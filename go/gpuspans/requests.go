@@ -44,7 +44,7 @@ const (
 	MaxRequests = 1 << 16
 	// DefaultMaxRequests and DefaultRequestLabels are the zero Options'.
 	DefaultMaxRequests   = 4096
-	DefaultRequestLabels = 16
+	DefaultRequestLabels = 8
 	// RequestIdle is how long a request may go unserved before the hub
 	// ends it itself (counted as abandoned): an engine that loses an
 	// EndRequest must not hold a slot for good.

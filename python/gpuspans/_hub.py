@@ -56,7 +56,7 @@ class Hub:
     kernel_labels: traced kernel names that get a label of their own (0:
     32); max_requests: requests held at once for whose GPU time (0: 4096,
     see serve_requests); request_labels: request classes with labels of
-    their own (0: 16); peak_flops, peak_bandwidth: each device's peak
+    their own (0: 8); peak_flops, peak_bandwidth: each device's peak
     FLOP/s and memory bytes/s for utilisation (0: its model's). Each is go/gpuspans.Options' field of that name, with its bounds
     and defaults, set at create as the C ABI's gs_hub_options sets it.
 

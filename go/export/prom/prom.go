@@ -69,6 +69,16 @@
 // they are absent while the lane has had no span for a minute (a lane that
 // stopped), where the counters stay.
 //
+// Whose GPU time (requests.go; an engine that calls ServeRequests) adds,
+// per exported request class (gpuspans.Options.RequestLabels classes, 8
+// by default, and "other"), for L lanes: 3L+4 native series, 3L+28
+// classic (the per-request histogram's 22 bounds), one more with lane
+// work (FLOPs); per device and lane 8, 12 with lane work and kernel
+// windows; per device 2 peaks where known; 1 per hub: 107 native and 323
+// classic for 2 lanes and one GPU at the defaults, a label budget of 9
+// served_model, adapter and tenant combinations whatever the engine
+// serves (requests_test.go's requestBudget counts it).
+//
 // Options.KernelHistograms adds one histogram per device and kernel with
 // spans (K registered kernels, plus "other") and its recent summary:
 // 5(K+1) native series, or (K+1)*(B+7) classic ones, 2,080 for 64
@@ -162,6 +172,7 @@ var reservedLabels = map[string]bool{
 	"uuid": true, "pci_bus_id": true, "name": true, "driver": true, "mode": true, "source": true, "phase": true, "level": true, "cause": true,
 	"job": true, "instance": true,
 	"device_model": true, "previous_build": true, "change": true,
+	"served_model": true, "adapter": true, "tenant": true, "part": true, "term": true, "method": true, "status": true,
 }
 
 // CheckConstLabels reports what is wrong with labels meant for every
@@ -296,6 +307,7 @@ type Collector struct {
 	timeVsBuild, busyVsBuild, kernelsVsBuild *prometheus.Desc
 	laneWindowCost, unsettled                *prometheus.Desc
 	kernelShare, gaps                        *prometheus.Desc
+	req                                      requestDescs // requests.go
 
 	mu   sync.Mutex
 	snap gpuspans.Snapshot
@@ -382,6 +394,7 @@ func NewCollector(h *gpuspans.Hub, o Options) *Collector {
 
 		deviceUp:    d("device_up", "1 if the device's installed recorder is recording spans, else 0.", "device"),
 		eventOffset: d("event_offset_seconds", "How much longer an event pair reads than the kernel between them, measured when the pool opened; subtracted from kernel spans unless the hub reports them raw. Absent until measured.", "device"),
+		req:         newRequestDescs(d),
 		deviceInfo:  d("device_info", "The device's identity (as DCGM and nvidia-smi write it), the driver's CUDA version and its recorder's state: pending, open, failed, dead or retiring; always 1. Why spans are off is in the log and on the live page.", "device", "state", "uuid", "pci_bus_id", "name", "driver"),
 	}
 	return c
@@ -401,6 +414,9 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		c.steps, c.armedSteps, c.harvests, c.harvestsSkipped, c.harvestSeconds, c.overwritten,
 		c.deviceUp, c.deviceInfo, c.eventOffset,
 	} {
+		ch <- d
+	}
+	for _, d := range c.req.all() {
 		ch <- d
 	}
 }
@@ -492,6 +508,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.devices(ch, s.Devices)
 	c.gpuTime(ch, &s.GPUTime, live)
 	c.sinceBuild(ch, s.Profile.Since)
+	c.requests(ch, &s.Requests)
 }
 
 // sinceBuild sends each compared lane's time and busy time per step

@@ -155,7 +155,7 @@ typedef struct gs_hub_options {
   int32_t kernel_labels;          /* traced kernel names with a label of their own (0: 32; at most 1024) */
   int32_t max_requests;   /* requests held at once for whose GPU time (gs_hub_serve_requests): in flight,
                              or ended with spans still to land (0: 4096; at most 65536) */
-  int32_t request_labels; /* request classes with labels of their own on /metrics (0: 16; at most 1024) */
+  int32_t request_labels; /* request classes with labels of their own on /metrics (0: 8; at most 1024) */
   double peak_flops;      /* each device's peak FLOP/s, for utilisation (0: its model's dense BF16 figure
                              where known; at most 1e18) */
   double peak_bandwidth;  /* each device's peak memory bytes/s (0: its model's where known; at most 1e15) */
