@@ -58,17 +58,19 @@ type RequestLaneTime struct {
 	GPUTime, Busy, BusyTime time.Duration
 }
 
-// CostModel is a lane's fitted model: a step costs Fixed plus PerToken ns
-// per token processed plus PerPair ns per attention pair (a token times
-// the context it attends to), summed over its requests; Fixed is shared
-// equally. Status says whether the hub splits by it.
+// CostModel is a lane's fitted model: a step costs Fixed plus, summed over
+// its requests, PerToken ns per token processed, PerContext ns per token
+// of context its tokens read (a decoded token reads its whole KV cache)
+// and PerPair ns per attention pair (a token times the context it attends
+// to: a long prompt's); Fixed is shared equally. Status says whether the
+// hub splits by it.
 type CostModel struct {
 	// Status is "fitting", "ok", "undetermined" or "unexplained"
 	// (docs/design.md): spans are split by the model only at "ok", by
 	// tokens otherwise.
 	Status            string
 	Fixed             time.Duration
-	PerToken, PerPair float64 // ns
+	PerToken, PerContext, PerPair float64 // ns
 	// Residual is the fit's root-mean-square error over the mean step
 	// time; Steps the steps fitted.
 	Residual float64
@@ -624,7 +626,7 @@ func (h *Hub) split(b *pendBatch, dev int, sp *landedSpan) {
 	for i := range reqs {
 		c := &l.pend[(b.pos+uint64(i))%uint64(len(l.pend))]
 		t := c.newTok + c.decTok
-		reqs[i] = costmodel.Request{Tokens: float64(t), Pairs: costmodel.Pairs(t, c.ctx)}
+		reqs[i] = costmodel.NewRequest(t, c.ctx)
 	}
 	if !sp.window {
 		a.fit.Observe(reqs, float64(sp.dur))
@@ -866,7 +868,7 @@ func (h *Hub) attributionInto(out *RequestAttribution) {
 		a := l.attrs[k]
 		m := a.fit.Model()
 		la := LaneAttribution{Device: int(k[0]), Lane: h.lanes[k[1]],
-			Model: CostModel{Status: m.Status.String(), Fixed: time.Duration(m.A), PerToken: m.B, PerPair: m.C, Residual: m.Residual, Steps: m.Steps},
+			Model: CostModel{Status: m.Status.String(), Fixed: time.Duration(m.A), PerToken: m.Coef[0], PerContext: m.Coef[1], PerPair: m.Coef[2], Residual: m.Residual, Steps: m.Steps},
 			Spans: a.spans, ModelSpans: a.modelSpans, Unmeasured: a.unmeasured,
 			Time: time.Duration(a.time), Busy: time.Duration(a.busy), BusyTime: time.Duration(a.busyTime), WindowCost: time.Duration(a.windowCost),
 			FLOPs: a.flops, Bytes: a.bytes, WorkTime: time.Duration(a.workTime), WorkBusy: time.Duration(a.workBusy), WorkBusyTime: time.Duration(a.workBusyTime)}

@@ -15,9 +15,10 @@ import (
 )
 
 // servedEngine is an engine on a simulated GPU whose lane span costs are
-// known: a step costs a + b*tokens + c*pairs ns over its requests (times
-// a noise factor), and each request's true share of a step is its own
-// a/n + b*t + c*pairs of it, scaled by the same factor.
+// known: a step costs a + b*tokens + c*context + d*pairs ns over its
+// requests (times a noise factor), and each request's true share of a
+// step is its own a/n + b*t + c*context + d*pairs of it, scaled by the
+// same factor.
 type servedEngine struct {
 	t       testing.TB
 	h       *Hub
@@ -25,7 +26,7 @@ type servedEngine struct {
 	clock   *sim.Clock
 	stream  backend.Stream
 	lane    int
-	a, b, c float64
+	a, b, c, d float64
 	noise   float64
 	rng     *rand.Rand
 	batch   int // requests served at once
@@ -58,7 +59,7 @@ type liveReq struct {
 
 func newServedEngine(t testing.TB, o Options, batch int, seed int64) *servedEngine {
 	h, gpu, clock, s := simHub(t, o)
-	e := &servedEngine{t: t, h: h, gpu: gpu, clock: clock, stream: s, a: 300e3, b: 40, c: 0.02, noise: 0.01,
+	e := &servedEngine{t: t, h: h, gpu: gpu, clock: clock, stream: s, a: 300e3, b: 40, c: 5, d: 0.02, noise: 0.01,
 		rng: rand.New(rand.NewSource(seed)), batch: batch, truth: map[uint64]float64{}, started: map[uint64]uint64{}}
 	e.lane, _ = h.LaneIndex("decode")
 	return e
@@ -89,6 +90,12 @@ func (e *servedEngine) admit() {
 	}
 }
 
+// cost is what w costs a step, but for the step's fixed cost.
+func (e *servedEngine) cost(w RequestWork) float64 {
+	r := costmodel.NewRequest(w.NewTokens+w.DecodedTokens, w.Context)
+	return e.b*r[0] + e.c*r[1] + e.d*r[2]
+}
+
 // step serves one step of every live request and ends those done.
 func (e *servedEngine) step() {
 	h := e.h
@@ -109,8 +116,7 @@ func (e *servedEngine) step() {
 			r.ctx++
 		}
 		w.Context = r.ctx
-		t := w.NewTokens + w.DecodedTokens
-		model += e.b*float64(t) + e.c*costmodel.Pairs(t, r.ctx)
+		model += e.cost(w)
 		e.work = append(e.work, w)
 	}
 	factor := 1 + e.noise*e.rng.NormFloat64()
@@ -124,10 +130,8 @@ func (e *servedEngine) step() {
 	e.clock.Advance(dur + time.Microsecond)
 	e.spans += int64(dur)
 	n := float64(len(e.live))
-	for i, w := range e.work {
-		t := w.NewTokens + w.DecodedTokens
-		e.truth[w.ID] += (e.a/n + e.b*float64(t) + e.c*costmodel.Pairs(t, w.Context)) * factor
-		_ = i
+	for _, w := range e.work {
+		e.truth[w.ID] += (e.a/n + e.cost(w)) * factor
 	}
 	kept := e.live[:0]
 	for _, r := range e.live {
@@ -213,8 +217,8 @@ func TestAttributionMatchesSimulatedShares(t *testing.T) {
 		t.Fatalf("lane attribution %+v", a.Lanes)
 	}
 	m := a.Lanes[0].Model
-	if math.Abs(float64(m.Fixed)-e.a) > 0.05*e.a || math.Abs(m.PerPair-e.c) > 0.05*e.c {
-		t.Errorf("fitted %+v, simulated a %v c %v", m, e.a, e.c)
+	if math.Abs(float64(m.Fixed)-e.a) > 0.05*e.a || math.Abs(m.PerContext-e.c) > 0.05*e.c || math.Abs(m.PerPair-e.d) > 0.05*e.d {
+		t.Errorf("fitted %+v, simulated a %v, c %v, d %v", m, e.a, e.c, e.d)
 	}
 	// Tenant A's share as attributed, as simulated, and by tokens.
 	share := func(x, y float64) float64 { return x / (x + y) }

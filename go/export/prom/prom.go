@@ -73,8 +73,8 @@
 // per exported request class (gpuspans.Options.RequestLabels classes, 8
 // by default, and "other"), for L lanes: 3L+4 native series, 3L+28
 // classic (the per-request histogram's 22 bounds), one more with lane
-// work (FLOPs); per device and lane 8, 12 with lane work and kernel
-// windows; per device 2 peaks where known; 1 per hub: 107 native and 323
+// work (FLOPs); per device and lane 9, 13 with lane work and kernel
+// windows; per device 2 peaks where known; 1 per hub: 109 native and 325
 // classic for 2 lanes and one GPU at the defaults, a label budget of 9
 // served_model, adapter and tenant combinations whatever the engine
 // serves (requests_test.go's requestBudget counts it).

@@ -39,7 +39,7 @@ func newRequestDescs(d func(name, help string, labels ...string) *prometheus.Des
 		flops:       d("request_flops_total", "Floating-point operations engines gave their spans (LaneWork), split as the spans' time. Appears with the first.", cls...),
 
 		modelInfo:     d("lane_cost_model_info", "A lane's cost model status: ok (spans split by it), fitting (too few steps yet), undetermined (the steps cannot price apart what tells a batch's requests apart: all batches alike) or unexplained (the batches' composition does not explain the step times); split by tokens but at ok. Always 1.", "device", "lane", "status"),
-		modelTerm:     d("lane_cost_model_seconds", "A lane's fitted cost model: a step costs term fixed, plus token per token processed, plus pair per attention pair (a token times the context it attends to), over its requests.", "device", "lane", "term"),
+		modelTerm:     d("lane_cost_model_seconds", "A lane's fitted cost model: a step costs term fixed, plus token per token processed, plus context per context token its requests' tokens read, plus pair per attention pair (a token times the context it attends to), over its requests.", "device", "lane", "term"),
 		residual:      d("lane_cost_model_residual_ratio", "The cost model's root-mean-square error over the lane's mean step time.", "device", "lane"),
 		spans:         d("lane_split_spans_total", "Lane spans split among their requests, by method: model (the cost model) or tokens (the fallback while the model is not ok).", "device", "lane", "method"),
 		unmeasured:    d("lane_unmeasured_spans_total", "Lane spans said to serve requests that never landed (dropped, or not within 10 s): their requests got no time. Appears at the first.", "device", "lane"),
@@ -101,6 +101,7 @@ func (c *Collector) requests(ch chan<- prometheus.Metric, a *gpuspans.RequestAtt
 		gauge(r.modelInfo, 1, dev, l.Lane, l.Model.Status)
 		gauge(r.modelTerm, l.Model.Fixed.Seconds(), dev, l.Lane, "fixed")
 		gauge(r.modelTerm, l.Model.PerToken/1e9, dev, l.Lane, "token")
+		gauge(r.modelTerm, l.Model.PerContext/1e9, dev, l.Lane, "context")
 		gauge(r.modelTerm, l.Model.PerPair/1e9, dev, l.Lane, "pair")
 		gauge(r.residual, l.Model.Residual, dev, l.Lane)
 		counter(r.spans, float64(l.ModelSpans), dev, l.Lane, "model")

@@ -18,14 +18,14 @@ import (
 // L lanes: 2L GPU seconds (by part), L busy seconds (with kernel
 // windows), 2 token counters, 1 finished, the per-request histogram (1
 // series native, 25 classic) and 1 of FLOPs (with lane work); per device
-// and lane 8, and 4 more with lane work and windows; per device 2 peaks,
+// and lane 9, and 4 more with lane work and windows; per device 2 peaks,
 // where known; per hub 1.
 func requestBudget(classes, lanes, devices int, native, windows, work bool) int {
 	perClass := 2*lanes + 2 + 1 + 25
 	if native {
 		perClass -= 24
 	}
-	perLane := 8
+	perLane := 9
 	if windows {
 		perClass += lanes
 	}

@@ -567,7 +567,7 @@ func attributionToProto(a *gpuspans.RequestAttribution) *gpuspansv1.RequestAttri
 		l := &a.Lanes[i]
 		p.Lanes = append(p.Lanes, &gpuspansv1.LaneAttribution{Device: int32(l.Device), Lane: l.Lane,
 			Model: &gpuspansv1.CostModel{Status: l.Model.Status, FixedNs: int64(l.Model.Fixed), PerTokenNs: l.Model.PerToken,
-				PerPairNs: l.Model.PerPair, Residual: l.Model.Residual, Steps: l.Model.Steps},
+				PerContextNs: l.Model.PerContext, PerPairNs: l.Model.PerPair, Residual: l.Model.Residual, Steps: l.Model.Steps},
 			Spans: l.Spans, ModelSpans: l.ModelSpans, Unmeasured: l.Unmeasured,
 			TimeNs: int64(l.Time), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime), WindowCostNs: int64(l.WindowCost),
 			Flops: l.FLOPs, Bytes: l.Bytes, WorkTimeNs: int64(l.WorkTime), WorkBusyNs: int64(l.WorkBusy), WorkBusyTimeNs: int64(l.WorkBusyTime),

@@ -34,8 +34,10 @@ type costModelJSON struct {
 	FixedNs    int64   `json:"fixed_ns"`
 	PerTokenNs float64 `json:"per_token_ns"`
 	PerPairNs  float64 `json:"per_pair_ns"`
-	Residual   float64 `json:"residual"`
-	Steps      uint64  `json:"steps"`
+	// PerContextNs follows per_pair_ns, as the schema numbers them.
+	PerContextNs float64 `json:"per_context_ns"`
+	Residual     float64 `json:"residual"`
+	Steps        uint64  `json:"steps"`
 }
 
 type laneAttrJSON struct {
@@ -163,7 +165,7 @@ func attribution(a *gpuspans.RequestAttribution) *attributionJSON {
 		l := &a.Lanes[i]
 		fs, fb, _, _ := l.Achieved()
 		j.Lanes = append(j.Lanes, laneAttrJSON{Device: l.Device, Lane: l.Lane,
-			Model: costModelJSON{Status: l.Model.Status, FixedNs: int64(l.Model.Fixed), PerTokenNs: l.Model.PerToken, PerPairNs: l.Model.PerPair,
+			Model: costModelJSON{Status: l.Model.Status, FixedNs: int64(l.Model.Fixed), PerTokenNs: l.Model.PerToken, PerPairNs: l.Model.PerPair, PerContextNs: l.Model.PerContext,
 				Residual: l.Model.Residual, Steps: l.Model.Steps},
 			Spans: l.Spans, ModelSpans: l.ModelSpans, Unmeasured: l.Unmeasured,
 			TimeNs: int64(l.Time), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime), WindowCostNs: int64(l.WindowCost),

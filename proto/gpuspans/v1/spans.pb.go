@@ -1383,8 +1383,9 @@ func (x *RequestCounters) GetRecordsOverwritten() uint64 {
 	return 0
 }
 
-// A lane's cost model: a step costs fixed_ns plus per_token_ns a token
-// processed plus per_pair_ns an attention pair, over its requests.
+// A lane's cost model: a step costs fixed_ns plus, over its requests,
+// per_token_ns a token processed, per_context_ns a context token read and
+// per_pair_ns an attention pair.
 type CostModel struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "fitting", "ok", "undetermined" or "unexplained": spans are split by
@@ -1396,6 +1397,7 @@ type CostModel struct {
 	// Root-mean-square error over the mean step time.
 	Residual      float64 `protobuf:"fixed64,5,opt,name=residual,proto3" json:"residual,omitempty"`
 	Steps         uint64  `protobuf:"varint,6,opt,name=steps,proto3" json:"steps,omitempty"`
+	PerContextNs  float64 `protobuf:"fixed64,7,opt,name=per_context_ns,json=perContextNs,proto3" json:"per_context_ns,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1468,6 +1470,13 @@ func (x *CostModel) GetResidual() float64 {
 func (x *CostModel) GetSteps() uint64 {
 	if x != nil {
 		return x.Steps
+	}
+	return 0
+}
+
+func (x *CostModel) GetPerContextNs() float64 {
+	if x != nil {
+		return x.PerContextNs
 	}
 	return 0
 }
@@ -3690,7 +3699,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\aexpired\x18\x05 \x01(\x04R\aexpired\x12\x18\n" +
 	"\aoverrun\x18\x06 \x01(\x04R\aoverrun\x12\x1c\n" +
 	"\tabandoned\x18\a \x01(\x04R\tabandoned\x12/\n" +
-	"\x13records_overwritten\x18\b \x01(\x04R\x12recordsOverwritten\"\xb2\x01\n" +
+	"\x13records_overwritten\x18\b \x01(\x04R\x12recordsOverwritten\"\xd8\x01\n" +
 	"\tCostModel\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x19\n" +
 	"\bfixed_ns\x18\x02 \x01(\x03R\afixedNs\x12 \n" +
@@ -3698,7 +3707,8 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"perTokenNs\x12\x1e\n" +
 	"\vper_pair_ns\x18\x04 \x01(\x01R\tperPairNs\x12\x1a\n" +
 	"\bresidual\x18\x05 \x01(\x01R\bresidual\x12\x14\n" +
-	"\x05steps\x18\x06 \x01(\x04R\x05steps\"\x9d\x04\n" +
+	"\x05steps\x18\x06 \x01(\x04R\x05steps\x12$\n" +
+	"\x0eper_context_ns\x18\a \x01(\x01R\fperContextNs\"\x9d\x04\n" +
 	"\x0fLaneAttribution\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
 	"\x04lane\x18\x02 \x01(\tR\x04lane\x12,\n" +

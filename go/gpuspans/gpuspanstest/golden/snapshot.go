@@ -75,7 +75,7 @@ func FullAttribution() gpuspans.RequestAttribution {
 	return gpuspans.RequestAttribution{InFlight: 3, Finished: 5,
 		Counters: gpuspans.RequestCounters{Batches: 1, Served: 2, Refused: 3, Backlog: 4, Expired: 5, Overrun: 6, Abandoned: 7, RecordsOverwritten: 8},
 		Lanes: []gpuspans.LaneAttribution{{Device: 3, Lane: "decode",
-			Model: gpuspans.CostModel{Status: "ok", Fixed: 300 * time.Microsecond, PerToken: 40, PerPair: 0.02, Residual: 0.01, Steps: 120},
+			Model: gpuspans.CostModel{Status: "ok", Fixed: 300 * time.Microsecond, PerToken: 40, PerContext: 3, PerPair: 0.02, Residual: 0.01, Steps: 120},
 			Spans: 120, ModelSpans: 88, Unmeasured: 2, Time: 40 * time.Millisecond, Busy: 30 * time.Millisecond, BusyTime: 35 * time.Millisecond,
 			WindowCost: 2 * time.Millisecond, FLOPs: 4e12, Bytes: 8e10, WorkTime: 39 * time.Millisecond, WorkBusy: 29 * time.Millisecond,
 			WorkBusyTime: 34 * time.Millisecond, PeakFlops: 989e12, PeakBandwidth: 4.8e12}},

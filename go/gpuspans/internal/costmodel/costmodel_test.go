@@ -14,19 +14,20 @@ func batch(rng *rand.Rand, n int, pre float64, ctx int) []Request {
 	for i := range out {
 		if rng.Float64() < pre {
 			t := uint32(16 + rng.Intn(2032))
-			out[i] = Request{Tokens: float64(t), Pairs: Pairs(t, t)}
+			out[i] = NewRequest(t, t)
 		} else {
-			c := uint32(1 + rng.Intn(ctx))
-			out[i] = Request{Tokens: 1, Pairs: Pairs(1, c)}
+			out[i] = NewRequest(1, uint32(1+rng.Intn(ctx)))
 		}
 	}
 	return out
 }
 
-func cost(a, b, c float64, reqs []Request) float64 {
+// cost is a step's cost: a, and per request b a token, c a context token
+// and d a pair.
+func cost(a, b, c, d float64, reqs []Request) float64 {
 	y := a
 	for _, r := range reqs {
-		y += b*r.Tokens + c*r.Pairs
+		y += b*r[0] + c*r[1] + d*r[2]
 	}
 	return y
 }
@@ -46,16 +47,19 @@ func TestPairs(t *testing.T) {
 			t.Errorf("Pairs(%d, %d) = %v, want %v", tc.tokens, tc.ctx, got, tc.want)
 		}
 	}
+	if r := NewRequest(3, 1); r != (Request{3, 3, 6}) {
+		t.Errorf("NewRequest(3, 1) = %v", r)
+	}
 }
 
 func TestFitRecoversCosts(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	const a, b, c = 400e3, 20, 0.05 // 400 us a step, 20 ns a token, 0.05 ns a pair
+	// 400 us a step, 20 ns a token, 5 ns a context token read, 0.05 ns a pair.
+	const a, b, c, d = 400e3, 20, 5, 0.05
 	var f Fit
 	for i := 0; i < 4000; i++ {
 		reqs := batch(rng, 4+rng.Intn(28), 0.1, 32768)
-		y := cost(a, b, c, reqs) * (1 + 0.02*rng.NormFloat64())
-		f.Observe(reqs, y)
+		f.Observe(reqs, cost(a, b, c, d, reqs)*(1+0.02*rng.NormFloat64()))
 	}
 	m := f.Model()
 	if m.Status != OK {
@@ -64,7 +68,7 @@ func TestFitRecoversCosts(t *testing.T) {
 	for _, x := range []struct {
 		name      string
 		got, want float64
-	}{{"A", m.A, a}, {"B", m.B, b}, {"C", m.C, c}} {
+	}{{"A", m.A, a}, {"B", m.Coef[0], b}, {"C", m.Coef[1], c}, {"D", m.Coef[2], d}} {
 		if math.Abs(x.got-x.want) > 0.1*x.want {
 			t.Errorf("%s = %v, want %v within 10%% (model %+v)", x.name, x.got, x.want, m)
 		}
@@ -77,13 +81,14 @@ func TestFitRecoversCosts(t *testing.T) {
 func TestFitNeverNegative(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	var f Fit
-	// No fixed cost at all, and noise that would pull A below 0.
+	// No fixed cost and no context cost at all, and noise that would pull
+	// them below 0.
 	for i := 0; i < 2000; i++ {
 		reqs := batch(rng, 1+rng.Intn(16), 0.3, 8192)
-		f.Observe(reqs, cost(0, 50, 0.01, reqs)*(1+0.05*rng.NormFloat64()))
+		f.Observe(reqs, cost(0, 50, 0, 0.01, reqs)*(1+0.05*rng.NormFloat64()))
 	}
 	m := f.Model()
-	if m.A < 0 || m.B < 0 || m.C < 0 {
+	if m.A < 0 || m.Coef[0] < 0 || m.Coef[1] < 0 || m.Coef[2] < 0 {
 		t.Fatalf("negative coefficient: %+v", m)
 	}
 	if m.Status != OK {
@@ -93,7 +98,7 @@ func TestFitNeverNegative(t *testing.T) {
 
 func TestFitStatuses(t *testing.T) {
 	rng := rand.New(rand.NewSource(3))
-	alike := []Request{{Tokens: 1, Pairs: 4000}, {Tokens: 1, Pairs: 200}}
+	alike := []Request{NewRequest(1, 4000), NewRequest(1, 200)}
 	t.Run("fitting", func(t *testing.T) {
 		var f Fit
 		for i := 0; i < MinSteps-1; i++ {
@@ -116,7 +121,7 @@ func TestFitStatuses(t *testing.T) {
 	})
 	t.Run("alike requests need no pricing", func(t *testing.T) {
 		// Every request the same: an equal split is right whatever the fit.
-		same := []Request{{Tokens: 1, Pairs: 500}, {Tokens: 1, Pairs: 500}}
+		same := []Request{NewRequest(1, 500), NewRequest(1, 500)}
 		var f Fit
 		for i := 0; i < 500; i++ {
 			f.Observe(same, 1e6*(1+0.01*rng.NormFloat64()))
@@ -125,14 +130,26 @@ func TestFitStatuses(t *testing.T) {
 			t.Fatalf("status %v, want ok", s)
 		}
 	})
+	t.Run("decode alone", func(t *testing.T) {
+		// Decodes only: a context token and a pair move as one, within
+		// batches too, so the split does not depend on which pays: ok.
+		var f Fit
+		for i := 0; i < 1000; i++ {
+			reqs := batch(rng, 8, 0, 8192)
+			f.Observe(reqs, cost(2e5, 20, 4, 0, reqs)*(1+0.01*rng.NormFloat64()))
+		}
+		if s := f.Model(); s.Status != OK {
+			t.Fatalf("status %v, want ok (%+v)", s.Status, s)
+		}
+	})
 	t.Run("a token budget", func(t *testing.T) {
 		// Every step processes 512 tokens among requests of varying sizes:
 		// the step's fixed cost and the cost of a token cannot be told apart.
 		var f Fit
 		for i := 0; i < 500; i++ {
-			k := 1 + rng.Intn(511)
-			reqs := []Request{{Tokens: float64(k), Pairs: Pairs(uint32(k), uint32(k))}, {Tokens: float64(512 - k), Pairs: Pairs(uint32(512-k), uint32(512-k))}}
-			f.Observe(reqs, cost(1e5, 100, 0.01, reqs))
+			k := uint32(1 + rng.Intn(511))
+			reqs := []Request{NewRequest(k, k), NewRequest(512-k, 512-k)}
+			f.Observe(reqs, cost(1e5, 100, 0, 0.01, reqs))
 		}
 		if s := f.Model().Status; s != Undetermined {
 			t.Fatalf("status %v, want undetermined", s)
@@ -155,14 +172,14 @@ func TestFitForgets(t *testing.T) {
 	var f Fit
 	for i := 0; i < 3000; i++ {
 		reqs := batch(rng, 8, 0.1, 8192)
-		f.Observe(reqs, cost(1e5, 10, 0.02, reqs))
+		f.Observe(reqs, cost(1e5, 10, 2, 0.02, reqs))
 	}
 	for i := 0; i < 12*HalfLife; i++ {
 		reqs := batch(rng, 8, 0.1, 8192)
-		f.Observe(reqs, cost(2e5, 10, 0.04, reqs))
+		f.Observe(reqs, cost(2e5, 10, 4, 0.02, reqs))
 	}
-	if m := f.Model(); math.Abs(m.C-0.04) > 0.004 || math.Abs(m.A-2e5) > 2e4 {
-		t.Fatalf("after the lane changed the model is %+v, want A 2e5, C 0.04", m)
+	if m := f.Model(); math.Abs(m.Coef[1]-4) > 0.4 || math.Abs(m.A-2e5) > 2e4 {
+		t.Fatalf("after the lane changed the model is %+v, want A 2e5, C 4", m)
 	}
 }
 
@@ -184,7 +201,7 @@ func TestSplitConserves(t *testing.T) {
 		total := rng.Int63n(1 << 40)
 		parts := make([]int64, n)
 		Split(total, w, parts)
-		var sum, wsum float64
+		var wsum float64
 		var got int64
 		for i, p := range parts {
 			if p < 0 {
@@ -206,19 +223,18 @@ func TestSplitConserves(t *testing.T) {
 			if math.Abs(float64(p)-want) > 1+want*1e-12+float64(total)*1e-15 {
 				t.Fatalf("part %d = %d, share %v", i, p, want)
 			}
-			sum += float64(p)
 		}
 	}
 }
 
 func TestWeights(t *testing.T) {
-	reqs := []Request{{Tokens: 1, Pairs: 1000}, {Tokens: 1, Pairs: 100}, {Tokens: 100, Pairs: Pairs(100, 100)}}
+	reqs := []Request{NewRequest(1, 1000), NewRequest(1, 100), NewRequest(100, 100)}
 	w := make([]float64, len(reqs))
-	m := Model{Status: OK, A: 300, B: 2, C: 0.5}
+	m := Model{Status: OK, A: 300, Coef: [Features]float64{2, 0.5, 0.25}}
 	if !Weights(m, reqs, w) {
 		t.Fatal("an ok model gave no weights")
 	}
-	if want := 100 + 2 + 500.0; w[0] != want {
+	if want := 100 + 2 + 500 + 250.0; w[0] != want {
 		t.Fatalf("w[0] = %v, want %v", w[0], want)
 	}
 	m.Status = Undetermined
@@ -230,6 +246,23 @@ func TestWeights(t *testing.T) {
 	}
 	if Weights(m, []Request{{}, {}}, w[:2]); w[0] != 1 || w[1] != 1 {
 		t.Fatalf("weights of requests with nothing: %v, want even", w[:2])
+	}
+}
+
+func TestEigen(t *testing.T) {
+	m := [Features][Features]float64{{4, 1, 0}, {1, 3, 1}, {0, 1, 2}}
+	vals, vecs := eigen(m)
+	for i := range vals {
+		// m v = lambda v for each column.
+		for r := 0; r < Features; r++ {
+			var mv float64
+			for c := 0; c < Features; c++ {
+				mv += m[r][c] * vecs[c][i]
+			}
+			if math.Abs(mv-vals[i]*vecs[r][i]) > 1e-9 {
+				t.Fatalf("eigenpair %d: %v %v", i, vals, vecs)
+			}
+		}
 	}
 }
 
