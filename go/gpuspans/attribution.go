@@ -68,8 +68,8 @@ type CostModel struct {
 	// Status is "fitting", "ok", "undetermined" or "unexplained"
 	// (docs/design.md): spans are split by the model only at "ok", by
 	// tokens otherwise.
-	Status            string
-	Fixed             time.Duration
+	Status                        string
+	Fixed                         time.Duration
 	PerToken, PerContext, PerPair float64 // ns
 	// Residual is the fit's root-mean-square error over the mean step
 	// time; Steps the steps fitted.

@@ -20,24 +20,24 @@ import (
 // step is its own a/n + b*t + c*context + d*pairs of it, scaled by the
 // same factor.
 type servedEngine struct {
-	t       testing.TB
-	h       *Hub
-	gpu     *sim.GPU
-	clock   *sim.Clock
-	stream  backend.Stream
-	lane    int
+	t          testing.TB
+	h          *Hub
+	gpu        *sim.GPU
+	clock      *sim.Clock
+	stream     backend.Stream
+	lane       int
 	a, b, c, d float64
-	noise   float64
-	rng     *rand.Rand
-	batch   int // requests served at once
-	mix     []tenantMix
-	live    []liveReq
-	next    uint64
-	work    []RequestWork
-	truth   map[uint64]float64
-	started map[uint64]uint64 // id -> step of its first span
-	spans   int64             // lane span time, ns, of the steps that served requests
-	ended   int
+	noise      float64
+	rng        *rand.Rand
+	batch      int // requests served at once
+	mix        []tenantMix
+	live       []liveReq
+	next       uint64
+	work       []RequestWork
+	truth      map[uint64]float64
+	started    map[uint64]uint64 // id -> step of its first span
+	spans      int64             // lane span time, ns, of the steps that served requests
+	ended      int
 }
 
 // tenantMix is one tenant's requests: prompts and decodes drawn uniformly
