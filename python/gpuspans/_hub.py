@@ -13,6 +13,7 @@ import gc
 import json
 import math
 import os
+import struct
 import threading
 import time
 import weakref
@@ -152,7 +153,7 @@ class Hub:
         self._span_buf = None  # recent_spans' buffer
         self._classes = {}  # (model, adapter, tenant) -> class
         self._request_lock = threading.Lock()
-        self._request_buf = None  # serve_requests' buffer
+        self._request_cap, self._request_bytes, self._request_ptr = 0, None, None  # serve_requests' buffer
         self._finished_buf = ctypes.create_string_buffer(1 << 16)
         # The span paths' calls, bound once.
         self._step_call = lib.gs_hub_begin_step_call
@@ -617,22 +618,24 @@ class Hub:
             return
         i = self._lane_index(lane)
         n = len(requests)
+        pack = _REQUEST.pack_into
         with self._request_lock:
-            buf = self._request_buf
-            if buf is None or len(buf) < n:
-                buf = self._request_buf = (_lib.Request * max(n, 64))()
+            if self._request_cap < n:
+                self._request_cap = max(n, 2 * self._request_cap, 64)
+                self._request_bytes = bytearray(_REQUEST.size * self._request_cap)
+                self._request_ptr = ctypes.cast((ctypes.c_char * len(self._request_bytes)).from_buffer(self._request_bytes),
+                                                ctypes.POINTER(_lib.Request))
+            buf = self._request_bytes
             for k, r in enumerate(requests):
-                b = buf[k]
-                b.id = _int("request id", r[0], _U64)
-                b.new_tokens = _int("new_tokens", r[1], _U32)
-                b.decoded_tokens = _int("decoded_tokens", r[2], _U32)
-                b.context = _int("context", r[3], _U32)
-                b.request_class = _int("request_class", r[4], _U16) if len(r) > 4 else 0
-                if len(r) > 6 and r[5] is not None:
-                    _ids(b, r[5], r[6])
-                else:
-                    ctypes.memset(ctypes.addressof(b) + _lib.Request.trace_id.offset, 0, 24)
-            self._check(self._lib.gs_hub_serve_requests_call(self._h, i, buf, n))
+                try:
+                    if len(r) > 6 and r[5] is not None:
+                        pack(buf, k * 48, r[0], r[1], r[2], r[3], r[4], *_ids(r[5], r[6]))
+                    else:
+                        pack(buf, k * 48, r[0], r[1], r[2], r[3], r[4] if len(r) > 4 else 0, _NO_TRACE, _NO_SPAN_ID)
+                except (struct.error, TypeError, IndexError) as e:
+                    raise ValueError(f"gpuspans: serve_requests: requests[{k}] = {r!r}: {e} (want (request id, new_tokens, "
+                                     "decoded_tokens, context[, request_class[, trace_id, span_id]]), each in its C type's range)") from None
+            self._check(self._lib.gs_hub_serve_requests_call(self._h, i, self._request_ptr, n))
 
     def end_request(self, request_id: int) -> bool:
         """Says request request_id is done: its record comes out of
@@ -838,11 +841,16 @@ class Hub:
         return f"<gpuspans.Hub {self._h} lanes={list(self.lanes)}>"
 
 
-def _ids(b, trace_id, span_id):
-    """Sets a gs_hub_request's span context from bytes or hex strings."""
+# gs_hub_request, packed: id, new and decoded tokens, context, class,
+# trace id, span id, padding (hub.h's 48 bytes).
+_REQUEST = struct.Struct("<QIIIH16s8s2x")
+_NO_TRACE, _NO_SPAN_ID = bytes(16), bytes(8)
+
+
+def _ids(trace_id, span_id):
+    """A span context from bytes or hex strings."""
     t = bytes.fromhex(trace_id) if isinstance(trace_id, str) else bytes(trace_id)
     s = bytes.fromhex(span_id) if isinstance(span_id, str) else bytes(span_id)
     if len(t) != 16 or len(s) != 8:
         raise ValueError(f"gpuspans: trace_id and span_id of {len(t)} and {len(s)} bytes, want 16 and 8")
-    ctypes.memmove(ctypes.addressof(b) + _lib.Request.trace_id.offset, t, 16)
-    ctypes.memmove(ctypes.addressof(b) + _lib.Request.span_id.offset, s, 8)
+    return t, s
