@@ -71,6 +71,9 @@ type assembler struct {
 	devs     map[int]deviceAttrs
 	snap     gpuspans.Snapshot
 	askedAt  time.Time // the last Snapshot taken for identities
+	reqs     []gpuspans.RequestRecord
+	reqLast  uint64 // Seq of the last request record read
+	laneKeys map[string]attribute.Key
 }
 
 type pendingStep struct {
@@ -128,6 +131,7 @@ func (a *assembler) poll(final bool) {
 		}
 		p.spans = append(p.spans, *s)
 	}
+	a.pollRequests()
 	for step, p := range a.pending {
 		if final || step+stepsLate <= a.maxStep || a.polls-p.firstPoll >= pollsLate {
 			a.sendStep(step, p.spans)
@@ -322,11 +326,12 @@ func (e *Exporter) traceID(step uint64) trace.TraceID {
 	return id
 }
 
-// spanID is the span id of a step's root (domain 1, n the step) or of a
-// landed span (domain 2, n its Seq).
+// spanID is the span id of a step's root (domain 1, n the step), of a
+// landed span (domain 2, n its Seq) or of a request's GPU time (domain 3,
+// n its record's Seq).
 func (e *Exporter) spanID(domain int, n uint64) trace.SpanID {
 	var id trace.SpanID
-	v := mix(e.key[1+domain] ^ n)
+	v := mix(e.key[(1+domain)%len(e.key)] ^ n)
 	if v == 0 {
 		v = 1
 	}

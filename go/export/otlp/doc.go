@@ -96,6 +96,17 @@
 // TracerProvider gives the engine a tracer whose spans (its request spans,
 // in the demo) go out through the same queue and connection.
 //
+// A request whose RequestWork carried its span context (TraceID, SpanID:
+// gpuspans.Hub.ServeRequests) gets, once it finished and its spans landed,
+// a span RequestSpanName ("gpu time") under its own span: from its first
+// lane span's begin to its last one's end, with what the hub attributed to
+// it (gpuspans.RequestRecord) as attributes: gpuspans.gpu.time_ns, its
+// input_ns and output_ns parts, busy_ns over busy_time_ns where kernel
+// windows measured its lanes, gpuspans.gpu.lane.<lane>.time_ns per lane,
+// gpuspans.request.id, steps, new_tokens and decoded_tokens, and
+// gpuspans.served_model, adapter and tenant where given. Every finished
+// request with a span context is sent, whatever the step sampling.
+//
 // # Cost and safety
 //
 // Nothing here runs on the serving path but LinkStep. A goroutine reads

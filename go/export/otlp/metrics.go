@@ -10,7 +10,7 @@ type Collector struct {
 	read, unsampled, dropped, queued *prometheus.Desc
 	capacity, exported, exports      *prometheus.Desc
 	exportErrors, linksDropped       *prometheus.Desc
-	linkStepsLost                    *prometheus.Desc
+	linkStepsLost, requestSpans      *prometheus.Desc
 }
 
 // Collector returns the exporter's Prometheus collector.
@@ -30,12 +30,13 @@ func (e *Exporter) Collector() *Collector {
 		exportErrors:  d("export_errors_total", "Export requests that failed; their spans were dropped."),
 		linksDropped:  d("links_dropped_total", "Request links past the per-step cap."),
 		linkStepsLost: d("link_steps_lost_total", "Steps whose request links were overwritten before their spans were exported."),
+		requestSpans:  d("request_spans_total", "GPU time spans of finished requests put on the export queue, each under its request's span."),
 	}
 }
 
 // Describe sends the descriptors of every series Collect sends.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.read, c.unsampled, c.dropped, c.queued, c.capacity, c.exported, c.exports, c.exportErrors, c.linksDropped, c.linkStepsLost} {
+	for _, d := range []*prometheus.Desc{c.read, c.unsampled, c.dropped, c.queued, c.capacity, c.exported, c.exports, c.exportErrors, c.linksDropped, c.linkStepsLost, c.requestSpans} {
 		ch <- d
 	}
 }
@@ -61,4 +62,5 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.exportErrors, s.ExportErrors)
 	counter(c.linksDropped, s.LinksDropped)
 	counter(c.linkStepsLost, s.LinkStepsLost)
+	counter(c.requestSpans, s.RequestSpans)
 }

@@ -137,6 +137,9 @@ type Stats struct {
 
 	LinksDropped  uint64 // request links past MaxLinks
 	LinkStepsLost uint64 // steps whose links LinkStep overwrote before their spans were read
+	// RequestSpans counts the GPU time spans of finished requests put on
+	// the queue (RequestSpanName), in Enqueued too.
+	RequestSpans uint64
 }
 
 // Exporter exports a hub's spans over OTLP. Make one with New; Close it.
@@ -177,6 +180,7 @@ type Exporter struct {
 	enqueued, queueFull, exported, failed atomic.Uint64
 	shutdown, exports, exportErrors       atomic.Uint64
 	linksDropped, linkStepsLost           atomic.Uint64
+	requestSpans                          atomic.Uint64
 	lastFailLog                           atomic.Int64 // Unix ns of the last failure logged
 	failing                               atomic.Bool
 	lastErr                               atomic.Pointer[error] // the last failed send's
@@ -388,6 +392,7 @@ func (e *Exporter) Stats() Stats {
 		ExportErrors:  e.exportErrors.Load(),
 		LinksDropped:  e.linksDropped.Load(),
 		LinkStepsLost: e.linkStepsLost.Load(),
+		RequestSpans:  e.requestSpans.Load(),
 	}
 }
 

@@ -596,8 +596,8 @@ func TestUnreachable(t *testing.T) {
 			if got := gathered(t, reg, "gpuspans_otlp_spans_dropped_total", "reason", "queue_full"); got != float64(st.QueueFull) {
 				t.Errorf("gpuspans_otlp_spans_dropped_total{reason=queue_full} = %v, want %d", got, st.QueueFull)
 			}
-			if n, err := testutil.GatherAndCount(reg); err != nil || n != 14 {
-				t.Errorf("gathered %d series (%v), want 14", n, err)
+			if n, err := testutil.GatherAndCount(reg); err != nil || n != 15 {
+				t.Errorf("gathered %d series (%v), want 15", n, err)
 			}
 			mu.Lock()
 			if c.name == "closed-port" && (len(logs) == 0 || len(logs) > 2 || !strings.Contains(logs[0], "export of")) {
