@@ -3,8 +3,13 @@ package debugpage
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/gpuspans/gpuspans/go/gpuspans"
+	"github.com/gpuspans/gpuspans/go/internal/durfmt"
 )
 
 // attributionJSON is Snapshot.Requests, with the proto's names: whose GPU
@@ -187,4 +192,153 @@ func attribution(a *gpuspans.RequestAttribution) *attributionJSON {
 		j.Heaviest = append(j.Heaviest, Request(&a.Heaviest[i]))
 	}
 	return j
+}
+
+// requestsView is the page's "Whose GPU time": each lane's cost model and
+// what its spans gave, the classes, and the heaviest recent requests.
+type requestsView struct {
+	InFlight int
+	Finished uint64
+	Lanes    []requestLaneRow
+	Classes  []requestClassRow
+	Heaviest []requestRow
+	Lost     string // requests' spans lost or refused calls, when any
+}
+
+type requestLaneRow struct {
+	Device                                             int
+	Lane, Status, Fixed, PerToken, PerContext, PerPair string
+	Residual, Split, ByModel, Time, Busy, WindowCost   string
+	Achieved                                           string
+}
+
+type requestClassRow struct {
+	Class, Share, GPU, Input, Output, Busy, Tokens, Finished, PerMillion, P50, P99 string
+}
+
+type requestRow struct {
+	ID, Class, GPU, Busy, Input, Output, Steps, Tokens, Lanes, Note string
+}
+
+// newRequestsView is nil while no request was ever said.
+func newRequestsView(a *gpuspans.RequestAttribution) *requestsView {
+	if a.Counters == (gpuspans.RequestCounters{}) && len(a.Lanes) == 0 && a.InFlight == 0 {
+		return nil
+	}
+	v := &requestsView{InFlight: a.InFlight, Finished: a.Finished}
+	for i := range a.Lanes {
+		l := &a.Lanes[i]
+		m := &l.Model
+		r := requestLaneRow{Device: l.Device, Lane: l.Lane, Status: m.Status, Fixed: durfmt.Format(m.Fixed),
+			PerToken: nsText(m.PerToken), PerContext: nsText(m.PerContext), PerPair: nsText(m.PerPair),
+			Residual: fmt.Sprintf("%.1f%%", 100*m.Residual), Split: fmt.Sprint(l.Spans),
+			ByModel: fmt.Sprintf("%d (%.0f%%)", l.ModelSpans, percent(float64(l.ModelSpans), float64(l.Spans))),
+			Time:    durfmt.Format(l.Time), Busy: "-", WindowCost: durfmt.Format(l.WindowCost)}
+		if l.BusyTime > 0 {
+			r.Busy = fmt.Sprintf("%.1f%%", percent(float64(l.Busy), float64(l.BusyTime)))
+		}
+		if fs, fb, _, _ := l.Achieved(); fs > 0 {
+			r.Achieved = fmt.Sprintf("%.1f TFLOP/s", fs/1e12)
+			if fb > 0 {
+				r.Achieved += fmt.Sprintf(", %.1f busy", fb/1e12)
+			}
+			if l.PeakFlops > 0 {
+				r.Achieved += fmt.Sprintf(" (%.1f%% of peak)", percent(fs, l.PeakFlops))
+			}
+		}
+		v.Lanes = append(v.Lanes, r)
+	}
+	var total time.Duration
+	for i := range a.Classes {
+		for _, l := range a.Classes[i].Lanes {
+			total += l.GPUTime
+		}
+	}
+	for i := range a.Classes {
+		c := &a.Classes[i]
+		var gpu, in, out, busy, busyTime time.Duration
+		for _, l := range c.Lanes {
+			gpu, in, out, busy, busyTime = gpu+l.GPUTime, in+l.Input, out+l.Output, busy+l.Busy, busyTime+l.BusyTime
+		}
+		if gpu == 0 && c.Finished == 0 {
+			continue
+		}
+		r := requestClassRow{Class: className(c.Model, c.Adapter, c.Tenant), Share: fmt.Sprintf("%.1f%%", percent(float64(gpu), float64(total))),
+			GPU: durfmt.Format(gpu), Input: durfmt.Format(in), Output: durfmt.Format(out), Busy: "-",
+			Tokens: fmt.Sprintf("%d / %d", c.NewTokens, c.DecodedTokens), Finished: fmt.Sprint(c.Finished), PerMillion: "-"}
+		if c.Other {
+			r.Class = "other (classes past the label budget)"
+		}
+		if busyTime > 0 {
+			r.Busy = fmt.Sprintf("%.1f%%", percent(float64(busy), float64(busyTime)))
+		}
+		if c.NewTokens > 0 || c.DecodedTokens > 0 {
+			r.PerMillion = fmt.Sprintf("%s / %s", perMillion(in, c.NewTokens), perMillion(out, c.DecodedTokens))
+		}
+		if c.PerRequest.Count > 0 {
+			r.P50, r.P99 = durfmt.Format(c.PerRequest.Quantile(0.5)), durfmt.Format(c.PerRequest.Quantile(0.99))
+		}
+		v.Classes = append(v.Classes, r)
+	}
+	for i := range a.Heaviest {
+		h := &a.Heaviest[i]
+		r := requestRow{ID: fmt.Sprint(h.ID), Class: className(h.Model, h.Adapter, h.Tenant), GPU: durfmt.Format(h.GPUTime), Busy: "-",
+			Input: durfmt.Format(h.Input), Output: durfmt.Format(h.Output), Steps: fmt.Sprint(h.Steps),
+			Tokens: fmt.Sprintf("%d / %d", h.NewTokens, h.DecodedTokens)}
+		if h.BusyTime > 0 {
+			r.Busy = fmt.Sprintf("%.1f%%", percent(float64(h.Busy), float64(h.BusyTime)))
+		}
+		for j, l := range h.Lanes {
+			if j > 0 {
+				r.Lanes += ", "
+			}
+			r.Lanes += l.Lane + " " + durfmt.Format(l.GPUTime)
+		}
+		switch {
+		case h.Abandoned:
+			r.Note = "abandoned: never ended"
+		case h.Unmeasured > 0:
+			r.Note = fmt.Sprintf("%d spans unmeasured", h.Unmeasured)
+		case h.Fallback > 0:
+			r.Note = fmt.Sprintf("%d spans split by tokens", h.Fallback)
+		}
+		v.Heaviest = append(v.Heaviest, r)
+	}
+	c := &a.Counters
+	if lost := c.Expired + c.Overrun + c.Backlog + c.Refused; lost > 0 {
+		v.Lost = fmt.Sprintf("%d calls refused, %d dropped on a full inbox, %d batches whose span never landed", c.Refused, c.Backlog, c.Expired+c.Overrun)
+	}
+	return v
+}
+
+// className is a class's names as the page shows them.
+func className(model, adapter, tenant string) string {
+	var parts []string
+	for _, p := range [][2]string{{"model", model}, {"adapter", adapter}, {"tenant", tenant}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
+	if len(parts) == 0 {
+		return "(none)"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// nsText is a coefficient in ns, to 3 significant figures.
+func nsText(ns float64) string { return strconv.FormatFloat(ns, 'g', 3, 64) + " ns" }
+
+func percent(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return 100 * a / b
+}
+
+// perMillion is GPU seconds per million tokens, "-" with no tokens.
+func perMillion(d time.Duration, tokens uint64) string {
+	if tokens == 0 {
+		return "-"
+	}
+	return strconv.FormatFloat(d.Seconds()*1e6/float64(tokens), 'g', 3, 64) + " s"
 }

@@ -142,6 +142,22 @@ footer{padding:0 1.2em 1.5em;color:#5b6474;font-size:.9em}
 <p><small>Time per step is the lane's time outside kernel windows, busy the time kernels ran inside it, both averaged over windows; a change counts (shown red) at {{.LaneRatio}} for a lane and {{.KernelRatio}} and {{.KernelMin}} for a kernel, when a Welch t-test over the windows also rejects chance at three standard errors (for kernels, shared among the lane's).</small></p>{{else if .Before}}<p>Not compared yet: a lane needs {{.MinWindows}} windows in both builds.</p>{{end}}
 {{range .Skipped}}<p><small>Not compared: {{.}}</small></p>{{end}}
 {{end}}
+{{with .Requests}}<h2>Whose GPU time</h2>
+<p id="requests">{{.InFlight}} requests held, {{.Finished}} finished.{{if .Lost}} <span class="nonzero">{{.Lost}}.</span>{{end}}</p>
+{{if .Classes}}<table id="request-classes">
+<tr><th class="l">class</th><th>share</th><th>GPU time</th><th>input</th><th>output</th><th>busy</th><th>tokens (new / decoded)</th><th>GPU s per million (in / out)</th><th>finished</th><th>per request p50</th><th>p99</th></tr>
+{{range .Classes}}<tr><td class="l">{{.Class}}</td><td>{{.Share}}</td><td>{{.GPU}}</td><td>{{.Input}}</td><td>{{.Output}}</td><td>{{.Busy}}</td><td>{{.Tokens}}</td><td>{{.PerMillion}}</td><td>{{.Finished}}</td><td>{{.P50}}</td><td>{{.P99}}</td></tr>
+{{end}}</table>{{end}}
+{{if .Heaviest}}<table id="request-heaviest">
+<tr><th>request</th><th class="l">class</th><th>GPU time</th><th>busy</th><th>input</th><th>output</th><th>spans</th><th>tokens (new / decoded)</th><th class="l">lanes</th><th class="l">note</th></tr>
+{{range .Heaviest}}<tr><td>{{.ID}}</td><td class="l">{{.Class}}</td><td>{{.GPU}}</td><td>{{.Busy}}</td><td>{{.Input}}</td><td>{{.Output}}</td><td>{{.Steps}}</td><td>{{.Tokens}}</td><td class="l">{{.Lanes}}</td><td class="l">{{.Note}}</td></tr>
+{{end}}</table>{{end}}
+<table id="request-lanes">
+<tr><th>gpu</th><th class="l">lane</th><th class="l">cost model</th><th>fixed</th><th>a token</th><th>a context token</th><th>a pair</th><th>residual</th><th>spans split</th><th>by the model</th><th>time split</th><th>busy</th><th>windows' cost, not split</th><th class="l">achieved</th></tr>
+{{range .Lanes}}<tr><td>{{.Device}}</td><td class="l">{{.Lane}}</td><td class="l">{{.Status}}</td><td>{{.Fixed}}</td><td>{{.PerToken}}</td><td>{{.PerContext}}</td><td>{{.PerPair}}</td><td>{{.Residual}}</td><td>{{.Split}}</td><td>{{.ByModel}}</td><td>{{.Time}}</td><td>{{.Busy}}</td><td>{{.WindowCost}}</td><td class="l">{{.Achieved}}</td></tr>
+{{end}}</table>
+<p><small>Every lane span is split among the requests the engine said it served, the parts adding up to the span: by the lane's cost model (a fixed cost per step shared equally, and costs per token, per context token read and per attention pair, fitted to the lane's own steps), or by tokens while the model is fitting, undetermined (the steps cannot price apart what tells the requests apart: all batches alike) or unexplained. Input is the share of each span spent on new tokens, output on decoded ones. A kernel window's step is split at the lane's time outside windows: the window's cost is no request's. Busy comes from each lane's busy ratio where windows measured it. The heaviest are of the latest finished requests.</small></p>
+{{end}}
 <h2>Kernel latency</h2>
 {{if .Kernels}}<div class="grid">{{range .Kernels}}{{template "hist" .}}{{end}}</div>
 {{else}}<p>No kernel span yet: they are recorded on one step in {{.Snap.KernelSpanEvery}}, at level kernel.</p>{{end}}

@@ -42,6 +42,7 @@ type page struct {
 	Trends    []trend // per lane, p50 and p99 over the hub's recent windows
 	GPU       *gpuView
 	Profile   *profileView
+	Requests  *requestsView
 }
 
 // trend is one lane's p50 and p99 in each of the hub's recent windows,
@@ -427,6 +428,7 @@ func newPage(s *gpuspans.Snapshot, lanes []string, o *Options, now time.Time) *p
 	}
 	p.GPU = newGPUView(&s.GPUTime, p.Multi)
 	p.Profile = newProfileView(&s.Profile)
+	p.Requests = newRequestsView(&s.Requests)
 	return p
 }
 
