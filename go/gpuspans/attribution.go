@@ -92,6 +92,11 @@ type LaneAttribution struct {
 	Spans, ModelSpans, Unmeasured uint64
 	Time, Busy, BusyTime          time.Duration
 	WindowCost                    time.Duration
+	// Unattributed counts the lane's spans no request was said for (the
+	// lane ran with no ServeRequests that step) and their time: no request
+	// pays it. Counted unclaimedAfter spans after they landed.
+	Unattributed     uint64
+	UnattributedTime time.Duration
 	// FLOPs and Bytes are the work LaneWork gave its spans; WorkTime and
 	// WorkBusy are those spans' time and busy time (WorkBusyTime of
 	// WorkTime known), for AchievedFLOPS.
@@ -195,8 +200,9 @@ func (h *Hub) FinishedRequests(after uint64, into []RequestRecord) []RequestReco
 
 // Sizes of the ledger's fixed parts.
 const (
-	landedSpans = 512 // a device's lane's latest spans, for the batches that wait for them
-	servedOf    = 16  // spans outside windows a window step's served time is the median of
+	landedSpans    = 512 // a device's lane's latest spans, for the batches that wait for them
+	servedOf       = 16  // spans outside windows a window step's served time is the median of
+	unclaimedAfter = 64  // spans landed after one before a span no batch claimed counts as unattributed
 )
 
 // ledger is the harvest's side. Guarded by the harvest lock.
@@ -277,14 +283,16 @@ type pendBatch struct {
 
 // landedRing is a device's lane's latest landed spans, oldest first.
 type landedRing struct {
-	s [landedSpans]landedSpan
-	n uint64
+	s     [landedSpans]landedSpan
+	n     uint64
+	swept uint64 // spans counted as claimed or not
 }
 
 type landedSpan struct {
 	step       uint64
 	dur, start int64
 	window     bool // a kernel window's step
+	claimed    bool // a batch split it
 }
 
 // laneAttr is one device's lane's fit and totals.
@@ -292,6 +300,8 @@ type laneAttr struct {
 	fit                              costmodel.Fit
 	spans, modelSpans, unmeasured    uint64
 	time, busy, busyTime, windowCost int64
+	unattributed                     uint64
+	unattributedTime                 int64
 	flops, bytes                     float64
 	workTime, workBusy, workBusyTime int64
 }
@@ -374,6 +384,7 @@ func (h *Hub) attribute() {
 	l.released = l.released[:0]
 	l.drain(cells, now)
 	h.resolve(now)
+	l.sweepUnclaimed()
 	for _, e := range ends {
 		ent := &l.ents[e.idx]
 		ent.ended, ent.abandoned = true, e.abandoned
@@ -503,6 +514,7 @@ func (h *Hub) resolve(now int64) {
 			sp, found, gone := r.find(b.step)
 			switch {
 			case found:
+				sp.claimed = true
 				h.split(b, dev, sp)
 				b.done |= 1 << uint(dev)
 				b.measured = true
@@ -565,6 +577,30 @@ func (r *landedRing) served(step uint64, dur int64) int64 {
 		}
 	}
 	return min(v[n/2], dur)
+}
+
+// sweepUnclaimed counts the spans no batch claimed, unclaimedAfter spans
+// after they landed: by then the engine has said any batch of their step,
+// and a harvest has matched it.
+func (l *ledger) sweepUnclaimed() {
+	for k, r := range l.landed {
+		if r.n > landedSpans && r.swept < r.n-landedSpans {
+			r.swept = r.n - landedSpans // overwritten unswept: spans landed faster than harvests attribute
+		}
+		if r.n <= unclaimedAfter {
+			continue
+		}
+		var a *laneAttr
+		for ; r.swept < r.n-unclaimedAfter; r.swept++ {
+			if s := &r.s[r.swept%landedSpans]; !s.claimed {
+				if a == nil {
+					a = l.attr(int(k[0]), int(k[1]))
+				}
+				a.unattributed++
+				a.unattributedTime += s.dur
+			}
+		}
+	}
 }
 
 // attr returns a device's lane's fit and totals, made on first use.
@@ -870,6 +906,7 @@ func (h *Hub) attributionInto(out *RequestAttribution) {
 		la := LaneAttribution{Device: int(k[0]), Lane: h.lanes[k[1]],
 			Model: CostModel{Status: m.Status.String(), Fixed: time.Duration(m.A), PerToken: m.Coef[0], PerContext: m.Coef[1], PerPair: m.Coef[2], Residual: m.Residual, Steps: m.Steps},
 			Spans: a.spans, ModelSpans: a.modelSpans, Unmeasured: a.unmeasured,
+			Unattributed: a.unattributed, UnattributedTime: time.Duration(a.unattributedTime),
 			Time: time.Duration(a.time), Busy: time.Duration(a.busy), BusyTime: time.Duration(a.busyTime), WindowCost: time.Duration(a.windowCost),
 			FLOPs: a.flops, Bytes: a.bytes, WorkTime: time.Duration(a.workTime), WorkBusy: time.Duration(a.workBusy), WorkBusyTime: time.Duration(a.workBusyTime)}
 		la.PeakFlops, la.PeakBandwidth = peaks[k[0]].flops, peaks[k[0]].bw

@@ -582,3 +582,35 @@ func BenchmarkServeRequests(b *testing.B) {
 		})
 	}
 }
+
+// Lane spans no request was said for are counted, with their time: no
+// request pays them.
+func TestAttributionUnattributed(t *testing.T) {
+	h, gpu, clock, s := simHub(t, Options{Lanes: []string{"decode"}})
+	id := uint64(0)
+	for step := 1; step <= 300; step++ {
+		h.BeginStep()
+		if step > 200 || step%2 == 0 {
+			id++
+			if err := h.ServeRequests(0, []RequestWork{{ID: id, DecodedTokens: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.LaneBegin(0)
+		gpu.Launch(s, 100*time.Microsecond)
+		h.LaneEnd(0)
+		if step > 200 || step%2 == 0 {
+			if err := h.EndRequest(id); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clock.Advance(200 * time.Microsecond)
+	}
+	h.BeginStep()
+	// Step 1's span landed before the first request was said: the hub
+	// counts from then on.
+	l := h.Attribution().Lanes[0]
+	if l.Unattributed != 99 || l.UnattributedTime != 99*100*time.Microsecond || l.Spans != 200 {
+		t.Fatalf("%d spans split, %d unattributed (%v), want 200 and 99 (9.9ms)", l.Spans, l.Unattributed, l.UnattributedTime)
+	}
+}

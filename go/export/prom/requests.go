@@ -23,7 +23,7 @@ type requestDescs struct {
 	gpuSeconds, busySeconds, tokens, finished, abandoned, perRequest, flops *prometheus.Desc
 	modelInfo, modelTerm, residual, spans, unmeasured, attributed           *prometheus.Desc
 	windowCost, laneFlops, laneBytes, workSeconds, workBusy, peakFlops      *prometheus.Desc
-	peakBandwidth, inFlight, refused, backlog, expired                      *prometheus.Desc
+	peakBandwidth, inFlight, refused, backlog, expired, unattributed        *prometheus.Desc
 }
 
 func newRequestDescs(d func(name, help string, labels ...string) *prometheus.Desc) requestDescs {
@@ -44,6 +44,7 @@ func newRequestDescs(d func(name, help string, labels ...string) *prometheus.Des
 		spans:         d("lane_split_spans_total", "Lane spans split among their requests, by method: model (the cost model) or tokens (the fallback while the model is not ok).", "device", "lane", "method"),
 		unmeasured:    d("lane_unmeasured_spans_total", "Lane spans said to serve requests that never landed (dropped, or not within 10 s): their requests got no time. Appears at the first.", "device", "lane"),
 		attributed:    d("lane_split_seconds_total", "Lane time split among requests: equal to request_gpu_seconds_total summed over the lane's classes and parts.", "device", "lane"),
+		unattributed:  d("lane_unattributed_seconds_total", "Time of a lane's spans no request was said for (the engine called no ServeRequests for the lane that step): no request pays it. Appears at the first.", "device", "lane"),
 		windowCost:    d("lane_split_window_cost_seconds_total", "What kernel windows added to the spans split: no request pays it. Appears at the first.", "device", "lane"),
 		laneFlops:     d("lane_flops_total", "Floating-point operations engines gave a lane's spans (LaneWork). Appears at the first.", "device", "lane"),
 		laneBytes:     d("lane_bytes_total", "Bytes moved engines gave a lane's spans (LaneWork). Appears at the first.", "device", "lane"),
@@ -62,7 +63,7 @@ func newRequestDescs(d func(name, help string, labels ...string) *prometheus.Des
 func (r *requestDescs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{r.gpuSeconds, r.busySeconds, r.tokens, r.finished, r.abandoned, r.perRequest, r.flops,
 		r.modelInfo, r.modelTerm, r.residual, r.spans, r.unmeasured, r.attributed, r.windowCost, r.laneFlops, r.laneBytes,
-		r.workSeconds, r.workBusy, r.peakFlops, r.peakBandwidth, r.inFlight, r.refused, r.backlog, r.expired}
+		r.workSeconds, r.workBusy, r.peakFlops, r.peakBandwidth, r.inFlight, r.refused, r.backlog, r.expired, r.unattributed}
 }
 
 // requestLayout is request_gpu_time_seconds' classic buckets: 61 us to
@@ -109,6 +110,7 @@ func (c *Collector) requests(ch chan<- prometheus.Metric, a *gpuspans.RequestAtt
 		counter(r.attributed, l.Time.Seconds(), dev, l.Lane)
 		lazy(r.unmeasured, float64(l.Unmeasured), dev, l.Lane)
 		lazy(r.windowCost, l.WindowCost.Seconds(), dev, l.Lane)
+		lazy(r.unattributed, l.UnattributedTime.Seconds(), dev, l.Lane)
 		if l.FLOPs > 0 || l.Bytes > 0 {
 			counter(r.laneFlops, l.FLOPs, dev, l.Lane)
 			counter(r.laneBytes, l.Bytes, dev, l.Lane)

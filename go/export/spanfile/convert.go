@@ -571,7 +571,7 @@ func attributionToProto(a *gpuspans.RequestAttribution) *gpuspansv1.RequestAttri
 			Spans: l.Spans, ModelSpans: l.ModelSpans, Unmeasured: l.Unmeasured,
 			TimeNs: int64(l.Time), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime), WindowCostNs: int64(l.WindowCost),
 			Flops: l.FLOPs, Bytes: l.Bytes, WorkTimeNs: int64(l.WorkTime), WorkBusyNs: int64(l.WorkBusy), WorkBusyTimeNs: int64(l.WorkBusyTime),
-			PeakFlops: l.PeakFlops, PeakBandwidth: l.PeakBandwidth})
+			PeakFlops: l.PeakFlops, PeakBandwidth: l.PeakBandwidth, Unattributed: l.Unattributed, UnattributedNs: int64(l.UnattributedTime)})
 	}
 	for i := range a.Classes {
 		cl := &a.Classes[i]

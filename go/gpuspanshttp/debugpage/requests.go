@@ -63,6 +63,8 @@ type laneAttrJSON struct {
 	WorkBusyTimeNs int64         `json:"work_busy_time_ns"`
 	PeakFlops      float64       `json:"peak_flops"`
 	PeakBandwidth  float64       `json:"peak_bandwidth"`
+	Unattributed   uint64        `json:"unattributed"`
+	UnattributedNs int64         `json:"unattributed_ns"`
 	// Page-only: LaneAttribution.Achieved.
 	AchievedFlopsServed float64 `json:"achieved_flops_served"`
 	AchievedFlopsBusy   float64 `json:"achieved_flops_busy"`
@@ -175,7 +177,8 @@ func attribution(a *gpuspans.RequestAttribution) *attributionJSON {
 			Spans: l.Spans, ModelSpans: l.ModelSpans, Unmeasured: l.Unmeasured,
 			TimeNs: int64(l.Time), BusyNs: int64(l.Busy), BusyTimeNs: int64(l.BusyTime), WindowCostNs: int64(l.WindowCost),
 			Flops: l.FLOPs, Bytes: l.Bytes, WorkTimeNs: int64(l.WorkTime), WorkBusyNs: int64(l.WorkBusy), WorkBusyTimeNs: int64(l.WorkBusyTime),
-			PeakFlops: l.PeakFlops, PeakBandwidth: l.PeakBandwidth, AchievedFlopsServed: fs, AchievedFlopsBusy: fb})
+			PeakFlops: l.PeakFlops, PeakBandwidth: l.PeakBandwidth, Unattributed: l.Unattributed, UnattributedNs: int64(l.UnattributedTime),
+			AchievedFlopsServed: fs, AchievedFlopsBusy: fb})
 	}
 	for i := range a.Classes {
 		cl := &a.Classes[i]
@@ -209,6 +212,7 @@ type requestLaneRow struct {
 	Device                                             int
 	Lane, Status, Fixed, PerToken, PerContext, PerPair string
 	Residual, Split, ByModel, Time, Busy, WindowCost   string
+	Unattributed                                       string
 	Achieved                                           string
 }
 
@@ -233,7 +237,8 @@ func newRequestsView(a *gpuspans.RequestAttribution) *requestsView {
 			PerToken: nsText(m.PerToken), PerContext: nsText(m.PerContext), PerPair: nsText(m.PerPair),
 			Residual: fmt.Sprintf("%.1f%%", 100*m.Residual), Split: fmt.Sprint(l.Spans),
 			ByModel: fmt.Sprintf("%d (%.0f%%)", l.ModelSpans, percent(float64(l.ModelSpans), float64(l.Spans))),
-			Time:    durfmt.Format(l.Time), Busy: "-", WindowCost: durfmt.Format(l.WindowCost)}
+			Time:    durfmt.Format(l.Time), Busy: "-", WindowCost: durfmt.Format(l.WindowCost),
+			Unattributed: fmt.Sprintf("%d (%s)", l.Unattributed, durfmt.Format(l.UnattributedTime))}
 		if l.BusyTime > 0 {
 			r.Busy = fmt.Sprintf("%.1f%%", percent(float64(l.Busy), float64(l.BusyTime)))
 		}

@@ -1508,8 +1508,11 @@ type LaneAttribution struct {
 	// The device's peaks; 0: not known.
 	PeakFlops     float64 `protobuf:"fixed64,16,opt,name=peak_flops,json=peakFlops,proto3" json:"peak_flops,omitempty"`
 	PeakBandwidth float64 `protobuf:"fixed64,17,opt,name=peak_bandwidth,json=peakBandwidth,proto3" json:"peak_bandwidth,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Spans no request was said for, and their time: no request pays it.
+	Unattributed   uint64 `protobuf:"varint,18,opt,name=unattributed,proto3" json:"unattributed,omitempty"`
+	UnattributedNs int64  `protobuf:"varint,19,opt,name=unattributed_ns,json=unattributedNs,proto3" json:"unattributed_ns,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *LaneAttribution) Reset() {
@@ -1657,6 +1660,20 @@ func (x *LaneAttribution) GetPeakFlops() float64 {
 func (x *LaneAttribution) GetPeakBandwidth() float64 {
 	if x != nil {
 		return x.PeakBandwidth
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetUnattributed() uint64 {
+	if x != nil {
+		return x.Unattributed
+	}
+	return 0
+}
+
+func (x *LaneAttribution) GetUnattributedNs() int64 {
+	if x != nil {
+		return x.UnattributedNs
 	}
 	return 0
 }
@@ -3708,7 +3725,7 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\vper_pair_ns\x18\x04 \x01(\x01R\tperPairNs\x12\x1a\n" +
 	"\bresidual\x18\x05 \x01(\x01R\bresidual\x12\x14\n" +
 	"\x05steps\x18\x06 \x01(\x04R\x05steps\x12$\n" +
-	"\x0eper_context_ns\x18\a \x01(\x01R\fperContextNs\"\x9d\x04\n" +
+	"\x0eper_context_ns\x18\a \x01(\x01R\fperContextNs\"\xea\x04\n" +
 	"\x0fLaneAttribution\x12\x16\n" +
 	"\x06device\x18\x01 \x01(\x05R\x06device\x12\x12\n" +
 	"\x04lane\x18\x02 \x01(\tR\x04lane\x12,\n" +
@@ -3734,7 +3751,9 @@ const file_proto_gpuspans_v1_spans_proto_rawDesc = "" +
 	"\x11work_busy_time_ns\x18\x0f \x01(\x03R\x0eworkBusyTimeNs\x12\x1d\n" +
 	"\n" +
 	"peak_flops\x18\x10 \x01(\x01R\tpeakFlops\x12%\n" +
-	"\x0epeak_bandwidth\x18\x11 \x01(\x01R\rpeakBandwidth\"\xf1\x02\n" +
+	"\x0epeak_bandwidth\x18\x11 \x01(\x01R\rpeakBandwidth\x12\"\n" +
+	"\funattributed\x18\x12 \x01(\x04R\funattributed\x12'\n" +
+	"\x0funattributed_ns\x18\x13 \x01(\x03R\x0eunattributedNs\"\xf1\x02\n" +
 	"\x10ClassAttribution\x12\x14\n" +
 	"\x05model\x18\x01 \x01(\tR\x05model\x12\x18\n" +
 	"\aadapter\x18\x02 \x01(\tR\aadapter\x12\x16\n" +

@@ -22,9 +22,11 @@ type collector struct {
 	quit        chan struct{}
 	once        sync.Once
 
-	mu   sync.Mutex // guards last and buf: poll runs on the goroutine, then once more from Run
-	last uint64     // Seq of the last span read
-	buf  []gpuspans.Span
+	mu      sync.Mutex // guards last, buf, reqLast and reqs: poll runs on the goroutine, then once more from Run
+	last    uint64     // Seq of the last span read
+	buf     []gpuspans.Span
+	reqLast uint64 // Seq of the last request record read
+	reqs    []gpuspans.RequestRecord
 
 	// Status line state, owned by the goroutine.
 	snap       gpuspans.Snapshot
@@ -80,11 +82,17 @@ func (c *collector) poll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.buf = c.hub.RecentSpans(c.last, c.buf[:0])
-	if len(c.buf) == 0 {
-		return
+	if len(c.buf) > 0 {
+		c.last = c.buf[len(c.buf)-1].Seq
+		c.outs.add(c.buf)
 	}
-	c.last = c.buf[len(c.buf)-1].Seq
-	c.outs.add(c.buf)
+	if c.outs.spans != nil {
+		c.reqs = c.hub.FinishedRequests(c.reqLast, c.reqs[:0])
+		if len(c.reqs) > 0 {
+			c.reqLast = c.reqs[len(c.reqs)-1].Seq
+			c.outs.addRequests(c.reqs)
+		}
+	}
 }
 
 // status prints one status line with rates since the previous one.

@@ -69,8 +69,14 @@ type Config struct {
 	LookupEnv func(key string) (string, bool)
 	// OTLPSampleEvery sends the spans of one step in this many.
 	OTLPSampleEvery int
-	// Requests is how many simulated requests each step serves (with OTLP).
+	// Requests is how many simulated requests each step serves (with OTLP
+	// or Tenants).
 	Requests int
+	// Tenants, when not 0, has the simulated requests come from this many
+	// tenants and says them to the hub every step (whose GPU time): tenant
+	// t1's with long prompts and contexts, the others' short; each lane
+	// runs one more kernel whose time its batch sets.
+	Tenants int
 
 	// Profile keeps the build's GPU profile in a file and compares it with
 	// another build's found there (Hub.StartProfile); Path "": none.
@@ -191,6 +197,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("otlp_sample_every %d: want 1..%d", c.OTLPSampleEvery, MaxOTLPSampleEvery)
 	case c.Requests < 1 || c.Requests > MaxRequests:
 		return fmt.Errorf("requests %d: want 1..%d", c.Requests, MaxRequests)
+	case c.Tenants < 0 || c.Tenants > MaxTenants:
+		return fmt.Errorf("tenants %d: want 0..%d", c.Tenants, MaxTenants)
 	}
 	if err := c.Hub.Validate(); err != nil {
 		return errors.New(optname.Rewrite(err.Error(), func(f string) string { return "--" + optname.Snake(f) }))

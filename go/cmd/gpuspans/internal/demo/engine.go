@@ -30,6 +30,9 @@ type EngineConfig struct {
 	Jitter float64
 	// Seed seeds the jitter, so runs are repeatable.
 	Seed int64
+	// BatchKernels gives each lane one more kernel whose time its batch's
+	// requests set (Engine.batch): the demo's tenants.
+	BatchKernels bool
 	// HostGap is host work in the decode lane between its eager kernels
 	// and the graph's replay (0..MaxHostGap), as an engine's sampling or
 	// scheduling between launches: the GPU idles through it once its
@@ -67,6 +70,10 @@ type Engine struct {
 	// onStep, when set, is called with the hub's step number after each
 	// BeginStep: where an engine tells its exporters the step's requests.
 	onStep func(step uint64)
+	// batch is each lane's batch work this step, set by onStep, launched
+	// as the lane's batch kernel (EngineConfig.BatchKernels).
+	batch       [2]time.Duration
+	batchLaunch [2]launch
 }
 
 // NewEngine registers the kernels of cfg with hub and returns the engine.
@@ -118,6 +125,15 @@ func NewEngine(hub *gpuspans.Hub, gpu GPU, cfg EngineConfig) (*Engine, error) {
 	}
 	if e.graph, err = register(cfg.Graph); err != nil {
 		return nil, err
+	}
+	if cfg.BatchKernels {
+		for i, name := range []string{"prefill_batch", "decode_batch"} {
+			l, err := register(Kernels{{Name: name}})
+			if err != nil {
+				return nil, err
+			}
+			e.batchLaunch[i] = l[0]
+		}
 	}
 	return e, nil
 }
@@ -264,6 +280,14 @@ func (e *Engine) lane(n int, kernels []launch, replay bool) error {
 		e.hub.KernelEnd(sp)
 		if err != nil {
 			return fmt.Errorf("demo: launching %s: %w", l.k.Name, err)
+		}
+	}
+	if b := e.batchLaunch[n]; e.batch[n] > 0 && b.handle != 0 {
+		sp := e.hub.KernelBegin(b.handle, stream)
+		err := e.gpu.Launch(b.k.Name, time.Duration(float64(e.batch[n])*scale))
+		e.hub.KernelEnd(sp)
+		if err != nil {
+			return fmt.Errorf("demo: launching %s: %w", b.k.Name, err)
 		}
 	}
 	if replay {

@@ -138,6 +138,18 @@ func (o *outputs) add(spans []gpuspans.Span) {
 	}
 }
 
+// addRequests takes the finished requests' records the collector read:
+// the span file keeps them.
+func (o *outputs) addRequests(recs []gpuspans.RequestRecord) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.spans != nil && o.spansErr == nil {
+		if err := o.spans.WriteRequests("gpuspans demo", recs); err != nil {
+			o.spansErr = err
+		}
+	}
+}
+
 type written struct{ trace, unplaced, file uint64 }
 
 // finish writes the trace and closes both files; the span file ends with

@@ -59,13 +59,14 @@ func Run(ctx context.Context, cfg Config, out io.Writer) (res Result, err error)
 	r := &demoRun{cfg: cfg, con: newConsole(out)}
 	defer r.closeAll() // what a start that failed left open
 	for _, start := range []func() error{
-		r.openGPU,    // the backend, and the first line, saying which
-		r.listen,     // the HTTP address, checked against the token
-		r.openFiles,  // the trace and span files, so that a bad path fails now
-		r.makeHub,    // the hub, installed on the GPU
-		r.makeEngine, // the engine that drives it
-		r.capture,    // the engine's graph, captured at start
-		r.startOTLP,  // the OTLP exporter and simulated requests, if any
+		r.openGPU,       // the backend, and the first line, saying which
+		r.listen,        // the HTTP address, checked against the token
+		r.openFiles,     // the trace and span files, so that a bad path fails now
+		r.makeHub,       // the hub, installed on the GPU
+		r.makeEngine,    // the engine that drives it
+		r.capture,       // the engine's graph, captured at start
+		r.startOTLP,     // the OTLP exporter, if any
+		r.startRequests, // the simulated requests, with OTLP or tenants
 	} {
 		if err := start(); err != nil {
 			return r.res, err
@@ -193,7 +194,9 @@ func (r *demoRun) makeHub() error {
 
 // makeEngine makes the engine that drives the hub on the GPU.
 func (r *demoRun) makeEngine() (err error) {
-	r.eng, err = NewEngine(r.hub, r.gpu, r.cfg.Engine)
+	ec := r.cfg.Engine
+	ec.BatchKernels = r.cfg.Tenants > 0
+	r.eng, err = NewEngine(r.hub, r.gpu, ec)
 	return err
 }
 
@@ -231,12 +234,27 @@ func (r *demoRun) startOTLP() error {
 		cancel()
 		_ = exp.Close(expired)
 	})
-	r.reqs = newRequests(exp, cfg.Requests, cfg.Engine.Seed)
-	r.eng.onStep = r.reqs.step
 	r.res.OTLPTarget = exp.Target()
 	tg := &r.res.OTLPTarget
 	con.Printf("OTLP: GPU spans of 1 step in %d, and %d simulated requests per step, to %s over %s (endpoint from %s, protocol from %s)",
 		cfg.OTLPSampleEvery, cfg.Requests, tg.URL, tg.Protocol, flagName(tg.EndpointFrom), flagName(tg.ProtocolFrom))
+	return nil
+}
+
+// startRequests starts the simulated requests, with OTLP (their spans, the
+// steps' links to them) or tenants (said to the hub every step).
+func (r *demoRun) startRequests() (err error) {
+	cfg := &r.cfg
+	if r.exp == nil && cfg.Tenants == 0 {
+		return nil
+	}
+	if r.reqs, err = newRequests(r.eng, r.exp, cfg.Requests, cfg.Tenants, cfg.Engine.Seed); err != nil {
+		return err
+	}
+	r.eng.onStep = r.reqs.step
+	if cfg.Tenants > 0 {
+		r.con.Printf("whose GPU time: %d simulated requests per step from %d tenants (t1 with long prompts and contexts), said to the hub every step", cfg.Requests, cfg.Tenants)
+	}
 	return nil
 }
 

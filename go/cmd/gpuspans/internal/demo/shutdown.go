@@ -18,6 +18,9 @@ func (r *demoRun) shutdown() error {
 	// a few harvests finish it; then retire the recorder and close the pool
 	// before the GPU's stream goes.
 	werr := r.gpu.Wait()
+	if r.reqs != nil {
+		r.reqs.end() // their records come out as the last spans land
+	}
 	drain(r.hub)
 	r.col.poll()
 	r.hub.Uninstall(r.gpu.Device())
@@ -42,7 +45,6 @@ func (r *demoRun) closeOTLP() {
 	if r.exp == nil {
 		return
 	}
-	r.reqs.end()
 	// The last spans go out now, with a few seconds for a slow collector.
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if cerr := r.exp.Close(cctx); cerr != nil {
@@ -103,6 +105,9 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 			con.Printf("device %d: %s: %v", d.Device, d.State, d.Err)
 		}
 	}
+	if line := whoseLine(&s.Requests); line != "" {
+		con.Printf("%s", line)
+	}
 	if outs.tracePath != "" {
 		left := ""
 		if res.Unplaced > 0 {
@@ -132,4 +137,37 @@ func report(con *console, cfg *Config, res *Result, outs *outputs) {
 	if b.Len() > 0 {
 		con.Printf("\n%s", strings.TrimRight(b.String(), "\n"))
 	}
+}
+
+// whoseLine is whose GPU time in a line: each lane's cost model, and each
+// class's share of the GPU time split and its requests; "" when no
+// request was said.
+func whoseLine(a *gpuspans.RequestAttribution) string {
+	if len(a.Classes) == 0 {
+		return ""
+	}
+	var models []string
+	for _, l := range a.Lanes {
+		models = append(models, fmt.Sprintf("%s %s", l.Lane, l.Model.Status))
+	}
+	var total time.Duration
+	gpu := make([]time.Duration, len(a.Classes))
+	for i, c := range a.Classes {
+		for _, l := range c.Lanes {
+			gpu[i] += l.GPUTime
+		}
+		total += gpu[i]
+	}
+	var parts []string
+	for i, c := range a.Classes {
+		if gpu[i] == 0 && c.Finished == 0 {
+			continue
+		}
+		name := c.Tenant
+		if c.Other {
+			name = "other"
+		}
+		parts = append(parts, fmt.Sprintf("%s %.1f%% (%v over %d requests)", name, 100*float64(gpu[i])/float64(max(total, 1)), gpu[i].Round(time.Microsecond), c.Finished))
+	}
+	return fmt.Sprintf("whose GPU time (cost model: %s): %s", strings.Join(models, ", "), strings.Join(parts, ", "))
 }
