@@ -31,6 +31,9 @@
 #   - with spans then stopped (level off), PromQL p50 and p99 over all the
 #     landed spans are within 10% of the exact quantiles of those same
 #     spans, read from the demo's timeline trace.
+# A demo with --tenants: its whose-GPU-time series within their budget,
+# the shipped rules give each tenant's GPU seconds per million tokens, the
+# heaviest tenant reads heaviest, and the classes add up to the lanes.
 # Beside it, the windows demo with --kernel_histograms and a native and a
 # classic server of its own: the dashboard's kernel p99 and gap p50 and p99
 # on the classic server must be within 5% of the native server's, and
@@ -119,6 +122,9 @@ scrapes_done() {
 # then 64 kernels, each timed on armed steps, with --kernel_histograms.
 BUDGET_NATIVE=30 BUDGET_CLASSIC=85 BUDGET_K64_NATIVE=380 BUDGET_K64_CLASSIC=2200
 BUDGET_WIN_NATIVE=62 BUDGET_WIN_CLASSIC=145
+# Whose GPU time adds at most 109 native and 325 classic series a GPU
+# (go/export/prom's budget: 8 classes and "other", 2 lanes).
+BUDGET_TEN_NATIVE=$((BUDGET_NATIVE + 109)) BUDGET_TEN_CLASSIC=$((BUDGET_CLASSIC + 325))
 k64() { local i l=""; for i in $(seq -w 1 32); do l+="$1$i=5us,"; done; echo "${l%,}"; }
 DEMO_NAME=default start_demo "$BIN" --rate=100 --status_every=-1
 DEFAULT_DEMO="${DEMO_URL#http://}" DEFAULT_PID="${PIDS[-1]}"
@@ -131,14 +137,18 @@ K64_DEMO="${DEMO_URL#http://}" K64_PID="${PIDS[-1]}"
 # and leaves it idle for part of the lane.
 DEMO_NAME=windows start_demo "$BIN" --rate=100 --status_every=-1 --kernel_timing=auto --kernel_window_every=100ms --host_gap=1500us
 WIN_DEMO="${DEMO_URL#http://}" WIN_PID="${PIDS[-1]}"
+# Whose GPU time: requests from 3 tenants said to the hub every step, t1's
+# with long prompts and contexts, each lane's batch work growing with them.
+DEMO_NAME=tenants start_demo "$BIN" --rate=100 --status_every=-1 --tenants=3
+TEN_DEMO="${DEMO_URL#http://}" TEN_PID="${PIDS[-1]}"
 # The rules are loaded for GPU time's dashboard queries below; their
 # series are named gpuspans:..., outside the counts.
-start_prometheus COUNT_NATIVE "$EX/gpuspans.rules.yml" default="$DEFAULT_DEMO" k64="$K64_DEMO" windows="$WIN_DEMO" -- --enable-feature=native-histograms
+start_prometheus COUNT_NATIVE "$EX/gpuspans.rules.yml" default="$DEFAULT_DEMO" k64="$K64_DEMO" windows="$WIN_DEMO" tenants="$TEN_DEMO" -- --enable-feature=native-histograms
 COUNT_NATIVE_PID="${PIDS[-1]}"
-start_prometheus COUNT_CLASSIC "$EX/gpuspans.rules.yml" default="$DEFAULT_DEMO" k64="$K64_DEMO" windows="$WIN_DEMO"
+start_prometheus COUNT_CLASSIC "$EX/gpuspans.rules.yml" default="$DEFAULT_DEMO" k64="$K64_DEMO" windows="$WIN_DEMO" tenants="$TEN_DEMO"
 COUNT_CLASSIC_PID="${PIDS[-1]}"
 for p in "$COUNT_NATIVE" "$COUNT_CLASSIC"; do
-  for job in default k64 windows; do
+  for job in default k64 windows tenants; do
     # 10 scrapes: every step armed for kernel spans has run by then, and
     # every series that appears at its first count has appeared.
     wait_for 40 "10 scrapes of $job by $p" scrapes_done "$p" "$job" 10
@@ -147,7 +157,7 @@ done
 : >"$ARTIFACTS/series.txt"
 for form in native classic; do
   if [[ $form == native ]]; then p=$COUNT_NATIVE; else p=$COUNT_CLASSIC; fi
-  for job in default k64 windows; do
+  for job in default k64 windows tenants; do
     sel="job=\"$job\",__name__=~\"gpuspans_.+\""
     total="$(scalar "$p" "count({$sel})")"
     per_device="$(scalar "$p" "count({$sel,device!=\"\"})")"
@@ -160,6 +170,9 @@ for form in native classic; do
     elif [[ $job == windows ]]; then
       budget=$BUDGET_WIN_CLASSIC
       [[ $form == native ]] && budget=$BUDGET_WIN_NATIVE
+    elif [[ $job == tenants ]]; then
+      budget=$BUDGET_TEN_CLASSIC
+      [[ $form == native ]] && budget=$BUDGET_TEN_NATIVE
     else
       budget=$BUDGET_K64_CLASSIC
       [[ $form == native ]] && budget=$BUDGET_K64_NATIVE
@@ -213,7 +226,30 @@ ratio="$(value "$COUNT_NATIVE" 'gpuspans:lane_busy_ratio:10m{job="windows"}' lan
 # us of 675 (0.24-0.53 with the jitter's spread).
 awk -v r="$ratio" 'BEGIN { exit !(r != "" && r > 0.15 && r < 0.8) }' || fail "the windows demo's decode busy ratio '$ratio': want about 0.33 (220 us of kernels in a 675 us lane)"
 log "GPU time: the windows demo's decode lane busy $ratio of its time; $gpu_panels dashboard queries return data"
-for pid in "$DEFAULT_PID" "$K64_PID" "$WIN_PID" "$COUNT_NATIVE_PID" "$COUNT_CLASSIC_PID"; do stop "$pid"; done
+# Whose GPU time through Prometheus's own queries and the shipped rules:
+# every tenant's GPU seconds per million input and output tokens, t1's
+# long prompts and contexts the heaviest, and the classes' GPU seconds
+# adding up to the lanes' time split, in one scrape.
+wait_for 30 "the tenants' GPU seconds per million tokens" bash -c \
+  "curl -fs --max-time 5 --get --data-urlencode 'query=count(gpuspans:request_gpu_seconds_per_million_tokens:rate5m{job=\"tenants\"}) == 6' '$COUNT_NATIVE/api/v1/query' | grep -q '\"result\":\[{'"
+declare -A tshare
+for t in t1 t2 t3; do
+  tshare[$t]="$(value "$COUNT_NATIVE" 'tenant:gpuspans_request_gpu_seconds:rate5m{job="tenants"}' tenant "$t")"
+done
+awk -v a="${tshare[t1]}" -v b="${tshare[t2]}" -v c="${tshare[t3]}" 'BEGIN { exit !(a > 0 && b > 0 && c > 0 && a > b && a > c) }' ||
+  fail "tenants' GPU seconds a second: t1 ${tshare[t1]}, t2 ${tshare[t2]}, t3 ${tshare[t3]}: want t1, the long prompts and contexts, the heaviest"
+split="$(scalar "$COUNT_NATIVE" 'sum(gpuspans_lane_split_seconds_total{job="tenants"})')"
+classes="$(scalar "$COUNT_NATIVE" 'sum(gpuspans_request_gpu_seconds_total{job="tenants"})')"
+awk -v s="$split" -v c="$classes" 'BEGIN { d = s - c; if (d < 0) d = -d; exit !(s > 0 && d <= 1e-6 * s) }' ||
+  fail "tenants: the classes' GPU seconds $classes do not add up to the lanes' time split $split"
+# The demo's lanes run on the simulator in real time beside three other
+# demos: how well their composition explains them depends on the load, so
+# the status is logged, not required (go/gpuspans' tests hold the fit).
+models="$(values "$COUNT_NATIVE" 'count by (lane) (gpuspans_lane_cost_model_info{job="tenants"})' lane | awk '{print $1}' | sort | paste -sd' ')"
+[[ "$models" == "decode prefill" ]] || fail "tenants: cost models for lanes '$models', want decode and prefill"
+statuses="$(values "$COUNT_NATIVE" 'count by (status) (gpuspans_lane_cost_model_info{job="tenants"})' status | awk '{print $1 " x" $2}' | paste -sd' ')"
+log "whose GPU time: GPU seconds a second t1 ${tshare[t1]}, t2 ${tshare[t2]}, t3 ${tshare[t3]}; the classes' $classes s add up to the lanes' split $split s; cost models $statuses"
+for pid in "$DEFAULT_PID" "$K64_PID" "$WIN_PID" "$TEN_PID" "$COUNT_NATIVE_PID" "$COUNT_CLASSIC_PID"; do stop "$pid"; done
 
 # Kernel and gap quantiles on a classic-only server: the windows demo with
 # kernel histograms, scraped by a native server and a classic one of its
