@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuspans/gpuspans/go/backend"
+	"github.com/gpuspans/gpuspans/go/internal/textsafe"
 )
 
 // KernelTiming chooses where kernel spans come from (docs/design.md, kernel
@@ -572,13 +573,15 @@ func tracerStats(t backend.KernelTracer) (s backend.TracerStats, err error) {
 	return t.Stats(), nil
 }
 
+// tracerName and tracerFullName are a traced kernel's names, safe for a
+// terminal (textsafe): they reach logs, the page and the metrics.
 func tracerName(t backend.KernelTracer, id uint32) (name string) {
 	defer func() {
 		if recover() != nil {
 			name = ""
 		}
 	}()
-	return t.Name(id)
+	return textsafe.Clean(t.Name(id))
 }
 
 func tracerFullName(t fullNamer, id uint32) (name string) {
@@ -587,7 +590,7 @@ func tracerFullName(t fullNamer, id uint32) (name string) {
 			name = ""
 		}
 	}()
-	return t.FullName(id)
+	return textsafe.Clean(t.FullName(id))
 }
 
 func tracerCall(f func() int64) (v int64) {

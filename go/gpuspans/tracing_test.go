@@ -205,3 +205,40 @@ func TestTracedLabelsHeaviestFirst(t *testing.T) {
 		t.Errorf("Labels = %d, want 2", s.KernelTiming.Labels)
 	}
 }
+
+// A traced kernel's name reaches logs, the page and the metrics: the
+// characters a terminal acts on, or that reorder text, come out as "?".
+func TestTracedNamesSafeForTerminals(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	tracer := new(fake.Tracer)
+	h, err := gpuspans.New(gpuspans.Options{
+		Level: gpuspans.LevelKernel, KernelSpanEvery: 1, Logf: t.Logf, Now: func() time.Time { return now },
+		KernelTiming: gpuspans.KernelTimingAttached, KernelTracer: tracer.Opener(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Install(0, 1, sim.NopOpener); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		h.BeginStep()
+		ns := now.UnixNano()
+		tracer.Kernel(0, 1, ns+10, ns+500, "a\u009b31mred", 0)
+		tracer.Kernel(0, 1, ns+600, ns+900, "gemm\u202enoisrev", 0)
+		now = now.Add(time.Millisecond)
+	}
+	if err := h.CloseKernelTracer(); err != nil {
+		t.Fatal(err)
+	}
+	h.Harvest()
+	names := map[string]bool{}
+	for _, sp := range h.RecentSpans(0, nil) {
+		if sp.Kind == gpuspans.KindKernel {
+			names[sp.Name] = true
+		}
+	}
+	if !names["a?31mred"] || !names["gemm?noisrev"] || len(names) != 2 {
+		t.Fatalf("traced names %v, want a?31mred and gemm?noisrev", names)
+	}
+}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/gpuspans/gpuspans/go/internal/textsafe"
 )
 
 // WindowLane is one kernel window's measurement of one lane on one device,
@@ -342,12 +344,12 @@ func (l *laneAcc) out() Lane {
 const unnamed = "(unnamed)"
 
 // truncName cuts a name to MaxName bytes on a rune boundary, and replaces
-// control characters with "?" and bytes that are not UTF-8 with U+FFFD, so
-// that what the hub writes always reads back.
+// characters unsafe for a terminal (textsafe) with "?" and bytes that are
+// not UTF-8 with U+FFFD, so that what the hub writes always reads back.
 func truncName(s string) string {
 	ok := len(s) <= MaxName
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f || r == 0xfffd {
+		if textsafe.Unsafe(r) || r == 0xfffd {
 			ok = false
 			break
 		}
@@ -358,7 +360,7 @@ func truncName(s string) string {
 	out := make([]rune, 0, len(s))
 	n := 0
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
+		if textsafe.Unsafe(r) {
 			r = '?'
 		}
 		if n+len(string(r)) > MaxName {

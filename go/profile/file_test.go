@@ -136,6 +136,8 @@ func TestParseHostile(t *testing.T) {
 		{"build missing", edit(t, func(m map[string]any) { delete(m, "build") }), "build empty", false},
 		{"a control character", edit(t, func(m map[string]any) { kernel0(m)["name"] = "gemm\x1b[31m" }), "has a control character", false},
 		{"DEL", edit(t, func(m map[string]any) { m["host"] = "a\x7f" }), "host \"a\\x7f\" has a control character", false},
+		{"a C1 control character", edit(t, func(m map[string]any) { kernel0(m)["name"] = "a\u009b31mred" }), "has a control character (U+009B)", false},
+		{"a bidi override", edit(t, func(m map[string]any) { kernel0(m)["name"] = "gemm\u202enoisrev" }), "has a format character (U+202E)", false},
 		{"a long name", edit(t, func(m map[string]any) { lane0(m)["model"] = strings.Repeat("H", MaxName+1) }), "model of 513 bytes, at most 512", false},
 		{"a written time that is not one", edit(t, func(m map[string]any) { m["written"] = "yesterday" }), "corrupt:", false},
 		{"257 lanes", lanes(MaxLanes + 1), "more than 256 lanes, at most 256", false},

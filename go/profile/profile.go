@@ -22,6 +22,7 @@ import (
 
 	"github.com/gpuspans/gpuspans/go/internal/outfile"
 	"github.com/gpuspans/gpuspans/go/internal/smallfile"
+	"github.com/gpuspans/gpuspans/go/internal/textsafe"
 )
 
 // Format names the file's format; a file without it is not a profile.
@@ -403,7 +404,8 @@ func (p *Profile) Check() error {
 }
 
 // checkName checks one of p's names: valid UTF-8 of at most MaxName
-// bytes, without control characters; need: not empty.
+// bytes, without a character unsafe for a terminal (textsafe); need: not
+// empty.
 func checkName(what, s string, need bool) error {
 	switch {
 	case need && s == "":
@@ -414,8 +416,12 @@ func checkName(what, s string, need bool) error {
 		return fmt.Errorf("%s %.80q is not UTF-8", what, s)
 	}
 	for _, r := range s {
-		if r < 0x20 || r == 0x7f {
-			return fmt.Errorf("%s %.80q has a control character", what, s)
+		if textsafe.Unsafe(r) {
+			kind := "control"
+			if r > 0x9f {
+				kind = "format"
+			}
+			return fmt.Errorf("%s %.80q has a %s character (%U)", what, s, kind, r)
 		}
 	}
 	return nil

@@ -353,7 +353,7 @@ class Hub:
         """Stops the background harvester, if one runs, after its last tick."""
         self._check(self._lib.gs_hub_stop_harvester(self._h))
 
-    def start_profile(self, path: str, build: str, every: float = 0) -> None:
+    def start_profile(self, path: Union[str, "os.PathLike[str]"], build: str, every: float = 0) -> None:
         """Keeps this build's GPU profile in the file at path, on a thread of
         the library's (gs_hub_start_profile): a profile of another build
         found there is compared with the hub's kernel windows, lane by lane,
@@ -362,8 +362,10 @@ class Hub:
         minute; less than 1: a second) and at stop_profile() or close().
         build is the engine's build identity (its version, an image
         digest). A file there that is not a profile is never replaced."""
+        if isinstance(path, os.PathLike):
+            path = os.fspath(path)
         if not isinstance(path, str) or not isinstance(build, str):
-            raise TypeError("gpuspans: start_profile: path and build must be str")
+            raise TypeError("gpuspans: start_profile: path must be a str or os.PathLike of one, build a str")
         if isinstance(every, bool) or not isinstance(every, (int, float)) or not (0 <= every <= 1e9):
             raise ValueError(f"gpuspans: start_profile: every {every!r} s: want 0 (a minute) to 1e9")
         self._check(self._lib.gs_hub_start_profile(self._h, _cstr("path", path), _cstr("build", build), round(every * 1000)))

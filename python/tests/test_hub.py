@@ -180,6 +180,11 @@ class HubTest(unittest.TestCase):
             self.assertFalse(hub.snapshot()["profile"]["running"])
             with open(path) as f:
                 self.assertEqual(f.read(), "my notes\n")
+            # A path-like path, as pathlib gives one.
+            import pathlib
+            hub.start_profile(pathlib.Path(d) / "decode.profile", "v1", 1)
+            self.assertEqual(hub.snapshot()["profile"]["path"], os.path.join(d, "decode.profile"))
+            hub.stop_profile()
 
     def test_kernel_timing_falls_back_to_events(self):
         # GPUSPANS_CUPTI names a library that is not there: CUPTI stays off,

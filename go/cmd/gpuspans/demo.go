@@ -224,6 +224,18 @@ func demoCmd(args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
+	// A profile is made of kernel windows: --profile turns them on unless
+	// --kernel_timing says otherwise, and then the demo says so at start.
+	if cfg.Profile.Path != "" && cfg.Hub.KernelTiming == gpuspans.KernelTimingEvents {
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "kernel_timing" })
+		if !set {
+			cfg.Hub.KernelTiming = gpuspans.KernelTimingAuto
+			cfg.ProfileNote = "--profile: kernel timing auto, for the kernel windows a profile is made of (--kernel_timing events to keep event pairs: then no profile is written)"
+		} else {
+			cfg.ProfileNote = "--profile with --kernel_timing events: no kernel window opens, so no profile will be written; profiles need --kernel_timing auto or cupti"
+		}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -247,6 +247,32 @@ func TestDemoCommand(t *testing.T) {
 	}
 }
 
+// A profile is made of kernel windows: --profile turns them on, or says
+// at start that none will be written where --kernel_timing events keeps
+// them off.
+func TestDemoProfileNeedsWindows(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "--profile: kernel timing auto"},
+		{[]string{"--kernel_timing=events"}, "no profile will be written"},
+	} {
+		args := append([]string{"demo", "--backend=sim", "--steps=5", "--rate=0", "--listen=", "--trace=",
+			"--profile=" + filepath.Join(dir, "p.profile"), "--build=v1"}, c.args...)
+		code, out, errOut := runCmd(args...)
+		if code != 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, output lacks %q:\n%s%s", c.args, code, c.want, out, errOut)
+		}
+	}
+	// Whose GPU time with tenants: said at start, and its line at exit.
+	code, out, errOut := runCmd("demo", "--backend=sim", "--steps=100", "--rate=0", "--listen=", "--trace=", "--tenants=2")
+	if code != 0 || !strings.Contains(out, "from 2 tenants") || !strings.Contains(out, "whose GPU time (cost model:") || !strings.Contains(out, "t2 ") {
+		t.Errorf("--tenants=2: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
 func TestDemoRefusesPublicListenWithoutToken(t *testing.T) {
 	t.Setenv("GPUSPANS_TOKEN", "")
 	code, _, errOut := runCmd("demo", "--backend=sim", "--steps=1", "--listen=0.0.0.0:0", "--trace=")

@@ -80,7 +80,9 @@ type Config struct {
 
 	// Profile keeps the build's GPU profile in a file and compares it with
 	// another build's found there (Hub.StartProfile); Path "": none.
-	Profile gpuspans.ProfileOptions
+	// ProfileNote, when set, is said at start: how kernel timing serves it.
+	Profile     gpuspans.ProfileOptions
+	ProfileNote string
 
 	// StatusEvery is the status line's period (0: twice a second on a
 	// terminal, every five seconds otherwise; < 0: no status line).

@@ -182,6 +182,9 @@ func (r *demoRun) makeHub() error {
 	}
 	r.hub = hub
 	if cfg.Profile.Path != "" {
+		if cfg.ProfileNote != "" {
+			con.Printf("%s", cfg.ProfileNote)
+		}
 		stop, err := hub.StartProfile(cfg.Profile)
 		if err != nil {
 			return err
