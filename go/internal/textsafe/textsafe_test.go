@@ -8,12 +8,12 @@ func TestUnsafe(t *testing.T) {
 	}{
 		{"attn_decode", "attn_decode"},
 		{"gemm<float, 128>", "gemm<float, 128>"},
-		{"a\x1b[31mred", "a?[31mred"},       // C0: ESC
-		{"a\u009b31mred", "a?31mred"},        // C1: CSI
-		{"del\x7f", "del?"},                  // DEL
+		{"a\x1b[31mred", "a?[31mred"},         // C0: ESC
+		{"a\u009b31mred", "a?31mred"},         // C1: CSI
+		{"del\x7f", "del?"},                   // DEL
 		{"gemm\u202enoisrev", "gemm?noisrev"}, // a right-to-left override
-		{"iso\u2066late\u2069", "iso?late?"}, // isolates
-		{"zero\u200bwidth", "zero?width"},    // a zero-width space
+		{"iso\u2066late\u2069", "iso?late?"},  // isolates
+		{"zero\u200bwidth", "zero?width"},     // a zero-width space
 		{"naïve 名前 émigré", "naïve 名前 émigré"},
 	} {
 		if got := Clean(c.in); got != c.want {
