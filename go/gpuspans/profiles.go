@@ -310,6 +310,9 @@ func (r *profileRun) setStatus(f func(st *ProfileStatus)) {
 
 // start reads the profile at the path.
 func (r *profileRun) start() {
+	if n := profile.RemoveStale(r.o.Path); n > 0 {
+		r.logf("removed %d temporary files a writer killed mid-write left beside it", n)
+	}
 	p, err := profile.Read(r.o.Path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -14,8 +14,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
+	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -461,12 +463,58 @@ func Write(path string, p *Profile) error {
 		testHookBeforeCommit()
 	}
 	// Looked at again: another file may have been put there while this
-	// one was written and synced.
+	// one was written and synced; and what the rename takes out of the
+	// path's place is looked at once more, put back unless a profile.
 	if err := Owned(path); err != nil {
 		f.Abort()
 		return err
 	}
-	return f.Commit()
+	return f.CommitIf(func(old string) error {
+		if err := isProfile(old); err != nil {
+			return fmt.Errorf("profile %s: %w", path, err)
+		}
+		return nil
+	})
+}
+
+// isProfile reports whether the file at p is a profile (of any format
+// version, even one cut short): ErrNotProfile if not.
+func isProfile(p string) error {
+	b, err := smallfile.Read(p, MaxBytes)
+	if err != nil {
+		return fmt.Errorf("%w: not replaced", err)
+	}
+	if !strings.HasPrefix(formatOf(b), "gpuspans-profile/") {
+		return fmt.Errorf("%w: gpuspans replaces only a profile it wrote", ErrNotProfile)
+	}
+	return nil
+}
+
+// tempOfOurs reports whether b begins as Marshal's output does: a profile
+// cut short (a writer killed mid-write).
+func tempOfOurs(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("{\n \"format\": \"gpuspans-profile/"))
+}
+
+// StaleAge is how old a temporary file of a profile's writer must be for
+// RemoveStale to remove it: a running writer finishes within seconds.
+const StaleAge = time.Minute
+
+// RemoveStale removes what writers killed mid-write left beside path:
+// temporary files named as this package's writer names them, older than
+// StaleAge, that begin as a profile does; at most 64 a call. It returns
+// how many it removed.
+func RemoveStale(path string) int {
+	return outfile.RemoveStale(path, StaleAge, 64, func(tmp string) bool {
+		f, err := os.Open(tmp)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		head := make([]byte, 64)
+		n, _ := io.ReadFull(f, head)
+		return tempOfOurs(head[:n])
+	})
 }
 
 // testHookBeforeCommit, when set by a test, runs after the temporary file

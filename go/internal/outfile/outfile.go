@@ -16,6 +16,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // Check reports whether path may be replaced by an output: nothing is
@@ -75,11 +77,73 @@ func Create(what, path string) (*File, error) {
 	if err := Check(what, path); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	f, err := os.CreateTemp(filepath.Dir(path), tempPattern(path))
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: cannot write in its directory: %w", what, path, unwrapPath(err))
 	}
 	return &File{File: f, what: what, path: path}, nil
+}
+
+// tempPattern names an output's temporary files: "." + the output's name
+// + "." + random digits + ".tmp".
+func tempPattern(path string) string { return "." + filepath.Base(path) + ".*.tmp" }
+
+// RemoveStale removes the temporary files of path's output that a writer
+// left behind (killed mid-write) and that are older than age: only files
+// named as Create names them, regular, and that stale says are ours (nil:
+// any); at most limit of them. It returns how many it removed. A writer
+// running now is younger than age.
+func RemoveStale(path string, age time.Duration, limit int, stale func(tmp string) bool) int {
+	matches, err := filepath.Glob(filepath.Join(filepath.Dir(path), globEscape(tempPattern(path))))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, m := range matches {
+		if n >= limit {
+			break
+		}
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.Mode().IsRegular() || time.Since(fi.ModTime()) < age || !digitsBetween(filepath.Base(m), filepath.Base(path)) {
+			continue
+		}
+		if stale != nil && !stale(m) {
+			continue
+		}
+		if os.Remove(m) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// globEscape escapes the output's own name in a glob pattern, keeping
+// its one "*".
+func globEscape(pattern string) string {
+	var b []byte
+	for i := 0; i < len(pattern); i++ {
+		c := pattern[i]
+		if (c == '[' || c == '?' || c == '\\') || (c == '*' && i != strings.LastIndex(pattern, "*")) {
+			b = append(b, '\\')
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// digitsBetween reports whether name is "." + base + "." + digits + ".tmp",
+// as os.CreateTemp names them.
+func digitsBetween(name, base string) bool {
+	mid := strings.TrimSuffix(strings.TrimPrefix(name, "."+base+"."), ".tmp")
+	if mid == "" || len(mid)+len(base)+6 != len(name) {
+		return false
+	}
+	for _, c := range mid {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Path is the output's path.
@@ -88,7 +152,14 @@ func (f *File) Path() string { return f.path }
 // Commit closes the file and renames it onto the output, checked again
 // just before; on any error the temporary file is removed and the output
 // left as it was. It does nothing after Commit or Abort.
-func (f *File) Commit() error {
+func (f *File) Commit() error { return f.CommitIf(nil) }
+
+// CommitIf is Commit replacing only a file owned says may be replaced
+// (nil: any regular file). On Linux owned reads the very file the rename
+// took out of the output's place (exchanged to the temporary name), and
+// a file it refuses is put back, so that no file put there meanwhile is
+// ever lost; elsewhere it reads the output just before the rename.
+func (f *File) CommitIf(owned func(path string) error) error {
 	if f.done {
 		return nil
 	}
@@ -105,7 +176,7 @@ func (f *File) Commit() error {
 		err = Check(f.what, f.path) // something may have appeared there since Create
 	}
 	if err == nil {
-		err = place(f.what, f.Name(), f.path)
+		err = place(f.what, f.Name(), f.path, owned)
 	}
 	if err != nil && !errors.Is(err, errKeepTemp) {
 		_ = os.Remove(f.Name())
@@ -130,12 +201,13 @@ var (
 // rename: where another process could swap something in after a check.
 var testHookBeforeRename func()
 
-// place renames tmp onto path, replacing nothing but a regular file even
-// if something else was put there since the caller checked: with
-// renameat2, a rename that replaces nothing, or an exchange whose result is
-// looked at (what came out of path, now at tmp) and undone unless it is a
-// regular file. Where renameat2 cannot, it checks and renames.
-func place(what, tmp, path string) error {
+// place renames tmp onto path, replacing nothing but a regular file owned
+// accepts (nil: any) even if something else was put there since the
+// caller checked: with renameat2, a rename that replaces nothing, or an
+// exchange whose result is looked at (what came out of path, now at tmp)
+// and undone unless it is one. Where renameat2 cannot, it checks and
+// renames.
+func place(what, tmp, path string, owned func(string) error) error {
 	wrap := func(err error) error { return fmt.Errorf("%s %s: %w", what, path, unwrapPath(err)) }
 	hook := testHookBeforeRename
 	beforeRename := func() {
@@ -168,10 +240,15 @@ func place(what, tmp, path string) error {
 		}
 		fi, err := os.Lstat(tmp)
 		if err == nil && fi.Mode().IsRegular() {
-			_ = os.Remove(tmp) // the output's old content
-			return nil
-		}
-		if err == nil {
+			if owned == nil {
+				_ = os.Remove(tmp) // the output's old content
+				return nil
+			}
+			if err = owned(tmp); err == nil {
+				_ = os.Remove(tmp)
+				return nil
+			}
+		} else if err == nil {
 			err = checkMode(what, path, fi.Mode())
 		} else {
 			err = wrap(err)
@@ -184,6 +261,13 @@ func place(what, tmp, path string) error {
 	}
 	if err := Check(what, path); err != nil {
 		return err
+	}
+	if owned != nil {
+		if _, err := os.Lstat(path); err == nil {
+			if err := owned(path); err != nil {
+				return err
+			}
+		}
 	}
 	beforeRename()
 	if err := os.Rename(tmp, path); err != nil {

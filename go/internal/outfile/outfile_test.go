@@ -1,6 +1,7 @@
 package outfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -206,6 +207,57 @@ func TestCommitRaceKeepsWhatWasSwappedIn(t *testing.T) {
 		}
 		if left, _ := filepath.Glob(filepath.Join(dir, ".out.*")); len(left) != 0 {
 			t.Errorf("%s: temporary files left: %v", swap, left)
+		}
+	}
+}
+
+// CommitIf replaces only what owned accepts, looked at on the very file
+// the rename took out of the output's place: a file swapped in just
+// before the rename that owned refuses is put back, whole.
+func TestCommitIfPutsBackWhatIsNotOwned(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	ours := func(p string) error {
+		b, err := os.ReadFile(p)
+		if err != nil || !strings.HasPrefix(string(b), "ours") {
+			return fmt.Errorf("%s is not ours (%q)", p, b)
+		}
+		return nil
+	}
+	for _, c := range []struct {
+		there, swap string
+		replaced    bool
+	}{
+		{"", "someone's", false},       // swapped in where nothing was
+		{"ours 1", "someone's", false}, // swapped in over ours
+		{"ours 1", "ours 2", true},
+		{"", "", true},
+	} {
+		_ = os.Remove(out)
+		if c.there != "" {
+			if err := os.WriteFile(out, []byte(c.there), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f, err := Create("--out", out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = f.WriteString("ours new")
+		testHookBeforeRename = func() {
+			if c.swap != "" {
+				_ = os.WriteFile(out+".side", []byte(c.swap), 0o644)
+				_ = os.Rename(out+".side", out)
+			}
+		}
+		err = f.CommitIf(ours)
+		testHookBeforeRename = nil
+		b, _ := os.ReadFile(out)
+		if want := map[bool]string{true: "ours new", false: c.swap}[c.replaced]; string(b) != want || (err == nil) != c.replaced {
+			t.Errorf("%+v: CommitIf %v, output %q, want %q", c, err, b, want)
+		}
+		if left, _ := filepath.Glob(filepath.Join(dir, ".out.*")); len(left) != 0 {
+			t.Errorf("%+v: temporary files left: %v", c, left)
 		}
 	}
 }
