@@ -242,6 +242,7 @@ func compareLane(b, a *Lane) LaneDiff {
 		}
 	}
 	alphaK := alpha / float64(max(tests, 1))
+	spread := laneSpread(b, a)
 	var ch []KernelChange
 	for i := range a.Kernels {
 		k := &a.Kernels[i]
@@ -255,7 +256,7 @@ func compareLane(b, a *Lane) LaneDiff {
 			continue
 		}
 		delete(before, k.Name)
-		switch moved(o.Time, k.Time, MovedRatio, MovedMin, alphaK) {
+		switch movedAbove(o.Time, k.Time, MovedRatio, MovedMin, alphaK, spread) {
 		case 1:
 			ch = append(ch, KernelChange{Name: k.Name, Change: Grew, Before: o.Time.Mean, After: k.Time.Mean})
 		case -1:
@@ -271,7 +272,7 @@ func compareLane(b, a *Lane) LaneDiff {
 			}
 			for n := range min(len(o.PerLaunch), len(k.PerLaunch)) {
 				x, y := o.PerLaunch[n], k.PerLaunch[n]
-				switch movedLaunch(x, y, v, df, alphaK) {
+				switch movedLaunch(x, y, v, df, alphaK, spread) {
 				case 1:
 					ch = append(ch, KernelChange{Name: k.Name, Launch: n + 1, Change: Grew, Before: x.Mean, After: y.Mean})
 				case -1:
@@ -307,7 +308,14 @@ func compareLane(b, a *Lane) LaneDiff {
 // floor, and significant at level alpha by Welch's t-test. A Stat of no
 // values never moved; where neither has a spread (fewer than 2 values, or
 // all alike) the ratio and the floor decide alone.
-func moved(b, a Stat, ratio, floor, alpha float64) int {
+func moved(b, a Stat, ratio, floor, alpha float64) int { return movedAbove(b, a, ratio, floor, alpha, 0) }
+
+// movedAbove is moved with each side's window-to-window variance at least
+// spread times its mean squared: the spread a lane's kernels share
+// (laneSpread). A kernel whose few windows all fell on one phase of a
+// bimodal noise reads no spread of its own, and alone its two builds'
+// phases would read as a change.
+func movedAbove(b, a Stat, ratio, floor, alpha, spread float64) int {
 	if b.N == 0 || a.N == 0 {
 		return 0
 	}
@@ -316,7 +324,7 @@ func moved(b, a Stat, ratio, floor, alpha float64) int {
 	if mag < ratio*b.Mean || mag < floor || mag == 0 {
 		return 0
 	}
-	vb, va := b.SE()*b.SE(), a.SE()*a.SE()
+	vb, va := floored(b, spread), floored(a, spread)
 	if se := math.Sqrt(vb + va); se > 0 {
 		// Welch–Satterthwaite: the degrees of freedom of the difference.
 		den := 0.0
@@ -334,6 +342,38 @@ func moved(b, a Stat, ratio, floor, alpha float64) int {
 		return 1
 	}
 	return -1
+}
+
+// floored is s's squared standard error, its variance at least spread
+// times its mean squared.
+func floored(s Stat, spread float64) float64 {
+	v := 0.0
+	if s.N > 1 {
+		v = s.M2 / float64(s.N-1)
+	}
+	return max(v, spread*s.Mean*s.Mean) / float64(s.N)
+}
+
+// laneSpread is the relative window-to-window variance the kernels of a
+// lane share, in both builds: the median over the kernels with two
+// windows or more of their variance over their mean squared (0 with
+// none). Kernels of one lane jitter alike (they share the clocks, the
+// memory and the host), so one of them whose windows all agree has not
+// shown it jitters less.
+func laneSpread(b, a *Lane) float64 {
+	var rv []float64
+	for _, l := range [2]*Lane{b, a} {
+		for i := range l.Kernels {
+			if s := l.Kernels[i].Time; s.N > 1 && s.Mean > 0 {
+				rv = append(rv, s.M2/float64(s.N-1)/(s.Mean*s.Mean))
+			}
+		}
+	}
+	if len(rv) == 0 {
+		return 0
+	}
+	slices.Sort(rv)
+	return rv[len(rv)/2]
 }
 
 // pooled is the variance of one window's value that a name's launches
@@ -363,8 +403,8 @@ func pooled(st []Stat) (v, df float64) {
 // still show the move at the unshared level (Welch's test, 3 standard
 // errors): one window's hiccup of a launch raises its mean but also its
 // own spread, and is not named.
-func movedLaunch(b, a Stat, v, df, alpha float64) int {
-	m := moved(b, a, MovedRatio, MovedMin, math.Erfc(Sigmas/math.Sqrt2))
+func movedLaunch(b, a Stat, v, df, alpha, spread float64) int {
+	m := movedAbove(b, a, MovedRatio, MovedMin, math.Erfc(Sigmas/math.Sqrt2), spread)
 	if m == 0 {
 		return 0
 	}
