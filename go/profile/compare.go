@@ -308,7 +308,9 @@ func compareLane(b, a *Lane) LaneDiff {
 // floor, and significant at level alpha by Welch's t-test. A Stat of no
 // values never moved; where neither has a spread (fewer than 2 values, or
 // all alike) the ratio and the floor decide alone.
-func moved(b, a Stat, ratio, floor, alpha float64) int { return movedAbove(b, a, ratio, floor, alpha, 0) }
+func moved(b, a Stat, ratio, floor, alpha float64) int {
+	return movedAbove(b, a, ratio, floor, alpha, 0)
+}
 
 // movedAbove is moved with each side's window-to-window variance at least
 // spread times its mean squared: the spread a lane's kernels share
