@@ -342,11 +342,13 @@ def pod(start, stop, factor, warm=0):
     return f
 
 
-def fleet(n, lane, schedule, factor, pods=8, base=1, devices=1, extra="", rollback=False):
+def fleet(n, lane, schedule, factor, pods=8, base=1, devices=1, extra="", rollback=False, builds=False):
     """A lane served by pods old pods, base times BASE, and then, from the
     deploy schedule(k) gives, by as many new ones factor times as slow; with
     rollback a third deploy, the same from minute ROLLBACK, brings the old
-    speed back. (labels, vals) of n minutes for each pod's devices."""
+    speed back; with builds each generation carries its own build label
+    (v1, v2, v3), as an engine's version label changes at a deploy.
+    (labels, vals) of n minutes for each pod's devices."""
     out = []
     for k in range(pods):
         start, stop = schedule(k)
@@ -356,9 +358,10 @@ def fleet(n, lane, schedule, factor, pods=8, base=1, devices=1, extra="", rollba
             gens[1] = ("n", start, gone, base * factor, WARM[k])
             gens.append(("b", back, n, base, WARM[k]))
         for gen, t0, t1, f, w in gens:
+            build = f',build="v{"onb".index(gen) + 1}"' if builds else ""
             for d in range(devices):
                 labels = (f'job="g",instance="{lane}-{gen}{k}:9464",pod="{lane}-{gen}{k}",device="{d}",'
-                          f'lane="{lane}"{extra}')
+                          f'lane="{lane}"{extra}{build}')
                 out.append(series(labels, n, pod(t0, t1, f, w), labels))
     return out
 
@@ -396,6 +399,7 @@ def rollout_tests(interval, per_minute):
              + fleet(n, "recreate30", recreate, 1.3) + fleet(n, "recreate", recreate, 1))
     if full:
         cases += (one_pod(n, "one30", False) + one_pod(n, "inplace30", True)
+                  + fleet(n, "build30", rolling, 1.3, builds=True)
                   + fleet(n, "models", rolling, 1.3, pods=4, devices=2, extra=',model_name="m1"')
                   + fleet(n, "models", rolling, 1, pods=4, base=3, devices=2, extra=',model_name="m2"'))
     out = [f"  - interval: {interval}", "    input_series:"]
@@ -445,6 +449,10 @@ def rollout_tests(interval, per_minute):
     check(f'ALERTS{{alertname="{FLEET}",alertstate="firing",lane="models"}}', RO + 30,
           [(fleet_alert("models", ',model_name="m1"'), 1)])
     check(f'count_over_time(ALERTS{{lane="models",model_name="m2"}}[{n}m])', n - 1, [])
+    # A build label that changes at the deploy (v1 before, v2 after) splits
+    # no baseline: the fleet's series drop it, and the alert fires as for
+    # roll30.
+    check(f'ALERTS{{alertname="{FLEET}",alertstate="firing",lane="build30"}}', RO + 32, [(fleet_alert("build30"), 1)])
     return out + exact_fleet_test(interval, per_minute)
 
 
