@@ -6,7 +6,9 @@
 # that the kernel histograms are there too, that the latest kernel
 # window's step is drawn as a timeline (lanes, kernels, the gap 1.5 ms of
 # host work leaves, with names on hover), and that the page's own script
-# refreshes it. Saves the DOM and a screenshot under $ARTIFACTS (default
+# refreshes it; and, on a demo with --tenants, that whose GPU time lists
+# each tenant, the heaviest requests and each lane's cost model. Saves the
+# DOM and a screenshot under $ARTIFACTS (default
 # out/e2e). Installs Debian's chromium when missing, as root.
 #
 # Usage: tools/e2e/chromium.sh [path/to/gpuspans]
@@ -86,4 +88,20 @@ chrome --hide-scrollbars --window-size=1280,1800 --screenshot="$png" "$DEMO_URL/
 [[ -s "$png" ]] || fail "no screenshot written"
 [[ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" == 89504e470d0a1a0a ]] || fail "$png is not a PNG"
 log "screenshot: $png ($(wc -c <"$png") bytes)"
+
+# Whose GPU time, on a demo whose requests come from 3 tenants.
+start_demo "$BIN" --tenants=3
+wait_for 30 "finished requests on the page" \
+  bash -c "curl -fs --max-time 5 '$DEMO_URL/debug/gpuspans?refresh=0' | grep -q '<table id=\"request-heaviest\">'"
+chrome --dump-dom "$DEMO_URL/debug/gpuspans?refresh=0" >"$ARTIFACTS/whose-gpu-time.dom.html" ||
+  fail "chromium --dump-dom (tenants) failed: $(tail -5 "$TMP/chromium.log")"
+whose="$(tr '\n' ' ' <"$ARTIFACTS/whose-gpu-time.dom.html" | sed 's/<table /\n<table /g; s/<\/table>/<\/table>\n/g')"
+classes="$(grep '<table id="request-classes">' <<<"$whose" || true)"
+for t in t1 t2 t3; do
+  grep -q "<td class=\"l\">model demo-llm, tenant $t</td>" <<<"$classes" || fail "whose GPU time lists no row for tenant $t: $classes"
+done
+grep -q '<table id="request-heaviest">' <<<"$whose" || fail "whose GPU time lists no heaviest requests"
+lanes="$(grep '<table id="request-lanes">' <<<"$whose" || true)"
+[[ "$(grep -o '<tr><td>0</td>' <<<"$lanes" | wc -l)" == 2 ]] || fail "whose GPU time: want a cost model row for each of 2 lanes: $lanes"
+log "whose GPU time: 3 tenants, the heaviest requests and 2 lanes' cost models in the browser's DOM"
 log "PASS in $((SECONDS - E2E_START))s"
