@@ -70,7 +70,7 @@ func TestRequestSpans(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range s.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	for k, want := range map[string]string{
 		"gpuspans.request.id": strconv.FormatUint(1<<63, 10), "gpuspans.request.steps": "6",
