@@ -200,7 +200,6 @@ func (h *Hub) FinishedRequests(after uint64, into []RequestRecord) []RequestReco
 
 // Sizes of the ledger's fixed parts.
 const (
-	landedSpans    = 512 // a device's lane's latest spans, for the batches that wait for them
 	servedOf       = 16  // spans outside windows a window step's served time is the median of
 	unclaimedAfter = 64  // spans landed after one before a span no batch claimed counts as unattributed
 )
@@ -281,9 +280,12 @@ type pendBatch struct {
 	flops, bytes float64
 }
 
-// landedRing is a device's lane's latest landed spans, oldest first.
+// landedRing is a device's lane's latest landed spans, oldest first, for
+// the batches that wait for them. It holds every span one harvest can land
+// (a device has at most Options.Slots in flight) and those not yet swept:
+// a harvester that falls behind loses no span's time.
 type landedRing struct {
-	s     [landedSpans]landedSpan
+	s     []landedSpan
 	n     uint64
 	swept uint64 // spans counted as claimed or not
 }
@@ -355,10 +357,10 @@ func (h *Hub) landLane(device int, lane uint64, s *Span, window bool) {
 	k := [2]int32{int32(device), int32(lane)}
 	r := h.led.landed[k]
 	if r == nil {
-		r = &landedRing{}
+		r = &landedRing{s: make([]landedSpan, h.slots+unclaimedAfter)}
 		h.led.landed[k] = r
 	}
-	r.s[r.n%landedSpans] = landedSpan{step: s.Step, dur: s.DurationNs, start: s.StartNs, window: window}
+	r.s[r.n%uint64(len(r.s))] = landedSpan{step: s.Step, dur: s.DurationNs, start: s.StartNs, window: window}
 	r.n++
 }
 
@@ -542,8 +544,9 @@ func (r *landedRing) find(step uint64) (sp *landedSpan, found, gone bool) {
 	if r == nil || r.n == 0 {
 		return nil, false, false
 	}
-	for i := uint64(0); i < min(r.n, landedSpans); i++ {
-		s := &r.s[(r.n-1-i)%landedSpans]
+	size := uint64(len(r.s))
+	for i := uint64(0); i < min(r.n, size); i++ {
+		s := &r.s[(r.n-1-i)%size]
 		if s.step == step {
 			return s, true, false
 		}
@@ -561,8 +564,9 @@ func (r *landedRing) find(step uint64) (sp *landedSpan, found, gone bool) {
 func (r *landedRing) served(step uint64, dur int64) int64 {
 	var v [servedOf]int64
 	n := 0
-	for i := uint64(0); i < min(r.n, landedSpans) && n < servedOf; i++ {
-		s := &r.s[(r.n-1-i)%landedSpans]
+	size := uint64(len(r.s))
+	for i := uint64(0); i < min(r.n, size) && n < servedOf; i++ {
+		s := &r.s[(r.n-1-i)%size]
 		if s.step < step && !s.window {
 			v[n] = s.dur
 			n++
@@ -584,15 +588,12 @@ func (r *landedRing) served(step uint64, dur int64) int64 {
 // and a harvest has matched it.
 func (l *ledger) sweepUnclaimed() {
 	for k, r := range l.landed {
-		if r.n > landedSpans && r.swept < r.n-landedSpans {
-			r.swept = r.n - landedSpans // overwritten unswept: spans landed faster than harvests attribute
-		}
 		if r.n <= unclaimedAfter {
 			continue
 		}
 		var a *laneAttr
 		for ; r.swept < r.n-unclaimedAfter; r.swept++ {
-			if s := &r.s[r.swept%landedSpans]; !s.claimed {
+			if s := &r.s[r.swept%uint64(len(r.s))]; !s.claimed {
 				if a == nil {
 					a = l.attr(int(k[0]), int(k[1]))
 				}

@@ -329,6 +329,49 @@ func TestAttributionSpanExact(t *testing.T) {
 	}
 }
 
+// A harvester that falls behind loses no span's time: 1,500 steps' spans
+// landing in one harvest are each split among their requests.
+func TestAttributionHarvestBehind(t *testing.T) {
+	e := newServedEngine(t, Options{Lanes: []string{"decode"}}, 1, 4)
+	// A background harvester whose first tick is an hour away: steps
+	// only count, and the one harvest is the test's.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.h.RunHarvester(ctx, time.Hour) }()
+	defer func() { cancel(); <-done }()
+	for !e.h.background.Load() {
+		runtime.Gosched()
+	}
+	const steps = 1500
+	var total time.Duration
+	for step := 0; step < steps; step++ {
+		e.h.BeginStep()
+		id := uint64(step + 1)
+		if err := e.h.ServeRequests(e.lane, []RequestWork{{ID: id, DecodedTokens: 1, Context: uint32(step)}}); err != nil {
+			t.Fatal(err)
+		}
+		dur := time.Duration(10+step%7) * time.Microsecond
+		total += dur
+		e.h.LaneBegin(e.lane)
+		e.gpu.Launch(e.stream, dur)
+		e.h.LaneEnd(e.lane)
+		if err := e.h.EndRequest(id); err != nil {
+			t.Fatal(err)
+		}
+		e.clock.Advance(dur + time.Microsecond)
+	}
+	e.h.Harvest()
+	recs := e.h.FinishedRequests(0, nil)
+	var sum time.Duration
+	for _, r := range recs {
+		sum += r.GPUTime
+	}
+	a := e.h.Attribution()
+	if len(recs) != steps || sum != total || len(a.Lanes) != 1 || a.Lanes[0].Spans != steps || a.Lanes[0].Unmeasured != 0 {
+		t.Fatalf("%d records of %v, lanes %+v: want %d records of %v, every span split", len(recs), sum, a.Lanes, steps, total)
+	}
+}
+
 func TestAttributionBoundedMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100,000 requests")
