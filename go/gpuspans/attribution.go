@@ -200,8 +200,8 @@ func (h *Hub) FinishedRequests(after uint64, into []RequestRecord) []RequestReco
 
 // Sizes of the ledger's fixed parts.
 const (
-	servedOf       = 16  // spans outside windows a window step's served time is the median of
-	unclaimedAfter = 64  // spans landed after one before a span no batch claimed counts as unattributed
+	servedOf       = 16 // spans outside windows a window step's served time is the median of
+	unclaimedAfter = 64 // spans landed after one before a span no batch claimed counts as unattributed
 )
 
 // ledger is the harvest's side. Guarded by the harvest lock.
